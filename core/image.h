@@ -41,4 +41,12 @@ typedef struct nc_prep {
     float threshold;        /* ink threshold in [0,1]; < 0 means Otsu */
 } nc_prep;
 
+/* Number of floats nc_prep_apply writes: (size + 2 pad)^2. */
+size_t nc_prep_out_len(const nc_prep *p);
+
+/* Turn a raw grey image into a network input per p (see nc_prep_kind):
+ * out receives nc_prep_out_len(p) floats in [0, 1], row-major.  An image with
+ * no ink gives -ENOENT (nothing to recognise); bad sizes give -EINVAL/-ERANGE. */
+int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out);
+
 #endif

@@ -1,0 +1,20 @@
+/* tools/bench_cpu.h — the two halves of neocog-bench-cpu.
+ * Each prints its tables on stdout and returns 0 or a negative errno. */
+#ifndef NC_BENCH_CPU_H
+#define NC_BENCH_CPU_H
+
+#include "dataset.h"
+
+typedef struct nc_bench_opts {
+    const nc_dataset *digits;   /* real digits (the MNIST fixture) */
+    int reps;                   /* timing repetitions; more = steadier */
+    int batch;                  /* CNN batch size for the BLAS path */
+} nc_bench_opts;
+
+int bench_cpu_neocog(const nc_bench_opts *o);
+int bench_cpu_cnn(const nc_bench_opts *o);
+
+/* Monotonic wall clock in seconds. */
+double bench_now(void);
+
+#endif
