@@ -34,9 +34,19 @@ int nc_dataset_parse(const uint8_t *images, size_t images_len,
                      const uint8_t *labels, size_t labels_len,
                      nc_dataset *ret);
 void nc_dataset_fini(nc_dataset *d);    /* frees buffers; safe twice */
+/* Errors of nc_dataset_parse: -EBADMSG for a wrong magic, a zero dimension,
+ * bytes missing or left over after the data (gzip: a truncated, corrupt or
+ * trailing-garbage stream too), or counts that disagree; -ENOTSUP for an
+ * IDX file of the right rank but another element type (e.g. float); -ERANGE for a count or
+ * dimension over the caps; -EOVERFLOW for more than NC_GUNZIP_MAX_OUT
+ * inflated bytes.  Label bytes may hold any value 0..255 (IDX does not
+ * restrict them); checking them against a model's classes is the caller's
+ * job.  count 0 is accepted (pixels is then a non-NULL empty buffer). */
 
 /* Serialise images [first, first + count) of d as IDX files (uncompressed),
- * for fixtures and converters.  Buffers are malloc'd. */
+ * for fixtures and converters.  Buffers are malloc'd.  ret_labels may be
+ * NULL (no label file wanted); when d has no labels, *ret_labels is set to
+ * NULL and *ret_labels_len to 0.  A range past d->count is -ERANGE. */
 int nc_dataset_to_idx(const nc_dataset *d, uint32_t first, uint32_t count,
                       uint8_t **ret_images, size_t *ret_images_len,
                       uint8_t **ret_labels, size_t *ret_labels_len);

@@ -3,7 +3,15 @@
  * Layer: core.  Pure functions on caller-owned memory; error codes as in
  * common.h.  Convention: pixel value 0 = background, 255 = full ink (MNIST's
  * polarity).  Images from cameras (dark ink on light paper) are inverted by
- * the caller or by nc_prep.invert before preprocessing. */
+ * the caller or by nc_prep.invert before preprocessing.
+ *
+ * Coordinates: pixel (x, y) is column x, row y, and its centre sits at the
+ * real coordinate (x, y).  Centres of mass and centroids use this
+ * convention, so a 3x3 blob at columns 4..6 has its centre at x = 5.0.
+ *
+ * Every function that takes an nc_image validates it first: NULL or a NULL
+ * pixel pointer, a zero dimension or stride < width is -EINVAL; a dimension
+ * above NC_IMAGE_MAX_DIM is -ERANGE. */
 #ifndef NC_IMAGE_H
 #define NC_IMAGE_H
 
@@ -18,6 +26,105 @@ typedef struct nc_image {
     uint32_t stride;        /* bytes from one row to the next, >= width */
     uint8_t *pixels;        /* row-major, height * stride bytes */
 } nc_image;
+
+/* An axis-aligned rectangle of pixels: columns x .. x+width-1, rows
+ * y .. y+height-1. */
+typedef struct nc_rect {
+    uint32_t x, y, width, height;
+} nc_rect;
+
+/* ---- images ------------------------------------------------------------ */
+
+/* 0 if img is usable (see the validation rule above), else the error. */
+int nc_image_check(const nc_image *img);
+
+/* A new zero-filled width x height image (stride = width) in one malloc'd
+ * block; release it with nc_image_free. */
+int nc_image_new(uint32_t width, uint32_t height, nc_image **ret_img);
+void nc_image_free(nc_image *img);      /* NULL is fine */
+
+/* A deep copy of img (any stride) as a new image with stride = width. */
+int nc_image_dup(const nc_image *img, nc_image **ret_img);
+
+/* Describe caller-owned pixels as an image; nothing is copied or owned.
+ * stride 0 means stride = width. */
+int nc_image_view(uint8_t *pixels, uint32_t width, uint32_t height,
+                  uint32_t stride, nc_image *ret_view);
+
+/* A view of the rectangle r of img, sharing img's pixels (writes through
+ * the view change img).  r must be non-empty and inside img: -ERANGE if not. */
+int nc_image_crop(const nc_image *img, nc_rect r, nc_image *ret_view);
+
+/* p -> 255 - p, in place. */
+int nc_image_invert(nc_image *img);
+
+/* Smallest rectangle holding every pixel > threshold; -ENOENT if none. */
+int nc_image_bbox(const nc_image *img, uint8_t threshold, nc_rect *ret_box);
+
+/* Intensity-weighted centre of mass (sum p*x / sum p, likewise y) in the
+ * coordinates above; -ENOENT if every pixel is 0. */
+int nc_image_centroid(const nc_image *img, double *ret_x, double *ret_y);
+
+/* ---- grey levels ------------------------------------------------------- */
+
+/* Pixel count per grey level. */
+int nc_image_histogram(const nc_image *img, uint64_t ret_hist[256]);
+
+/* Otsu's threshold of a histogram: the t maximising the between-class
+ * variance of {levels <= t} and {levels > t}, so "ink" is p > t, the same
+ * rule as nc_image_bbox.  Ties go to the middle of the tied run, which puts a
+ * clean two-level image's threshold half way between its levels.  -ENOENT
+ * when fewer than two levels occur (no contrast to split). */
+int nc_image_otsu_histogram(const uint64_t hist[256], uint8_t *ret_threshold);
+
+/* Otsu's threshold of img's histogram. */
+int nc_image_otsu_threshold(const nc_image *img, uint8_t *ret_threshold);
+
+/* dst = 255 where src > threshold, else 0.  dst must have src's width and
+ * height (-EINVAL otherwise) and may be src itself. */
+int nc_image_binarise(const nc_image *src, uint8_t threshold, nc_image *dst);
+
+/* ---- resampling -------------------------------------------------------- */
+
+/* Resample a dense (stride = width) float image to width_out x height_out.
+ * Each axis is handled separately: where it shrinks or keeps its size, an
+ * output pixel is the area-weighted mean of the input pixels it covers (a
+ * box filter, so it anti-aliases, keeps the mean intensity and is exact on
+ * an unchanged size); where it grows, bilinear interpolation between pixel
+ * centres aligned at the image edges (samples beyond the outer centres take
+ * the edge value).  Needs width_out * height_in floats of scratch
+ * (-ENOMEM).  in and out must not overlap. */
+int nc_image_resample(const float *in, uint32_t width_in, uint32_t height_in,
+                      float *out, uint32_t width_out, uint32_t height_out);
+
+/* The same from an 8-bit image: each pixel is first mapped through lut
+ * (256 entries), or to p / 255 when lut is NULL. */
+int nc_image_resample_u8(const nc_image *in, const float *lut,
+                         float *out, uint32_t width_out, uint32_t height_out);
+
+/* ---- connected components ---------------------------------------------- */
+
+/* Hard cap on components one call reports, whatever the caller asks. */
+#define NC_IMAGE_MAX_COMPONENTS (1u << 20)
+
+typedef struct nc_component {
+    nc_rect box;            /* bounding box */
+    uint32_t area;          /* pixel count */
+    double cx, cy;          /* centroid (unweighted mean of x, of y) */
+} nc_component;
+
+/* 8-connected components of the non-zero pixels of img, numbered 1..count in
+ * the raster order of each component's first (top-most, then left-most)
+ * pixel.  *ret_comps gets a malloc'd array of count entries (NULL when
+ * count is 0), which the caller frees.  If ret_labels is not NULL it
+ * receives width * height labels (row-major, 0 = background).  More than
+ * max_components (itself at most NC_IMAGE_MAX_COMPONENTS, else -ERANGE)
+ * components is -ERANGE.  Iterative union-find: any blob size is fine. */
+int nc_image_components(const nc_image *img, uint32_t max_components,
+                        uint32_t *ret_labels, nc_component **ret_comps,
+                        uint32_t *ret_count);
+
+/* ---- network input ----------------------------------------------------- */
 
 /* How a raw grey image becomes a network input.  Stored in model files so a
  * model always sees what it was trained on. */
@@ -35,18 +142,61 @@ typedef struct nc_prep {
     uint32_t kind;          /* nc_prep_kind */
     uint32_t size;          /* output field is size x size */
     uint32_t box;           /* MNIST: fit box; NEOCOG: digit height */
-    uint32_t pad;           /* MNIST only: zero border added around the
-                               size x size field (29x29 CNN input = 28 + 1) */
+    uint32_t pad;           /* zero border added on every side of the
+                               size x size field (meant for MNIST; NEOCOG
+                               honours it too) */
     uint32_t invert;        /* 1: input is dark ink on light paper */
     float threshold;        /* ink threshold in [0,1]; < 0 means Otsu */
 } nc_prep;
 
-/* Number of floats nc_prep_apply writes: (size + 2 pad)^2. */
+/* Limits nc_prep_apply enforces (-ERANGE beyond). */
+#define NC_PREP_MAX_SIZE 1024u
+#define NC_PREP_MAX_PAD  64u
+
+/* Recommended settings.  The CNN's 29x29 input is size 29, box 20, pad 0:
+ * the centre-of-mass target is pixel (14, 14) for both 28 and 29, so this is
+ * exactly MNIST's 28x28 layout plus one zero column on the right and one
+ * zero row at the bottom — the "28 padded to 29" of the CNN paper. */
+#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f })
+#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f })
+#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f })
+
+/* Number of floats nc_prep_apply writes: (size + 2 pad)^2; 0 if p is NULL. */
 size_t nc_prep_out_len(const nc_prep *p);
+
+/* 0 if p is a valid, supported setting, else -EINVAL / -ERANGE. */
+int nc_prep_check(const nc_prep *p);
 
 /* Turn a raw grey image into a network input per p (see nc_prep_kind):
  * out receives nc_prep_out_len(p) floats in [0, 1], row-major.  An image with
- * no ink gives -ENOENT (nothing to recognise); bad sizes give -EINVAL/-ERANGE. */
+ * no ink gives -ENOENT (nothing to recognise); bad sizes give -EINVAL/-ERANGE.
+ *
+ * Common steps, in order:
+ *  1. Polarity: with invert, p is read as 255 - p throughout.
+ *  2. Ink: pixels with p / 255 > threshold, or above Otsu's threshold when
+ *     threshold < 0; their bounding box is the crop.  No ink: -ENOENT.
+ *  3. Contrast: grey levels are stretched linearly so the median of the
+ *     background pixels (those not ink) maps to 0 and the brightest ink
+ *     pixel to 1, clamped to [0, 1].  On clean input (background 0, ink
+ *     reaching 255, like MNIST) this is just p / 255; on camera input it
+ *     removes the paper's grey.
+ *  4. The crop is resampled with nc_image_resample (area-averaged when
+ *     shrinking, bilinear when growing).
+ * NC_PREP_MNIST: the crop's longer side becomes box (the other side
+ *  round(side * box / longer), at least 1); the result is placed in the
+ *  size x size field shifted by whole pixels so its intensity-weighted
+ *  centre of mass lands as near as rounding allows (within 0.5 px per
+ *  axis) to pixel (size / 2, size / 2) in integer division — (14, 14) for
+ *  28, as MNIST did.  If that would push ink off the field, the shift is
+ *  clamped to keep the whole crop inside instead.  Grey output.
+ * NC_PREP_NEOCOG: the crop's height becomes box and its width keeps the
+ *  aspect ratio but is capped at size - 4 (then the width sets the scale).
+ *  The scaled grey is re-binarised at threshold (Otsu's of the scaled grey
+ *  when threshold < 0): 1 where above, else 0; nothing left is -ENOENT.
+ *  The bounding box of what is left is placed at ((size - w) / 2,
+ *  (size - h) / 2), integer division.
+ * Both: the size x size field then sits at (pad, pad) in the output, with
+ * zeros around it.  out is written only on success. */
 int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out);
 
 #endif

@@ -1,1 +1,284 @@
-/* placeholder: being written */
+/* core/image_prep.c — raw grey image -> network input (nc_prep_apply).
+ *
+ * Layer: core.  The steps and conventions are documented at nc_prep_apply in
+ * image.h; this file follows them in order.  Everything that can fail runs
+ * before the first write to out, so out is untouched on error. */
+#include "image.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t nc_prep_out_len(const nc_prep *p)
+{
+    if (!p)
+        return 0;
+    size_t side = (size_t)p->size + 2 * (size_t)p->pad, len;
+    if (side < p->size || nc_size_mul(side, side, &len) < 0)
+        return 0;
+    return len;
+}
+
+int nc_prep_check(const nc_prep *p)
+{
+    if (!p)
+        return -EINVAL;
+    if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
+        return -EINVAL;
+    if (p->size == 0 || p->box == 0 || p->invert > 1)
+        return -EINVAL;
+    /* Written so that NaN fails too; anything < 0 means Otsu. */
+    if (!(p->threshold <= 1.0f))
+        return -EINVAL;
+    if (p->size > NC_PREP_MAX_SIZE || p->pad > NC_PREP_MAX_PAD)
+        return -ERANGE;
+    if (p->box > p->size)
+        return -ERANGE;
+    /* NEOCOG caps the width at size - 4, which must leave a pixel. */
+    if (p->kind == NC_PREP_NEOCOG && p->size < 5)
+        return -ERANGE;
+    return 0;
+}
+
+/* ---- finding the ink --------------------------------------------------- */
+
+/* Histogram as the preprocessing sees it, i.e. after the optional invert. */
+static int prep_histogram(const nc_image *img, int invert, uint64_t hist[256])
+{
+    uint64_t h[256];
+    int err = nc_image_histogram(img, h);
+    if (err < 0)
+        return err;
+    for (int v = 0; v < 256; v++)
+        hist[v] = h[invert ? 255 - v : v];
+    return 0;
+}
+
+/* Ink is (polarity-corrected) level > t.  A fixed threshold in [0, 1] means
+ * level / 255 > threshold, which for integer levels is level > floor(255
+ * threshold). */
+static int ink_threshold(const nc_prep *p, const uint64_t hist[256], uint8_t *ret_t)
+{
+    if (p->threshold < 0)
+        return nc_image_otsu_histogram(hist, ret_t);
+    float t = floorf(p->threshold * 255.0f);
+    *ret_t = t >= 255.0f ? 255 : (uint8_t)t;
+    return 0;
+}
+
+/* Bounding box of ink in raw pixel terms: with invert, 255 - p > t. */
+static int ink_bbox(const nc_image *img, int invert, uint8_t t, nc_rect *ret_box)
+{
+    if (!invert)
+        return nc_image_bbox(img, t, ret_box);
+    /* Scan with the polarity flipped on the fly rather than copying an
+     * image that may be camera-sized. */
+    uint32_t x0 = UINT32_MAX, y0 = UINT32_MAX, x1 = 0, y1 = 0;
+    for (uint32_t y = 0; y < img->height; y++) {
+        const uint8_t *row = img->pixels + (size_t)y * img->stride;
+        for (uint32_t x = 0; x < img->width; x++) {
+            if (255 - row[x] <= t)
+                continue;
+            if (x < x0) x0 = x;
+            if (x > x1) x1 = x;
+            if (y0 == UINT32_MAX) y0 = y;
+            y1 = y;
+        }
+    }
+    if (y0 == UINT32_MAX)
+        return -ENOENT;
+    *ret_box = (nc_rect){ x0, y0, x1 - x0 + 1, y1 - y0 + 1 };
+    return 0;
+}
+
+/* Map raw pixel -> [0, 1]: undo the polarity, then stretch so the median
+ * background level goes to 0 and the brightest ink to 1.  Medians ignore
+ * the few grey edge pixels that fall below the threshold. */
+static void contrast_lut(const uint64_t hist[256], uint8_t t, int invert, float lut[256])
+{
+    uint64_t n_bg = 0;
+    for (int v = 0; v <= t; v++)
+        n_bg += hist[v];
+    int lo = 0, hi = 255;
+    if (n_bg > 0) {
+        uint64_t acc = 0;
+        for (lo = 0; lo <= t; lo++) {
+            acc += hist[lo];
+            if (acc * 2 >= n_bg)
+                break;
+        }
+    }
+    while (hi > t && hist[hi] == 0)
+        hi--;
+    /* There is ink, so hi > t >= lo and the span is positive. */
+    float span = (float)(hi - lo);
+    for (int p = 0; p < 256; p++) {
+        int v = invert ? 255 - p : p;
+        float f = (float)(v - lo) / span;
+        lut[p] = f < 0 ? 0 : f > 1 ? 1 : f;
+    }
+}
+
+/* ---- sizing ------------------------------------------------------------ */
+
+/* round(a * b / c) for positive sizes, at least 1. */
+static uint32_t scale_dim(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint64_t r = ((uint64_t)a * b * 2 + c) / (2 * (uint64_t)c);
+    return r ? (uint32_t)r : 1;
+}
+
+static void mnist_dims(const nc_prep *p, nc_rect crop, uint32_t *w, uint32_t *h)
+{
+    uint32_t longer = crop.width > crop.height ? crop.width : crop.height;
+    *w = scale_dim(crop.width, p->box, longer);
+    *h = scale_dim(crop.height, p->box, longer);
+}
+
+static void neocog_dims(const nc_prep *p, nc_rect crop, uint32_t *w, uint32_t *h)
+{
+    uint32_t max_w = p->size - 4;
+    *h = p->box;
+    *w = scale_dim(crop.width, p->box, crop.height);
+    if (*w > max_w) {
+        *w = max_w;
+        *h = scale_dim(crop.height, max_w, crop.width);
+    }
+}
+
+/* ---- placement --------------------------------------------------------- */
+
+typedef struct placed {
+    const float *v;             /* w x h values to copy */
+    uint32_t w, h;
+    int32_t ox, oy;             /* field position of v's pixel (0, 0) */
+} placed;
+
+/* Centre of mass to (size/2, size/2) by whole-pixel shifts; clamped so the
+ * crop stays inside the field. */
+static int mnist_place(const nc_prep *p, const float *v, uint32_t w, uint32_t h,
+                       placed *ret)
+{
+    double sum = 0, sx = 0, sy = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double a = v[(size_t)y * w + x];
+            sum += a;
+            sx += a * x;
+            sy += a * y;
+        }
+    if (!(sum > 0))
+        return -ENOENT;
+    double target = (double)(p->size / 2);
+    long ox = lround(target - sx / sum), oy = lround(target - sy / sum);
+    long max_x = (long)(p->size - w), max_y = (long)(p->size - h);
+    ox = ox < 0 ? 0 : ox > max_x ? max_x : ox;
+    oy = oy < 0 ? 0 : oy > max_y ? max_y : oy;
+    *ret = (placed){ v, w, h, (int32_t)ox, (int32_t)oy };
+    return 0;
+}
+
+/* Re-binarise v in place, then centre its bounding box in the field. */
+static int neocog_place(const nc_prep *p, float *v, uint32_t w, uint32_t h,
+                        placed *ret)
+{
+    size_t n = (size_t)w * h;
+    float t = p->threshold;
+    if (t < 0) {
+        uint64_t hist[256] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            hist[(uint8_t)lrintf(v[i] * 255.0f)]++;
+        uint8_t t8;
+        /* A flat crop (a solid block) has nothing for Otsu to split: it is
+         * all ink or all not, which half way decides. */
+        t = nc_image_otsu_histogram(hist, &t8) < 0 ? 0.5f : (t8 + 0.5f) / 255.0f;
+    }
+    uint32_t x0 = UINT32_MAX, y0 = UINT32_MAX, x1 = 0, y1 = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            float *a = &v[(size_t)y * w + x];
+            *a = *a > t ? 1.0f : 0.0f;
+            if (*a == 0.0f)
+                continue;
+            if (x < x0) x0 = x;
+            if (x > x1) x1 = x;
+            if (y0 == UINT32_MAX) y0 = y;
+            y1 = y;
+        }
+    if (y0 == UINT32_MAX)
+        return -ENOENT;
+    /* Shift so the box [x0, x1] starts at (size - box width) / 2. */
+    uint32_t bw = x1 - x0 + 1, bh = y1 - y0 + 1;
+    *ret = (placed){ v, w, h,
+                     (int32_t)((p->size - bw) / 2) - (int32_t)x0,
+                     (int32_t)((p->size - bh) / 2) - (int32_t)y0 };
+    return 0;
+}
+
+/* Zero the whole output, then copy the placed values into the field at
+ * (pad, pad), dropping anything that falls outside the field. */
+static void write_field(const nc_prep *p, const placed *pl, float *out)
+{
+    size_t side = (size_t)p->size + 2 * (size_t)p->pad;
+    memset(out, 0, side * side * sizeof(float));
+    for (uint32_t y = 0; y < pl->h; y++) {
+        int64_t fy = (int64_t)y + pl->oy;
+        if (fy < 0 || fy >= p->size)
+            continue;
+        for (uint32_t x = 0; x < pl->w; x++) {
+            int64_t fx = (int64_t)x + pl->ox;
+            if (fx < 0 || fx >= p->size)
+                continue;
+            out[(size_t)(fy + p->pad) * side + (size_t)(fx + p->pad)] =
+                pl->v[(size_t)y * pl->w + x];
+        }
+    }
+}
+
+int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
+{
+    int err = nc_image_check(img);
+    if (err < 0)
+        return err;
+    if ((err = nc_prep_check(p)) < 0)
+        return err;
+    if (!out)
+        return -EINVAL;
+
+    uint64_t hist[256];
+    uint8_t t;
+    nc_rect box;
+    if ((err = prep_histogram(img, p->invert != 0, hist)) < 0 ||
+        (err = ink_threshold(p, hist, &t)) < 0 ||
+        (err = ink_bbox(img, p->invert != 0, t, &box)) < 0)
+        return err;
+
+    float lut[256];
+    contrast_lut(hist, t, p->invert != 0, lut);
+
+    nc_image crop;
+    if ((err = nc_image_crop(img, box, &crop)) < 0)
+        return err;
+    uint32_t w, h;
+    if (p->kind == NC_PREP_MNIST)
+        mnist_dims(p, box, &w, &h);
+    else
+        neocog_dims(p, box, &w, &h);
+
+    /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
+    float *scaled = malloc((size_t)w * h * sizeof(float));
+    if (!scaled)
+        return -ENOMEM;
+    placed pl;
+    if ((err = nc_image_resample_u8(&crop, lut, scaled, w, h)) < 0)
+        goto out;
+    if (p->kind == NC_PREP_MNIST)
+        err = mnist_place(p, scaled, w, h, &pl);
+    else
+        err = neocog_place(p, scaled, w, h, &pl);
+    if (err < 0)
+        goto out;
+    write_field(p, &pl, out);
+out:
+    free(scaled);
+    return err;
+}

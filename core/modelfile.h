@@ -70,13 +70,24 @@ typedef struct nc_mf_writer nc_mf_writer;
 int nc_mf_writer_new(uint32_t kind, nc_mf_writer **ret_w);
 void nc_mf_writer_free(nc_mf_writer *w);           /* NULL is fine */
 
-/* Append a section; tags must be unique within a file (-EINVAL otherwise). */
+/* Append a section; tags must be unique within a file (-EINVAL otherwise).
+ * Tags are four printable ASCII characters.  nc_mf_put takes the payload
+ * exactly as stored, i.e. numbers already little-endian, just as nc_mf_get
+ * hands it back; the typed puts and gets convert from and to host order.
+ * nc_mf_put_f32/_f64 refuse NaN/Inf (-EINVAL) so a writer cannot produce a
+ * file its readers reject; nc_mf_put does not look at values.  The info
+ * sections use the tags INFO, LABL, PREP, PTHR, DATA, CMND, CRTD, TERR, TSET;
+ * other modules must not reuse them. */
 int nc_mf_put(nc_mf_writer *w, uint32_t tag, uint32_t type,
               const void *data, size_t n_bytes);
 int nc_mf_put_str(nc_mf_writer *w, uint32_t tag, const char *s);
 int nc_mf_put_u32(nc_mf_writer *w, uint32_t tag, const uint32_t *v, size_t n);
 int nc_mf_put_f32(nc_mf_writer *w, uint32_t tag, const float *v, size_t n);
 int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info);
+
+/* Added: an f64 section (host doubles stored little-endian); non-finite
+ * values are refused with -EINVAL, as nc_mf_put_f32 does. */
+int nc_mf_put_f64(nc_mf_writer *w, uint32_t tag, const double *v, size_t n);
 
 /* Produce the file image (malloc'd; the caller frees it). */
 int nc_mf_finish(nc_mf_writer *w, uint8_t **ret_buf, size_t *ret_len);
@@ -103,6 +114,8 @@ int nc_mf_count(const nc_mf_reader *r, uint32_t tag, uint32_t type, size_t *ret_
 int nc_mf_get_u32(const nc_mf_reader *r, uint32_t tag, uint32_t *dst, size_t n);
 int nc_mf_get_f32(const nc_mf_reader *r, uint32_t tag, float *dst, size_t n);
 int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info);
+/* Added: f64 twin of nc_mf_get_f32 (-EBADMSG on NaN/Inf). */
+int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n);
 
 /* CRC-32 (IEEE) of a buffer, exposed for tests and tools. */
 uint32_t nc_crc32(const uint8_t *buf, size_t len);

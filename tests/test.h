@@ -48,8 +48,9 @@ static int nc_test_checks;
 
 /* Stop this test function early when a precondition fails. */
 #define REQUIRE(cond) do {                                                   \
-    CHECK(cond);                                                             \
-    if (!(cond)) return;                                                     \
+    int ok_ = !!(cond);   /* evaluated once: cond may allocate */            \
+    CHECK(ok_ && #cond);                                                     \
+    if (!ok_) return;                                                        \
 } while (0)
 
 static inline int nc_test_finish(void)
