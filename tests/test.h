@@ -49,7 +49,7 @@ static int nc_test_checks;
 /* Stop this test function early when a precondition fails. */
 #define REQUIRE(cond) do {                                                   \
     int ok_ = !!(cond);   /* evaluated once: cond may allocate */            \
-    CHECK(ok_ && #cond);                                                     \
+    CHECK_MSG(ok_, "required");                                              \
     if (!ok_) return;                                                        \
 } while (0)
 
