@@ -5,8 +5,8 @@
 
 #include "image.h"
 
-/* Parse a PGM held in buf into a new image (pixels malloc'd; free with
- * nc_image_free).  Max values above 255 are scaled down.  Returns 0 or a
+/* Parse a PGM held in buf into *ret (ret->pixels is malloc'd: the caller
+ * frees it).  Max values above 255 are scaled down.  Returns 0 or a
  * negative errno: -EBADMSG malformed or truncated, -ERANGE absurd size. */
 int nc_pgm_parse(const uint8_t *buf, size_t len, nc_image *ret);
 

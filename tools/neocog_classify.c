@@ -1,0 +1,197 @@
+/* tools/neocog-classify — recognise digit images with a model file, offline.
+ *
+ * Runs the CPU engines of core/ directly (no daemon): load a model (CNN or
+ * neocognitron), preprocess each image the way the model records, print the
+ * answer.  For scripts and for checking a model by hand; the daemon and its
+ * `neocog recognize` client serve the same answers over a socket.
+ *
+ *   neocog-classify [--top K] [--invert auto|yes|no] MODEL IMAGE.pgm...
+ *
+ * Output, one line per image:  FILE<TAB>LABEL<TAB>SCORE[<TAB>LABEL:SCORE...]
+ * LABEL is "?" when the network rejects the image (nothing fired).
+ * Exit status: 0 all recognised, 1 an image or the model failed, 2 usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn.h"
+#include "fileio.h"
+#include "image.h"
+#include "modelfile.h"
+#include "neocog.h"
+#include "pgm.h"
+
+#define MAX_MODEL_BYTES (256u << 20)
+#define MAX_IMAGE_BYTES (64u << 20)
+
+typedef struct model {
+    uint32_t kind;
+    nc_model_info info;
+    nc_cnn *cnn;
+    nc_cnn_work *cnn_work;
+    nc_neocog *neo;
+    nc_neocog_state *neo_state;
+} model;
+
+static void model_fini(model *m)
+{
+    nc_cnn_work_free(m->cnn_work);
+    nc_cnn_free(m->cnn);
+    nc_neocog_state_free(m->neo_state);
+    nc_neocog_free(m->neo);
+}
+
+static int model_load(const char *path, model *m)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int err = nc_file_read(path, MAX_MODEL_BYTES, &buf, &len);
+    if (err) {
+        fprintf(stderr, "neocog-classify: %s: %s\n", path, strerror(-err));
+        return err;
+    }
+    nc_mf_reader *r = NULL;
+    if ((err = nc_mf_open(buf, len, &r)))
+        goto out;
+    m->kind = nc_mf_kind_of(r);
+    nc_mf_close(r);
+    if (m->kind == NC_MF_KIND_CNN) {
+        if (!(err = nc_cnn_load(buf, len, &m->cnn, &m->info)))
+            err = nc_cnn_work_new(m->cnn, 1, &m->cnn_work);
+    } else if (m->kind == NC_MF_KIND_NEOCOG) {
+        if (!(err = nc_neocog_load(buf, len, &m->neo, &m->info)))
+            err = nc_neocog_state_new(m->neo, &m->neo_state);
+    } else {
+        err = -ENOTSUP;
+    }
+out:
+    if (err)
+        fprintf(stderr, "neocog-classify: %s: %s\n", path, nc_strerror(err));
+    free(buf);
+    return err;
+}
+
+/* Camera and scanner images are dark ink on light paper, MNIST the reverse:
+ * decide by the border, which is paper in any digit crop. */
+static int border_is_light(const nc_image *img)
+{
+    uint64_t sum = 0, n = 0;
+    for (uint32_t x = 0; x < img->width; x++) {
+        sum += img->pixels[x] + img->pixels[(size_t)(img->height - 1) * img->stride + x];
+        n += 2;
+    }
+    for (uint32_t y = 0; y < img->height; y++) {
+        sum += img->pixels[(size_t)y * img->stride] +
+               img->pixels[(size_t)y * img->stride + img->width - 1];
+        n += 2;
+    }
+    return sum > 128 * n;
+}
+
+/* Scores of every class into score[]; *ret_label -1 on reject. */
+static int model_run(model *m, const nc_image *img, int invert, float *score,
+                     int *ret_label)
+{
+    nc_prep p = m->info.prep;
+    p.invert = invert < 0 ? (uint32_t)border_is_light(img) : (uint32_t)invert;
+    size_t n = nc_prep_out_len(&p);
+    float *in = malloc(n * sizeof *in);
+    if (!in)
+        return -ENOMEM;
+    int err = nc_prep_apply(img, &p, in);
+    if (err)
+        goto out;
+    if (m->cnn) {
+        if ((err = nc_cnn_forward_blas(m->cnn, m->cnn_work, in, 1, score)))
+            goto out;
+        int best = 0;
+        for (uint32_t k = 1; k < m->cnn->n_outputs; k++)
+            if (score[k] > score[best])
+                best = (int)k;
+        *ret_label = best;
+    } else {
+        nc_neocog_result res;
+        if ((err = nc_neocog_forward(m->neo, m->neo_state, in, NC_NEOCOG_FORM_F, &res)))
+            goto out;
+        memcpy(score, res.score, res.n_classes * sizeof *score);
+        *ret_label = res.label;
+    }
+out:
+    free(in);
+    return err;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: neocog-classify [--top K] [--invert auto|yes|no] MODEL IMAGE.pgm...\n");
+}
+
+int main(int argc, char **argv)
+{
+    int top = 1, invert = -1, i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i += 2) {
+        if (!strcmp(argv[i], "--help")) { usage(stdout); return 0; }
+        if (i + 1 >= argc) { usage(stderr); return 2; }
+        if (!strcmp(argv[i], "--top")) {
+            top = atoi(argv[i + 1]);
+        } else if (!strcmp(argv[i], "--invert")) {
+            const char *v = argv[i + 1];
+            invert = !strcmp(v, "yes") ? 1 : !strcmp(v, "no") ? 0 : !strcmp(v, "auto") ? -1 : -2;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (argc - i < 2 || top < 1 || invert < -1) {
+        usage(stderr);
+        return 2;
+    }
+    model m = {0};
+    if (model_load(argv[i], &m)) {
+        model_fini(&m);
+        return 1;
+    }
+    uint32_t n_classes = m.info.n_classes;
+    if ((uint32_t)top > n_classes)
+        top = (int)n_classes;
+    int status = 0;
+    for (i++; i < argc; i++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        nc_image img = {0};
+        float score[NC_MF_MAX_CLASSES] = {0};
+        int label = -1;
+        int err = nc_file_read(argv[i], MAX_IMAGE_BYTES, &buf, &len);
+        if (!err)
+            err = nc_pgm_parse(buf, len, &img);
+        if (!err)
+            err = model_run(&m, &img, invert, score, &label);
+        free(buf);
+        free(img.pixels);
+        if (err) {
+            fprintf(stderr, "neocog-classify: %s: %s\n", argv[i],
+                    err == -ENOENT ? "no ink in the image" : nc_strerror(err));
+            status = 1;
+            continue;
+        }
+        printf("%s\t%s\t%.4f", argv[i], label < 0 ? "?" : m.info.labels[label],
+               label < 0 ? 0.0 : (double)score[label]);
+        /* the next best classes, best first */
+        int used[NC_MF_MAX_CLASSES] = {0};
+        if (label >= 0)
+            used[label] = 1;
+        for (int t = 1; t < top; t++) {
+            int best = -1;
+            for (uint32_t k = 0; k < n_classes; k++)
+                if (!used[k] && (best < 0 || score[k] > score[best]))
+                    best = (int)k;
+            if (best < 0)
+                break;
+            used[best] = 1;
+            printf("\t%s:%.4f", m.info.labels[best], (double)score[best]);
+        }
+        putchar('\n');
+    }
+    model_fini(&m);
+    return status;
+}
