@@ -1,0 +1,320 @@
+/* core/neocog.h — Fukushima's 2003 neocognitron for handwritten digits:
+ * network description, weights, inverse-index tables, CPU forward passes,
+ * training maths and model files.
+ *
+ * Layer: core (pure C11, no I/O, no threads, no CUDA).  Error codes as in
+ * common.h.  The specification is shared/docs/neocognitron-spec.md; equation
+ * numbers refer to seed 004 (Ikeda et al.).
+ *
+ * Shapes and layout.  Every activation is stored position-major ("HWC"):
+ * cell (plane k, row y, column x) of an N-wide layer with K planes lives at
+ * [(y * N + x) * nc_neocog_kstride(K) + k].  The plane stride is K rounded up
+ * to a multiple of 8 and the padding lanes are always 0, so the inner loops
+ * over planes are contiguous, fixed-width and vectorise.  S-layer weights use
+ * the same stride on the output-plane axis:
+ *
+ *     a[l][(kappa * n_live + t) * ks + k]      kappa < K_in, t < n_live, k < ks
+ *
+ * (kappa = input plane, t = live tap of the circular mask, k = output plane,
+ * ks = nc_neocog_kstride(K_out)); pad lanes k >= K_out are 0.
+ *
+ * Geometry (spec "Geometry"): every layer is "zero pad by pad cells, then a
+ * valid correlation with a win x win window and step", so output cell o reads
+ * input cell o * step - pad + t for window tap t in [0, win).  Even windows
+ * sit between input cells (staggered grids), odd ones on them (aligned). */
+#ifndef NC_NEOCOG_H
+#define NC_NEOCOG_H
+
+#include "common.h"
+#include "modelfile.h"
+
+#define NC_NEOCOG_MAX_STAGES 4
+#define NC_NEOCOG_MAX_SIZE 1024     /* widest plane the table may ask for */
+#define NC_NEOCOG_MAX_WIN 64        /* widest window */
+#define NC_NEOCOG_MAX_PLANES 4096   /* cap on planes per layer (training growth) */
+#define NC_NEOCOG_MAX_CLASSES NC_MF_MAX_CLASSES
+
+/* Plane stride of a layer with k planes: k rounded up to 8 (at least 8). */
+static inline uint32_t nc_neocog_kstride(uint32_t k)
+{
+    return k == 0 ? 8u : (k + 7u) & ~7u;
+}
+
+/* ---- the network as data ------------------------------------------------ */
+
+typedef enum nc_neocog_grid {
+    NC_NEOCOG_GRID_ALIGNED = 0,     /* odd window, output cells on input cells */
+    NC_NEOCOG_GRID_STAGGERED = 1,   /* even window, offset by half a cell */
+} nc_neocog_grid;
+
+typedef enum nc_neocog_c_kind {
+    NC_NEOCOG_C_POOL = 0,   /* C-layer: psi of an excitatory-centre /
+                               inhibitory-surround taper, per plane */
+    NC_NEOCOG_C_CLASS = 1,  /* UC4: max per class over every plane and
+                               position of the S-layer (last stage only) */
+} nc_neocog_c_kind;
+
+/* One S/C stage.  Sizes are plane widths (planes are square). */
+typedef struct nc_neocog_stage {
+    /* S-layer: reads the previous C-layer (UG for stage 1) */
+    uint32_t s_size;        /* N_S, output width */
+    uint32_t s_win;         /* window width (6, or 9 at US4) */
+    uint32_t s_pad;         /* zero pad of the input */
+    uint32_t s_grid;        /* nc_neocog_grid; must match s_win's parity */
+    float s_radius;         /* A: taps with r > A are dead */
+    float theta;            /* selectivity at recognition, in (0, 1) */
+    float gamma;            /* V-cell weight c(nu) = gamma^((r/A)^2) */
+    uint32_t k_max;         /* most planes training may grow to */
+    /* C-layer */
+    uint32_t c_kind;        /* nc_neocog_c_kind */
+    uint32_t c_size;        /* N_C (POOL only) */
+    uint32_t c_win;         /* window width on the S grid */
+    uint32_t c_pad;
+    uint32_t c_step;        /* thinning: 2 at UC1..UC3 */
+    uint32_t c_grid;        /* nc_neocog_grid */
+    float c_radius_o;       /* A_o, excitatory centre */
+    float c_radius;         /* A, whole window (A == A_o: no surround) */
+} nc_neocog_stage;
+
+typedef struct nc_neocog_arch {
+    uint32_t in_size;       /* U0 width (65); input cells are ink 1 / paper 0 */
+    uint32_t g_size;        /* UG width (71), planes on/off */
+    uint32_t g_win;         /* 7 */
+    uint32_t g_pad;         /* 6 */
+    float g_radius_o;       /* 1.5, centre of the difference of Gaussians */
+    float g_radius;         /* 3.3, surround and mask radius */
+    float g_cut;            /* 1e-4: |x| at or below this is neither on nor off */
+    uint32_t n_classes;     /* UC4 planes (10) */
+    uint32_t n_stages;      /* 1..NC_NEOCOG_MAX_STAGES; the last has C_CLASS */
+    nc_neocog_stage stage[NC_NEOCOG_MAX_STAGES];
+} nc_neocog_arch;
+
+/* Fukushima 2003 (spec table): 65 -> UG 71x2 -> 68 -> 37 -> 38 -> 21 -> 22 ->
+ * 13 -> 5 -> 10 classes; theta .55/.51/.58/.30; k_max 16/200/300/1000. */
+void nc_neocog_arch_default(nc_neocog_arch *ret);
+/* Every size follows from the previous one and the window, pad and step;
+ * radii, theta and gamma are sane.  0 or -EINVAL. */
+int nc_neocog_arch_check(const nc_neocog_arch *a);
+
+/* ---- inverse-index tables (shared with gpu/) ------------------------------ */
+
+/* One correlation's geometry (an S-, C- or UG layer) and the tables built from
+ * it.  Built once per layer in core so every form and the GPU kernels use the
+ * same ones.  All arrays live in one allocation. */
+typedef struct nc_neocog_index {
+    uint32_t n_in, n_out, win, pad, step;
+    float radius;
+    uint32_t n_live;        /* taps with r <= radius */
+    /* live tap t sits at (tap_y[t], tap_x[t]) of the win x win window, in
+     * row-major order; tap_r[t] is its distance from the window centre */
+    int16_t *tap_y, *tap_x; /* [n_live] */
+    float *tap_r;           /* [n_live] */
+    /* Per-axis clipping, compact enough for __constant__ memory: along
+     * either axis output o reads input o*step - pad + t for window taps
+     * t in [axis_t0[o], axis_t1[o]) (the edge-clipped window). */
+    int16_t *axis_t0, *axis_t1;     /* [n_out] */
+    /* Gather (inverse) index, CSR over output positions o = oy*n_out+ox:
+     * entries j in [gat_ptr[o], gat_ptr[o+1]) name the input position
+     * gat_in[j] = iy*n_in+ix and live tap gat_tap[j] feeding o, taps in
+     * ascending order.  Edge cells simply have fewer entries. */
+    int32_t *gat_ptr;       /* [n_out^2 + 1] */
+    int32_t *gat_in;        /* [n_entries] */
+    int16_t *gat_tap;       /* [n_entries] */
+    /* Scatter index, the transpose: for input position i, entries j in
+     * [sct_ptr[i], sct_ptr[i+1]) name output sct_out[j] reached through
+     * live tap sct_tap[j]. */
+    int32_t *sct_ptr;       /* [n_in^2 + 1] */
+    int32_t *sct_out;       /* [n_entries] */
+    int16_t *sct_tap;       /* [n_entries] */
+    uint32_t n_entries;
+    void *block_;           /* the one allocation */
+} nc_neocog_index;
+
+/* n_out must equal (n_in + 2 pad - win) / step + 1 exactly. */
+int nc_neocog_index_new(uint32_t n_in, uint32_t n_out, uint32_t win,
+                        uint32_t pad, uint32_t step, float radius,
+                        nc_neocog_index **ret_ix);
+void nc_neocog_index_free(nc_neocog_index *ix);    /* NULL is fine */
+
+/* Fixed tap weights over an index's live taps (out has ix->n_live floats). */
+void nc_neocog_taps_vcell(const nc_neocog_index *ix, float gamma, float *out);
+void nc_neocog_taps_ccell(const nc_neocog_index *ix, float radius_o, float *out);
+void nc_neocog_taps_ug(const nc_neocog_index *ix, float radius_o, float *out);
+
+/* ---- the network ---------------------------------------------------------- */
+
+/* Layers in forward order; the bench times them one by one. */
+typedef enum nc_neocog_layer {
+    NC_NEOCOG_L_UG = 0,
+    NC_NEOCOG_L_S1 = 1, NC_NEOCOG_L_C1 = 2,
+    NC_NEOCOG_L_S2 = 3, NC_NEOCOG_L_C2 = 4,
+    NC_NEOCOG_L_S3 = 5, NC_NEOCOG_L_C3 = 6,
+    NC_NEOCOG_L_S4 = 7, NC_NEOCOG_L_C4 = 8,
+} nc_neocog_layer;
+/* S-layer of stage l (0-based) is layer 1 + 2l, its C-layer 2 + 2l. */
+
+/* The CPU forms of seed 004 Table 6, plus a plain reference. */
+typedef enum nc_neocog_form {
+    NC_NEOCOG_FORM_F = 0,   /* scatter with the zero-skip (the fast one) */
+    NC_NEOCOG_FORM_S = 1,   /* the same scatter without the zero-skip */
+    NC_NEOCOG_FORM_G = 2,   /* gather through the inverse index, one output
+                               position at a time, all planes at once */
+    NC_NEOCOG_FORM_REF = 3, /* plain loops straight from the equations, no
+                               tables, double accumulators (slow) */
+} nc_neocog_form;
+
+/* The model.  Fields are public for reading (tests, gpu/, the trainer);
+ * change them only through the functions below. */
+typedef struct nc_neocog {
+    nc_neocog_arch arch;
+    uint32_t n_planes[NC_NEOCOG_MAX_STAGES];    /* K_S of each stage, >= 0 */
+    /* fixed geometry and taps, derived from arch */
+    nc_neocog_index *g_ix;                      /* UG: U0 -> UG */
+    float *g_w;                                 /* [g_ix->n_live] */
+    nc_neocog_index *s_ix[NC_NEOCOG_MAX_STAGES];
+    float *s_c[NC_NEOCOG_MAX_STAGES];           /* V-cell c(nu), [n_live] */
+    nc_neocog_index *c_ix[NC_NEOCOG_MAX_STAGES];/* NULL for C_CLASS */
+    float *c_d[NC_NEOCOG_MAX_STAGES];           /* C taps d(nu), [n_live] */
+    /* learned weights: one block, pointers into it (layout at the top) */
+    float *params;
+    size_t n_params;
+    float *a[NC_NEOCOG_MAX_STAGES];             /* a_k(nu, kappa) >= 0 */
+    float *b[NC_NEOCOG_MAX_STAGES];             /* b_k >= 0, [kstride(K_S)] */
+    uint32_t *labels;   /* class of each last-stage plane, [K_last] (may be NULL) */
+    void *fixed_;       /* allocation behind the fixed taps */
+} nc_neocog;
+
+/* A network with no learned planes (all K_S = 0). */
+int nc_neocog_new(const nc_neocog_arch *arch, nc_neocog **ret_net);
+void nc_neocog_free(nc_neocog *net);            /* NULL is fine */
+/* Planes feeding stage l's S-layer: 2 for stage 0 (UG on/off), else K_S(l-1). */
+uint32_t nc_neocog_k_in(const nc_neocog *net, uint32_t l);
+/* Append a zero plane (a = 0, b = 0: it never fires) to stage l; label is
+ * used for the last stage only.  Grows the next stage's input too.  Planes
+ * already there keep their weights.  -ERANGE past k_max. */
+int nc_neocog_add_plane(nc_neocog *net, uint32_t l, uint32_t label,
+                        uint32_t *ret_k);
+
+/* Activations of one forward pass (all position-major, see the top).  Sized
+ * for the plane counts at the last call; forward re-fits it when the net grew. */
+typedef struct nc_neocog_state {
+    float *u0;                              /* [in_size^2] input */
+    float *ug;                              /* [g_size^2][8] on, off */
+    float *us[NC_NEOCOG_MAX_STAGES];        /* [s_size^2][ks] */
+    float *uc[NC_NEOCOG_MAX_STAGES];        /* [c_size^2][ks]; NULL last stage */
+    float *ws;                              /* scratch: v^2 and accumulators */
+    uint32_t fit_planes[NC_NEOCOG_MAX_STAGES];
+    int32_t label;                          /* answer of the last forward, -1 reject */
+    float score[NC_NEOCOG_MAX_CLASSES];     /* UC4: max response per class */
+    size_t bytes_;
+    void *block_;
+} nc_neocog_state;
+
+int nc_neocog_state_new(const nc_neocog *net, nc_neocog_state **ret_st);
+void nc_neocog_state_free(nc_neocog_state *st); /* NULL is fine */
+/* Copy every activation of src into dst, both fitted to the same net (as
+ * after a forward of each); -EINVAL otherwise.  Lets a test or a benchmark
+ * rerun one layer from another state's inputs. */
+int nc_neocog_state_copy(nc_neocog_state *dst, const nc_neocog_state *src);
+
+typedef struct nc_neocog_result {
+    int32_t label;          /* class index, or -1: nothing fired (reject) */
+    uint32_t n_classes;
+    float score[NC_NEOCOG_MAX_CLASSES];     /* max response per class, >= 0 */
+} nc_neocog_result;
+
+/* Recognise one in_size x in_size image (cells in [0, 1], ink 1) with the
+ * given form.  Every stage needs at least one plane (-EINVAL otherwise). */
+int nc_neocog_forward(const nc_neocog *net, nc_neocog_state *st,
+                      const float *input, int form, nc_neocog_result *ret);
+/* Run one layer on the state (the input of the layer must already be there:
+ * st->u0 for UG).  For timing and for training, which stops early. */
+int nc_neocog_run_layer(const nc_neocog *net, nc_neocog_state *st,
+                        int layer, int form);
+/* Output of a layer in the state, its width, planes and plane stride. */
+int nc_neocog_layer_out(const nc_neocog *net, const nc_neocog_state *st,
+                        int layer, const float **ret_out, uint32_t *ret_size,
+                        uint32_t *ret_planes, uint32_t *ret_stride);
+/* Cells > 0 in a layer's output (padding lanes excluded). */
+int nc_neocog_layer_nnz(const nc_neocog *net, const nc_neocog_state *st,
+                        int layer, size_t *ret_nnz, size_t *ret_cells);
+
+/* ---- single layers (what the forms test and the GPU parity tests call) ---- */
+
+/* S-layer, seed equations 1-3:
+ *   e(n,k)  = sum_kappa sum_t a[kappa][t][k] * in(n + nu_t, kappa)
+ *   v(n)    = sqrt(sum_kappa sum_t c[t] * in(n + nu_t, kappa)^2)
+ *   out     = theta/(1-theta) * max(0, (1 + e)/(1 + theta * b[k] * v) - 1)
+ * in: [n_in^2][in_stride] (>= k_in, values >= 0); out: [n_out^2][ks(k_out)],
+ * pad lanes come out 0; ws: nc_neocog_s_ws_floats() floats.  Weights must
+ * keep their pad lanes (k >= k_out) at 0 in a and >= 0 in b, as the net's
+ * do.  Every form writes every cell of out. */
+typedef struct nc_neocog_s_args {
+    const nc_neocog_index *ix;
+    uint32_t k_in, in_stride, k_out;
+    const float *a;         /* [k_in][n_live][ks(k_out)], >= 0 */
+    const float *b;         /* [ks(k_out)], >= 0 */
+    const float *c;         /* [n_live] */
+    float theta;
+} nc_neocog_s_args;
+size_t nc_neocog_s_ws_floats(const nc_neocog_index *ix, uint32_t k_out);
+int nc_neocog_s_forward(const nc_neocog_s_args *s, const float *in,
+                        float *out, float *ws, int form);
+/* C-layer: out(n,k) = psi(sum_t d[t] * in(step*n + nu_t, k)), psi(x) =
+ * x/(1+x) for x > 0 else 0.  in/out: [n^2][ks(k)]; ws as for S. */
+size_t nc_neocog_c_ws_floats(const nc_neocog_index *ix, uint32_t k);
+int nc_neocog_c_forward(const nc_neocog_index *ix, const float *d, uint32_t k,
+                        const float *in, float *out, float *ws, int form);
+/* UG: x = sum_t g[t] * u0; out [n_out^2][8]: lane 0 on = x if x > cut,
+ * lane 1 off = -x if x < -cut.  ws as for C with k = 1. */
+int nc_neocog_g_forward(const nc_neocog_index *ix, const float *g, float cut,
+                        const float *in, float *out, float *ws, int form);
+
+/* ---- training maths --------------------------------------------------------- */
+
+/* Reinforce (spec): for every input plane kappa and live tap nu with
+ * in(n + nu, kappa) > 0 add q * c(nu) * in(n + nu, kappa) to a_k(nu, kappa),
+ * then b_k = sqrt(sum a_k^2 / c).  in is stage l's input layer as held in a
+ * state (UG for l = 0, else uc[l-1]); (y, x) an S-layer position. */
+int nc_neocog_reinforce(nc_neocog *net, uint32_t l, uint32_t k,
+                        uint32_t y, uint32_t x, float q, const float *in);
+/* US1, supervised (spec step 1): for each of n_orient orientations draw an
+ * antialiased half-disc edge at angle 2 pi k / n_orient, run UG, open plane k
+ * and reinforce it once at US1's centre with q.  Stage 0 must be empty. */
+int nc_neocog_train_us1(nc_neocog *net, uint32_t n_orient, float q);
+/* The antialiased edge image of orientation k (in_size^2 floats). */
+void nc_neocog_draw_edge(uint32_t in_size, uint32_t k, uint32_t n_orient,
+                         float *out);
+
+/* A deterministic INITIALISER, not training: it gives stages 2..L planes that
+ * look like trained ones so the forward pass can be exercised and timed on
+ * realistic sparsity.  Digits are visited in order (passes over them at most
+ * max_passes times); for stages 1..L-1 each digit's seed map (input activity
+ * tapered by c(nu), normalised to its maximum, minus 0.4, minus 4 x the
+ * D-tapered responses of existing planes at theta) opens planes at its
+ * strongest positions, each reinforced once there (b normalised to 100), the
+ * map cleared within D = 3.1 cells; for the last stage a plane labelled with
+ * the digit's class is opened where the map peaks whenever the current
+ * network answers that digit wrongly or not at all.  Stops at target[l]
+ * planes per stage.  Stage 0 must hold its planes already (train_us1).
+ * digits: n x in_size^2 cells; labels: n classes < n_classes. */
+int nc_neocog_seed_from_digits(nc_neocog *net, const float *digits,
+                               const uint8_t *labels, uint32_t n,
+                               const uint32_t *target, uint32_t max_passes);
+
+/* ---- model files ------------------------------------------------------------ */
+
+/* Sections: NSTG (u32 stage table), NSTF (f32 stage table), NPLN (u32 plane
+ * counts), NLBL (u32 last-stage labels), W1..W4 (f32 a, [k][kappa][t]),
+ * B1..B4 (f32 b), plus the INFO of nc_mf_put_info.  Every stage needs >= 1
+ * plane to be saved. */
+int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w);
+int nc_neocog_save(const nc_neocog *net, const nc_model_info *info,
+                   uint8_t **ret_buf, size_t *ret_len);
+/* Check every section against every other; -EBADMSG on any disagreement. */
+int nc_neocog_read(const nc_mf_reader *r, nc_neocog **ret_net);
+/* ret_info may be NULL. */
+int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
+                   nc_model_info *ret_info);
+
+#endif

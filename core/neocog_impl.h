@@ -1,0 +1,36 @@
+/* core/neocog_impl.h — declarations shared by the neocog_*.c files only.
+ *
+ * Layer: core (private; not installed, not for gpu/). */
+#ifndef NC_NEOCOG_IMPL_H
+#define NC_NEOCOG_IMPL_H
+
+#include "neocog.h"
+
+/* Hot loops get an AVX2 clone chosen at load time (ifunc); the default clone
+ * is plain x86-64 (SSE2).  No FMA in either, so both round identically. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__ELF__) && !defined(NC_NO_TARGET_CLONES)
+#define NC_NEOCOG_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define NC_NEOCOG_HOT
+#endif
+
+/* The plain references (neocog_layers.c): loops straight from the equations,
+ * windows clipped by arithmetic rather than the tables, double sums. */
+void nc_neocog__s_ref(const nc_neocog_s_args *s, const float *in, float *out);
+void nc_neocog__c_ref(const nc_neocog_index *ix, const float *d, uint32_t k,
+                      const float *in, float *out);
+void nc_neocog__g_ref(const nc_neocog_index *ix, const float *g, float cut,
+                      const float *in, float *out);
+
+/* Replace every plane count at once (weights zeroed where new) and the last
+ * stage's labels (copied; may be NULL).  For the loader, which would otherwise
+ * grow plane by plane. */
+int nc_neocog__set_planes(nc_neocog *net, const uint32_t *planes,
+                          const uint32_t *labels);
+
+/* Is live tap (ty, tx) of a win-wide window with radius A (the one rule
+ * nc_neocog_index_new uses). */
+int nc_neocog__tap_live(uint32_t win, float radius, uint32_t ty, uint32_t tx);
+
+#endif
