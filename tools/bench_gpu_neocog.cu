@@ -1,0 +1,4 @@
+/* placeholder: the neocog half of neocog-bench-gpu is being written */
+#include <errno.h>
+#include "bench_gpu.h"
+extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o) { (void)o; return -ENOTSUP; }
