@@ -1,0 +1,237 @@
+/* core/cnn.h — the CPU convolutional network engine (seed 000 CNNs).
+ *
+ * Layer: core (pure C11 + CBLAS; no I/O, no threads of its own, no CUDA).
+ * Error codes as in common.h: 0 or a negative errno; ret_* outputs are
+ * written only on success; destructors accept NULL.
+ *
+ * ---- Architecture notation (seed 000, extended) -------------------------
+ *
+ *   1x29x29-20C4-MP2-40C5-MP3-150N-10N
+ *
+ * Tokens are separated by '-'.  The first gives the input: maps x height x
+ * width.  Each further token is one layer:
+ *
+ *   <M>C<K>            convolution, M output maps, K x K kernel
+ *   <M>C<Kx>x<Ky>      ... rectangular kernel, Kx wide, Ky tall
+ *      ...S<s>         skipping factor s in both directions (seed §2.2/§3.3:
+ *      ...S<sx>x<sy>   the kernel skips s pixels between neighbouring
+ *                      positions, so it steps by s + 1 and an output map is
+ *                      (M_in - K) / (s + 1) + 1 wide; seed's "skipping
+ *                      factors 0x0" is the dense convolution).  The division
+ *                      must be exact.
+ *      ...R<p>         random connection table: each output map is wired to
+ *      ...R<p>:<seed>  round(p% of the input maps) of them (at least one),
+ *                      chosen by a fixed PRNG from <seed> (default 0) and the
+ *                      layer index.  p in 1..100; without R every output map
+ *                      sees every input map (seed 000's "full" table).
+ *   MP<K>, MP<Kx>x<Ky> max-pooling over non-overlapping K x K regions; the
+ *                      input map size must divide exactly.
+ *   <N>N               fully connected layer of N units.
+ *
+ * Suffixes come in the order C, x, S, x, R, ':'.  Numbers are decimal with
+ * no sign and no leading zero.  A convolution or pooling layer may not follow
+ * a fully connected one, and the last layer must be fully connected (seed
+ * §2.4: "the top layer is always fully connected, with one output unit per
+ * class label").  nc_cnn_arch_format() writes the canonical form (square
+ * kernel as "C5", equal skips as "S1", no "S0", no "R100", no ":0"), and
+ * parsing the canonical form gives the same network.
+ *
+ * Explicit connection tables can be set with nc_cnn_set_table(); they are
+ * not part of the notation but are saved in the model file (section CTAB).
+ *
+ * ---- Units and training ----------------------------------------------
+ *
+ * Every convolutional and fully connected unit, the output layer included,
+ * computes y = 1.7159 tanh(0.6666 a), a = bias + sum w x (seed 000 §4).
+ * Max-pooling passes the largest input through (no weights, no activation).
+ * Training minimises E = 1/2 sum_images sum_k (y_k - t_k)^2 with targets
+ * t = +1 for the labelled class and -1 elsewhere (LeCun's scaled tanh is
+ * built so that f(+-1) = +-1).  Gradients are summed over a batch, not
+ * averaged, so the learning rate means the same thing per image as in the
+ * seed's on-line training (w -= lr dE/dw).
+ *
+ * ---- Storage ------------------------------------------------------------
+ *
+ * All weights and biases live in one float block (nc_cnn.params), layer by
+ * layer: weights, then biases.  A convolution stores a dense kernel for
+ * every (output map, input map) pair, [maps][in_maps][ky][kx]; the kernels
+ * of pairs that the connection table leaves out are kept at exactly zero by
+ * every function here (the BLAS path multiplies them; the reference path
+ * skips them).  A fully connected layer stores [n][n_in], with its input
+ * flattened as [maps][height][width].
+ *
+ * ---- Data layout ----------------------------------------------------------
+ *
+ * Inputs are n images of in_maps x height x width floats, image after image;
+ * outputs are n rows of n_classes floats.  Two engines compute the same
+ * function: the reference (plain loops, the specification) and the BLAS one
+ * (seed 001 unrolled convolution, one matrix product per layer over the
+ * batch).  Both need an nc_cnn_work, which holds every activation of a batch
+ * so that a backward pass can follow the matching forward pass. */
+#ifndef NC_CNN_H
+#define NC_CNN_H
+
+#include "common.h"
+#include "modelfile.h"
+
+/* Caps: anything larger is refused with -ERANGE before allocating. */
+#define NC_CNN_MAX_LAYERS   32u          /* input layer included */
+#define NC_CNN_MAX_MAPS     4096u
+#define NC_CNN_MAX_DIM      4096u        /* input height or width */
+#define NC_CNN_MAX_UNITS    (1u << 24)   /* outputs of one layer, one image */
+#define NC_CNN_MAX_UNROLL   (1u << 26)   /* unrolled conv input, one image */
+#define NC_CNN_MAX_PARAMS   (1u << 26)   /* weights + biases (256 MiB) */
+#define NC_CNN_MAX_BATCH    65536u
+#define NC_CNN_ARCH_MAX     1024u        /* notation string, NUL included */
+
+/* The scaled tanh of seed 000 (LeCun 1998). */
+#define NC_CNN_TANH_A 1.7159f
+#define NC_CNN_TANH_S 0.6666f
+
+typedef enum nc_cnn_kind {
+    NC_CNN_KIND_INPUT = 0,
+    NC_CNN_KIND_CONV = 1,
+    NC_CNN_KIND_POOL = 2,
+    NC_CNN_KIND_FULL = 3,
+} nc_cnn_kind;
+
+typedef struct nc_cnn_layer {
+    uint32_t kind;              /* nc_cnn_kind */
+    uint32_t maps, height, width; /* output shape; FULL: n x 1 x 1 */
+    uint32_t kernel_x, kernel_y;  /* CONV kernel, POOL region; else 0 */
+    uint32_t skip_x, skip_y;      /* CONV skipping factors (step = skip + 1) */
+    uint32_t table_percent;     /* CONV: 1..99 random table, 100 full */
+    uint32_t table_seed;        /* CONV: seed of the random table */
+    uint32_t n_in;              /* inputs per image: previous maps*h*w */
+    uint32_t n_out;             /* outputs per image: maps*height*width */
+    uint32_t fan_in;            /* weights per output map or unit:
+                                   CONV in_maps*ky*kx, FULL n_in */
+    size_t n_weights;           /* CONV maps*fan_in, FULL n*n_in, else 0 */
+    float *weights;             /* into nc_cnn.params, or NULL */
+    float *bias;                /* [maps], into nc_cnn.params, or NULL */
+    uint8_t *table;             /* CONV: [maps][in_maps], 1 = connected;
+                                   into nc_cnn.tables; else NULL */
+} nc_cnn_layer;
+
+typedef struct nc_cnn {
+    uint32_t n_layers;          /* input layer included, >= 2 */
+    nc_cnn_layer layers[NC_CNN_MAX_LAYERS];
+    size_t n_params;            /* floats in params */
+    float *params;              /* one block: every weight and bias */
+    size_t n_tables;            /* bytes in tables */
+    uint8_t *tables;            /* every CONV layer's table, in layer order */
+    uint32_t n_inputs;          /* floats per input image */
+    uint32_t n_outputs;         /* output units (classes) */
+    uint32_t max_units;         /* largest n_out over the layers */
+    int custom_tables;          /* 1 after nc_cnn_set_table() */
+} nc_cnn;
+
+/* ---- building ------------------------------------------------------------ */
+
+/* Parse arch (notation above) and allocate the network: weights zero, tables
+ * as the notation says.  -EINVAL for a malformed or inconsistent string
+ * (bad token, sizes that do not divide, a kernel larger than its input, a
+ * conv after a fully connected layer, no fully connected top...), -ERANGE for
+ * a well-formed one beyond the caps above, -ENOMEM. */
+int nc_cnn_new(const char *arch, nc_cnn **ret_net);
+void nc_cnn_free(nc_cnn *net);
+
+/* Canonical notation of net into dst (cap bytes, NUL included); -ERANGE if
+ * it does not fit. */
+int nc_cnn_arch_format(const nc_cnn *net, char *dst, size_t cap);
+
+/* Seed 000 initialisation: every weight and bias uniform in [-0.05, 0.05]
+ * from a fixed PRNG (splitmix64) seeded with seed; kernels of unconnected
+ * map pairs stay zero.  nc_cnn_init_uniform takes another half-range. */
+int nc_cnn_init_weights(nc_cnn *net, uint64_t seed);
+int nc_cnn_init_uniform(nc_cnn *net, uint64_t seed, float range);
+
+/* Replace the connection table of CONV layer `layer` (1-based, as in
+ * net->layers) by table ([maps][in_maps], each byte 0 or 1, every output map
+ * wired to at least one input map).  Kernels of pairs that are cut are
+ * zeroed.  -EINVAL for a bad layer or table. */
+int nc_cnn_set_table(nc_cnn *net, uint32_t layer, const uint8_t *table);
+
+/* ---- working memory ------------------------------------------------------ */
+
+typedef struct nc_cnn_work nc_cnn_work;
+
+/* Activations, deltas and scratch for batches of up to max_batch images of
+ * net's architecture (any net with the same layer sizes may use it, e.g. the
+ * columns of a committee).  One work per thread. */
+int nc_cnn_work_new(const nc_cnn *net, uint32_t max_batch, nc_cnn_work **ret_w);
+void nc_cnn_work_free(nc_cnn_work *w);
+
+/* The BLAS path unrolls `chunk` images at a time (default chosen for cache:
+ * see cnn_blas.c) and multiplies each chunk into the batch-wide output.
+ * chunk 0 means the whole batch in one product per layer.  -EINVAL if > max. */
+int nc_cnn_work_set_chunk(nc_cnn_work *w, uint32_t chunk);
+
+/* Optional: called after each layer l (1..n_layers-1) of every forward pass,
+ * e.g. for a benchmark's per-layer clock.  NULL removes it. */
+typedef void (*nc_cnn_layer_hook)(void *ctx, uint32_t layer);
+void nc_cnn_work_set_hook(nc_cnn_work *w, nc_cnn_layer_hook hook, void *ctx);
+
+/* ---- forward ------------------------------------------------------------- */
+
+/* out[n][n_outputs] = the network on in[n][n_inputs].  1 <= n <= max_batch.
+ * _ref is the plain-loop specification (double accumulators); _blas is
+ * seed 001's unrolled convolution + cblas_sgemm, agreeing with _ref to float
+ * rounding (the tests hold it to 1e-5 relative + 1e-5 absolute on outputs).
+ * out may be NULL (activations are still kept in w for a backward pass). */
+int nc_cnn_forward_ref(const nc_cnn *net, nc_cnn_work *w,
+                       const float *in, uint32_t n, float *out);
+int nc_cnn_forward_blas(const nc_cnn *net, nc_cnn_work *w,
+                        const float *in, uint32_t n, float *out);
+
+/* Committee (seed 000's multi-column idea): out = mean of the n_nets
+ * columns' outputs (BLAS path).  All columns share input and output sizes;
+ * w must fit each of them. */
+int nc_cnn_committee_forward(const nc_cnn *const *nets, uint32_t n_nets,
+                             nc_cnn_work *w, const float *in, uint32_t n,
+                             float *out);
+
+/* ---- training ------------------------------------------------------------ */
+
+/* The loss above for out[n][n_outputs] and labels[n] (< n_outputs):
+ * *ret_loss = E, *ret_errors = images whose largest output is not the label
+ * (either may be NULL); d_out (may be NULL) receives dE/dy. */
+int nc_cnn_loss(const nc_cnn *net, const float *out, const uint8_t *labels,
+                uint32_t n, float *d_out, double *ret_loss, uint32_t *ret_errors);
+
+/* Back-propagation after the matching forward pass on the same w, in and n
+ * (_ref after _ref, _blas after _blas; -EINVAL otherwise): d_out[n][n_outputs]
+ * is dE/dy of the output layer; grads[n_params] receives dE/dparams summed
+ * over the batch, laid out like net->params (unconnected kernels get 0).
+ * Deltas flow through max-pooling to the position of each maximum (the first
+ * one on ties), through skipping factors and connection tables. */
+int nc_cnn_backward_ref(const nc_cnn *net, nc_cnn_work *w, const float *in,
+                        uint32_t n, const float *d_out, float *grads);
+int nc_cnn_backward_blas(const nc_cnn *net, nc_cnn_work *w, const float *in,
+                         uint32_t n, const float *d_out, float *grads);
+
+/* params -= lr * grads (unconnected kernels stay zero). */
+int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr);
+
+/* One mini-batch step on the BLAS path: forward, loss, backward, SGD.
+ * *ret_loss (may be NULL) is the loss before the step. */
+int nc_cnn_train_step(nc_cnn *net, nc_cnn_work *w, const float *in,
+                      const uint8_t *labels, uint32_t n, float lr,
+                      double *ret_loss);
+
+/* ---- model files (modelfile.h; kind NC_MF_KIND_CNN) ---------------------- */
+
+/* Sections: "ARCH" the canonical notation, "CTAB" all connection tables
+ * (bytes, layer order), "WGTS" all params as one f32 array, plus the info
+ * sections of nc_mf_put_info.  info->n_classes must equal net->n_outputs. */
+int nc_cnn_save(const nc_cnn *net, const nc_model_info *info,
+                uint8_t **ret_buf, size_t *ret_len);
+
+/* Re-parse ARCH and check every section against it (counts, 0/1 tables with
+ * a connection per map, zero kernels for cut pairs, finite weights, class
+ * count): -EBADMSG for anything inconsistent, never a crash.  ret_info may be
+ * NULL. */
+int nc_cnn_load(const uint8_t *buf, size_t len, nc_cnn **ret_net,
+                nc_model_info *ret_info);
+
+#endif
