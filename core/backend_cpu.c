@@ -1,0 +1,260 @@
+/* core/backend_cpu.c — the CPU engine behind the backend table, and the
+ * score rules shared by every engine.
+ *
+ * Layer: core.  No threads of its own: each daemon worker thread owns one
+ * worker (an nc_cnn_work or an nc_neocog_state). */
+#include "backend.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cnn.h"
+#include "neocog.h"
+
+typedef struct cpu_impl {
+    uint32_t kind;
+    nc_cnn *cnn;
+    nc_neocog *neo;
+    uint32_t n_inputs, n_classes;
+} cpu_impl;
+
+typedef struct cpu_worker {
+    const cpu_impl *impl;
+    uint32_t max_batch;
+    nc_cnn_work *work;
+    nc_neocog_state *state;
+} cpu_worker;
+
+static void cpu_free(void *p)
+{
+    cpu_impl *impl = p;
+    if (!impl)
+        return;
+    nc_cnn_free(impl->cnn);
+    nc_neocog_free(impl->neo);
+    free(impl);
+}
+
+static int cpu_supports(uint32_t kind)
+{
+    return kind == NC_MF_KIND_CNN || kind == NC_MF_KIND_NEOCOG;
+}
+
+static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
+                    uint32_t *ret_kind, nc_model_info *ret_info)
+{
+    (void)device;
+    nc_mf_reader *r = NULL;
+    int err = nc_mf_open(buf, len, &r);
+    if (err)
+        return err;
+    uint32_t kind = nc_mf_kind_of(r);
+    nc_mf_close(r);
+    if (!cpu_supports(kind))
+        return -ENOTSUP;
+    cpu_impl *impl = calloc(1, sizeof *impl);
+    if (!impl)
+        return -ENOMEM;
+    impl->kind = kind;
+    nc_model_info info;
+    if (kind == NC_MF_KIND_CNN) {
+        if ((err = nc_cnn_load(buf, len, &impl->cnn, &info)))
+            goto fail;
+        impl->n_inputs = impl->cnn->n_inputs;
+        impl->n_classes = impl->cnn->n_outputs;
+    } else {
+        if ((err = nc_neocog_load(buf, len, &impl->neo, &info)))
+            goto fail;
+        impl->n_inputs = impl->neo->arch.in_size * impl->neo->arch.in_size;
+        impl->n_classes = impl->neo->arch.n_classes;
+    }
+    /* The stored preprocessing must produce exactly the network's input,
+     * or every answer would be garbage. */
+    if (nc_prep_check(&info.prep) || nc_prep_out_len(&info.prep) != impl->n_inputs ||
+        info.n_classes != impl->n_classes) {
+        err = -EBADMSG;
+        goto fail;
+    }
+    *ret_impl = impl;
+    *ret_kind = kind;
+    *ret_info = info;
+    return 0;
+fail:
+    cpu_free(impl);
+    return err;
+}
+
+static void cpu_worker_free(void *p)
+{
+    cpu_worker *w = p;
+    if (!w)
+        return;
+    nc_cnn_work_free(w->work);
+    nc_neocog_state_free(w->state);
+    free(w);
+}
+
+static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
+{
+    const cpu_impl *impl = p;
+    if (!impl || max_batch == 0 || max_batch > NC_CNN_MAX_BATCH)
+        return -EINVAL;
+    cpu_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->impl = impl;
+    w->max_batch = max_batch;
+    int err = impl->cnn ? nc_cnn_work_new(impl->cnn, max_batch, &w->work)
+                        : nc_neocog_state_new(impl->neo, &w->state);
+    if (err) {
+        cpu_worker_free(w);
+        return err;
+    }
+    *ret_worker = w;
+    return 0;
+}
+
+static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *out)
+{
+    const cpu_impl *impl = p;
+    cpu_worker *w = wp;
+    if (!impl || !w || w->impl != impl || (!in && n) || (!out && n))
+        return -EINVAL;
+    if (impl->cnn) {
+        /* Batches larger than the work was sized for go in slices. */
+        for (uint32_t i = 0; i < n; i += w->max_batch) {
+            uint32_t m = n - i < w->max_batch ? n - i : w->max_batch;
+            int err = nc_cnn_forward_blas(impl->cnn, w->work,
+                                          in + (size_t)i * impl->n_inputs, m,
+                                          out + (size_t)i * impl->n_classes);
+            if (err)
+                return err;
+        }
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        nc_neocog_result res;
+        int err = nc_neocog_forward(impl->neo, w->state,
+                                    in + (size_t)i * impl->n_inputs,
+                                    NC_NEOCOG_FORM_F, &res);
+        if (err)
+            return err;
+        memcpy(out + (size_t)i * impl->n_classes, res.score,
+               impl->n_classes * sizeof *out);
+    }
+    return 0;
+}
+
+const nc_backend_ops nc_backend_cpu = {
+    .name = "cpu",
+    .init = cpu_init,
+    .supports = cpu_supports,
+    .worker_new = cpu_worker_new,
+    .worker_free = cpu_worker_free,
+    .forward = cpu_forward,
+    .free = cpu_free,
+    .device_bytes = NULL,
+};
+
+/* ---- the table's common front --------------------------------------------- */
+
+int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
+                    int device, nc_backend **ret_be)
+{
+    if (!ops || !ops->init || !ops->forward || !ops->worker_new || !ret_be ||
+        (!buf && len))
+        return -EINVAL;
+    nc_backend *be = calloc(1, sizeof *be);
+    if (!be)
+        return -ENOMEM;
+    be->ops = ops;
+    be->device = device;
+    int err = ops->init(buf, len, device, &be->impl, &be->kind, &be->info);
+    if (err) {
+        free(be);
+        return err;
+    }
+    if (be->info.n_classes == 0 || be->info.n_classes > NC_MF_MAX_CLASSES ||
+        nc_prep_check(&be->info.prep)) {
+        nc_backend_close(be);
+        return -EBADMSG;
+    }
+    be->input_len = nc_prep_out_len(&be->info.prep);
+    *ret_be = be;
+    return 0;
+}
+
+void nc_backend_close(nc_backend *be)
+{
+    if (!be)
+        return;
+    if (be->ops && be->ops->free)
+        be->ops->free(be->impl);
+    free(be);
+}
+
+int32_t nc_backend_label(uint32_t kind, const float *raw, uint32_t n_classes)
+{
+    if (!raw || n_classes == 0)
+        return -1;
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < n_classes; k++)
+        if (raw[k] > raw[best])
+            best = k;
+    if (kind == NC_MF_KIND_NEOCOG && !(raw[best] > 0.0f))
+        return -1;
+    return (int32_t)best;
+}
+
+int nc_backend_calibrate(uint32_t kind, const float *raw, uint32_t n_classes,
+                         float *p)
+{
+    if (!raw || !p || n_classes == 0 || n_classes > NC_MF_MAX_CLASSES)
+        return -EINVAL;
+    if (kind == NC_MF_KIND_CNN) {
+        /* Subtract the maximum first so exp never overflows. */
+        float m = raw[0];
+        for (uint32_t k = 1; k < n_classes; k++)
+            if (raw[k] > m)
+                m = raw[k];
+        double sum = 0.0;
+        for (uint32_t k = 0; k < n_classes; k++)
+            sum += exp((double)(NC_BACKEND_CNN_BETA * (raw[k] - m)));
+        for (uint32_t k = 0; k < n_classes; k++)
+            p[k] = (float)(exp((double)(NC_BACKEND_CNN_BETA * (raw[k] - m))) / sum);
+        return 0;
+    }
+    if (kind == NC_MF_KIND_NEOCOG) {
+        double sum = 0.0;
+        for (uint32_t k = 0; k < n_classes; k++)
+            sum += raw[k] > 0.0f ? raw[k] : 0.0f;
+        if (!(sum > 0.0)) {
+            for (uint32_t k = 0; k < n_classes; k++)
+                p[k] = 1.0f / (float)n_classes;
+            return -ENOENT;
+        }
+        for (uint32_t k = 0; k < n_classes; k++)
+            p[k] = (float)((raw[k] > 0.0f ? raw[k] : 0.0f) / sum);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int nc_backend_ensemble(const float *p_cnn, int cnn_ok, const float *p_neo,
+                        int neo_ok, uint32_t n_classes, float *p)
+{
+    if (!p || n_classes == 0 || n_classes > NC_MF_MAX_CLASSES ||
+        (cnn_ok && !p_cnn) || (neo_ok && !p_neo))
+        return -EINVAL;
+    for (uint32_t k = 0; k < n_classes; k++) {
+        if (cnn_ok && neo_ok)
+            p[k] = 0.5f * (p_cnn[k] + p_neo[k]);
+        else if (cnn_ok)
+            p[k] = p_cnn[k];
+        else if (neo_ok)
+            p[k] = p_neo[k];
+        else
+            p[k] = 1.0f / (float)n_classes;
+    }
+    return cnn_ok || neo_ok ? 0 : -ENOENT;
+}
