@@ -8,7 +8,6 @@
  *
  *   neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]
  */
-#define _GNU_SOURCE
 #include "bench_cpu.h"
 
 #include <stdio.h>
