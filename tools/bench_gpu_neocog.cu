@@ -1,4 +1,308 @@
-/* placeholder: the neocog half of neocog-bench-gpu is being written */
-#include <errno.h>
+/* tools/bench_gpu_neocog.cu — the neocognitron half of neocog-bench-gpu.
+ *
+ * Builds the seed-004-sized network as the CPU bench does (US1 by edge
+ * training, US2..US4 by core's seeded-from-data initialiser on the first 300
+ * fixture digits, planes 16/26/78/70, so the sparsity is a real digit's),
+ * makes the resident GPU engine and prints, timed with CUDA events on later
+ * fixture digits:
+ *   1. S-layer kernel time per character in the layout of seed 004 Table 5,
+ *      one row per variant, at batch 1 and per character at batch 256, with
+ *      the positions per block the tuner chose;
+ *   2. the other layers' kernels (UG, UC1..UC4);
+ *   3. whole-network latency at batch 1: GPU time of a graph replay, of
+ *      plain launches, and host wall time of nc_gpu_neocog_forward (copies
+ *      included);
+ *   4. throughput from batch 1 to max_batch on device-resident inputs (what
+ *      the PyTorch peer measures), and end to end from host memory. */
 #include "bench_gpu.h"
-extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o) { (void)o; return -ENOTSUP; }
+
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device.h"
+extern "C" {    /* core's headers are plain C */
+#include "image.h"
+#include "neocog.h"
+}
+#include "neocog_engine.h"
+
+#define N_SEED 300
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static float median(float *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_f);
+    return v[n / 2];
+}
+
+/* What one timed call queues on the engine's stream. */
+typedef struct work {
+    int kind;           /* 0: one layer, 1: whole net, 2: whole net by graph */
+    int layer;
+    uint32_t n;
+} work;
+
+static int queue(nc_gpu_neocog *e, const work *w)
+{
+    if (w->kind == 0)
+        return nc_gpu_neocog_enqueue_layer(e, w->layer, w->n);
+    return nc_gpu_neocog_enqueue(e, w->n, w->kind == 2);
+}
+
+/* Median GPU milliseconds of reps runs of w (after two warm-ups). */
+static int time_work(nc_gpu_neocog *e, const work *w, int reps, float *ret_ms)
+{
+    cudaStream_t st = (cudaStream_t)nc_gpu_neocog_stream(e);
+    cudaEvent_t t0, t1;
+    float *ms = (float *)malloc(reps * sizeof(float));
+    if (!ms || cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess) {
+        free(ms);
+        return -ENOMEM;
+    }
+    int r = 0;
+    for (int i = 0; r == 0 && i < 2; i++)
+        r = queue(e, w);
+    for (int i = 0; r == 0 && i < reps; i++) {
+        cudaEventRecord(t0, st);
+        r = queue(e, w);
+        cudaEventRecord(t1, st);
+        if (r == 0 && (cudaEventSynchronize(t1) != cudaSuccess ||
+                       cudaEventElapsedTime(&ms[i], t0, t1) != cudaSuccess))
+            r = -EIO;
+    }
+    if (r == 0)
+        *ret_ms = median(ms, reps);
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    free(ms);
+    return r;
+}
+
+extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
+{
+    const nc_dataset *ds = o->digits;
+    if (!ds || !ds->labels || ds->count < N_SEED + 100)
+        return -EINVAL;
+    const uint32_t max_batch = (uint32_t)o->max_batch;
+    const int reps = o->reps;
+    float *x = (float *)malloc((size_t)ds->count * 65 * 65 * sizeof(float));
+    uint8_t *lab = (uint8_t *)malloc(ds->count);
+    float *batch_in = (float *)malloc((size_t)max_batch * 65 * 65 * sizeof(float));
+    nc_neocog_result *res = (nc_neocog_result *)calloc(max_batch, sizeof *res);
+    nc_neocog *net = NULL;
+    nc_gpu_neocog *e = NULL;
+    int err = 0;
+    if (!x || !lab || !batch_in || !res) {
+        err = -ENOMEM;
+        goto out;
+    }
+    {
+        nc_prep p;
+        memset(&p, 0, sizeof p);
+        p.kind = NC_PREP_NEOCOG;
+        p.size = 65;
+        p.box = 40;
+        p.threshold = -1.0f;
+        uint32_t got = 0;
+        for (uint32_t i = 0; i < ds->count; i++) {
+            nc_image img = { ds->cols, ds->rows, ds->cols,
+                             ds->pixels + (size_t)i * ds->rows * ds->cols };
+            if (nc_prep_apply(&img, &p, x + (size_t)got * 65 * 65) < 0)
+                continue;
+            lab[got++] = ds->labels[i];
+        }
+        const uint32_t n_test = got - N_SEED;
+        /* every batch is made of the digits after the seeding ones, in turn */
+        for (uint32_t b = 0; b < max_batch; b++)
+            memcpy(batch_in + (size_t)b * 65 * 65, x + (size_t)(N_SEED + b % n_test) * 65 * 65,
+                   65 * 65 * sizeof(float));
+
+        nc_neocog_arch A;
+        nc_neocog_arch_default(&A);
+        const uint32_t target[4] = { 16, 26, 78, 70 };
+        if ((err = nc_neocog_new(&A, &net)) < 0 ||
+            (err = nc_neocog_train_us1(net, 16, 100.0f)) < 0 ||
+            (err = nc_neocog_seed_from_digits(net, x, lab, N_SEED, target, 2)) < 0)
+            goto out;
+        double t0 = now_s();
+        if ((err = nc_gpu_neocog_new(net, o->device, max_batch, &e)) < 0)
+            goto out;
+        double t_new = now_s() - t0;
+        if ((err = nc_gpu_neocog_upload(e, batch_in, max_batch)) < 0)
+            goto out;
+        printf("## Neocognitron (Fukushima 2003), GPU\n\n");
+        printf("Planes US1..US4: %u / %u / %u / %u (as neocog-bench-cpu: edge-trained US1, "
+               "US2..US4 seeded from %u fixture digits).  Engine made in %.1f ms "
+               "(weights, tables, %u-character buffers).  Inputs: fixture digits %u.. in turn, "
+               "device-resident unless said.  GPU times by CUDA events, median of %d.\n\n",
+               net->n_planes[0], net->n_planes[1], net->n_planes[2], net->n_planes[3], N_SEED,
+               t_new * 1e3, max_batch, N_SEED, reps);
+
+        /* 1 + 2: per-layer kernel times per variant */
+        const uint32_t nb = max_batch < 256 ? max_batch : 256;
+        float t1[NC_GPU_NEOCOG_N_VARIANTS][9], tb[NC_GPU_NEOCOG_N_VARIANTS][9];
+        for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            if (v >= NC_GPU_NEOCOG_T1_T4 && (err = nc_gpu_neocog_tune(e, v, nb)) < 0)
+                goto out;
+            if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
+                goto out;
+            for (int pass = 0; pass < 2; pass++) {
+                const uint32_t n = pass ? nb : 1;
+                /* fill the activations, then time each layer on them */
+                if ((err = nc_gpu_neocog_enqueue(e, n, 0)) < 0 ||
+                    (err = nc_gpu_neocog_sync(e)) < 0)
+                    goto out;
+                for (int layer = 0; layer <= 8; layer++) {
+                    work w = { 0, layer, n };
+                    float ms = 0.0f;
+                    if ((err = time_work(e, &w, reps, &ms)) < 0)
+                        goto out;
+                    (pass ? tb : t1)[v][layer] = ms * 1e3f / n;
+                }
+            }
+        }
+        printf("### S-layer kernels, as seed 004 Table 5 (us per character)\n\n");
+        printf("| variant | S1 | S2 | S3 | S4 | all S | at batch %u: S1 | S2 | S3 | S4 | all S "
+               "| positions per block S1..S4 |\n", nb);
+        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            printf("| %s", nc_gpu_neocog_variant_name(v));
+            float s1 = 0.0f, sb = 0.0f;
+            for (int l = 0; l < 4; l++) {
+                printf(" | %.2f", t1[v][1 + 2 * l]);
+                s1 += t1[v][1 + 2 * l];
+            }
+            printf(" | %.2f", s1);
+            for (int l = 0; l < 4; l++) {
+                printf(" | %.3f", tb[v][1 + 2 * l]);
+                sb += tb[v][1 + 2 * l];
+            }
+            printf(" | %.3f | ", sb);
+            if (v >= NC_GPU_NEOCOG_T1_T4)
+                for (uint32_t l = 0; l < 4; l++)
+                    printf("%s%u", l ? "/" : "", nc_gpu_neocog_get_block(e, v, l));
+            else
+                printf("%s", v == NC_GPU_NEOCOG_T1 ? "(256 threads)" : "1 (ks threads)");
+            printf(" |\n");
+        }
+        printf("\nSeed 004 (GTX 280, us per character): T1 346/1340/1980/2220, T1-T3 "
+               "388/769/721/1270, T1-T4 177/573/667/847, T1-T5 168/547/627/736.\n\n");
+        printf("### The other layers (us per character; the same kernels in every variant)\n\n");
+        printf("| batch | UG | UC1 | UC2 | UC3 | UC4 |\n|---|---:|---:|---:|---:|---:|\n");
+        for (int pass = 0; pass < 2; pass++) {
+            const float *t = pass ? tb[NC_GPU_NEOCOG_SPARSE] : t1[NC_GPU_NEOCOG_SPARSE];
+            printf("| %u | %.2f | %.2f | %.2f | %.2f | %.2f |\n", pass ? nb : 1, t[0], t[2],
+                   t[4], t[6], t[8]);
+        }
+
+        /* 3: latency at batch 1 */
+        printf("\n### Whole network, batch 1\n\n| variant | GPU time, graph (us) | GPU time, "
+               "launches (us) | host wall, forward() with copies (us) |\n|---|---:|---:|---:|\n");
+        for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
+                goto out;
+            work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
+            float mg = 0.0f, ml = 0.0f;
+            if ((err = time_work(e, &wg, reps * 10, &mg)) < 0 ||
+                (err = time_work(e, &wl, reps * 10, &ml)) < 0)
+                goto out;
+            float *wall = (float *)malloc(reps * 10 * sizeof(float));
+            if (!wall) {
+                err = -ENOMEM;
+                goto out;
+            }
+            for (int i = -3; i < reps * 10; i++) {
+                double s = now_s();
+                if ((err = nc_gpu_neocog_forward(e, batch_in, 1, res)) < 0) {
+                    free(wall);
+                    goto out;
+                }
+                if (i >= 0)
+                    wall[i] = (float)((now_s() - s) * 1e6);
+            }
+            printf("| %s | %.1f | %.1f | %.1f |\n", nc_gpu_neocog_variant_name(v), mg * 1e3f,
+                   ml * 1e3f, median(wall, reps * 10));
+            free(wall);
+        }
+
+        /* 4: throughput */
+        if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0)
+            goto out;
+        printf("\n### Throughput, sparse variant (characters per second)\n\n"
+               "| batch | GPU time per batch (us), device-resident | chars/s device-resident "
+               "| chars/s end to end (host in, labels out) |\n|---:|---:|---:|---:|\n");
+        for (uint32_t n = 1; n <= max_batch; n *= 2) {
+            work w = { 2, 0, n };
+            float ms = 0.0f;
+            int rr = n >= 4096 ? (reps < 5 ? reps : 5) : reps;
+            if ((err = time_work(e, &w, rr, &ms)) < 0)
+                goto out;
+            double s = now_s();
+            for (int i = 0; i < rr; i++)
+                if ((err = nc_gpu_neocog_forward(e, batch_in, n, res)) < 0)
+                    goto out;
+            double wall = (now_s() - s) / rr;
+            printf("| %u | %.1f | %.0f | %.0f |\n", n, ms * 1e3f, n / (ms * 1e-3), n / wall);
+            if (n < max_batch && n * 2 > max_batch)
+                n = max_batch / 2;
+        }
+        /* chunk size at the largest batch, and every variant there */
+        printf("\n| chars per pass (chunk) at batch %u | sparse chars/s |\n|---:|---:|\n",
+               max_batch);
+        const uint32_t chunks[] = { 32, 64, 128, 256 };
+        for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+            if (nc_gpu_neocog_set_chunk(e, chunks[i]) < 0)
+                continue;
+            work w = { 1, 0, max_batch };
+            float ms = 0.0f;
+            if ((err = time_work(e, &w, 5, &ms)) < 0)
+                goto out;
+            printf("| %u | %.0f |\n", chunks[i], max_batch / (ms * 1e-3));
+        }
+        nc_gpu_neocog_set_chunk(e, nb);
+        printf("\n| variant | chars/s at batch %u, device-resident |\n|---|---:|\n", max_batch);
+        for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
+                goto out;
+            work w = { 1, 0, max_batch };
+            float ms = 0.0f;
+            if ((err = time_work(e, &w, 3, &ms)) < 0)
+                goto out;
+            printf("| %s | %.0f |\n", nc_gpu_neocog_variant_name(v), max_batch / (ms * 1e-3));
+        }
+        /* answers agree with the labels as often as core's do */
+        nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE);
+        const uint32_t nt = n_test < max_batch ? n_test : max_batch;
+        if ((err = nc_gpu_neocog_forward(e, batch_in, nt, res)) < 0)
+            goto out;
+        int right = 0;
+        for (uint32_t i = 0; i < nt; i++)
+            right += res[i].label == lab[N_SEED + i];
+        printf("\nSeeded net's GPU answers on fixture digits %u..%u: %d of %u right.\n\n",
+               N_SEED, N_SEED + nt - 1, right, nt);
+    }
+out:
+    nc_gpu_neocog_free(e);
+    nc_neocog_free(net);
+    free(x);
+    free(lab);
+    free(batch_in);
+    free(res);
+    return err;
+}

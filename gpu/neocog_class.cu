@@ -1,0 +1,64 @@
+/* gpu/neocog_class.cu — UC4: per-class maximum over every last-stage plane and
+ * position, and the answer.
+ *
+ * Layer: gpu.  Thread mapping: one block per character; threads stride over
+ * its cells (position, plane), and each positive response raises its
+ * class's maximum in shared memory with an integer atomicMax (non-negative
+ * floats order like their bit patterns, so the maximum is exact and does not
+ * depend on the order).  Thread 0 then writes the scores and picks the label
+ * as core does (strictly larger wins, so ties go to the lower class). */
+#include "neocog_class.cuh"
+
+#include <errno.h>
+
+#include "neocog_dev.cuh"
+
+static __global__ void class_kernel(const float *__restrict__ in, uint32_t n_pos,
+                                    uint32_t k, const uint32_t *__restrict__ lab,
+                                    uint32_t n_classes, float *__restrict__ scores,
+                                    int32_t *__restrict__ labels)
+{
+    __shared__ unsigned best[NC_NEOCOG_MAX_CLASSES];
+    const uint32_t ks = nc_dev_kstride(k);
+    const size_t b = blockIdx.x;
+    const float *inb = in + b * n_pos * ks;
+    for (uint32_t c = threadIdx.x; c < n_classes; c += blockDim.x)
+        best[c] = 0u;
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < n_pos * ks; i += blockDim.x) {
+        const uint32_t kk = i % ks;
+        const float u = inb[i];
+        if (kk < k && u > 0.0f)
+            atomicMax(&best[lab[kk]], __float_as_uint(u));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t arg = -1;
+        float bv = 0.0f;
+        for (uint32_t c = 0; c < n_classes; c++) {
+            const float v = __uint_as_float(best[c]);
+            scores[b * n_classes + c] = v;
+            if (v > bv) {
+                bv = v;
+                arg = (int32_t)c;
+            }
+        }
+        labels[b] = arg;
+    }
+}
+
+extern "C" int nc_gpu_neocog_class_forward(const float *in, uint32_t n_pos, uint32_t k,
+                                           const uint32_t *labels_of_plane,
+                                           uint32_t n_classes, float *scores,
+                                           int32_t *labels, uint32_t batch,
+                                           cudaStream_t stream)
+{
+    if (!in || !labels_of_plane || !scores || !labels || batch < 1 || n_pos < 1 ||
+        k < 1 || k > NC_NEOCOG_MAX_PLANES || n_classes < 1 ||
+        n_classes > NC_NEOCOG_MAX_CLASSES || batch > 0x7fffffffu)
+        return -EINVAL;
+    class_kernel<<<batch, 128, 0, stream>>>(in, n_pos, k, labels_of_plane, n_classes,
+                                            scores, labels);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}

@@ -1,0 +1,62 @@
+/* gpu/neocog_dev.cuh — device helpers shared by the neocognitron kernels
+ * (gpu/neocog_*.cu only; C code includes the per-op .cuh files instead).
+ *
+ * Layer: gpu. */
+#ifndef NC_GPU_NEOCOG_DEV_CUH
+#define NC_GPU_NEOCOG_DEV_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda_check.cuh"
+#include "neocog_geom.h"
+
+/* Plane stride, as core's nc_neocog_kstride. */
+static __host__ __device__ __forceinline__ uint32_t nc_dev_kstride(uint32_t k)
+{
+    return k == 0 ? 8u : (k + 7u) & ~7u;
+}
+
+/* Lanes that serve one position in the skewered sparse kernels: ks rounded
+ * up to whole warps; when ks is 8 or 16 the warp splits the position's list
+ * into 32 / ks slices and adds them up at the end. */
+static __host__ __device__ __forceinline__ uint32_t nc_dev_lanes(uint32_t ks)
+{
+    return (ks + 31u) & ~31u;
+}
+static __host__ __device__ __forceinline__ uint32_t nc_dev_slices(uint32_t ks)
+{
+    return ks < 32u && 32u % ks == 0 ? 32u / ks : 1u;
+}
+
+/* Let kernel f use `bytes` of dynamic shared memory (past 48 KB it must be
+ * asked for); -E2BIG when the device cannot give that much. */
+static inline int nc_dev_smem_allow(const void *f, size_t bytes)
+{
+    if (bytes <= 48u * 1024u)
+        return 0;
+    int dev = 0, optin = 0;
+    NC_CUDA_CHECK(cudaGetDevice(&dev));
+    NC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (bytes > (size_t)optin)
+        return -E2BIG;
+    NC_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)bytes));
+    return 0;
+}
+
+static __device__ __forceinline__ unsigned nc_dev_lanemask_lt(void)
+{
+    unsigned m;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+    return m;
+}
+
+static __device__ __forceinline__ float nc_dev_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+#endif

@@ -1,0 +1,627 @@
+/* gpu/neocog_engine.cu — the resident neocognitron: one upload of weights and
+ * tables, device activations for one chunk of characters (reused by every
+ * chunk, so they stay in L2), pinned host staging, and the layer kernels of
+ * gpu/neocog_{g,s,c,class}.cu strung together.
+ *
+ * Layer: gpu.  Streams: `up` copies chunk i + 1 to the device while `run`
+ * computes chunk i and `down` returns chunk i - 1's answers; one event per
+ * hand-over (a wait takes the event's latest record, so one of each is
+ * enough when the calls are issued in order).  Batches of up to
+ * NC_GPU_NEOCOG_GRAPH_MAX that fit one chunk replay a captured graph (copies
+ * and kernels on `run`), one per batch size, made on first use. */
+#include "neocog_engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "neocog_c.cuh"
+#include "neocog_class.cuh"
+#include "neocog_g.cuh"
+#include "neocog_s.cuh"
+
+struct nc_gpu_neocog {
+    int device;
+    int failed;                 /* a CUDA failure: refuse further work */
+    int variant;
+    uint32_t max_batch, chunk_cap, chunk;
+    uint32_t n_stages, n_classes, in_size, in_cells;
+    uint32_t k[NC_NEOCOG_MAX_STAGES];
+    uint32_t block[NC_GPU_NEOCOG_N_VARIANTS][NC_NEOCOG_MAX_STAGES];
+    nc_gpu_neocog_g_args g;
+    nc_gpu_neocog_s_args s[NC_NEOCOG_MAX_STAGES];
+    nc_gpu_neocog_c_args c[NC_NEOCOG_MAX_STAGES];
+    uint32_t layer_size[2 * NC_NEOCOG_MAX_STAGES + 1];     /* plane width */
+    uint32_t layer_stride[2 * NC_NEOCOG_MAX_STAGES + 1];   /* plane stride */
+    /* device */
+    void *d_weights;            /* a, b of every stage, plane labels */
+    const uint32_t *d_plane_label;
+    float *d_in;                /* [max_batch][in_cells] */
+    float *d_act;               /* one chunk's activations, every layer */
+    float *act[2 * NC_NEOCOG_MAX_STAGES + 1];              /* by nc_neocog_layer */
+    uint8_t *d_occ;
+    uint8_t *occ[2 * NC_NEOCOG_MAX_STAGES + 1];
+    float *d_scores;            /* [max_batch][n_classes] */
+    int32_t *d_labels;          /* [max_batch] */
+    /* pinned host */
+    float *h_in, *h_scores;
+    int32_t *h_labels;
+    cudaStream_t run, up, down;
+    cudaEvent_t ev_up, ev_done;
+    cudaGraphExec_t graph_dev[NC_GPU_NEOCOG_GRAPH_MAX + 1];
+    cudaGraphExec_t graph_io[NC_GPU_NEOCOG_GRAPH_MAX + 1];
+};
+
+static int fail(nc_gpu_neocog *e, int r)
+{
+    if (r == -EIO)
+        e->failed = 1;
+    return r;
+}
+
+static int enter(nc_gpu_neocog *e)
+{
+    if (!e)
+        return -EINVAL;
+    if (e->failed)
+        return -EIO;
+    NC_CUDA_CHECK(cudaSetDevice(e->device));
+    return 0;
+}
+
+static void drop_graphs(nc_gpu_neocog *e)
+{
+    for (int i = 0; i <= NC_GPU_NEOCOG_GRAPH_MAX; i++) {
+        if (e->graph_dev[i])
+            cudaGraphExecDestroy(e->graph_dev[i]);
+        if (e->graph_io[i])
+            cudaGraphExecDestroy(e->graph_io[i]);
+        e->graph_dev[i] = e->graph_io[i] = NULL;
+    }
+}
+
+extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
+{
+    if (!e)
+        return;
+    cudaSetDevice(e->device);
+    if (e->run)
+        cudaStreamSynchronize(e->run);
+    drop_graphs(e);
+    cudaFree(e->d_weights);
+    cudaFree(e->d_in);
+    cudaFree(e->d_act);
+    cudaFree(e->d_occ);
+    cudaFree(e->d_scores);
+    cudaFree(e->d_labels);
+    cudaFreeHost(e->h_in);
+    cudaFreeHost(e->h_scores);
+    cudaFreeHost(e->h_labels);
+    if (e->run) cudaStreamDestroy(e->run);
+    if (e->up) cudaStreamDestroy(e->up);
+    if (e->down) cudaStreamDestroy(e->down);
+    if (e->ev_up) cudaEventDestroy(e->ev_up);
+    if (e->ev_done) cudaEventDestroy(e->ev_done);
+    (void)cudaGetLastError();   /* a sticky error stays; the rest is cleared */
+    free(e);
+}
+
+/* Everything on the device and the host; e's sizes are set. */
+static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
+{
+    const uint32_t L = e->n_stages;
+    /* weights: a and b of every stage, then the plane labels */
+    size_t wf = 0;
+    for (uint32_t l = 0; l < L; l++) {
+        const size_t ks = nc_neocog_kstride(e->k[l]);
+        wf += (size_t)e->s[l].k_in * net->s_ix[l]->n_live * ks + ks;
+    }
+    const size_t wbytes = wf * sizeof(float) + e->k[L - 1] * sizeof(uint32_t);
+    NC_CUDA_CHECK(cudaMalloc(&e->d_weights, wbytes));
+    float *w = (float *)e->d_weights;
+    for (uint32_t l = 0; l < L; l++) {
+        const size_t ks = nc_neocog_kstride(e->k[l]);
+        const size_t na = (size_t)e->s[l].k_in * net->s_ix[l]->n_live * ks;
+        NC_CUDA_CHECK(cudaMemcpy(w, net->a[l], na * sizeof(float), cudaMemcpyHostToDevice));
+        NC_CUDA_CHECK(cudaMemcpy(w + na, net->b[l], ks * sizeof(float),
+                                 cudaMemcpyHostToDevice));
+        e->s[l].a = w;
+        e->s[l].b = w + na;
+        w += na + ks;
+    }
+    NC_CUDA_CHECK(cudaMemcpy(w, net->labels, e->k[L - 1] * sizeof(uint32_t),
+                             cudaMemcpyHostToDevice));
+    e->d_plane_label = (const uint32_t *)w;
+
+    /* one chunk's activations and occupancy maps, layer by layer */
+    size_t af = 0, ob = 0;
+    const uint32_t n_layers = 2 * L;            /* UG .. last S */
+    for (uint32_t y = 0; y < n_layers; y++) {
+        const size_t n = (size_t)e->layer_size[y] * e->layer_size[y];
+        af += (n * e->layer_stride[y] * e->chunk_cap + 63) & ~(size_t)63;
+        ob += (n * e->chunk_cap + 255) & ~(size_t)255;
+    }
+    NC_CUDA_CHECK(cudaMalloc(&e->d_act, af * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&e->d_occ, ob));
+    float *a = e->d_act;
+    uint8_t *o = e->d_occ;
+    for (uint32_t y = 0; y < n_layers; y++) {
+        const size_t n = (size_t)e->layer_size[y] * e->layer_size[y];
+        e->act[y] = a;
+        e->occ[y] = o;
+        a += (n * e->layer_stride[y] * e->chunk_cap + 63) & ~(size_t)63;
+        o += (n * e->chunk_cap + 255) & ~(size_t)255;
+    }
+    const size_t nb = e->max_batch;
+    NC_CUDA_CHECK(cudaMalloc(&e->d_in, nb * e->in_cells * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&e->d_scores, nb * e->n_classes * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&e->d_labels, nb * sizeof(int32_t)));
+    NC_CUDA_CHECK(cudaMallocHost(&e->h_in, nb * e->in_cells * sizeof(float)));
+    NC_CUDA_CHECK(cudaMallocHost(&e->h_scores, nb * e->n_classes * sizeof(float)));
+    NC_CUDA_CHECK(cudaMallocHost(&e->h_labels, nb * sizeof(int32_t)));
+    NC_CUDA_CHECK(cudaStreamCreateWithFlags(&e->run, cudaStreamNonBlocking));
+    NC_CUDA_CHECK(cudaStreamCreateWithFlags(&e->up, cudaStreamNonBlocking));
+    NC_CUDA_CHECK(cudaStreamCreateWithFlags(&e->down, cudaStreamNonBlocking));
+    NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_up, cudaEventDisableTiming));
+    NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_done, cudaEventDisableTiming));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_batch,
+                                 nc_gpu_neocog **ret_eng)
+{
+    if (!net || !ret_eng || max_batch < 1 || max_batch > (1u << 20) || !net->labels)
+        return -EINVAL;
+    const nc_neocog_arch *A = &net->arch;
+    const uint32_t L = A->n_stages;
+    for (uint32_t l = 0; l < L; l++)
+        if (net->n_planes[l] < 1)
+            return -EINVAL;
+    int n_dev = 0;
+    int r = nc_gpu_device_count(&n_dev);
+    if (r < 0)
+        return r;
+    if (device < 0 || device >= n_dev)
+        return -ENODEV;
+    nc_gpu_neocog *e = (nc_gpu_neocog *)calloc(1, sizeof(*e));
+    if (!e)
+        return -ENOMEM;
+    e->device = device;
+    e->variant = NC_GPU_NEOCOG_SPARSE;
+    e->max_batch = max_batch;
+    e->chunk_cap = e->chunk = max_batch < NC_GPU_NEOCOG_CHUNK ? max_batch : NC_GPU_NEOCOG_CHUNK;
+    e->n_stages = L;
+    e->n_classes = A->n_classes;
+    e->in_size = A->in_size;
+    e->in_cells = A->in_size * A->in_size;
+    /* geometry: everything must fit the kernels' parameter tables */
+    r = nc_gpu_neocog_geom_init(net->g_ix, net->g_w, &e->g.g);
+    e->g.cut = A->g_cut;
+    e->layer_size[0] = A->g_size;
+    e->layer_stride[0] = 8;
+    for (uint32_t l = 0; r == 0 && l < L; l++) {
+        e->k[l] = net->n_planes[l];
+        nc_gpu_neocog_s_args *s = &e->s[l];
+        r = nc_gpu_neocog_geom_init(net->s_ix[l], net->s_c[l], &s->g);
+        s->k_in = l == 0 ? 2u : net->n_planes[l - 1];
+        s->in_stride = l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]);
+        s->k_out = e->k[l];
+        s->theta = A->stage[l].theta;
+        e->layer_size[1 + 2 * l] = A->stage[l].s_size;
+        e->layer_stride[1 + 2 * l] = nc_neocog_kstride(e->k[l]);
+        if (r == 0 && net->c_ix[l]) {
+            r = nc_gpu_neocog_geom_init(net->c_ix[l], net->c_d[l], &e->c[l].g);
+            e->c[l].k = e->k[l];
+            e->layer_size[2 + 2 * l] = A->stage[l].c_size;
+            e->layer_stride[2 + 2 * l] = nc_neocog_kstride(e->k[l]);
+        }
+    }
+    for (uint32_t l = 0; r == 0 && l < L; l++) {
+        if (net->c_ix[l] ? l + 1 == L : l + 1 != L)
+            r = -EINVAL;
+        for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++)
+            e->block[v][l] = nc_gpu_neocog_s_default_block(v, e->k[l]);
+    }
+    for (uint32_t c = 0; r == 0 && c < e->k[L - 1]; c++)
+        if (net->labels[c] >= e->n_classes)
+            r = -EINVAL;
+    if (r == 0) {
+        r = cudaSetDevice(device) == cudaSuccess ? 0
+            : nc_gpu_record_error(cudaGetLastError(), "cudaSetDevice(device)", __func__,
+                                  __FILE__, __LINE__);
+    }
+    if (r == 0)
+        r = alloc_all(e, net);
+    if (r < 0) {
+        nc_gpu_neocog_free(e);
+        return r;
+    }
+    *ret_eng = e;
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_set_variant(nc_gpu_neocog *e, int variant)
+{
+    if (!e || variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS)
+        return -EINVAL;
+    if (e->variant != variant)
+        drop_graphs(e);
+    e->variant = variant;
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_set_block(nc_gpu_neocog *e, int variant, uint32_t l,
+                                       uint32_t per_block)
+{
+    if (!e || variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS || l >= e->n_stages ||
+        per_block > 64)
+        return -EINVAL;
+    e->block[variant][l] = per_block ? per_block
+                                     : nc_gpu_neocog_s_default_block(variant, e->k[l]);
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_block(const nc_gpu_neocog *e, int variant, uint32_t l)
+{
+    if (!e || variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS || l >= e->n_stages)
+        return 0;
+    return e->block[variant][l];
+}
+
+extern "C" int nc_gpu_neocog_set_chunk(nc_gpu_neocog *e, uint32_t chunk)
+{
+    if (!e || chunk < 1 || chunk > e->chunk_cap)
+        return -EINVAL;
+    e->chunk = chunk;
+    drop_graphs(e);
+    return 0;
+}
+
+/* One layer over n characters of the chunk buffers; input images at in,
+ * answers to scores/labels (last layer). */
+static int run_layer(nc_gpu_neocog *e, int layer, uint32_t n, const float *in,
+                     float *scores, int32_t *labels, cudaStream_t st)
+{
+    if (layer == NC_NEOCOG_L_UG)
+        return nc_gpu_neocog_g_forward(&e->g, in, e->act[0], e->occ[0], n, st);
+    const uint32_t l = (uint32_t)(layer - 1) / 2;
+    if ((layer - 1) % 2 == 0) {
+        const int last = l + 1 == e->n_stages;
+        return nc_gpu_neocog_s_forward(&e->s[l], e->act[layer - 1], e->occ[layer - 1],
+                                       e->act[layer], last ? NULL : e->occ[layer], n,
+                                       e->variant, e->block[e->variant][l], st);
+    }
+    if (l + 1 < e->n_stages)
+        return nc_gpu_neocog_c_forward(&e->c[l], e->act[layer - 1], e->occ[layer - 1],
+                                       e->act[layer], e->occ[layer], n, 0, st);
+    const uint32_t ns = e->layer_size[layer - 1];
+    return nc_gpu_neocog_class_forward(e->act[layer - 1], ns * ns, e->k[l],
+                                       e->d_plane_label, e->n_classes, scores, labels, n,
+                                       st);
+}
+
+/* The whole network on n (<= chunk) images at in. */
+static int run_net(nc_gpu_neocog *e, uint32_t n, const float *in, float *scores,
+                   int32_t *labels, cudaStream_t st)
+{
+    for (int layer = 0; layer <= 2 * (int)e->n_stages; layer++) {
+        int r = run_layer(e, layer, n, in, scores, labels, st);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Capture the network for n images into *ret (io: with the copies from
+ * and to the pinned buffers). */
+static int capture(nc_gpu_neocog *e, uint32_t n, int io, cudaGraphExec_t *ret)
+{
+    cudaGraph_t graph = NULL;
+    NC_CUDA_CHECK(cudaStreamBeginCapture(e->run, cudaStreamCaptureModeThreadLocal));
+    int r = 0;
+    if (io) {
+        cudaError_t ce = cudaMemcpyAsync(e->d_in, e->h_in, (size_t)n * e->in_cells * sizeof(float),
+                                         cudaMemcpyHostToDevice, e->run);
+        if (ce != cudaSuccess)
+            r = nc_gpu_record_error(ce, "cudaMemcpyAsync(h2d)", __func__, __FILE__, __LINE__);
+    }
+    if (r == 0 || !io)
+        r = run_net(e, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    if (r == 0 && io) {
+        cudaError_t ce = cudaMemcpyAsync(e->h_scores, e->d_scores,
+                                         (size_t)n * e->n_classes * sizeof(float),
+                                         cudaMemcpyDeviceToHost, e->run);
+        if (ce == cudaSuccess)
+            ce = cudaMemcpyAsync(e->h_labels, e->d_labels, n * sizeof(int32_t),
+                                 cudaMemcpyDeviceToHost, e->run);
+        if (ce != cudaSuccess)
+            r = nc_gpu_record_error(ce, "cudaMemcpyAsync(d2h)", __func__, __FILE__, __LINE__);
+    }
+    cudaError_t ce = cudaStreamEndCapture(e->run, &graph);
+    if (r < 0) {
+        if (graph)
+            cudaGraphDestroy(graph);
+        return r;
+    }
+    NC_CUDA_CHECK(ce);
+    ce = cudaGraphInstantiate(ret, graph, 0);
+    cudaGraphDestroy(graph);
+    NC_CUDA_CHECK(ce);
+    return 0;
+}
+
+static int graph_fits(const nc_gpu_neocog *e, uint32_t n)
+{
+    return n <= NC_GPU_NEOCOG_GRAPH_MAX && n <= e->chunk;
+}
+
+static int enqueue_dev(nc_gpu_neocog *e, uint32_t n, int graph)
+{
+    if (graph && graph_fits(e, n)) {
+        if (!e->graph_dev[n]) {
+            int r = capture(e, n, 0, &e->graph_dev[n]);
+            if (r < 0)
+                return r;
+        }
+        NC_CUDA_CHECK(cudaGraphLaunch(e->graph_dev[n], e->run));
+        return 0;
+    }
+    for (uint32_t c0 = 0; c0 < n; c0 += e->chunk) {
+        const uint32_t m = n - c0 < e->chunk ? n - c0 : e->chunk;
+        int r = run_net(e, m, e->d_in + (size_t)c0 * e->in_cells,
+                        e->d_scores + (size_t)c0 * e->n_classes, e->d_labels + c0, e->run);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_enqueue(nc_gpu_neocog *e, uint32_t n, int graph)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (n < 1 || n > e->max_batch)
+        return -EINVAL;
+    return fail(e, enqueue_dev(e, n, graph));
+}
+
+extern "C" int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *e, int layer, uint32_t n)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (n < 1 || n > e->chunk || layer < 0 || layer > 2 * (int)e->n_stages)
+        return -EINVAL;
+    return fail(e, run_layer(e, layer, n, e->d_in, e->d_scores, e->d_labels, e->run));
+}
+
+static int sync_run(nc_gpu_neocog *e)
+{
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_sync(nc_gpu_neocog *e)
+{
+    int r = enter(e);
+    return r < 0 ? r : fail(e, sync_run(e));
+}
+
+static int upload(nc_gpu_neocog *e, const float *inputs, uint32_t n)
+{
+    memcpy(e->h_in, inputs, (size_t)n * e->in_cells * sizeof(float));
+    NC_CUDA_CHECK(cudaMemcpyAsync(e->d_in, e->h_in, (size_t)n * e->in_cells * sizeof(float),
+                                  cudaMemcpyHostToDevice, e->run));
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_upload(nc_gpu_neocog *e, const float *inputs, uint32_t n)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (!inputs || n < 1 || n > e->max_batch)
+        return -EINVAL;
+    return fail(e, upload(e, inputs, n));
+}
+
+static void results_out(const nc_gpu_neocog *e, uint32_t n, nc_neocog_result *ret)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        memset(&ret[i], 0, sizeof ret[i]);
+        ret[i].label = e->h_labels[i];
+        ret[i].n_classes = e->n_classes;
+        memcpy(ret[i].score, e->h_scores + (size_t)i * e->n_classes,
+               e->n_classes * sizeof(float));
+    }
+}
+
+static int download_results(nc_gpu_neocog *e, uint32_t n)
+{
+    NC_CUDA_CHECK(cudaMemcpyAsync(e->h_scores, e->d_scores,
+                                  (size_t)n * e->n_classes * sizeof(float),
+                                  cudaMemcpyDeviceToHost, e->run));
+    NC_CUDA_CHECK(cudaMemcpyAsync(e->h_labels, e->d_labels, n * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, e->run));
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_download_results(nc_gpu_neocog *e, uint32_t n,
+                                              nc_neocog_result *ret)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (!ret || n < 1 || n > e->max_batch)
+        return -EINVAL;
+    if ((r = fail(e, download_results(e, n))) < 0)
+        return r;
+    results_out(e, n, ret);
+    return 0;
+}
+
+static int download_layer(nc_gpu_neocog *e, int layer, uint32_t n, float *out)
+{
+    const size_t s = e->layer_size[layer];
+    NC_CUDA_CHECK(cudaMemcpyAsync(out, e->act[layer],
+                                  (size_t)n * s * s * e->layer_stride[layer] * sizeof(float),
+                                  cudaMemcpyDeviceToHost, e->run));
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_download_layer(nc_gpu_neocog *e, int layer, uint32_t n,
+                                            float *out)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (!out || n < 1 || n > e->chunk || layer < 0 || layer >= 2 * (int)e->n_stages)
+        return -EINVAL;
+    return fail(e, download_layer(e, layer, n, out));
+}
+
+/* Chunked forward with the copies overlapped: see the top of the file. */
+static int forward_chunks(nc_gpu_neocog *e, uint32_t n)
+{
+    for (uint32_t c0 = 0; c0 < n; c0 += e->chunk) {
+        const uint32_t m = n - c0 < e->chunk ? n - c0 : e->chunk;
+        float *din = e->d_in + (size_t)c0 * e->in_cells;
+        NC_CUDA_CHECK(cudaMemcpyAsync(din, e->h_in + (size_t)c0 * e->in_cells,
+                                      (size_t)m * e->in_cells * sizeof(float),
+                                      cudaMemcpyHostToDevice, e->up));
+        NC_CUDA_CHECK(cudaEventRecord(e->ev_up, e->up));
+        NC_CUDA_CHECK(cudaStreamWaitEvent(e->run, e->ev_up, 0));
+        int r = run_net(e, m, din, e->d_scores + (size_t)c0 * e->n_classes,
+                        e->d_labels + c0, e->run);
+        if (r < 0)
+            return r;
+        NC_CUDA_CHECK(cudaEventRecord(e->ev_done, e->run));
+        NC_CUDA_CHECK(cudaStreamWaitEvent(e->down, e->ev_done, 0));
+        NC_CUDA_CHECK(cudaMemcpyAsync(e->h_scores + (size_t)c0 * e->n_classes,
+                                      e->d_scores + (size_t)c0 * e->n_classes,
+                                      (size_t)m * e->n_classes * sizeof(float),
+                                      cudaMemcpyDeviceToHost, e->down));
+        NC_CUDA_CHECK(cudaMemcpyAsync(e->h_labels + c0, e->d_labels + c0,
+                                      m * sizeof(int32_t), cudaMemcpyDeviceToHost, e->down));
+    }
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->down));
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+static int forward_graph(nc_gpu_neocog *e, uint32_t n)
+{
+    if (!e->graph_io[n]) {
+        int r = capture(e, n, 1, &e->graph_io[n]);
+        if (r < 0)
+            return r;
+    }
+    NC_CUDA_CHECK(cudaGraphLaunch(e->graph_io[n], e->run));
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_forward(nc_gpu_neocog *e, const float *inputs, uint32_t n,
+                                     nc_neocog_result *ret)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (!inputs || !ret || n < 1 || n > e->max_batch)
+        return -EINVAL;
+    memcpy(e->h_in, inputs, (size_t)n * e->in_cells * sizeof(float));
+    r = graph_fits(e, n) ? forward_graph(e, n) : forward_chunks(e, n);
+    if (r < 0)
+        return fail(e, r);
+    results_out(e, n, ret);
+    return 0;
+}
+
+extern "C" void *nc_gpu_neocog_stream(nc_gpu_neocog *e)
+{
+    return e ? (void *)e->run : NULL;
+}
+
+/* The best of reps timings of stage l's S-layer on n characters. */
+static int time_s(nc_gpu_neocog *e, uint32_t l, uint32_t n, int reps, float *ret_ms)
+{
+    cudaEvent_t t0, t1;
+    NC_CUDA_CHECK(cudaEventCreate(&t0));
+    cudaError_t ce = cudaEventCreate(&t1);
+    if (ce != cudaSuccess) {
+        cudaEventDestroy(t0);
+        NC_CUDA_CHECK(ce);
+    }
+    float best = 1e30f;
+    int r = 0;
+    for (int i = 0; r == 0 && i < reps; i++) {
+        ce = cudaEventRecord(t0, e->run);
+        if (ce == cudaSuccess) {
+            r = run_layer(e, 1 + 2 * (int)l, n, e->d_in, e->d_scores, e->d_labels, e->run);
+            if (r == 0)
+                ce = cudaEventRecord(t1, e->run);
+        }
+        if (r == 0 && ce == cudaSuccess)
+            ce = cudaEventSynchronize(t1);
+        float ms = 0.0f;
+        if (r == 0 && ce == cudaSuccess)
+            ce = cudaEventElapsedTime(&ms, t0, t1);
+        if (r == 0 && ce != cudaSuccess)
+            r = nc_gpu_record_error(ce, "event timing", __func__, __FILE__, __LINE__);
+        if (r == 0 && ms < best)
+            best = ms;
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    *ret_ms = best;
+    return r;
+}
+
+static int tune(nc_gpu_neocog *e, int variant, uint32_t n)
+{
+    static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 16 };
+    const int keep = e->variant;
+    e->variant = variant;
+    int r = run_net(e, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
+        const uint32_t ks = nc_neocog_kstride(e->k[l]);
+        const uint32_t per = variant == NC_GPU_NEOCOG_SPARSE ? (ks + 31) / 32 * 32 : ks;
+        uint32_t best_p = e->block[variant][l];
+        float best = 1e30f;
+        for (size_t i = 0; r == 0 && i < sizeof cand / sizeof cand[0]; i++) {
+            if (cand[i] * per > 1024 || cand[i] > (uint32_t)e->s[l].g.n_out)
+                continue;
+            e->block[variant][l] = cand[i];
+            float ms = 0.0f;
+            r = time_s(e, l, n, 3, &ms);
+            if (r == -E2BIG) {  /* too much shared memory for this many */
+                r = 0;
+                continue;
+            }
+            if (r == 0 && ms < best) {
+                best = ms;
+                best_p = cand[i];
+            }
+        }
+        e->block[variant][l] = best_p;
+    }
+    e->variant = keep;
+    drop_graphs(e);
+    return r;
+}
+
+extern "C" int nc_gpu_neocog_tune(nc_gpu_neocog *e, int variant, uint32_t n)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS || n < 1 || n > e->chunk)
+        return -EINVAL;
+    return fail(e, tune(e, variant, n));
+}

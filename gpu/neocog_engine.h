@@ -1,0 +1,80 @@
+/* gpu/neocog_engine.h — the neocognitron resident on a GPU: weights and tables
+ * uploaded once, activations for a chunk of characters kept on the device,
+ * pinned host buffers, transfers overlapped with compute on streams, CUDA
+ * graphs for small batches.
+ *
+ * Layer: gpu, C linkage.  Every function returns 0 or a negative errno:
+ * -ENODEV (no such device), -ENOMEM (device or pinned memory), -EINVAL,
+ * -EIO (a CUDA failure; the engine is then marked failed and refuses further
+ * work, so the caller frees it and falls back to the CPU).  The CUDA
+ * failure's text is in nc_gpu_last_error().  One engine is used by one
+ * thread at a time. */
+#ifndef NC_GPU_NEOCOG_ENGINE_H
+#define NC_GPU_NEOCOG_ENGINE_H
+
+#include <stdint.h>
+
+#include "neocog.h"
+#include "neocog_geom.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nc_gpu_neocog nc_gpu_neocog;
+
+/* Batches up to this size replay a captured CUDA graph. */
+#define NC_GPU_NEOCOG_GRAPH_MAX 64
+/* Characters per pass through the layers (activations stay in L2). */
+#define NC_GPU_NEOCOG_CHUNK 256
+
+/* Upload net (every stage with >= 1 plane, labels set) to device `device`
+ * for batches of up to max_batch characters.  The engine keeps no pointer
+ * into net.  Default S-layer variant: sparse. */
+int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_batch,
+                      nc_gpu_neocog **ret_eng);
+void nc_gpu_neocog_free(nc_gpu_neocog *eng);     /* NULL is fine */
+
+/* S-layer variant (nc_gpu_neocog_variant) for the following forwards. */
+int nc_gpu_neocog_set_variant(nc_gpu_neocog *eng, int variant);
+/* Positions per block of a variant at stage l (0: the default). */
+int nc_gpu_neocog_set_block(nc_gpu_neocog *eng, int variant, uint32_t l,
+                            uint32_t per_block);
+uint32_t nc_gpu_neocog_get_block(const nc_gpu_neocog *eng, int variant, uint32_t l);
+/* Characters per pass (1 .. the chunk the engine was made with). */
+int nc_gpu_neocog_set_chunk(nc_gpu_neocog *eng, uint32_t chunk);
+
+/* Recognise n in_size x in_size images (host, n * in_size^2 floats) into
+ * ret[0..n).  Waits for the result. */
+int nc_gpu_neocog_forward(nc_gpu_neocog *eng, const float *inputs, uint32_t n,
+                          nc_neocog_result *ret);
+
+/* ---- pieces for benchmarks and tests ---------------------------------------- */
+
+/* Copy n images to the device input buffer (synchronous). */
+int nc_gpu_neocog_upload(nc_gpu_neocog *eng, const float *inputs, uint32_t n);
+/* Queue the whole network on the first n uploaded images (in chunks) on the
+ * engine's stream; results stay on the device.  graph: replay a captured
+ * graph when n fits one.  Does not wait. */
+int nc_gpu_neocog_enqueue(nc_gpu_neocog *eng, uint32_t n, int graph);
+/* Queue one layer (nc_neocog_layer) on the activations of the first n
+ * (<= chunk) characters, as left by the previous layer. */
+int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *eng, int layer, uint32_t n);
+/* Wait for the engine's stream. */
+int nc_gpu_neocog_sync(nc_gpu_neocog *eng);
+/* Copy a layer's activations of the first n (<= chunk) characters to host
+ * (n * size^2 * stride floats, as nc_neocog_layer_out describes them). */
+int nc_gpu_neocog_download_layer(nc_gpu_neocog *eng, int layer, uint32_t n, float *out);
+/* Labels and scores of the first n characters of the last enqueue. */
+int nc_gpu_neocog_download_results(nc_gpu_neocog *eng, uint32_t n, nc_neocog_result *ret);
+/* The engine's stream (a cudaStream_t) for event timing. */
+void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
+/* Pick positions per block of a variant for every stage by timing the
+ * candidates on the first n uploaded images (n <= chunk). */
+int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

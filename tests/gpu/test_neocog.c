@@ -1,0 +1,495 @@
+/* tests/gpu/test_neocog.c — parity of the GPU neocognitron with core/.
+ *
+ * Every layer (UG, US1..US4 in every S-layer variant, UC1..UC3, UC4) is fed
+ * the very input core's layer got and compared with core's output:
+ * ||gpu - cpu|| / ||cpu|| <= 1e-5 over the batch, no NaN (outputs are
+ * poisoned with NaN before each run, so an unwritten cell fails), and the
+ * occupancy map each kernel writes must match its own output.  Inputs are
+ * real digits (each layer's input as core's forward left it) and random
+ * sparse ones; batches 1, 3, 31, 33 and 1000 draw characters from a pool of
+ * 37 distinct ones (b mod 37), so a wrong batch offset shows.  Then the
+ * resident engine, in every variant, must give core's labels on every
+ * fixture digit, through the graph path (batches <= 64) and the chunked,
+ * stream-overlapped path.  Exit 77 without a device. */
+#include "test.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "device.h"
+#include "fileio.h"
+#include "image.h"
+#include "neocog.h"
+#include "neocog_c.cuh"
+#include "neocog_class.cuh"
+#include "neocog_engine.h"
+#include "neocog_g.cuh"
+#include "neocog_geom.h"
+#include "neocog_occ.cuh"
+#include "neocog_s.cuh"
+
+#define POOL 37
+#define TOL 1e-5
+static const uint32_t batches[] = { 1, 3, 31, 33, 1000 };
+
+static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
+static float urand(void) { return (float)nc_test_uniform(&rng); }
+
+#define CUDA_OK(x) CHECK_MSG((x) == cudaSuccess, "%s", #x)
+
+/* ---- the net and core's answers ---------------------------------------------- */
+
+static nc_neocog *net;
+static float *digits;           /* [n_digits][65*65] */
+static uint8_t *digit_label;
+static int n_digits;
+static nc_neocog_state *pool_st[POOL];  /* core's forward (F) of digits 0..POOL-1 */
+
+static int load_digits(uint32_t n)
+{
+    const char *dir = getenv("NC_TEST_DATA");
+    char pi[1024], pl[1024];
+    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
+    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
+    uint8_t *bi = NULL, *bl = NULL;
+    size_t li = 0, ll = 0;
+    nc_dataset ds = { 0 };
+    int r = nc_file_read(pi, 64u << 20, &bi, &li);
+    if (r == 0) r = nc_file_read(pl, 64u << 20, &bl, &ll);
+    if (r == 0) r = nc_dataset_parse(bi, li, bl, ll, &ds);
+    free(bi);
+    free(bl);
+    if (r < 0)
+        return r;
+    nc_prep p = { .kind = NC_PREP_NEOCOG, .size = 65, .box = 40, .threshold = -1.0f };
+    digits = malloc((size_t)ds.count * 65 * 65 * sizeof(float));
+    digit_label = malloc(ds.count);
+    uint32_t got = 0;
+    for (uint32_t i = 0; digits && digit_label && i < ds.count && got < n; i++) {
+        nc_image img = { ds.cols, ds.rows, ds.cols, ds.pixels + (size_t)i * ds.rows * ds.cols };
+        if (nc_prep_apply(&img, &p, digits + (size_t)got * 65 * 65) < 0)
+            continue;
+        digit_label[got++] = ds.labels[i];
+    }
+    nc_dataset_fini(&ds);
+    return digits && digit_label ? (int)got : -ENOMEM;
+}
+
+/* ---- comparison ------------------------------------------------------------ */
+
+/* ||x - ref|| / ||ref|| over n cells; NaN anywhere fails.  Prints the first
+ * few cells off by more than 1e-4 (1 + |ref|). */
+static void compare(const char *what, const float *x, const float *ref, size_t n)
+{
+    double d2 = 0.0, r2 = 0.0;
+    size_t nan = 0, shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i])) {
+            nan++;
+            continue;
+        }
+        double d = (double)x[i] - ref[i];
+        d2 += d * d;
+        r2 += (double)ref[i] * ref[i];
+        if (fabs(d) > 1e-4 * (1.0 + fabs(ref[i])) && shown < 4) {
+            fprintf(stderr, "    %s[%zu] = %.9g, cpu %.9g\n", what, i, x[i], ref[i]);
+            shown++;
+        }
+    }
+    double rel = r2 > 0.0 ? sqrt(d2 / r2) : sqrt(d2);
+    CHECK_MSG(nan == 0 && rel <= TOL, "%s: rel err %.3g, %zu NaN of %zu cells", what, rel,
+              nan, n);
+}
+
+/* occ[b][o] must say whether any plane of out[b][o] is > 0 */
+static void check_occ(const char *what, const uint8_t *occ, const float *out,
+                      size_t n_pos, uint32_t stride)
+{
+    size_t bad = 0;
+    for (size_t o = 0; o < n_pos; o++) {
+        int any = 0;
+        for (uint32_t k = 0; k < stride; k++)
+            any |= out[o * stride + k] > 0.0f;
+        bad += occ[o] != any;
+    }
+    CHECK_MSG(bad == 0, "%s: %zu of %zu occupancy bytes wrong", what, bad, n_pos);
+}
+
+/* ---- one layer on the device ------------------------------------------------ */
+
+typedef struct layer_case {
+    int layer;                  /* nc_neocog_layer */
+    size_t in_floats, out_floats;   /* per character */
+    uint32_t n_in_pos, in_k, in_stride, n_out_pos, out_stride;
+    nc_gpu_neocog_g_args g;
+    nc_gpu_neocog_s_args s;
+    nc_gpu_neocog_c_args c;
+    uint32_t *d_lab;            /* UC4 */
+    uint32_t n_classes;
+} layer_case;
+
+/* Run the layer on batch characters tiled from pool (pool[b % POOL]) and
+ * compare with ref (same tiling). */
+static void run_case(const char *tag, const layer_case *lc, int variant,
+                     const float *pool_in, const float *pool_ref, uint32_t batch)
+{
+    float *d_in = NULL, *d_out = NULL;
+    uint8_t *d_occ_in = NULL, *d_occ_out = NULL;
+    int32_t *d_label = NULL;
+    const int is_class = lc->layer == NC_NEOCOG_L_C4;
+    const size_t out_n = is_class ? lc->n_classes : lc->out_floats;
+    float *h_in = malloc(batch * lc->in_floats * sizeof(float));
+    float *h_out = malloc(batch * out_n * sizeof(float));
+    float *h_ref = malloc(batch * out_n * sizeof(float));
+    uint8_t *h_occ = malloc((size_t)batch * lc->n_out_pos);
+    REQUIRE(h_in && h_out && h_ref && h_occ);
+    for (uint32_t b = 0; b < batch; b++) {
+        memcpy(h_in + b * lc->in_floats, pool_in + (b % POOL) * lc->in_floats,
+               lc->in_floats * sizeof(float));
+        memcpy(h_ref + b * out_n, pool_ref + (b % POOL) * out_n, out_n * sizeof(float));
+    }
+    CUDA_OK(cudaMalloc((void **)&d_in, batch * lc->in_floats * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_out, batch * out_n * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_occ_in, (size_t)batch * lc->n_in_pos));
+    CUDA_OK(cudaMalloc((void **)&d_occ_out, (size_t)batch * lc->n_out_pos));
+    CUDA_OK(cudaMalloc((void **)&d_label, batch * sizeof(int32_t)));
+    CUDA_OK(cudaMemcpy(d_in, h_in, batch * lc->in_floats * sizeof(float),
+                       cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_out, 0xff, batch * out_n * sizeof(float)));      /* NaN */
+    CUDA_OK(cudaMemset(d_occ_out, 0xab, (size_t)batch * lc->n_out_pos));
+    CUDA_OK(cudaMemset(d_label, 0xab, batch * sizeof(int32_t)));
+    int r = 0;
+    if (lc->layer != NC_NEOCOG_L_UG && !is_class)
+        r = nc_gpu_neocog_occupancy(d_in, lc->n_in_pos, lc->in_k, lc->in_stride, d_occ_in,
+                                    batch, 0);
+    if (r == 0) {
+        if (lc->layer == NC_NEOCOG_L_UG)
+            r = nc_gpu_neocog_g_forward(&lc->g, d_in, d_out, d_occ_out, batch, 0);
+        else if (is_class)
+            r = nc_gpu_neocog_class_forward(d_in, lc->n_in_pos, lc->in_k, lc->d_lab,
+                                            lc->n_classes, d_out, d_label, batch, 0);
+        else if ((lc->layer - 1) % 2 == 0)
+            r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
+                                        variant, 0, 0);
+        else
+            r = nc_gpu_neocog_c_forward(&lc->c, d_in, d_occ_in, d_out, d_occ_out, batch, 0, 0);
+    }
+    CHECK_MSG(r == 0, "%s: launch %d (%s)", tag, r, nc_gpu_last_error());
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(h_out, d_out, batch * out_n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h_occ, d_occ_out, (size_t)batch * lc->n_out_pos,
+                       cudaMemcpyDeviceToHost));
+    char what[160];
+    snprintf(what, sizeof what, "%s batch %u", tag, batch);
+    compare(what, h_out, h_ref, batch * out_n);
+    if (!is_class)
+        check_occ(what, h_occ, h_out, (size_t)batch * lc->n_out_pos, lc->out_stride);
+    free(h_in);
+    free(h_out);
+    free(h_ref);
+    free(h_occ);
+    cudaFree(d_in);
+    cudaFree(d_out);
+    cudaFree(d_occ_in);
+    cudaFree(d_occ_out);
+    cudaFree(d_label);
+}
+
+/* ---- building the cases ---------------------------------------------------- */
+
+static float *d_a[4], *d_b[4];
+static uint32_t *d_plane_label;
+
+static int upload_weights(void)
+{
+    for (int l = 0; l < 4; l++) {
+        size_t ks = nc_neocog_kstride(net->n_planes[l]);
+        size_t na = (size_t)nc_neocog_k_in(net, l) * net->s_ix[l]->n_live * ks;
+        if (cudaMalloc((void **)&d_a[l], na * sizeof(float)) != cudaSuccess ||
+            cudaMalloc((void **)&d_b[l], ks * sizeof(float)) != cudaSuccess ||
+            cudaMemcpy(d_a[l], net->a[l], na * sizeof(float), cudaMemcpyHostToDevice) ||
+            cudaMemcpy(d_b[l], net->b[l], ks * sizeof(float), cudaMemcpyHostToDevice))
+            return -ENOMEM;
+    }
+    size_t nl = net->n_planes[3] * sizeof(uint32_t);
+    if (cudaMalloc((void **)&d_plane_label, nl) != cudaSuccess ||
+        cudaMemcpy(d_plane_label, net->labels, nl, cudaMemcpyHostToDevice))
+        return -ENOMEM;
+    return 0;
+}
+
+static void make_case(int layer, layer_case *lc)
+{
+    memset(lc, 0, sizeof *lc);
+    lc->layer = layer;
+    const nc_neocog_arch *A = &net->arch;
+    if (layer == NC_NEOCOG_L_UG) {
+        REQUIRE(nc_gpu_neocog_geom_init(net->g_ix, net->g_w, &lc->g.g) == 0);
+        lc->g.cut = A->g_cut;
+        lc->in_floats = (size_t)A->in_size * A->in_size;
+        lc->n_in_pos = A->in_size * A->in_size;
+        lc->in_k = lc->in_stride = 1;
+        lc->n_out_pos = A->g_size * A->g_size;
+        lc->out_stride = 8;
+        lc->out_floats = (size_t)lc->n_out_pos * 8;
+        return;
+    }
+    uint32_t l = (uint32_t)(layer - 1) / 2;
+    uint32_t K = net->n_planes[l], ks = nc_neocog_kstride(K);
+    if ((layer - 1) % 2 == 0) {
+        uint32_t n_in = l == 0 ? A->g_size : A->stage[l - 1].c_size;
+        REQUIRE(nc_gpu_neocog_geom_init(net->s_ix[l], net->s_c[l], &lc->s.g) == 0);
+        lc->s.k_in = nc_neocog_k_in(net, l);
+        lc->s.in_stride = l == 0 ? 8 : nc_neocog_kstride(net->n_planes[l - 1]);
+        lc->s.k_out = K;
+        lc->s.theta = A->stage[l].theta;
+        lc->s.a = d_a[l];
+        lc->s.b = d_b[l];
+        lc->n_in_pos = n_in * n_in;
+        lc->in_k = lc->s.k_in;
+        lc->in_stride = lc->s.in_stride;
+        lc->n_out_pos = A->stage[l].s_size * A->stage[l].s_size;
+    } else if (net->c_ix[l]) {
+        REQUIRE(nc_gpu_neocog_geom_init(net->c_ix[l], net->c_d[l], &lc->c.g) == 0);
+        lc->c.k = K;
+        lc->n_in_pos = A->stage[l].s_size * A->stage[l].s_size;
+        lc->in_k = K;
+        lc->in_stride = ks;
+        lc->n_out_pos = A->stage[l].c_size * A->stage[l].c_size;
+    } else {
+        lc->n_in_pos = A->stage[l].s_size * A->stage[l].s_size;
+        lc->in_k = K;
+        lc->in_stride = ks;
+        lc->n_out_pos = 1;
+        lc->d_lab = d_plane_label;
+        lc->n_classes = A->n_classes;
+    }
+    lc->in_floats = (size_t)lc->n_in_pos * lc->in_stride;
+    lc->out_stride = ks;
+    lc->out_floats = (size_t)lc->n_out_pos * ks;
+}
+
+/* The layer's input as held in core's state. */
+static const float *state_in(const nc_neocog_state *st, int layer)
+{
+    if (layer == NC_NEOCOG_L_UG) return st->u0;
+    if (layer == NC_NEOCOG_L_S1) return st->ug;
+    uint32_t l = (uint32_t)(layer - 1) / 2;
+    return (layer - 1) % 2 == 0 ? st->uc[l - 1] : st->us[l];
+}
+
+/* CPU reference of one layer on one input (form G; UC4 by its definition). */
+static void cpu_layer(const layer_case *lc, const float *in, float *out)
+{
+    const nc_neocog_arch *A = &net->arch;
+    static float ws[1 << 16];
+    int layer = lc->layer;
+    if (layer == NC_NEOCOG_L_UG) {
+        CHECK_INT_EQ(nc_neocog_g_forward(net->g_ix, net->g_w, A->g_cut, in, out, ws,
+                                         NC_NEOCOG_FORM_G), 0);
+        return;
+    }
+    uint32_t l = (uint32_t)(layer - 1) / 2;
+    if ((layer - 1) % 2 == 0) {
+        nc_neocog_s_args s = { .ix = net->s_ix[l], .k_in = lc->s.k_in,
+                               .in_stride = lc->s.in_stride, .k_out = lc->s.k_out,
+                               .a = net->a[l], .b = net->b[l], .c = net->s_c[l],
+                               .theta = lc->s.theta };
+        CHECK_INT_EQ(nc_neocog_s_forward(&s, in, out, ws, NC_NEOCOG_FORM_G), 0);
+    } else if (net->c_ix[l]) {
+        CHECK_INT_EQ(nc_neocog_c_forward(net->c_ix[l], net->c_d[l], lc->c.k, in, out, ws,
+                                         NC_NEOCOG_FORM_G), 0);
+    } else {            /* UC4, as core's class_max */
+        for (uint32_t c = 0; c < lc->n_classes; c++)
+            out[c] = 0.0f;
+        for (uint32_t o = 0; o < lc->n_in_pos; o++)
+            for (uint32_t k = 0; k < lc->in_k; k++) {
+                float u = in[o * lc->in_stride + k];
+                if (u > out[net->labels[k]])
+                    out[net->labels[k]] = u;
+            }
+    }
+}
+
+/* Random input of a layer: binary-ish for UG; for the others a sparse layer
+ * like the real ones (30% of positions occupied, half their planes > 0). */
+static void random_input(const layer_case *lc, float *in)
+{
+    for (uint32_t o = 0; o < lc->n_in_pos; o++) {
+        int occ = urand() < 0.3f;
+        for (uint32_t k = 0; k < lc->in_stride; k++) {
+            float v = 0.0f;
+            if (lc->layer == NC_NEOCOG_L_UG)
+                v = urand() < 0.3f ? 1.0f : (urand() < 0.1f ? urand() : 0.0f);
+            else if (k < lc->in_k && occ && urand() < 0.5f)
+                v = urand();
+            in[(size_t)o * lc->in_stride + k] = v;
+        }
+    }
+}
+
+static void test_layers(void)
+{
+    for (int layer = 0; layer <= 8; layer++) {
+        layer_case lc;
+        make_case(layer, &lc);
+        const int is_class = layer == NC_NEOCOG_L_C4;
+        const size_t out_n = is_class ? lc.n_classes : lc.out_floats;
+        float *in_real = malloc(POOL * lc.in_floats * sizeof(float));
+        float *ref_real = malloc(POOL * out_n * sizeof(float));
+        float *in_rand = malloc(POOL * lc.in_floats * sizeof(float));
+        float *ref_rand = malloc(POOL * out_n * sizeof(float));
+        REQUIRE(in_real && ref_real && in_rand && ref_rand);
+        for (int p = 0; p < POOL; p++) {
+            const float *out = NULL;
+            memcpy(in_real + p * lc.in_floats, state_in(pool_st[p], layer),
+                   lc.in_floats * sizeof(float));
+            CHECK_INT_EQ(nc_neocog_layer_out(net, pool_st[p], layer, &out, NULL, NULL, NULL), 0);
+            memcpy(ref_real + p * out_n, out, out_n * sizeof(float));
+            random_input(&lc, in_rand + p * lc.in_floats);
+            cpu_layer(&lc, in_rand + p * lc.in_floats, ref_rand + p * out_n);
+        }
+        static const char *name[9] = { "UG", "US1", "UC1", "US2", "UC2", "US3", "UC3",
+                                       "US4", "UC4" };
+        const int is_s = layer % 2 == 1;
+        const int n_var = is_s ? NC_GPU_NEOCOG_N_VARIANTS : 1;
+        int before = nc_test_failures;
+        for (int v = 0; v < n_var; v++)
+            for (size_t bi = 0; bi < NC_ARRAY_LEN(batches); bi++) {
+                char tag[96];
+                snprintf(tag, sizeof tag, "%s %s digits", name[layer],
+                         is_s ? nc_gpu_neocog_variant_name(v) : "");
+                run_case(tag, &lc, v, in_real, ref_real, batches[bi]);
+                snprintf(tag, sizeof tag, "%s %s random", name[layer],
+                         is_s ? nc_gpu_neocog_variant_name(v) : "");
+                run_case(tag, &lc, v, in_rand, ref_rand, batches[bi]);
+            }
+        fprintf(stderr, "  %-3s: %d variant(s) x batches 1/3/31/33/1000 x digits+random: %s\n",
+                name[layer], n_var, nc_test_failures == before ? "ok" : "FAILED");
+        free(in_real);
+        free(ref_real);
+        free(in_rand);
+        free(ref_rand);
+    }
+}
+
+/* ---- the resident engine ---------------------------------------------------- */
+
+static void test_engine(void)
+{
+    nc_gpu_neocog *eng = NULL;
+    CHECK_INT_EQ(nc_gpu_neocog_new(net, 99, 16, &eng), -ENODEV);
+    const uint32_t n = (uint32_t)n_digits;
+    int r = nc_gpu_neocog_new(net, 0, n, &eng);
+    CHECK_MSG(r == 0, "engine: %d (%s)", r, nc_gpu_last_error());
+    if (r < 0)
+        return;
+    /* core's answers on every digit */
+    nc_neocog_state *st = NULL;
+    nc_neocog_result *cpu = calloc(n, sizeof *cpu), *gpu = calloc(n, sizeof *gpu);
+    REQUIRE(cpu && gpu && nc_neocog_state_new(net, &st) == 0);
+    int right = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK_INT_EQ(nc_neocog_forward(net, st, digits + (size_t)i * 65 * 65,
+                                       NC_NEOCOG_FORM_F, &cpu[i]), 0);
+        right += cpu[i].label == digit_label[i];
+    }
+    fprintf(stderr, "  core F on %u digits: %d right\n", n, right);
+    for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, v), 0);
+        const uint32_t sizes[] = { 1, 3, 31, 33, 64, 65, n };
+        for (size_t si = 0; si < NC_ARRAY_LEN(sizes); si++) {
+            uint32_t m = sizes[si], off = (uint32_t)(si * 7) % (n - 65);
+            if (m == n)
+                off = 0;
+            for (uint32_t i = 0; i < m; i++)
+                gpu[i].label = -7;
+            r = nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu);
+            CHECK_MSG(r == 0, "engine forward %s x%u: %d (%s)", nc_gpu_neocog_variant_name(v),
+                      m, r, nc_gpu_last_error());
+            uint32_t diff = 0;
+            double d2 = 0.0, r2 = 0.0;
+            for (uint32_t i = 0; i < m; i++) {
+                const nc_neocog_result *c = &cpu[off + i];
+                diff += gpu[i].label != c->label;
+                for (uint32_t k = 0; k < c->n_classes; k++) {
+                    double d = (double)gpu[i].score[k] - c->score[k];
+                    d2 += d * d;
+                    r2 += (double)c->score[k] * c->score[k];
+                }
+            }
+            double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+            CHECK_MSG(diff == 0 && rel <= 1e-4,
+                      "engine %s batch %u: %u labels differ from core, scores rel err %.3g",
+                      nc_gpu_neocog_variant_name(v), m, diff, rel);
+            if (m == n)
+                fprintf(stderr, "  engine %-6s on all %u digits: %u labels differ, scores "
+                        "rel err %.2g\n", nc_gpu_neocog_variant_name(v), n, diff, rel);
+        }
+    }
+    /* tuning keeps the answers */
+    CHECK_INT_EQ(nc_gpu_neocog_upload(eng, digits, 64), 0);
+    CHECK_INT_EQ(nc_gpu_neocog_tune(eng, NC_GPU_NEOCOG_SPARSE, 64), 0);
+    CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_SPARSE), 0);
+    CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, 64, gpu), 0);
+    for (uint32_t i = 0; i < 64; i++)
+        CHECK_INT_EQ(gpu[i].label, cpu[i].label);
+    CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n + 1, gpu), -EINVAL);
+    nc_gpu_neocog_free(eng);
+    nc_gpu_neocog_free(NULL);
+    nc_neocog_state_free(st);
+    free(cpu);
+    free(gpu);
+}
+
+int main(void)
+{
+    int n_dev = 0;
+    CHECK_INT_EQ(nc_gpu_device_count(&n_dev), 0);
+    if (n_dev <= 0) {
+        fprintf(stderr, "no CUDA device: skipped\n");
+        return NC_TEST_SKIP;
+    }
+    nc_gpu_device_info info;
+    if (nc_gpu_device_info_get(0, &info) == 0)
+        fprintf(stderr, "device 0: %s, sm_%d%d\n", info.name, info.sm_major, info.sm_minor);
+    n_digits = load_digits(1000);
+    if (n_digits < 300) {
+        fprintf(stderr, "fixture digits not available (%d): skipped\n", n_digits);
+        return NC_TEST_SKIP;
+    }
+    nc_neocog_arch A;
+    nc_neocog_arch_default(&A);
+    const uint32_t target[4] = { 16, 26, 78, 70 };
+    if (nc_neocog_new(&A, &net) < 0 || nc_neocog_train_us1(net, 16, 100.0f) < 0 ||
+        nc_neocog_seed_from_digits(net, digits, digit_label, 300, target, 2) < 0 ||
+        upload_weights() < 0) {
+        fprintf(stderr, "cannot build the net\n");
+        return 1;
+    }
+    fprintf(stderr, "  net: planes %u/%u/%u/%u, %d fixture digits\n", net->n_planes[0],
+            net->n_planes[1], net->n_planes[2], net->n_planes[3], n_digits);
+    nc_neocog_result res;
+    for (int p = 0; p < POOL; p++)
+        if (nc_neocog_state_new(net, &pool_st[p]) < 0 ||
+            nc_neocog_forward(net, pool_st[p], digits + (size_t)(300 + p) * 65 * 65,
+                              NC_NEOCOG_FORM_F, &res) < 0)
+            return 1;
+    test_layers();
+    test_engine();
+    for (int p = 0; p < POOL; p++)
+        nc_neocog_state_free(pool_st[p]);
+    for (int l = 0; l < 4; l++) {
+        cudaFree(d_a[l]);
+        cudaFree(d_b[l]);
+    }
+    cudaFree(d_plane_label);
+    nc_neocog_free(net);
+    free(digits);
+    free(digit_label);
+    return nc_test_finish();
+}
