@@ -1,0 +1,85 @@
+/* gpu/cnn_act.cu — activation derivative, loss and SGD step.
+ *
+ * Layer: gpu.  Thread mapping: one thread per element (grid-stride) for the
+ * derivative and the SGD step; the loss is one block of 256 threads, one
+ * thread per image in a strided loop, summed in a fixed order in shared
+ * memory so that it is deterministic. */
+#include "cnn_act.cuh"
+
+#include "cnn_math.cuh"
+#include "cuda_check.cuh"
+
+static __global__ void act_backward_kernel(const float *y, const float *dy, float *da,
+                                           size_t count)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x)
+        da[i] = dy[i] * nc_gpu_cnn_act_grad(y[i]);
+}
+
+static __global__ void loss_kernel(const float *__restrict__ out, const uint8_t *__restrict__ labels,
+                                   uint32_t n, uint32_t k_n, float *__restrict__ d_out,
+                                   double *__restrict__ ret_sum)
+{
+    __shared__ double loss_s[256], err_s[256];
+    double loss = 0.0, errors = 0.0;
+    for (uint32_t b = threadIdx.x; b < n; b += blockDim.x) {
+        const float *y = out + (size_t)b * k_n;
+        uint32_t best = 0;
+        for (uint32_t k = 0; k < k_n; k++) {
+            const float d = y[k] - (k == labels[b] ? 1.0f : -1.0f);
+            loss += 0.5 * (double)d * d;
+            d_out[(size_t)b * k_n + k] = d;
+            if (y[k] > y[best])
+                best = k;
+        }
+        errors += best != labels[b];
+    }
+    loss_s[threadIdx.x] = loss;
+    err_s[threadIdx.x] = errors;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            loss_s[threadIdx.x] += loss_s[threadIdx.x + s];
+            err_s[threadIdx.x] += err_s[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        ret_sum[0] = loss_s[0];
+        ret_sum[1] = err_s[0];
+    }
+}
+
+static __global__ void sgd_kernel(float *params, const float *grads, size_t count, float lr)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x)
+        params[i] -= lr * grads[i];
+}
+
+extern "C" int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t count,
+                                       cudaStream_t stream)
+{
+    act_backward_kernel<<<nc_gpu_cnn_blocks(count, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0,
+                          stream>>>(y, dy, da, count);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t n, uint32_t k_n,
+                               float *d_out, double *ret_sum, cudaStream_t stream)
+{
+    loss_kernel<<<1, 256, 0, stream>>>(out, labels, n, k_n, d_out, ret_sum);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, float lr,
+                              cudaStream_t stream)
+{
+    sgd_kernel<<<nc_gpu_cnn_blocks(count, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0, stream>>>(
+        params, grads, count, lr);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* gpu/cnn_act.cuh — the element-wise parts of CNN training on the GPU: the
+ * activation's derivative, the loss (twin of core's nc_cnn_loss) and the SGD
+ * step (twin of nc_cnn_sgd).
+ *
+ * Layer: gpu, C linkage.  Device pointers; enqueue on `stream`; 0 or a
+ * negative errno. */
+#ifndef NC_GPU_CNN_ACT_CUH
+#define NC_GPU_CNN_ACT_CUH
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* da[i] = dy[i] * f'(y[i]) for count elements (da may be dy). */
+int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t count,
+                            cudaStream_t stream);
+
+/* d_out = y - t (t = +1 at the label, -1 elsewhere) for out[n][k_n];
+ * ret_sum[0] = E = 1/2 sum (y - t)^2 and ret_sum[1] = images whose largest
+ * output is not the label (as doubles, one device block's sum). */
+int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t n, uint32_t k_n,
+                    float *d_out, double *ret_sum, cudaStream_t stream);
+
+/* params[i] -= lr * grads[i]. */
+int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, float lr,
+                   cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

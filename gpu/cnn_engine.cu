@@ -1,0 +1,763 @@
+/* gpu/cnn_engine.cu — the resident CNN engine: device copies of a net, the
+ * layer-wise forward and backward passes over gpu/cnn_*.cu's kernels, the
+ * measured choice between variants, CUDA graphs for small batches, training.
+ *
+ * Layer: gpu.  No kernels of its own: it sizes buffers, orders launches on
+ * its one stream and turns failures into -ENOMEM / -ENODEV / -EIO. */
+#include "cnn_engine.h"
+
+#include <cublas_v2.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn_act.cuh"
+#include "cnn_conv.cuh"
+#include "cnn_full.cuh"
+#include "cnn_fused.cuh"
+#include "cnn_layer.h"
+#include "cnn_pool.cuh"
+#include "cnn_unroll.cuh"
+#include "cuda_check.cuh"
+
+#define BUCKETS 17u                         /* batch sizes 1, 2, 4, ... 65536 */
+#define UNROLL_CAP ((size_t)64 << 20)       /* floats of unrolling scratch, at most */
+#define BLAS_WORKSPACE ((size_t)32 << 20)   /* bytes: cuBLAS under graph capture */
+
+enum { WHOLE_LAYERS = 0, WHOLE_FUSED_SMALL = 1, WHOLE_FUSED_BIG = 2 };
+
+struct nc_gpu_cnn {
+    int device, sm_count;
+    uint32_t max_batch, n_layers, n_inputs, n_outputs, max_units;
+    size_t n_params;
+    nc_gpu_cnn_layer L[NC_CNN_MAX_LAYERS];  /* L[0]: the input's shape */
+
+    float *d_params, *d_grads;
+    int32_t *d_lists;
+    size_t n_lists;
+    float *d_in, *d_act[NC_CNN_MAX_LAYERS], *d_delta[2];
+    float *d_part, *d_unroll, *d_feat;
+    size_t part_cap, unroll_cap;
+    uint8_t *d_labels;
+    double *d_loss;
+    void *d_blas_ws;
+    float *h_in, *h_out;                    /* pinned */
+    uint8_t *h_labels;
+    double *h_loss;
+
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudaEvent_t ev0, ev1;
+    cudaGraphExec_t graph[NC_GPU_CNN_GRAPH_MAX + 1];
+
+    int fused_ok;
+    nc_gpu_cnn_path path;
+    uint8_t tuned[BUCKETS];
+    uint8_t whole[BUCKETS];
+    uint8_t blas_layer[BUCKETS][NC_CNN_MAX_LAYERS];   /* 1: cuBLAS variant */
+
+    uint32_t state_n;                       /* layer-wise forward of n done */
+    const float *state_in;
+    int failed;                             /* -EIO once the context broke */
+};
+
+static unsigned bucket_of(uint32_t n)
+{
+    unsigned b = 0;
+    while ((1u << b) < n && b + 1 < BUCKETS)
+        b++;
+    return b;
+}
+
+/* Remember a broken context: every later call answers -EIO. */
+static int note(nc_gpu_cnn *g, int err)
+{
+    if (err == -EIO)
+        g->failed = -EIO;
+    return err;
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+static void describe_layers(nc_gpu_cnn *g, const nc_cnn *net)
+{
+    size_t list_off = 0;
+    for (uint32_t l = 0; l < net->n_layers; l++) {
+        const nc_cnn_layer *S = &net->layers[l];
+        const nc_cnn_layer *P = l ? &net->layers[l - 1] : S;
+        nc_gpu_cnn_layer *L = &g->L[l];
+        memset(L, 0, sizeof *L);
+        L->kind = S->kind;
+        L->maps = S->maps;
+        L->height = S->height;
+        L->width = S->width;
+        L->in_maps = P->maps;
+        L->in_height = P->height;
+        L->in_width = P->width;
+        L->kernel_x = S->kernel_x;
+        L->kernel_y = S->kernel_y;
+        L->step_x = S->skip_x + 1;
+        L->step_y = S->skip_y + 1;
+        L->n_in = S->n_in;
+        L->n_out = S->n_out;
+        L->fan_in = S->fan_in;
+        L->n_weights = (uint32_t)S->n_weights;
+        if (S->weights) {
+            L->weights = g->d_params + (S->weights - net->params);
+            L->bias = g->d_params + (S->bias - net->params);
+            L->gweights = g->d_grads + (S->weights - net->params);
+            L->gbias = g->d_grads + (S->bias - net->params);
+        }
+        if (S->kind == NC_CNN_KIND_CONV) {
+            L->fwd = g->d_lists + list_off;
+            list_off += (size_t)S->maps * (1 + P->maps);
+            L->bwd = g->d_lists + list_off;
+            list_off += (size_t)P->maps * (1 + S->maps);
+        }
+    }
+    g->n_lists = list_off;
+}
+
+/* Connection lists of every CONV layer (seed 000 §3.1), host side. */
+static void build_lists(const nc_cnn *net, int32_t *lists)
+{
+    size_t off = 0;
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *S = &net->layers[l];
+        if (S->kind != NC_CNN_KIND_CONV)
+            continue;
+        const uint32_t in_maps = net->layers[l - 1].maps;
+        for (uint32_t m = 0; m < S->maps; m++) {
+            int32_t *row = lists + off + (size_t)m * (1 + in_maps);
+            row[0] = 0;
+            for (uint32_t c = 0; c < in_maps; c++)
+                if (S->table[(size_t)m * in_maps + c])
+                    row[1 + row[0]++] = (int32_t)c;
+        }
+        off += (size_t)S->maps * (1 + in_maps);
+        for (uint32_t c = 0; c < in_maps; c++) {
+            int32_t *row = lists + off + (size_t)c * (1 + S->maps);
+            row[0] = 0;
+            for (uint32_t m = 0; m < S->maps; m++)
+                if (S->table[(size_t)m * in_maps + c])
+                    row[1 + row[0]++] = (int32_t)m;
+        }
+        off += (size_t)in_maps * (1 + S->maps);
+    }
+}
+
+static int same_arch(const nc_gpu_cnn *g, const nc_cnn *net)
+{
+    if (!net || net->n_layers != g->n_layers || net->n_params != g->n_params)
+        return 0;
+    for (uint32_t l = 0; l < net->n_layers; l++) {
+        const nc_cnn_layer *S = &net->layers[l];
+        const nc_gpu_cnn_layer *L = &g->L[l];
+        if (S->kind != L->kind || S->maps != L->maps || S->height != L->height ||
+            S->width != L->width || S->kernel_x != L->kernel_x || S->kernel_y != L->kernel_y ||
+            S->skip_x + 1 != L->step_x || S->skip_y + 1 != L->step_y)
+            return 0;
+    }
+    return 1;
+}
+
+static void drop_graphs(nc_gpu_cnn *g)
+{
+    for (unsigned i = 0; i <= NC_GPU_CNN_GRAPH_MAX; i++)
+        if (g->graph[i]) {
+            cudaGraphExecDestroy(g->graph[i]);
+            g->graph[i] = NULL;
+        }
+}
+
+extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
+{
+    if (!g)
+        return;
+    cudaSetDevice(g->device);
+    if (g->stream)
+        cudaStreamSynchronize(g->stream);
+    drop_graphs(g);
+    if (g->blas)
+        cublasDestroy(g->blas);
+    if (g->ev0)
+        cudaEventDestroy(g->ev0);
+    if (g->ev1)
+        cudaEventDestroy(g->ev1);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+    void *dev[] = {g->d_params, g->d_grads, g->d_lists, g->d_in, g->d_delta[0], g->d_delta[1],
+                   g->d_part, g->d_unroll, g->d_feat, g->d_labels, g->d_loss, g->d_blas_ws};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        cudaFree(dev[i]);
+    for (uint32_t l = 0; l < NC_CNN_MAX_LAYERS; l++)
+        cudaFree(g->d_act[l]);
+    cudaFreeHost(g->h_in);
+    cudaFreeHost(g->h_out);
+    cudaFreeHost(g->h_labels);
+    cudaFreeHost(g->h_loss);
+    free(g);
+}
+
+static int engine_alloc(nc_gpu_cnn *g, const nc_cnn *net)
+{
+    const size_t nb = g->max_batch;
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    cudaDeviceProp p;
+    NC_CUDA_CHECK(cudaGetDeviceProperties(&p, g->device));
+    g->sm_count = p.multiProcessorCount;
+    NC_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    NC_CUDA_CHECK(cudaEventCreate(&g->ev0));
+    NC_CUDA_CHECK(cudaEventCreate(&g->ev1));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_params, g->n_params * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_grads, g->n_params * sizeof(float)));
+    describe_layers(g, net);    /* needs d_params, d_grads; sizes the lists */
+    NC_CUDA_CHECK(cudaMalloc(&g->d_lists, (g->n_lists + 1) * sizeof(int32_t)));
+    describe_layers(g, net);    /* again, now with d_lists */
+    NC_CUDA_CHECK(cudaMalloc(&g->d_in, nb * g->n_inputs * sizeof(float)));
+    size_t unroll = 0, part = 0;
+    for (uint32_t l = 1; l < g->n_layers; l++) {
+        const nc_gpu_cnn_layer *L = &g->L[l];
+        NC_CUDA_CHECK(cudaMalloc(&g->d_act[l], nb * L->n_out * sizeof(float)));
+        if (L->kind == NC_CNN_KIND_CONV) {
+            size_t u = ((size_t)L->fan_in + L->maps) * L->height * L->width * nb;
+            if (u > unroll)
+                unroll = u;
+            size_t s = nc_gpu_cnn_conv_weights_scratch(L, g->max_batch);
+            if (s > part)
+                part = s;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        NC_CUDA_CHECK(cudaMalloc(&g->d_delta[i], nb * g->max_units * sizeof(float)));
+    g->unroll_cap = unroll < UNROLL_CAP ? unroll : UNROLL_CAP;
+    g->part_cap = part;
+    if (g->unroll_cap)
+        NC_CUDA_CHECK(cudaMalloc(&g->d_unroll, g->unroll_cap * sizeof(float)));
+    if (g->part_cap)
+        NC_CUDA_CHECK(cudaMalloc(&g->d_part, g->part_cap * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_labels, nb));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_loss, 2 * sizeof(double)));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_in, nb * g->n_inputs * sizeof(float), cudaHostAllocDefault));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_out, nb * g->n_outputs * sizeof(float), cudaHostAllocDefault));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_labels, nb, cudaHostAllocDefault));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_loss, 2 * sizeof(double), cudaHostAllocDefault));
+    g->fused_ok = nc_gpu_cnn_fused_match(g->L, g->n_layers);
+    if (g->fused_ok) {
+        int err = nc_gpu_cnn_fused_init();
+        if (err)
+            return err;
+        NC_CUDA_CHECK(cudaMalloc(&g->d_feat, nb * 360 * sizeof(float)));
+    }
+    cublasStatus_t s = cublasCreate(&g->blas);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        g->blas = NULL;
+        NC_CUBLAS_CHECK(s);
+    }
+    NC_CUBLAS_CHECK(cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH));   /* fp32, no TF32 */
+    NC_CUDA_CHECK(cudaMalloc(&g->d_blas_ws, BLAS_WORKSPACE));
+    NC_CUBLAS_CHECK(cublasSetWorkspace(g->blas, g->d_blas_ws, BLAS_WORKSPACE));
+    NC_CUBLAS_CHECK(cublasSetStream(g->blas, g->stream));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_new(const nc_cnn *net, int device, uint32_t max_batch,
+                              nc_gpu_cnn **ret_g)
+{
+    if (!net || !ret_g || max_batch < 1 || max_batch > NC_CNN_MAX_BATCH || device < 0 ||
+        net->n_layers < 2 || net->n_params > UINT32_MAX)
+        return -EINVAL;
+    int count = 0;
+    int err = nc_gpu_device_count(&count);
+    if (err)
+        return err;
+    if (device >= count)
+        return -ENODEV;
+    nc_gpu_cnn *g = (nc_gpu_cnn *)calloc(1, sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    g->device = device;
+    g->max_batch = max_batch;
+    g->n_layers = net->n_layers;
+    g->n_inputs = net->n_inputs;
+    g->n_outputs = net->n_outputs;
+    g->max_units = net->max_units;
+    g->n_params = net->n_params;
+    err = engine_alloc(g, net);
+    if (!err)
+        err = nc_gpu_cnn_upload(g, net);
+    if (err) {
+        nc_gpu_cnn_free(g);
+        return err;
+    }
+    *ret_g = g;
+    return 0;
+}
+
+static int upload(nc_gpu_cnn *g, const nc_cnn *net)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    int32_t *lists = (int32_t *)malloc((g->n_lists + 1) * sizeof(int32_t));
+    if (!lists)
+        return -ENOMEM;
+    build_lists(net, lists);
+    cudaError_t e = cudaMemcpyAsync(g->d_lists, lists, g->n_lists * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, g->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(g->stream);
+    free(lists);
+    NC_CUDA_CHECK(e);
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_params, net->params, g->n_params * sizeof(float),
+                                  cudaMemcpyHostToDevice, g->stream));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_upload(nc_gpu_cnn *g, const nc_cnn *net)
+{
+    if (!g || !same_arch(g, net))
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    return note(g, upload(g, net));
+}
+
+static int download(nc_gpu_cnn *g, nc_cnn *net)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    NC_CUDA_CHECK(cudaMemcpyAsync(net->params, g->d_params, g->n_params * sizeof(float),
+                                  cudaMemcpyDeviceToHost, g->stream));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net)
+{
+    if (!g || !same_arch(g, net))
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    return note(g, download(g, net));
+}
+
+extern "C" int nc_gpu_cnn_fused_ok(const nc_gpu_cnn *g) { return g && g->fused_ok; }
+
+extern "C" int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path)
+{
+    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_BIG)
+        return -EINVAL;
+    if ((path == NC_GPU_CNN_PATH_FUSED_SMALL || path == NC_GPU_CNN_PATH_FUSED_BIG) &&
+        !g->fused_ok)
+        return -ENOTSUP;
+    g->path = path;
+    memset(g->tuned, 0, sizeof g->tuned);
+    drop_graphs(g);
+    return 0;
+}
+
+/* ---- forward ------------------------------------------------------------- */
+
+/* Layer-wise forward of n images from in (device); the last layer writes
+ * out (act[last] when a backward pass may follow). */
+static int forward_layers_from(nc_gpu_cnn *g, uint32_t first, const float *in, uint32_t n,
+                               float *out, unsigned bk)
+{
+    for (uint32_t l = first; l < g->n_layers; l++) {
+        const nc_gpu_cnn_layer *L = &g->L[l];
+        const float *x = l == first ? in : g->d_act[l - 1];
+        float *y = l + 1 == g->n_layers ? out : g->d_act[l];
+        const int blas = g->blas_layer[bk][l];
+        int err;
+        switch (L->kind) {
+        case NC_CNN_KIND_CONV:
+            err = blas ? nc_gpu_cnn_conv_forward_unrolled(L, x, y, n, g->d_unroll, g->unroll_cap,
+                                                          g->blas, g->stream)
+                       : nc_gpu_cnn_conv_forward(L, x, y, n, g->stream);
+            break;
+        case NC_CNN_KIND_POOL: err = nc_gpu_cnn_pool_forward(L, x, y, n, g->stream); break;
+        case NC_CNN_KIND_FULL:
+            err = blas ? nc_gpu_cnn_full_forward_blas(L, x, y, n, g->blas, g->stream)
+                       : nc_gpu_cnn_full_forward(L, x, y, n, g->stream);
+            break;
+        default: err = -EINVAL;
+        }
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+static int forward_layers(nc_gpu_cnn *g, const float *in, uint32_t n, float *out, unsigned bk)
+{
+    return forward_layers_from(g, 1, in, n, out, bk);
+}
+
+static int forward_whole(nc_gpu_cnn *g, const float *in, uint32_t n, float *out, unsigned bk)
+{
+    switch (g->whole[bk]) {
+    case WHOLE_FUSED_SMALL: {
+        /* features straight into pool2's activations, then the fully
+           connected layers layer-wise (spread over the chip at small n) */
+        int err = nc_gpu_cnn_fused_forward(g->L, in, g->d_act[4], NULL, n,
+                                           NC_GPU_CNN_FUSED_SMALL, g->sm_count, g->stream);
+        return err ? err : forward_layers_from(g, 5, g->d_act[4], n, out, bk);
+    }
+    case WHOLE_FUSED_BIG:
+        return nc_gpu_cnn_fused_forward(g->L, in, g->d_feat, out, n, NC_GPU_CNN_FUSED_BIG,
+                                        g->sm_count, g->stream);
+    default:
+        return forward_layers(g, in, n, out, bk);
+    }
+}
+
+/* Median-free quick timing: the best of 3 runs after one warm-up, in ms. */
+template <typename F> static int time_best(nc_gpu_cnn *g, F run, float *ret_ms)
+{
+    float best = 1e30f;
+    for (int r = 0; r < 4; r++) {
+        NC_CUDA_CHECK(cudaEventRecord(g->ev0, g->stream));
+        int err = run();
+        if (err)
+            return err;
+        NC_CUDA_CHECK(cudaEventRecord(g->ev1, g->stream));
+        NC_CUDA_CHECK(cudaEventSynchronize(g->ev1));
+        float ms = 0.0f;
+        NC_CUDA_CHECK(cudaEventElapsedTime(&ms, g->ev0, g->ev1));
+        if (r > 0 && ms < best)
+            best = ms;
+    }
+    *ret_ms = best;
+    return 0;
+}
+
+/* Choose the variants for bucket bk (forced, or timed at its batch size). */
+static int tune(nc_gpu_cnn *g, unsigned bk)
+{
+    memset(g->blas_layer[bk], 0, sizeof g->blas_layer[bk]);
+    g->whole[bk] = WHOLE_LAYERS;
+    switch (g->path) {
+    case NC_GPU_CNN_PATH_DIRECT: g->tuned[bk] = 1; return 0;
+    case NC_GPU_CNN_PATH_UNROLLED:
+        for (uint32_t l = 1; l < g->n_layers; l++)
+            g->blas_layer[bk][l] = g->L[l].kind != NC_CNN_KIND_POOL;
+        g->tuned[bk] = 1;
+        return 0;
+    case NC_GPU_CNN_PATH_FUSED_SMALL: g->whole[bk] = WHOLE_FUSED_SMALL; g->tuned[bk] = 1; return 0;
+    case NC_GPU_CNN_PATH_FUSED_BIG: g->whole[bk] = WHOLE_FUSED_BIG; g->tuned[bk] = 1; return 0;
+    default: break;
+    }
+    const uint32_t n = (1u << bk) < g->max_batch ? 1u << bk : g->max_batch;
+    for (uint32_t l = 1; l < g->n_layers; l++) {
+        const nc_gpu_cnn_layer *L = &g->L[l];
+        const float *x = l == 1 ? g->d_in : g->d_act[l - 1];
+        float *y = g->d_act[l];
+        float t_direct = 0.0f, t_blas = 0.0f;
+        int err = 0;
+        if (L->kind == NC_CNN_KIND_CONV) {
+            err = time_best(g, [&] { return nc_gpu_cnn_conv_forward(L, x, y, n, g->stream); },
+                            &t_direct);
+            if (!err)
+                err = time_best(g, [&] {
+                    return nc_gpu_cnn_conv_forward_unrolled(L, x, y, n, g->d_unroll,
+                                                            g->unroll_cap, g->blas, g->stream);
+                }, &t_blas);
+        } else if (L->kind == NC_CNN_KIND_FULL) {
+            err = time_best(g, [&] { return nc_gpu_cnn_full_forward(L, x, y, n, g->stream); },
+                            &t_direct);
+            if (!err)
+                err = time_best(g, [&] {
+                    return nc_gpu_cnn_full_forward_blas(L, x, y, n, g->blas, g->stream);
+                }, &t_blas);
+        } else {
+            continue;
+        }
+        if (err)
+            return err;
+        g->blas_layer[bk][l] = t_blas < t_direct;
+    }
+    if (g->fused_ok) {
+        float t[3];
+        float *out = g->d_act[g->n_layers - 1];
+        for (int w = 0; w < 3; w++) {
+            g->whole[bk] = (uint8_t)w;
+            int err = time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, &t[w]);
+            if (err)
+                return err;
+        }
+        int best = 0;
+        for (int w = 1; w < 3; w++)
+            if (t[w] < t[best])
+                best = w;
+        g->whole[bk] = (uint8_t)best;
+    }
+    g->tuned[bk] = 1;
+    return 0;
+}
+
+static int ensure_tuned(nc_gpu_cnn *g, uint32_t n)
+{
+    const unsigned bk = bucket_of(n);
+    if (g->tuned[bk])
+        return 0;
+    return tune(g, bk);
+}
+
+/* The whole host-to-host forward of n images in h_in, on the stream: copy in,
+ * compute, copy out. */
+static int forward_staged(nc_gpu_cnn *g, uint32_t n)
+{
+    const unsigned bk = bucket_of(n);
+    float *out = g->d_act[g->n_layers - 1];
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_in, g->h_in, (size_t)n * g->n_inputs * sizeof(float),
+                                  cudaMemcpyHostToDevice, g->stream));
+    int err = forward_whole(g, g->d_in, n, out, bk);
+    if (err)
+        return err;
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->h_out, out, (size_t)n * g->n_outputs * sizeof(float),
+                                  cudaMemcpyDeviceToHost, g->stream));
+    return 0;
+}
+
+static int capture(nc_gpu_cnn *g, uint32_t n)
+{
+    cudaGraph_t graph = NULL;
+    NC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+    int err = forward_staged(g, n);
+    cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
+    if (!err && e == cudaSuccess)
+        e = cudaGraphInstantiate(&g->graph[n], graph, 0);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (err)
+        return err;
+    NC_CUDA_CHECK(e);
+    return 0;
+}
+
+static int forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    memcpy(g->h_in, in, (size_t)n * g->n_inputs * sizeof(float));
+    int err = ensure_tuned(g, n);
+    if (err)
+        return err;
+    if (n <= NC_GPU_CNN_GRAPH_MAX) {
+        if (!g->graph[n] && (err = capture(g, n)))
+            return err;
+        NC_CUDA_CHECK(cudaGraphLaunch(g->graph[n], g->stream));
+    } else if ((err = forward_staged(g, n))) {
+        return err;
+    }
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    memcpy(out, g->h_out, (size_t)n * g->n_outputs * sizeof(float));
+    g->state_n = g->whole[bucket_of(n)] == WHOLE_LAYERS ? n : 0;
+    g->state_in = g->d_in;
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out)
+{
+    if (!g || !in || !out || n < 1 || n > g->max_batch)
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    g->state_n = 0;
+    return note(g, forward(g, in, n, out));
+}
+
+extern "C" int nc_gpu_cnn_forward_device(nc_gpu_cnn *g, const float *d_in, uint32_t n,
+                                         float *d_out)
+{
+    if (!g || !d_in || !d_out || n < 1 || n > g->max_batch)
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    g->state_n = 0;
+    int err = ensure_tuned(g, n);
+    if (!err)
+        err = forward_whole(g, d_in, n, d_out, bucket_of(n));
+    return note(g, err);
+}
+
+extern "C" void *nc_gpu_cnn_stream(nc_gpu_cnn *g) { return g ? (void *)g->stream : NULL; }
+
+static int sync_stream(nc_gpu_cnn *g)
+{
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_sync(nc_gpu_cnn *g)
+{
+    if (!g)
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    return note(g, sync_stream(g));
+}
+
+extern "C" int nc_gpu_cnn_describe(const nc_gpu_cnn *g, uint32_t n, char *dst, size_t cap)
+{
+    if (!g || !dst || cap < 1 || n < 1)
+        return -EINVAL;
+    const unsigned bk = bucket_of(n);
+    if (!g->tuned[bk])
+        return -EAGAIN;
+    static const char *const whole[] = {"layers", "fused-small", "fused-big"};
+    size_t len = (size_t)snprintf(dst, cap, "%s", whole[g->whole[bk]]);
+    if (g->whole[bk] == WHOLE_LAYERS)
+        for (uint32_t l = 1; l < g->n_layers && len < cap; l++) {
+            const nc_gpu_cnn_layer *L = &g->L[l];
+            const char *v = L->kind == NC_CNN_KIND_POOL ? "pool"
+                            : g->blas_layer[bk][l] ? (L->kind == NC_CNN_KIND_CONV ? "unrolled" : "cublas")
+                                                   : "direct";
+            len += (size_t)snprintf(dst + len, cap - len, "%s%s", l == 1 ? ":" : ",", v);
+        }
+    return len < cap ? 0 : -ERANGE;
+}
+
+/* ---- backward and training ----------------------------------------------- */
+
+/* d_delta[0] holds dE/dy of the outputs; fills d_grads. */
+static int backward_device(nc_gpu_cnn *g, uint32_t n)
+{
+    float *dy = g->d_delta[0], *dx = g->d_delta[1];
+    for (uint32_t l = g->n_layers - 1; l >= 1; l--) {
+        const nc_gpu_cnn_layer *L = &g->L[l];
+        const float *x = l == 1 ? g->state_in : g->d_act[l - 1];
+        const float *y = g->d_act[l];
+        int err = 0;
+        switch (L->kind) {
+        case NC_CNN_KIND_CONV:
+            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, g->stream);
+            if (!err)
+                err = nc_gpu_cnn_conv_weights(L, x, dy, n, g->d_part, g->stream);
+            if (!err && l > 1)
+                err = nc_gpu_cnn_conv_backward(L, dy, dx, n, g->stream);
+            break;
+        case NC_CNN_KIND_POOL:
+            if (l > 1)
+                err = nc_gpu_cnn_pool_backward(L, x, dy, dx, n, g->stream);
+            break;
+        case NC_CNN_KIND_FULL:
+            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, g->stream);
+            if (!err)
+                err = nc_gpu_cnn_full_weights(L, x, dy, n, g->stream);
+            if (!err && l > 1)
+                err = nc_gpu_cnn_full_backward(L, dy, dx, n, g->stream);
+            break;
+        default: err = -EINVAL;
+        }
+        if (err)
+            return err;
+        float *t = dy;
+        dy = dx;
+        dx = t;
+    }
+    return 0;
+}
+
+static int backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *grads)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_delta[0], d_out, (size_t)n * g->n_outputs * sizeof(float),
+                                  cudaMemcpyHostToDevice, g->stream));
+    int err = backward_device(g, n);
+    if (err)
+        return err;
+    NC_CUDA_CHECK(cudaMemcpyAsync(grads, g->d_grads, g->n_params * sizeof(float),
+                                  cudaMemcpyDeviceToHost, g->stream));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *grads)
+{
+    if (!g || !d_out || !grads || n < 1 || n != g->state_n)
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    return note(g, backward(g, d_out, n, grads));
+}
+
+static int train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
+                      float lr, double *ret_loss)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    const unsigned bk = bucket_of(n);
+    int err = ensure_tuned(g, n);
+    if (err)
+        return err;
+    /* the previous step may still read the staging buffers */
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    memcpy(g->h_in, in, (size_t)n * g->n_inputs * sizeof(float));
+    memcpy(g->h_labels, labels, n);
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_in, g->h_in, (size_t)n * g->n_inputs * sizeof(float),
+                                  cudaMemcpyHostToDevice, g->stream));
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_labels, g->h_labels, n, cudaMemcpyHostToDevice,
+                                  g->stream));
+    float *out = g->d_act[g->n_layers - 1];
+    g->state_in = g->d_in;
+    if ((err = forward_layers(g, g->d_in, n, out, bk)))
+        return err;
+    if ((err = nc_gpu_cnn_loss(out, g->d_labels, n, g->n_outputs, g->d_delta[0], g->d_loss,
+                               g->stream)))
+        return err;
+    if ((err = backward_device(g, n)))
+        return err;
+    if ((err = nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream)))
+        return err;
+    if (ret_loss) {
+        NC_CUDA_CHECK(cudaMemcpyAsync(g->h_loss, g->d_loss, 2 * sizeof(double),
+                                      cudaMemcpyDeviceToHost, g->stream));
+        NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+        *ret_loss = g->h_loss[0];
+    }
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
+                                     uint32_t n, float lr, double *ret_loss)
+{
+    if (!g || !in || !labels || n < 1 || n > g->max_batch || !isfinite(lr))
+        return -EINVAL;
+    for (uint32_t b = 0; b < n; b++)
+        if (labels[b] >= g->n_outputs)
+            return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    g->state_n = 0;
+    return note(g, train_step(g, in, labels, n, lr, ret_loss));
+}
+
+static int poison(nc_gpu_cnn *g)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    const size_t nb = g->max_batch;
+    for (uint32_t l = 1; l < g->n_layers; l++)
+        NC_CUDA_CHECK(cudaMemsetAsync(g->d_act[l], 0xff, nb * g->L[l].n_out * sizeof(float),
+                                      g->stream));
+    for (int i = 0; i < 2; i++)
+        NC_CUDA_CHECK(cudaMemsetAsync(g->d_delta[i], 0xff, nb * g->max_units * sizeof(float),
+                                      g->stream));
+    NC_CUDA_CHECK(cudaMemsetAsync(g->d_grads, 0xff, g->n_params * sizeof(float), g->stream));
+    if (g->d_part)
+        NC_CUDA_CHECK(cudaMemsetAsync(g->d_part, 0xff, g->part_cap * sizeof(float), g->stream));
+    if (g->d_unroll)
+        NC_CUDA_CHECK(cudaMemsetAsync(g->d_unroll, 0xff, g->unroll_cap * sizeof(float),
+                                      g->stream));
+    if (g->d_feat)
+        NC_CUDA_CHECK(cudaMemsetAsync(g->d_feat, 0xff, nb * 360 * sizeof(float), g->stream));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_poison(nc_gpu_cnn *g)
+{
+    if (!g)
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    return note(g, poison(g));
+}

@@ -1,0 +1,96 @@
+/* gpu/cnn_engine.h — the resident GPU engine of a CNN (core/cnn.h's nets).
+ *
+ * Layer: gpu, C linkage.  Functions return 0 or a negative errno like core/;
+ * ret_* outputs are written only on success; nc_gpu_cnn_free accepts NULL.
+ * -ENODEV: no such CUDA device; -ENOMEM: device or pinned memory ran out;
+ * -EIO: the CUDA context failed (the engine refuses further work with -EIO,
+ * so the caller falls back to core/'s CPU path).  nc_gpu_last_error() says
+ * what failed.  One engine per thread at a time.
+ *
+ * The engine holds the net's params as one device block laid out like
+ * nc_cnn.params (so weights upload in one copy), every activation of a batch
+ * of up to max_batch images, pinned host staging buffers, one stream, a
+ * cuBLAS handle, and CUDA graphs of the forward pass for batches of up to
+ * NC_GPU_CNN_GRAPH_MAX images.
+ *
+ * Paths.  Every layer has a direct kernel (seed 000 §3.2); convolution and
+ * fully connected layers also have a cuBLAS one (seed 001's unrolling); the
+ * column 1x29x29-20C4-MP2-40C5-MP3-<U1>N-<U2>N also has a fused forward that
+ * keeps activations on chip (gpu/cnn_fused.cuh).  With NC_GPU_CNN_PATH_AUTO
+ * (the default) the engine times the candidates on the first forward of each
+ * batch-size bucket (powers of two) and keeps the fastest: per layer for the
+ * layer-wise paths, then the whole fused forward against that.  Training and
+ * nc_gpu_cnn_backward always run layer-wise (they need every activation). */
+#ifndef NC_GPU_CNN_ENGINE_H
+#define NC_GPU_CNN_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "cnn.h"   /* core/ has no C++ guards of its own */
+
+#define NC_GPU_CNN_GRAPH_MAX 16u
+
+typedef struct nc_gpu_cnn nc_gpu_cnn;
+
+typedef enum nc_gpu_cnn_path {
+    NC_GPU_CNN_PATH_AUTO = 0,       /* measured choice per bucket */
+    NC_GPU_CNN_PATH_DIRECT = 1,     /* direct kernels for every layer */
+    NC_GPU_CNN_PATH_UNROLLED = 2,   /* unrolled conv + cuBLAS, cuBLAS fully connected */
+    NC_GPU_CNN_PATH_FUSED_SMALL = 3, /* fused column, latency variant */
+    NC_GPU_CNN_PATH_FUSED_BIG = 4,  /* fused column, throughput variant */
+} nc_gpu_cnn_path;
+
+/* An engine for net's architecture on CUDA device `device`, for batches of
+ * 1..max_batch images, with net's params and tables uploaded. */
+int nc_gpu_cnn_new(const nc_cnn *net, int device, uint32_t max_batch, nc_gpu_cnn **ret_g);
+void nc_gpu_cnn_free(nc_gpu_cnn *g);
+
+/* Params and tables of net (same architecture) to the device / the device's
+ * params back into net (after training on the GPU).  -EINVAL on a mismatch. */
+int nc_gpu_cnn_upload(nc_gpu_cnn *g, const nc_cnn *net);
+int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net);
+
+/* Force a path (tests, benchmarks); -ENOTSUP for a fused path the net does
+ * not fit.  nc_gpu_cnn_fused_ok: 1 if the fused paths fit the net. */
+int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path);
+int nc_gpu_cnn_fused_ok(const nc_gpu_cnn *g);
+
+/* out[n][n_outputs] = the net on in[n][n_inputs] (host memory, any). */
+int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out);
+
+/* After a layer-wise forward of the same n (not a fused one: -EINVAL):
+ * grads[n_params] = dE/dparams summed over the batch for d_out = dE/dy of
+ * the outputs, as nc_cnn_backward_ref. */
+int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *grads);
+
+/* One mini-batch step on the device (forward, nc_cnn_loss, backward, SGD),
+ * as nc_cnn_train_step; the params stay on the device until
+ * nc_gpu_cnn_download.  ret_loss (may be NULL; then nothing waits for the
+ * step) is the loss before the step. */
+int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
+                          float lr, double *ret_loss);
+
+/* Fill every activation, delta, gradient and scratch buffer with NaN, so a
+ * test sees anything a kernel forgot to write. */
+int nc_gpu_cnn_poison(nc_gpu_cnn *g);
+
+/* For benchmarks: enqueue the forward of n images already on the device
+ * (d_in[n][n_inputs] -> d_out[n][n_outputs]) on the engine's stream without
+ * waiting (graph-capturable once the bucket is tuned: call it once first);
+ * the stream (a cudaStream_t); wait for it; the path taken for batch n as
+ * text. */
+int nc_gpu_cnn_forward_device(nc_gpu_cnn *g, const float *d_in, uint32_t n, float *d_out);
+void *nc_gpu_cnn_stream(nc_gpu_cnn *g);
+int nc_gpu_cnn_sync(nc_gpu_cnn *g);
+int nc_gpu_cnn_describe(const nc_gpu_cnn *g, uint32_t n, char *dst, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

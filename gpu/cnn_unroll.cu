@@ -1,0 +1,117 @@
+/* gpu/cnn_unroll.cu — unrolled convolution + cuBLAS (seed 001's idea on the
+ * GPU), and fully connected layers through cuBLAS.
+ *
+ * Layer: gpu.  Per chunk of c images (N = c * h * w columns):
+ *   unroll:   one thread per element of U[fan_in][N], U[(ci, i, j)][(b, oy, ox)]
+ *             = x[b][ci][oy*sy + i][ox*sx + j] (every input map: kernels of cut
+ *             pairs are zero in the params block, as on core's BLAS path);
+ *   product:  P[maps][N] = W[maps][fan_in] U, one cublasSgemm;
+ *   bias_act: one thread per output, y[b][m][p] = f(P[m][b*hw + p] + bias[m])
+ *             (back to image-major).
+ * Fully connected: P[n][units] = X W^T by one sgemm, then one thread per
+ * output applies bias and activation in place. */
+#include "cnn_unroll.cuh"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "cnn_math.cuh"
+#include "cuda_check.cuh"
+
+static __global__ void unroll_kernel(nc_gpu_cnn_layer L, const float *__restrict__ x,
+                                     float *__restrict__ u, uint32_t b0, uint32_t cols)
+{
+    const uint32_t hw = L.height * L.width, kk = L.kernel_x * L.kernel_y;
+    const uint32_t in_hw = L.in_height * L.in_width;
+    const size_t total = (size_t)L.fan_in * cols;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t row = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
+        const uint32_t ci = row / kk, i = (row % kk) / L.kernel_x, j = row % L.kernel_x;
+        const uint32_t b = b0 + col / hw, p = col % hw, oy = p / L.width, ox = p % L.width;
+        u[e] = x[(size_t)b * L.n_in + (size_t)ci * in_hw +
+                 (size_t)(oy * L.step_y + i) * L.in_width + ox * L.step_x + j];
+    }
+}
+
+static __global__ void bias_act_kernel(nc_gpu_cnn_layer L, const float *__restrict__ prod,
+                                       float *__restrict__ y, uint32_t b0, uint32_t cols)
+{
+    const uint32_t hw = L.height * L.width;
+    const size_t total = (size_t)L.maps * cols;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t m = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
+        const uint32_t b = b0 + col / hw, p = col % hw;
+        y[(size_t)b * L.n_out + (size_t)m * hw + p] = nc_gpu_cnn_act(prod[e] + L.bias[m]);
+    }
+}
+
+static __global__ void full_bias_act_kernel(nc_gpu_cnn_layer L, float *y, size_t total)
+{
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x)
+        y[e] = nc_gpu_cnn_act(y[e] + L.bias[e % L.maps]);
+}
+
+extern "C" int nc_gpu_cnn_blas_error(cublasStatus_t s, const char *stmt, const char *func,
+                                     const char *file, int line)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s (cuBLAS status %d)", stmt, (int)s);
+    return nc_gpu_record_error(s == CUBLAS_STATUS_ALLOC_FAILED ? cudaErrorMemoryAllocation
+                               : s == CUBLAS_STATUS_INVALID_VALUE ? cudaErrorInvalidValue
+                                                                  : cudaErrorUnknown,
+                               what, func, file, line);
+}
+
+extern "C" uint32_t nc_gpu_cnn_unroll_chunk(const nc_gpu_cnn_layer *L, size_t cap)
+{
+    const size_t per = ((size_t)L->fan_in + L->maps) * L->height * L->width;
+    const size_t c = cap / per;
+    return (uint32_t)(c > 65536u ? 65536u : c);
+}
+
+extern "C" int nc_gpu_cnn_conv_forward_unrolled(const nc_gpu_cnn_layer *L, const float *x,
+                                                float *y, uint32_t n, float *scratch, size_t cap,
+                                                cublasHandle_t blas, cudaStream_t stream)
+{
+    const uint32_t hw = L->height * L->width;
+    const uint32_t chunk = nc_gpu_cnn_unroll_chunk(L, cap);
+    if (chunk < 1)
+        return -EINVAL;
+    NC_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    const float one = 1.0f, zero = 0.0f;
+    for (uint32_t b0 = 0; b0 < n; b0 += chunk) {
+        const uint32_t c = n - b0 < chunk ? n - b0 : chunk;
+        const uint32_t cols = c * hw;
+        float *u = scratch, *prod = scratch + (size_t)L->fan_in * cols;
+        unroll_kernel<<<nc_gpu_cnn_blocks((size_t)L->fan_in * cols, NC_GPU_CNN_BLOCK),
+                        NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, u, b0, cols);
+        NC_CUDA_CHECK(cudaGetLastError());
+        /* column-major: P^T (cols x maps) = U^T (cols x fan_in) W^T (fan_in x maps) */
+        NC_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)L->maps,
+                                    (int)L->fan_in, &one, u, (int)cols, L->weights,
+                                    (int)L->fan_in, &zero, prod, (int)cols));
+        bias_act_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * cols, NC_GPU_CNN_BLOCK),
+                          NC_GPU_CNN_BLOCK, 0, stream>>>(*L, prod, y, b0, cols);
+        NC_CUDA_CHECK(cudaGetLastError());
+    }
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_full_forward_blas(const nc_gpu_cnn_layer *L, const float *x, float *y,
+                                            uint32_t n, cublasHandle_t blas, cudaStream_t stream)
+{
+    NC_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    const float one = 1.0f, zero = 0.0f;
+    /* column-major: Y (units x n) = W^T' ... i.e. op(W) = W^T of the k x units view */
+    NC_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)L->maps, (int)n,
+                                (int)L->n_in, &one, L->weights, (int)L->n_in, x, (int)L->n_in,
+                                &zero, y, (int)L->maps));
+    const size_t total = (size_t)n * L->maps;
+    full_bias_act_kernel<<<nc_gpu_cnn_blocks(total, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0,
+                           stream>>>(*L, y, total);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}

@@ -1,0 +1,294 @@
+/* tests/gpu/test_cnn.c — the GPU CNN engine against core/'s reference.
+ *
+ * For each net (the MNIST column, one with a random table, one with skipping
+ * factors, rectangular kernels and partial tables, one with kernels smaller
+ * than their step, one fully connected on the input) and awkward batch sizes:
+ * every forward path's outputs against nc_cnn_forward_ref, then all
+ * gradients of nc_gpu_cnn_backward against nc_cnn_backward_ref, and a GPU
+ * training step against nc_cnn_train_step.  Tolerance: relative error 1e-4,
+ * both as ||gpu - ref|| / ||ref|| and as max |gpu - ref| / max |ref|, per
+ * output block and per layer's weights and biases.  Every device buffer and
+ * the host outputs are poisoned with NaN before each run.  Skips (77)
+ * without a CUDA device. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cnn.h"
+#include "cnn_engine.h"
+#include "device.h"
+#include "test.h"
+
+#define TOL 1e-4
+
+static void fill(nc_test_rng *r, float *v, size_t count, double lo, double hi)
+{
+    for (size_t i = 0; i < count; i++)
+        v[i] = (float)(lo + (hi - lo) * nc_test_uniform(r));
+}
+
+static void poison(float *v, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        v[i] = NAN;
+}
+
+/* Compare one block; print the first few mismatches. */
+static void compare_tol(const char *what, const float *got, const float *ref, size_t count,
+                        double tol)
+{
+    double num = 0.0, den = 0.0, max_d = 0.0, max_r = 0.0;
+    size_t nan = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!isfinite(got[i])) {
+            nan++;
+            continue;
+        }
+        double d = fabs((double)got[i] - ref[i]);
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+        if (d > max_d)
+            max_d = d;
+        if (fabs(ref[i]) > max_r)
+            max_r = fabs(ref[i]);
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    double rel_max = max_r > 0 ? max_d / max_r : max_d;
+    int ok = nan == 0 && rel <= tol && rel_max <= tol;
+    CHECK_MSG(ok, "%s: %zu non-finite, rel %.3g, max rel %.3g", what, nan, rel, rel_max);
+    if (!ok) {
+        int shown = 0;
+        for (size_t i = 0; i < count && shown < 5; i++)
+            if (!isfinite(got[i]) || fabs((double)got[i] - ref[i]) > tol * (max_r > 0 ? max_r : 1)) {
+                fprintf(stderr, "  [%zu] gpu %.9g ref %.9g\n", i, got[i], ref[i]);
+                shown++;
+            }
+    }
+}
+
+static void compare(const char *what, const float *got, const float *ref, size_t count)
+{
+    compare_tol(what, got, ref, count, TOL);
+}
+
+/* Gradients compared layer by layer, weights and biases apart.  Below a
+ * max-pooling layer, a large batch (n > 65) is held to POOL_TOL: over 10^6
+ * pooling regions a few hold two values that float (GPU) and double (core)
+ * forward passes order differently, and each such flip sends one delta to
+ * another pixel; nets without pooling are held to TOL at n = 1000. */
+#define POOL_TOL 2e-3
+static void compare_grads_n(const char *tag, const nc_cnn *net, const float *got,
+                            const float *ref, uint32_t n)
+{
+    uint32_t top_pool = 0;
+    for (uint32_t l = 1; l < net->n_layers; l++)
+        if (net->layers[l].kind == NC_CNN_KIND_POOL)
+            top_pool = l;
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *L = &net->layers[l];
+        if (!L->weights)
+            continue;
+        const double tol = n > 65 && l < top_pool ? POOL_TOL : TOL;
+        char what[320];
+        size_t w0 = (size_t)(L->weights - net->params), b0 = (size_t)(L->bias - net->params);
+        snprintf(what, sizeof what, "%s layer %u weights", tag, l);
+        compare_tol(what, got + w0, ref + w0, L->n_weights, tol);
+        snprintf(what, sizeof what, "%s layer %u biases", tag, l);
+        compare_tol(what, got + b0, ref + b0, L->maps, tol);
+    }
+}
+
+static void compare_grads(const char *tag, const nc_cnn *net, const float *got, const float *ref)
+{
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *L = &net->layers[l];
+        if (!L->weights)
+            continue;
+        char what[320];
+        size_t w0 = (size_t)(L->weights - net->params), b0 = (size_t)(L->bias - net->params);
+        snprintf(what, sizeof what, "%s layer %u weights", tag, l);
+        compare(what, got + w0, ref + w0, L->n_weights);
+        snprintf(what, sizeof what, "%s layer %u biases", tag, l);
+        compare(what, got + b0, ref + b0, L->maps);
+    }
+}
+
+static const char *path_name(nc_gpu_cnn_path p)
+{
+    static const char *const names[] = {"auto", "direct", "unrolled", "fused-small", "fused-big"};
+    return names[p];
+}
+
+static void test_net(const char *arch, const uint32_t *batches, size_t n_batches,
+                     int with_backward_max)
+{
+    nc_cnn *net = NULL;
+    REQUIRE(nc_cnn_new(arch, &net) == 0);
+    REQUIRE(nc_cnn_init_uniform(net, 7, 0.15f) == 0);
+    uint32_t max_b = 0;
+    for (size_t i = 0; i < n_batches; i++)
+        if (batches[i] > max_b)
+            max_b = batches[i];
+    nc_cnn_work *w = NULL;
+    nc_gpu_cnn *g = NULL;
+    float *in = malloc((size_t)max_b * net->n_inputs * sizeof(float));
+    float *ref = malloc((size_t)max_b * net->n_outputs * sizeof(float));
+    float *out = malloc((size_t)max_b * net->n_outputs * sizeof(float));
+    float *d_out = malloc((size_t)max_b * net->n_outputs * sizeof(float));
+    float *gref = malloc(net->n_params * sizeof(float));
+    float *ggpu = malloc(net->n_params * sizeof(float));
+    int err = nc_cnn_work_new(net, max_b, &w);
+    CHECK_INT_EQ(err, 0);
+    if (!err) {
+        err = nc_gpu_cnn_new(net, 0, max_b, &g);
+        CHECK_MSG(err == 0, "nc_gpu_cnn_new(%s): %d (%s)", arch, err, nc_gpu_last_error());
+    }
+    if (err || !in || !ref || !out || !d_out || !gref || !ggpu)
+        goto done;
+    fprintf(stderr, "%s: fused %s\n", arch, nc_gpu_cnn_fused_ok(g) ? "yes" : "no");
+    nc_test_rng rng = {0x9e3779b97f4a7c15ull ^ net->n_params};
+    for (size_t bi = 0; bi < n_batches; bi++) {
+        const uint32_t n = batches[bi];
+        fill(&rng, in, (size_t)n * net->n_inputs, -1.0, 1.0);
+        fill(&rng, d_out, (size_t)n * net->n_outputs, -1.0, 1.0);
+        CHECK_INT_EQ(nc_cnn_forward_ref(net, w, in, n, ref), 0);
+        const int do_back = (int)n <= with_backward_max;
+        if (do_back)
+            CHECK_INT_EQ(nc_cnn_backward_ref(net, w, in, n, d_out, gref), 0);
+        for (int p = NC_GPU_CNN_PATH_AUTO; p <= NC_GPU_CNN_PATH_FUSED_BIG; p++) {
+            err = nc_gpu_cnn_set_path(g, (nc_gpu_cnn_path)p);
+            if (p >= NC_GPU_CNN_PATH_FUSED_SMALL && !nc_gpu_cnn_fused_ok(g)) {
+                CHECK_INT_EQ(err, -ENOTSUP);
+                continue;
+            }
+            CHECK_INT_EQ(err, 0);
+            char tag[200], how[120] = "";
+            CHECK_INT_EQ(nc_gpu_cnn_poison(g), 0);
+            poison(out, (size_t)n * net->n_outputs);
+            err = nc_gpu_cnn_forward(g, in, n, out);
+            CHECK_MSG(err == 0, "forward %s n=%u: %d (%s)", path_name(p), n, err,
+                      nc_gpu_last_error());
+            nc_gpu_cnn_describe(g, n, how, sizeof how);
+            snprintf(tag, sizeof tag, "%s n=%u %s [%s]", arch, n, path_name(p), how);
+            compare(tag, out, ref, (size_t)n * net->n_outputs);
+            /* twice: a graph replay (n <= 16) or a second run gives the same */
+            poison(out, (size_t)n * net->n_outputs);
+            CHECK_INT_EQ(nc_gpu_cnn_forward(g, in, n, out), 0);
+            compare(tag, out, ref, (size_t)n * net->n_outputs);
+            const int layerwise = strncmp(how, "layers", 6) == 0;
+            if (!do_back || (p != NC_GPU_CNN_PATH_DIRECT && p != NC_GPU_CNN_PATH_UNROLLED &&
+                             !(p == NC_GPU_CNN_PATH_AUTO && layerwise)))
+                continue;
+            poison(ggpu, net->n_params);
+            err = nc_gpu_cnn_backward(g, d_out, n, ggpu);
+            CHECK_MSG(err == 0, "backward %s n=%u: %d (%s)", path_name(p), n, err,
+                      nc_gpu_last_error());
+            compare_grads_n(tag, net, ggpu, gref, n);
+        }
+        fprintf(stderr, "%s n=%u: checked\n", arch, n);
+    }
+    /* backward needs a layer-wise forward of the same n */
+    if (nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_DIRECT) == 0) {
+        CHECK_INT_EQ(nc_gpu_cnn_forward(g, in, 1, out), 0);
+        CHECK_INT_EQ(nc_gpu_cnn_backward(g, d_out, 2, ggpu), -EINVAL);
+        CHECK_INT_EQ(nc_gpu_cnn_forward(g, in, max_b + 1, out), -EINVAL);
+    }
+done:
+    nc_gpu_cnn_free(g);
+    nc_cnn_work_free(w);
+    nc_cnn_free(net);
+    free(in);
+    free(ref);
+    free(out);
+    free(d_out);
+    free(gref);
+    free(ggpu);
+}
+
+/* One training step on each side from the same params: the same loss and the
+ * same change of every param (lr * gradient). */
+static void test_train_step(const char *arch, uint32_t n)
+{
+    nc_cnn *cpu = NULL, *gpu = NULL;
+    REQUIRE(nc_cnn_new(arch, &cpu) == 0);
+    REQUIRE(nc_cnn_new(arch, &gpu) == 0);
+    REQUIRE(nc_cnn_init_uniform(cpu, 11, 0.15f) == 0);
+    memcpy(gpu->params, cpu->params, cpu->n_params * sizeof(float));
+    float *before = malloc(cpu->n_params * sizeof(float));
+    float *d_cpu = malloc(cpu->n_params * sizeof(float));
+    float *d_gpu = malloc(cpu->n_params * sizeof(float));
+    float *in = malloc((size_t)n * cpu->n_inputs * sizeof(float));
+    uint8_t *labels = malloc(n);
+    nc_cnn_work *w = NULL;
+    nc_gpu_cnn *g = NULL;
+    if (!before || !d_cpu || !d_gpu || !in || !labels || nc_cnn_work_new(cpu, n, &w) ||
+        nc_gpu_cnn_new(gpu, 0, n, &g)) {
+        CHECK_MSG(0, "setup of the training step: %s", nc_gpu_last_error());
+        goto done;
+    }
+    nc_test_rng rng = {12345};
+    fill(&rng, in, (size_t)n * cpu->n_inputs, -1.0, 1.0);
+    for (uint32_t b = 0; b < n; b++)
+        labels[b] = (uint8_t)(nc_test_next(&rng) % cpu->n_outputs);
+    memcpy(before, cpu->params, cpu->n_params * sizeof(float));
+    const float lr = 0.01f;
+    double loss_cpu = 0, loss_gpu = 0;
+    CHECK_INT_EQ(nc_cnn_train_step(cpu, w, in, labels, n, lr, &loss_cpu), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_poison(g), 0);
+    int err = nc_gpu_cnn_train_step(g, in, labels, n, lr, &loss_gpu);
+    CHECK_MSG(err == 0, "train_step: %d (%s)", err, nc_gpu_last_error());
+    CHECK_INT_EQ(nc_gpu_cnn_download(g, gpu), 0);
+    CHECK_NEAR(loss_gpu, loss_cpu, 0, TOL);
+    for (size_t i = 0; i < cpu->n_params; i++) {
+        d_cpu[i] = cpu->params[i] - before[i];
+        d_gpu[i] = gpu->params[i] - before[i];
+    }
+    char tag[160];
+    snprintf(tag, sizeof tag, "%s train step n=%u", arch, n);
+    compare_grads(tag, cpu, d_gpu, d_cpu);
+    fprintf(stderr, "%s: train step n=%u, loss cpu %.6f gpu %.6f\n", arch, n, loss_cpu, loss_gpu);
+done:
+    nc_gpu_cnn_free(g);
+    nc_cnn_work_free(w);
+    nc_cnn_free(cpu);
+    nc_cnn_free(gpu);
+    free(before);
+    free(d_cpu);
+    free(d_gpu);
+    free(in);
+    free(labels);
+}
+
+int main(void)
+{
+    int count = 0;
+    CHECK_INT_EQ(nc_gpu_device_count(&count), 0);
+    if (count <= 0) {
+        fprintf(stderr, "no CUDA device: skipped\n");
+        return NC_TEST_SKIP;
+    }
+    nc_cnn *net = NULL;
+    nc_gpu_cnn *g = NULL;
+    if (nc_cnn_new("1x8x8-3N-2N", &net) == 0) {
+        CHECK_INT_EQ(nc_gpu_cnn_new(net, count, 4, &g), -ENODEV);
+        CHECK_INT_EQ(nc_gpu_cnn_new(net, 0, 0, &g), -EINVAL);
+        nc_cnn_free(net);
+    }
+
+    static const uint32_t column_b[] = {1, 3, 31, 33, 1000};
+    static const uint32_t small_b[] = {1, 3, 31, 33, 65};
+    test_net("1x29x29-20C4-MP2-40C5-MP3-150N-10N", column_b, 5, 1000);
+    test_net("1x29x29-20C4-MP2-40C5R50:3-MP3-150N-10N", small_b, 5, 65);
+    /* skipping factors instead of pooling, gradients at batch 1000 */
+    static const uint32_t skip_b[] = {1, 33, 1000};
+    test_net("1x29x29-20C5S1-40C5S1-150N-10N", skip_b, 3, 1000);
+    /* skipping factors 1x2, rectangular kernels, partial tables, pooling 2x1 */
+    test_net("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", small_b, 5, 65);
+    /* kernels smaller than their step: pixels nobody reads get delta 0 */
+    test_net("1x17x17-4C2S2-3C3-MP2x1-7N-3N", small_b, 5, 65);
+    /* fully connected straight on the input */
+    test_net("3x5x4-6N-2N", small_b, 5, 65);
+    test_train_step("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 33);
+    test_train_step("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 31);
+    return nc_test_finish();
+}
