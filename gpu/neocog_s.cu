@@ -18,17 +18,21 @@
  *   T1-T5   as T4, but the window is clipped through the constant-bank index
  *           tables (axis_t0/axis_t1 and the per-row tap runs of the circular
  *           mask) instead of zero-padded and bounds-tested.
- *   sparse  one block per (b, oy, P positions), nc_dev_lanes(ks) threads per
- *           position.  Phase 1: warp w compacts position p's window: first
- *           the clipped taps whose input position is occupied (occupancy map
- *           of the previous layer, one ballot per window row), then their
- *           non-zero cells into a shared list of (u, weight offset), in a
- *           fixed order (ballot + popc, no atomics), summing v(n) on the way.
- *           Phase 2: lane k runs down the list, e_k += u * a[offset + k];
- *           with ks = 8 or 16 the warp splits the list into slices and adds
- *           them with shuffles.  Work scales with the non-zero inputs
- *           (~6% on digits, seed Table 8) and every lane of a warp does the
- *           same thing, so skipping costs no divergence.  Exact. */
+ *   sparse  one block per (b, oy, P positions), a team of T = lanes(ks)/32
+ *           warps per position.  The block first builds one 64-bit mask per
+ *           window row of the occupied input cells (previous layer's
+ *           occupancy map; 0 outside the input, which is the clipping),
+ *           stages only those cells of the union window in shared memory,
+ *           and lists each position's occupied taps (lane = window row,
+ *           popc + warp scan).  Warp j of a team then scans the cells
+ *           (tap, kappa) of its position's occupied taps from shared memory
+ *           and compacts the non-zero ones into its own segment
+ *           (u, weight offset) with ballot + popc (fixed order, no atomics),
+ *           summing v(n) on the way; lanes k of the team run down all T
+ *           segments, e_k += u * a[offset + k].  A segment holds
+ *           S_SPARSE_CAP entries: rounds repeat until every cell is scanned,
+ *           so any density is exact.  ks = 8 or 16: the warp splits the list
+ *           into 32 / ks slices added with shuffles. */
 #include "neocog_s.cuh"
 
 #include <errno.h>
@@ -211,144 +215,253 @@ static __global__ void s_t4_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
 
 /* ---- sparse --------------------------------------------------------------- */
 
-/* Shared memory per position: the occupied taps (t, input position), the
- * entry list (u, weight offset), its length, v^2 and the occupancy flag. */
-static __host__ __device__ size_t s_sparse_smem(uint32_t P, uint32_t nl, uint32_t kin)
+/* Entries a warp may list before its team's lanes run down them (rounds
+ * repeat until every cell is scanned, so any density is exact). */
+#define S_SPARSE_CAP 128u
+
+/* Plane stride of a staged tile cell: k_in rounded up to whole float4s. */
+static __host__ __device__ __forceinline__ uint32_t s_tile_stride(uint32_t kin)
 {
-    return (size_t)P * ((size_t)nl * kin * sizeof(float2) + nl * sizeof(int2) +
-                        4 * sizeof(int)) + nl * sizeof(float);
+    return (kin + 3u) & ~3u;
 }
 
-static __global__ void s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
-                                       const float *__restrict__ in,
-                                       const uint8_t *__restrict__ occ_in,
-                                       float *__restrict__ out,
-                                       uint8_t *__restrict__ occ_out, uint32_t P)
+/* Shared memory: entry segments [P][T][cap] (u, weight offset), the staged
+ * union window [win][W = P + win - 1][ts] (occupied cells only), the
+ * occupied taps of each position [P][nl] (tile offset, t), c(nu) [nl],
+ * occupancy masks and row tables [win], tap counts [P], list lengths and
+ * v^2 partials [P][T], occupancy flags [P]. */
+static __host__ __device__ size_t s_sparse_smem(uint32_t P, uint32_t T, uint32_t win,
+                                                uint32_t kin, uint32_t nl)
 {
-    extern __shared__ float2 ent[];     /* [P][nl * kin] */
+    return (size_t)P * T * S_SPARSE_CAP * sizeof(float2) +
+           (size_t)win * (P + win - 1) * s_tile_stride(kin) * sizeof(float) +
+           (size_t)P * nl * sizeof(int2) + (size_t)win * sizeof(unsigned long long) +
+           (size_t)nl * sizeof(float) + 3u * win * sizeof(int) +
+           (size_t)P * T * (sizeof(int) + sizeof(float)) + 2u * P * sizeof(int);
+}
+
+#define S_SPARSE_MAX_THREADS 512
+
+static __global__ void __launch_bounds__(S_SPARSE_MAX_THREADS, 3)
+s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
+                const float *__restrict__ in, const uint8_t *__restrict__ occ_in,
+                float *__restrict__ out, uint8_t *__restrict__ occ_out, uint32_t P,
+                uint32_t T)
+{
+    extern __shared__ float2 ent[];     /* [P * T][cap] */
     const nc_gpu_neocog_geom &g = s.g;
     const uint32_t ks = nc_dev_kstride(s.k_out), nl = g.n_live, kin = s.k_in;
-    const uint32_t cap = nl * kin;
+    const uint32_t ts = s_tile_stride(kin), q4 = ts >> 2, st4 = s.in_stride >> 2;
+    const uint32_t win = g.win, W = P + win - 1, cap = S_SPARSE_CAP;
     const uint32_t n_chunk = (g.n_out + P - 1) / P;
     const size_t b = blockIdx.x / (g.n_out * n_chunk);
     const uint32_t rem = blockIdx.x % (g.n_out * n_chunk);
     const int oy = rem / n_chunk, ox0 = (rem % n_chunk) * P;
     const uint32_t n_i = g.n_in * g.n_in;
-    const float *inb = in + b * n_i * s.in_stride;
     const uint8_t *occb = occ_in ? occ_in + b * n_i : nullptr;
-    int2 *taps = (int2 *)(ent + (size_t)P * cap);       /* [P][nl] */
-    int *cnt = (int *)(taps + (size_t)P * nl);          /* [P] */
-    float *v2s = (float *)(cnt + P);                    /* [P] */
-    int *flag = (int *)(v2s + P);                       /* [P] */
-    float *cw = (float *)(flag + P);                    /* [nl]: c(nu) */
-    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    float *tile = (float *)(ent + (size_t)P * T * cap);         /* [win][W][ts] */
+    int2 *tlist = (int2 *)(tile + (size_t)win * W * ts);        /* [P][nl] */
+    unsigned long long *rmask = (unsigned long long *)(tlist + (size_t)P * nl); /* [win] */
+    float *cw = (float *)(rmask + win);                         /* [nl] */
+    int *rfirst = (int *)(cw + nl), *rlo = rfirst + win, *rlen = rlo + win;   /* [win] */
+    int *ntap = rlen + win;                                     /* [P] */
+    int *cnt = ntap + P;                                        /* [P * T] */
+    float *v2s = (float *)(cnt + P * T);                        /* [P * T] */
+    int *flag = (int *)(v2s + P * T);                           /* [P] */
+    const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     const uint32_t n_warps = blockDim.x >> 5;
     const unsigned lt = nc_dev_lanemask_lt();
+    const int by = oy - g.pad, bx0 = ox0 - g.pad;
 
-    /* c(nu) to shared memory: phase 1 reads it per lane */
-    for (uint32_t t = threadIdx.x; t < nl; t += blockDim.x)
+    for (uint32_t t = tid; t < nl; t += blockDim.x)
         cw[t] = g.w[t];
+    for (uint32_t ty = tid; ty < win; ty += blockDim.x) {
+        rfirst[ty] = g.row_first[ty];
+        rlo[ty] = g.row_lo[ty];
+        rlen[ty] = g.row_hi[ty] - g.row_lo[ty];
+    }
+    if (tid < P)
+        flag[tid] = 0;
+    /* occupied input cells of the union window as one 64-bit mask per row
+     * (0 outside the input: that is the edge clipping) */
+    for (uint32_t ty = warp; ty < win; ty += n_warps) {
+        const int iy = by + (int)ty;
+        bool o0 = false, o1 = false;
+        if (iy >= 0 && iy < g.n_in) {
+            const int ix0 = bx0 + (int)lane, ix1 = ix0 + 32;
+            if (lane < W && ix0 >= 0 && ix0 < g.n_in)
+                o0 = !occb || occb[iy * g.n_in + ix0];
+            if (lane + 32u < W && ix1 >= 0 && ix1 < g.n_in)
+                o1 = !occb || occb[iy * g.n_in + ix1];
+        }
+        const unsigned m0 = __ballot_sync(0xffffffffu, o0), m1 = __ballot_sync(0xffffffffu, o1);
+        if (lane == 0)
+            rmask[ty] = (unsigned long long)m0 | ((unsigned long long)m1 << 32);
+    }
     __syncthreads();
-
-    /* phase 1: warp w compacts positions w, w + n_warps, ... */
+    /* stage the occupied cells (the others are never read) */
+    {
+        const float4 *in4 = (const float4 *)(in + b * n_i * s.in_stride);
+        float4 *tile4 = (float4 *)tile;
+        const uint32_t n4 = win * W * q4;
+        for (uint32_t i = tid; i < n4; i += blockDim.x) {
+            const uint32_t cell = i / q4, q = i - cell * q4;
+            const uint32_t r = cell / W, c = cell - r * W;
+            if ((rmask[r] >> c) & 1ull)
+                tile4[i] = __ldg(in4 + (size_t)((by + (int)r) * g.n_in + bx0 + (int)c) * st4 + q);
+        }
+    }
+    /* occupied taps of each position: lane = window row, placed by a scan */
     for (uint32_t p = warp; p < P; p += n_warps) {
-        const int ox = ox0 + p;
-        if (ox >= g.n_out)
-            continue;
-        const int ty0 = g.axis_t0[oy], ty1 = g.axis_t1[oy];
-        const int tx0 = g.axis_t0[ox], tx1 = g.axis_t1[ox];
-        int2 *tp = taps + (size_t)p * nl;
-        uint32_t n_tap = 0;
-        /* one window row per step, lanes along its live run: every table
-         * read is warp-uniform (a divergent constant-bank read serialises) */
-        for (int ty = ty0; ty < ty1; ty++) {
-            const int lo = max((int)g.row_lo[ty], tx0), hi = min((int)g.row_hi[ty], tx1);
-            if (lo >= hi)
-                continue;
-            const int tx = lo + (int)lane;
-            bool ok = false;
-            int ip = 0;
-            if (tx < hi) {
-                ip = (oy - g.pad + ty) * g.n_in + (ox - g.pad + tx);
-                ok = !occb || occb[ip];
+        uint32_t total = 0;
+        int2 *tp = tlist + (size_t)p * nl;
+        for (uint32_t ty0 = 0; ty0 < win; ty0 += 32) {
+            const uint32_t ty = ty0 + lane;
+            unsigned long long bits = 0;
+            if (ty < win && rlen[ty] > 0 && ox0 + (int)p < g.n_out)
+                bits = (rmask[ty] >> (p + rlo[ty])) & ((1ull << rlen[ty]) - 1ull);
+            const uint32_t nb = __popcll(bits);
+            uint32_t pre = nb;
+            for (uint32_t o = 1; o < 32; o <<= 1) {
+                const uint32_t y = __shfl_up_sync(0xffffffffu, pre, o);
+                if (lane >= o)
+                    pre += y;
             }
-            const unsigned m = __ballot_sync(0xffffffffu, ok);
-            if (ok)
-                tp[n_tap + __popc(m & lt)] =
-                    make_int2(g.row_first[ty] + (tx - g.row_lo[ty]), ip);
-            n_tap += __popc(m);
-        }
-        __syncwarp();
-        float2 *ep = ent + (size_t)p * cap;
-        uint32_t n = 0;
-        float vv = 0.0f;
-        const uint32_t n_cell = n_tap * kin;
-        for (uint32_t m0 = 0; m0 < n_cell; m0 += 32) {
-            const uint32_t m = m0 + lane;
-            float x = 0.0f;
-            int off = 0;
-            if (m < n_cell) {
-                const uint32_t j = m / kin, kap = m - j * kin;
-                const int2 tj = tp[j];
-                x = inb[(size_t)tj.y * s.in_stride + kap];
-                vv += cw[tj.x] * (x * x);
-                off = (int)((kap * nl + tj.x) * ks);
+            uint32_t at = total + pre - nb;
+            total += __shfl_sync(0xffffffffu, pre, 31);
+            if (bits) {
+                const int c0 = (int)(ty * W + p) + rlo[ty], t0 = rfirst[ty];
+                while (bits) {
+                    const int bi = __ffsll((long long)bits) - 1;
+                    tp[at++] = make_int2((c0 + bi) * (int)ts, t0 + bi);
+                    bits &= bits - 1ull;
+                }
             }
-            const unsigned mk = __ballot_sync(0xffffffffu, x != 0.0f);
-            if (x != 0.0f)
-                ep[n + __popc(mk & lt)] = make_float2(x, __int_as_float(off));
-            n += __popc(mk);
         }
-        vv = nc_dev_warp_sum(vv);
-        if (lane == 0) {
-            cnt[p] = (int)n;
-            v2s[p] = vv;
-            flag[p] = 0;
-        }
+        if (lane == 0)
+            ntap[p] = (int)total;
     }
     __syncthreads();
 
-    /* phase 2: lanes of position p run down its list */
-    const uint32_t L = nc_dev_lanes(ks), S = nc_dev_slices(ks);
-    const uint32_t p = threadIdx.x / L, gl = threadIdx.x % L;
-    const uint32_t k = gl % ks, slice = S > 1 ? gl / ks : 0;
-    const int ox = ox0 + p;
-    const bool live = p < P && ox < g.n_out;    /* uniform per warp */
-    float val = 0.0f;
-    if (live) {
-        const float2 *ep = ent + (size_t)p * cap;
-        const int n = cnt[p];
-        const float *a = s.a + k;
-        float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
-        if (k < ks || S > 1) {
-            int j = slice;
-            const int st = S;
-            for (; j + 3 * st < n; j += 4 * st) {
-                const float2 q0 = ep[j], q1 = ep[j + st], q2 = ep[j + 2 * st], q3 = ep[j + 3 * st];
-                e0 += q0.x * a[__float_as_int(q0.y)];
-                e1 += q1.x * a[__float_as_int(q1.y)];
-                e2 += q2.x * a[__float_as_int(q2.y)];
-                e3 += q3.x * a[__float_as_int(q3.y)];
-            }
-            for (; j < n; j += st) {
-                const float2 q = ep[j];
-                e0 += q.x * a[__float_as_int(q.y)];
+    /* team of T warps per position p; warp j of the team scans the cells
+     * m = j*32 + lane, stepping 32*T, of its occupied taps:
+     * (tap entry, plane kappa) = (m / kin, m % kin) */
+    const uint32_t p = warp / T, j = warp - p * T;
+    const int ox = ox0 + (int)p;
+    const bool live = ox < g.n_out;             /* uniform per team */
+    const uint32_t nt = live ? (uint32_t)ntap[p] : 0u;
+    const uint32_t n_cell = nt * kin, step = 32u * T;
+    const uint32_t dt = step / kin, dk = step - dt * kin;
+    uint32_t m = j * 32u + lane;
+    uint32_t ti = m / kin, kap = m - ti * kin;
+    const int2 *tp = tlist + (size_t)p * nl;
+    float2 *seg = ent + (size_t)warp * cap;
+    bool done = j * 32u >= n_cell;
+    float vv = 0.0f;
+
+    const uint32_t S = nc_dev_slices(ks), gl = tid - p * T * 32u;
+    const uint32_t k = S > 1 ? gl % ks : gl, slice = S > 1 ? gl / ks : 0;
+    const bool lane_k = live && k < ks;
+    const float *a = s.a + (lane_k ? k : 0);
+    float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
+
+    for (;;) {
+        uint32_t n = 0;
+        if (!done) {
+            for (;;) {
+                float x = 0.0f;
+                int off = 0;
+                if (ti < nt) {
+                    const int2 tt = tp[ti];
+                    x = tile[tt.x + kap];
+                    vv = fmaf(cw[tt.y], x * x, vv);
+                    off = (int)((kap * nl + (uint32_t)tt.y) * ks);
+                }
+                const unsigned mk = __ballot_sync(0xffffffffu, x != 0.0f);
+                if (x != 0.0f)
+                    seg[n + __popc(mk & lt)] = make_float2(x, __int_as_float(off));
+                n += __popc(mk);
+                m += step;
+                ti += dt;
+                kap += dk;
+                if (kap >= kin) {
+                    kap -= kin;
+                    ti++;
+                }
+                if (m - lane >= n_cell) {       /* uniform */
+                    done = true;
+                    break;
+                }
+                if (n + 32u > cap)
+                    break;
             }
         }
+        if (lane == 0)
+            cnt[warp] = (int)n;
+        __syncthreads();
+        /* phase 2: lane k of position p runs down its team's segments */
+        if (lane_k) {
+            for (uint32_t jj = 0; jj < T; jj++) {
+                const float2 *ep = ent + (size_t)(p * T + jj) * cap;
+                const int nn = cnt[p * T + jj];
+                int i = (int)slice;
+                const int sl = (int)S;
+                for (; i + 7 * sl < nn; i += 8 * sl) {
+                    const float2 q0 = ep[i], q1 = ep[i + sl], q2 = ep[i + 2 * sl],
+                                 q3 = ep[i + 3 * sl], q4 = ep[i + 4 * sl], q5 = ep[i + 5 * sl],
+                                 q6 = ep[i + 6 * sl], q7 = ep[i + 7 * sl];
+                    const float w0 = __ldg(a + __float_as_int(q0.y)),
+                                w1 = __ldg(a + __float_as_int(q1.y)),
+                                w2 = __ldg(a + __float_as_int(q2.y)),
+                                w3 = __ldg(a + __float_as_int(q3.y)),
+                                w4 = __ldg(a + __float_as_int(q4.y)),
+                                w5 = __ldg(a + __float_as_int(q5.y)),
+                                w6 = __ldg(a + __float_as_int(q6.y)),
+                                w7 = __ldg(a + __float_as_int(q7.y));
+                    e0 = fmaf(q0.x, w0, e0);
+                    e1 = fmaf(q1.x, w1, e1);
+                    e2 = fmaf(q2.x, w2, e2);
+                    e3 = fmaf(q3.x, w3, e3);
+                    e0 = fmaf(q4.x, w4, e0);
+                    e1 = fmaf(q5.x, w5, e1);
+                    e2 = fmaf(q6.x, w6, e2);
+                    e3 = fmaf(q7.x, w7, e3);
+                }
+                for (; i + 1 * sl < nn; i += 2 * sl) {
+                    const float2 q0 = ep[i], q1 = ep[i + sl];
+                    e0 = fmaf(q0.x, __ldg(a + __float_as_int(q0.y)), e0);
+                    e1 = fmaf(q1.x, __ldg(a + __float_as_int(q1.y)), e1);
+                }
+                if (i < nn) {
+                    const float2 q0 = ep[i];
+                    e2 = fmaf(q0.x, __ldg(a + __float_as_int(q0.y)), e2);
+                }
+            }
+        }
+        if (!__syncthreads_or(!done))
+            break;
+    }
+    vv = nc_dev_warp_sum(vv);
+    if (lane == 0)
+        v2s[warp] = vv;
+    __syncthreads();
+    if (live) {                                 /* uniform per warp */
         float e = (e0 + e1) + (e2 + e3);
         for (uint32_t o = ks; o < 32u && S > 1; o <<= 1)
             e += __shfl_xor_sync(0xffffffffu, e, o);
-        if (k < s.k_out && slice == 0 && gl < ks)
-            val = s_finish(e, v2s[p], s.b[k], s.theta);
-        if (slice == 0 && gl < ks)
+        float v2 = 0.0f;
+        for (uint32_t jj = 0; jj < T; jj++)
+            v2 += v2s[p * T + jj];
+        if (k < ks && slice == 0) {
+            const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
             out[((b * g.n_out + oy) * g.n_out + ox) * ks + k] = val;
-        if (val > 0.0f)
-            flag[p] = 1;
+            if (val > 0.0f)
+                flag[p] = 1;
+        }
     }
     __syncthreads();
-    if (occ_out && threadIdx.x < P && ox0 + (int)threadIdx.x < g.n_out)
-        occ_out[(b * g.n_out + oy) * g.n_out + ox0 + threadIdx.x] =
-            (uint8_t)flag[threadIdx.x];
+    if (occ_out && tid < P && ox0 + (int)tid < g.n_out)
+        occ_out[(b * g.n_out + oy) * g.n_out + ox0 + tid] = (uint8_t)flag[tid];
 }
 
 /* ---- launcher --------------------------------------------------------------- */
@@ -359,7 +472,7 @@ extern "C" uint32_t nc_gpu_neocog_s_default_block(int variant, uint32_t k_out)
     switch (variant) {
     case NC_GPU_NEOCOG_T1_T4:
     case NC_GPU_NEOCOG_T1_T5:  return ks <= 16 ? 4 : ks <= 32 ? 2 : 1;
-    case NC_GPU_NEOCOG_SPARSE: return ks <= 32 ? 4 : 2;
+    case NC_GPU_NEOCOG_SPARSE: return ks <= 32 ? 16 : ks <= 64 ? 8 : ks <= 96 ? 5 : 2;
     default:                   return 1;
     }
 }
@@ -415,14 +528,22 @@ extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const floa
         break;
     }
     case NC_GPU_NEOCOG_SPARSE: {
-        const size_t smem = s_sparse_smem(P, s->g.n_live, s->k_in);
-        const uint32_t threads = P * nc_dev_lanes(ks);
-        if (threads > 1024)
+        const uint32_t T = nc_dev_lanes(ks) / 32u;
+        const uint32_t nl = (uint32_t)s->g.n_live;
+        /* even out the row chunks: P no larger than asked, as few chunks */
+        const uint32_t Pe = (s->g.n_out + n_chunk - 1) / n_chunk;
+        const uint32_t nce = (s->g.n_out + Pe - 1) / Pe;
+        const size_t smem = s_sparse_smem(Pe, T, s->g.win, s->k_in, nl);
+        if (Pe * T * 32u > S_SPARSE_MAX_THREADS)
+            return -E2BIG;     /* the tuner skips it */
+        if (s->g.step != 1 || s->in_stride % 4 != 0 || Pe + s->g.win - 1 > 64 ||
+            s->g.win > 32 ||
+            ((uintptr_t)in & 15) != 0 || (uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
             return -EINVAL;
         if ((r = nc_dev_smem_allow((const void *)s_sparse_kernel, smem)) < 0)
             return r;
-        s_sparse_kernel<<<(unsigned)n_blocks, threads, smem, stream>>>(*s, in, occ_in, out,
-                                                                       occ_out, P);
+        s_sparse_kernel<<<(unsigned)((size_t)batch * s->g.n_out * nce), Pe * T * 32u, smem,
+                          stream>>>(*s, in, occ_in, out, occ_out, Pe, T);
         break;
     }
     default:
