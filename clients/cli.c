@@ -1,0 +1,658 @@
+/* clients/cli.c — argument parsing, image sniffing, escaping and latency
+ * histograms for `neocog`.  See cli.h.
+ *
+ * Layer: clients, pure: no sockets, no file access, nothing exits. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neocog_client.h"
+
+/* ---- numbers ----------------------------------------------------------------- */
+
+int nc_cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret)
+{
+    /* strtoull accepts "-1" (and wraps it) and leading blanks: refuse both. */
+    if (!s || *s < '0' || *s > '9')
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+int nc_cli_parse_double(const char *s, double lo, double hi, double *ret)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= lo && v <= hi))   /* NaN fails the range too */
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+/* ---- arguments --------------------------------------------------------------- */
+
+void nc_cli_usage(FILE *to)
+{
+    fputs(
+"usage: neocog [--server ADDR] [--timeout MS] COMMAND [OPTIONS]\n"
+"\n"
+"Commands:\n"
+"  recognize [OPTIONS] FILE...|-   recognise digits in PGM/PNG/JPEG images ('-': stdin)\n"
+"      --model cnn|neocognitron|ensemble|default   (default: the server's choice)\n"
+"      --top K              K best candidates per image (default 1)\n"
+"      --format txt|tsv|json  output (default txt; tsv has Tesseract's columns)\n"
+"      --segment            split each image into characters, read it as a string\n"
+"      --deadline-us US     give up after US microseconds on the server\n"
+"  status [--format txt|json]      the daemon's state, counters, limits and models\n"
+"  bench [OPTIONS] (--idx FILE | --dir DIR)   load generator\n"
+"      --concurrency N      closed loop: N requests in flight (default 8)\n"
+"      --rate R             open loop: R requests/s on schedule (latency counts from\n"
+"                           the scheduled time, so a stalled server cannot hide)\n"
+"      --duration S         seconds of load (default 10 unless --requests)\n"
+"      --requests N         stop after N requests\n"
+"      --batch-images K     images per request (default 1)\n"
+"      --connections C      sockets (default: min(concurrency, 2 x cores); rate: 4)\n"
+"      --idx FILE           IDX images (plain or .gz), sent as raw grey\n"
+"      --labels FILE        IDX labels, to report accuracy (default: guessed\n"
+"                           from the images file name when it exists)\n"
+"      --dir DIR            every PGM/PNG/JPEG file in DIR, sent as is\n"
+"      --model, --deadline-us, --format txt|json  as above\n"
+"\n"
+"ADDR: unix:PATH, tcp:HOST:PORT, HOST:PORT or a path; default: $NEOCOG_SERVER, else\n"
+"/run/neocogd/neocogd.sock or $XDG_RUNTIME_DIR/neocogd.sock if present, else\n"
+"tcp:127.0.0.1:5517.\n"
+"Exit status: 0 all went well, 1 something failed, 2 usage error.\n", to);
+}
+
+static int usage_err(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int usage_err(char *why, size_t n, const char *fmt, ...)
+{
+    if (why && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+enum {
+    OPT_SERVER = 256, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
+    OPT_DEADLINE, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION, OPT_REQUESTS, OPT_BATCH,
+    OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_HELP, OPT_VERSION,
+};
+
+/* One table for every command: an option that does not belong to the
+ * command at hand is refused after parsing, with a sentence naming it. */
+static const struct option long_opts[] = {
+    { "server", required_argument, NULL, OPT_SERVER },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "model", required_argument, NULL, OPT_MODEL },
+    { "top", required_argument, NULL, OPT_TOP },
+    { "format", required_argument, NULL, OPT_FORMAT },
+    { "segment", no_argument, NULL, OPT_SEGMENT },
+    { "deadline-us", required_argument, NULL, OPT_DEADLINE },
+    { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
+    { "rate", required_argument, NULL, OPT_RATE },
+    { "duration", required_argument, NULL, OPT_DURATION },
+    { "requests", required_argument, NULL, OPT_REQUESTS },
+    { "batch-images", required_argument, NULL, OPT_BATCH },
+    { "connections", required_argument, NULL, OPT_CONNECTIONS },
+    { "idx", required_argument, NULL, OPT_IDX },
+    { "labels", required_argument, NULL, OPT_LABELS },
+    { "dir", required_argument, NULL, OPT_DIR },
+    { "help", no_argument, NULL, OPT_HELP },
+    { "version", no_argument, NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 },
+};
+
+static const char *opt_name(int code)
+{
+    for (const struct option *o = long_opts; o->name; o++)
+        if (o->val == code)
+            return o->name;
+    return "?";
+}
+
+/* Which options each command takes (bit per OPT_ code - OPT_SERVER). */
+#define BIT(o) (1u << ((o) - OPT_SERVER))
+#define COMMON (BIT(OPT_SERVER) | BIT(OPT_TIMEOUT) | BIT(OPT_HELP) | BIT(OPT_VERSION))
+static const unsigned recognize_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_TOP) |
+    BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE);
+static const unsigned status_opts = COMMON | BIT(OPT_FORMAT);
+static const unsigned bench_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_FORMAT) |
+    BIT(OPT_DEADLINE) | BIT(OPT_CONCURRENCY) | BIT(OPT_RATE) | BIT(OPT_DURATION) |
+    BIT(OPT_REQUESTS) | BIT(OPT_BATCH) | BIT(OPT_CONNECTIONS) | BIT(OPT_IDX) |
+    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT);
+
+static int parse_format(const char *s, nc_cli_format *ret)
+{
+    if (!strcmp(s, "txt") || !strcmp(s, "text"))
+        *ret = NC_CLI_FORMAT_TXT;
+    else if (!strcmp(s, "tsv"))
+        *ret = NC_CLI_FORMAT_TSV;
+    else if (!strcmp(s, "json"))
+        *ret = NC_CLI_FORMAT_JSON;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+/* getopt over argv from argv[0] (a program or command name, skipped).
+ * stop_at_command: "+" mode, stopping at the first non-option (the command
+ * word) for the global options. */
+static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allowed,
+                      const char *cmd, nc_cli_args *a, unsigned *seen, char *why, size_t n)
+{
+    optind = 0;         /* glibc: 0 re-initialises fully (parse may run twice) */
+    opterr = 0;         /* we word the errors ourselves */
+    for (;;) {
+        int li = -1;
+        int c = getopt_long(argc, argv, stop_at_command ? "+h" : "h", long_opts, &li);
+        if (c == -1)
+            break;
+        if (c == 'h')
+            c = OPT_HELP;
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            if (optopt && optopt < 256 && optopt != '?')
+                return usage_err(why, n, "unknown option -%c", optopt);
+            for (const struct option *o = long_opts; o->name; o++)
+                if (optopt == o->val)
+                    return usage_err(why, n, "option --%s needs a value", o->name);
+            return usage_err(why, n, "unknown option '%s'", bad);
+        }
+        if (!(allowed & BIT(c)))
+            return usage_err(why, n, "option --%s does not apply to %s", opt_name(c),
+                             cmd ? cmd : "neocog (put it after the command)");
+        *seen |= BIT(c);
+        uint64_t u;
+        double d;
+        switch (c) {
+        case OPT_SERVER:
+            a->server = optarg;
+            break;
+        case OPT_TIMEOUT:
+            if (nc_cli_parse_u64(optarg, 1, 86400000, &u))
+                return usage_err(why, n, "--timeout: '%s' is not milliseconds in 1..86400000",
+                                 optarg);
+            a->timeout_ms = (int)u;
+            break;
+        case OPT_MODEL:
+            if (nc_client_model_parse(optarg, &a->model))
+                return usage_err(why, n, "--model: '%s' is not cnn, neocognitron, ensemble "
+                                 "or default", optarg);
+            break;
+        case OPT_TOP:
+            if (nc_cli_parse_u64(optarg, 1, 1000, &u))
+                return usage_err(why, n, "--top: '%s' is not a number in 1..1000", optarg);
+            a->top_k = (uint32_t)u;
+            break;
+        case OPT_FORMAT:
+            if (parse_format(optarg, &a->format))
+                return usage_err(why, n, "--format: '%s' is not txt, tsv or json", optarg);
+            break;
+        case OPT_SEGMENT:
+            a->segment = 1;
+            break;
+        case OPT_DEADLINE:
+            if (nc_cli_parse_u64(optarg, 1, UINT64_C(3600000000), &u))
+                return usage_err(why, n, "--deadline-us: '%s' is not microseconds in "
+                                 "1..3600000000", optarg);
+            a->deadline_us = u;
+            break;
+        case OPT_CONCURRENCY:
+            if (nc_cli_parse_u64(optarg, 1, 65536, &u))
+                return usage_err(why, n, "--concurrency: '%s' is not a number in 1..65536",
+                                 optarg);
+            a->concurrency = (uint32_t)u;
+            break;
+        case OPT_RATE:
+            if (nc_cli_parse_double(optarg, 1e-3, 1e8, &d))
+                return usage_err(why, n, "--rate: '%s' is not requests/s in 0.001..1e8",
+                                 optarg);
+            a->rate = d;
+            break;
+        case OPT_DURATION:
+            if (nc_cli_parse_double(optarg, 1e-3, 1e6, &d))
+                return usage_err(why, n, "--duration: '%s' is not seconds in 0.001..1e6",
+                                 optarg);
+            a->duration_s = d;
+            break;
+        case OPT_REQUESTS:
+            if (nc_cli_parse_u64(optarg, 1, UINT64_C(1) << 48, &u))
+                return usage_err(why, n, "--requests: '%s' is not a positive count", optarg);
+            a->requests = u;
+            break;
+        case OPT_BATCH:
+            if (nc_cli_parse_u64(optarg, 1, 65536, &u))
+                return usage_err(why, n, "--batch-images: '%s' is not a number in 1..65536",
+                                 optarg);
+            a->batch_images = (uint32_t)u;
+            break;
+        case OPT_CONNECTIONS:
+            if (nc_cli_parse_u64(optarg, 1, 4096, &u))
+                return usage_err(why, n, "--connections: '%s' is not a number in 1..4096",
+                                 optarg);
+            a->connections = (uint32_t)u;
+            break;
+        case OPT_IDX:
+            a->idx = optarg;
+            break;
+        case OPT_LABELS:
+            a->labels = optarg;
+            break;
+        case OPT_DIR:
+            a->dir = optarg;
+            break;
+        case OPT_HELP:
+            a->cmd = NC_CLI_CMD_HELP;
+            break;
+        case OPT_VERSION:
+            a->cmd = NC_CLI_CMD_VERSION;
+            break;
+        }
+    }
+    return 0;
+}
+
+int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_len)
+{
+    if (!argv || !ret || argc < 1)
+        return -EINVAL;
+    nc_cli_args a;
+    memset(&a, 0, sizeof a);
+    a.cmd = NC_CLI_CMD_HELP;
+    unsigned seen = 0;
+    /* Global options first, up to the command word. */
+    int r = run_getopt(argc, argv, 1, COMMON, NULL, &a, &seen, why, why_len);
+    if (r < 0)
+        return r;
+    if (a.cmd == NC_CLI_CMD_HELP && seen & BIT(OPT_HELP)) {
+        *ret = a;
+        return 0;
+    }
+    if (a.cmd == NC_CLI_CMD_VERSION) {
+        *ret = a;
+        return 0;
+    }
+    int at = optind;
+    if (at >= argc)
+        return usage_err(why, why_len, "no command given (recognize, status or bench)");
+    const char *cmd = argv[at];
+    unsigned allowed;
+    if (!strcmp(cmd, "recognize") || !strcmp(cmd, "recognise")) {
+        a.cmd = NC_CLI_CMD_RECOGNIZE;
+        allowed = recognize_opts;
+    } else if (!strcmp(cmd, "status")) {
+        a.cmd = NC_CLI_CMD_STATUS;
+        allowed = status_opts;
+    } else if (!strcmp(cmd, "bench")) {
+        a.cmd = NC_CLI_CMD_BENCH;
+        allowed = bench_opts;
+    } else if (!strcmp(cmd, "help")) {
+        a.cmd = NC_CLI_CMD_HELP;
+        *ret = a;
+        return 0;
+    } else {
+        return usage_err(why, why_len, "unknown command '%s'", cmd);
+    }
+    nc_cli_cmd chosen = a.cmd;
+    int sub_argc = argc - at;
+    char **sub_argv = argv + at;
+    r = run_getopt(sub_argc, sub_argv, 0, allowed, cmd, &a, &seen, why, why_len);
+    if (r < 0)
+        return r;
+    if (a.cmd == NC_CLI_CMD_HELP || a.cmd == NC_CLI_CMD_VERSION) {
+        *ret = a;
+        return 0;
+    }
+    a.cmd = chosen;
+    a.files = sub_argv + optind;
+    a.n_files = sub_argc - optind;
+
+    switch (a.cmd) {
+    case NC_CLI_CMD_RECOGNIZE: {
+        if (a.n_files == 0)
+            return usage_err(why, why_len, "recognize: no FILE given ('-' reads stdin)");
+        int stdin_uses = 0;
+        for (int i = 0; i < a.n_files; i++)
+            stdin_uses += !strcmp(a.files[i], "-");
+        if (stdin_uses > 1)
+            return usage_err(why, why_len, "recognize: '-' (stdin) may appear only once");
+        break;
+    }
+    case NC_CLI_CMD_STATUS:
+        if (a.n_files)
+            return usage_err(why, why_len, "status: unexpected argument '%s'", a.files[0]);
+        if (a.format == NC_CLI_FORMAT_TSV)
+            return usage_err(why, why_len, "status: --format is txt or json");
+        break;
+    case NC_CLI_CMD_BENCH:
+        if (a.n_files)
+            return usage_err(why, why_len, "bench: unexpected argument '%s'", a.files[0]);
+        if (!a.idx == !a.dir)
+            return usage_err(why, why_len, "bench: give exactly one of --idx FILE and --dir DIR");
+        if (a.labels && !a.idx)
+            return usage_err(why, why_len, "bench: --labels goes with --idx");
+        if ((seen & BIT(OPT_CONCURRENCY)) && (seen & BIT(OPT_RATE)))
+            return usage_err(why, why_len, "bench: --concurrency and --rate exclude each other");
+        if (a.format == NC_CLI_FORMAT_TSV)
+            return usage_err(why, why_len, "bench: --format is txt or json");
+        if (!a.batch_images)
+            a.batch_images = 1;
+        if (!a.rate && !a.concurrency)
+            a.concurrency = 8;
+        if (!a.duration_s && !a.requests)
+            a.duration_s = 10.0;
+        break;
+    default:
+        break;
+    }
+    *ret = a;
+    return 0;
+}
+
+/* ---- image sniffing ---------------------------------------------------------- */
+
+const char *nc_cli_image_kind_name(nc_cli_image_kind k)
+{
+    switch (k) {
+    case NC_CLI_IMAGE_PGM: return "PGM";
+    case NC_CLI_IMAGE_PNG: return "PNG";
+    case NC_CLI_IMAGE_JPEG: return "JPEG";
+    }
+    return "?";
+}
+
+/* A PGM header number after whitespace and '#' comments. */
+static int pgm_number(const uint8_t *d, size_t len, size_t *pos, uint32_t *ret)
+{
+    size_t p = *pos;
+    for (;;) {
+        while (p < len && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r'))
+            p++;
+        if (p < len && d[p] == '#') {
+            while (p < len && d[p] != '\n')
+                p++;
+            continue;
+        }
+        break;
+    }
+    if (p >= len || d[p] < '0' || d[p] > '9')
+        return -EBADMSG;
+    uint64_t v = 0;
+    while (p < len && d[p] >= '0' && d[p] <= '9') {
+        v = v * 10 + (uint64_t)(d[p++] - '0');
+        if (v > UINT32_MAX)
+            return -EBADMSG;
+    }
+    *pos = p;
+    *ret = (uint32_t)v;
+    return 0;
+}
+
+static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Walk JPEG markers to the first SOFn (frame header), which holds the size. */
+static int jpeg_size(const uint8_t *d, size_t len, uint32_t *w, uint32_t *h)
+{
+    size_t p = 2;
+    while (p + 4 <= len) {
+        if (d[p] != 0xff)
+            return -EBADMSG;
+        uint8_t m = d[p + 1];
+        if (m == 0xff) {            /* fill byte */
+            p++;
+            continue;
+        }
+        if (m == 0x01 || (m >= 0xd0 && m <= 0xd7)) {  /* markers without length */
+            p += 2;
+            continue;
+        }
+        uint32_t seg = be16(d + p + 2);
+        if (seg < 2)
+            return -EBADMSG;
+        /* SOF0..SOF15 except DHT (c4), JPG (c8) and DAC (cc). */
+        if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
+            if (p + 9 > len)
+                return -EBADMSG;
+            *h = be16(d + p + 5);
+            *w = be16(d + p + 7);
+            return 0;
+        }
+        if (m == 0xda || m == 0xd9)    /* scan data or end before any frame */
+            return -EBADMSG;
+        p += 2 + seg;
+    }
+    return -EBADMSG;
+}
+
+int nc_cli_sniff_image(const uint8_t *buf, size_t len, nc_cli_image_kind *ret_kind,
+                       uint32_t *ret_width, uint32_t *ret_height)
+{
+    if (!buf || !ret_kind || !ret_width || !ret_height)
+        return -EINVAL;
+    uint32_t w = 0, h = 0;
+    nc_cli_image_kind k;
+    static const uint8_t png_magic[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    if (len >= 2 && buf[0] == 'P' && buf[1] == '5') {
+        size_t p = 2;
+        if (pgm_number(buf, len, &p, &w) || pgm_number(buf, len, &p, &h))
+            return -EBADMSG;
+        k = NC_CLI_IMAGE_PGM;
+    } else if (len >= 8 && !memcmp(buf, png_magic, 8)) {
+        /* The first chunk must be IHDR: length 13, "IHDR", width, height. */
+        if (len < 24 || memcmp(buf + 12, "IHDR", 4))
+            return -EBADMSG;
+        w = be32(buf + 16);
+        h = be32(buf + 20);
+        k = NC_CLI_IMAGE_PNG;
+    } else if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
+        if (jpeg_size(buf, len, &w, &h))
+            return -EBADMSG;
+        k = NC_CLI_IMAGE_JPEG;
+    } else {
+        return -EBADMSG;
+    }
+    *ret_kind = k;
+    *ret_width = w;
+    *ret_height = h;
+    return 0;
+}
+
+/* ---- escaping ----------------------------------------------------------------- */
+
+void nc_cli_tsv_field(FILE *to, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '\t': fputs("\\t", to); break;
+        case '\n': fputs("\\n", to); break;
+        case '\r': fputs("\\r", to); break;
+        case '\\': fputs("\\\\", to); break;
+        default: fputc(*s, to);
+        }
+    }
+}
+
+void nc_cli_json_string(FILE *to, const char *s)
+{
+    if (!s) {
+        fputs("null", to);
+        return;
+    }
+    fputc('"', to);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", to); break;
+        case '\\': fputs("\\\\", to); break;
+        case '\b': fputs("\\b", to); break;
+        case '\f': fputs("\\f", to); break;
+        case '\n': fputs("\\n", to); break;
+        case '\r': fputs("\\r", to); break;
+        case '\t': fputs("\\t", to); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(to, "\\u%04x", *p);
+            else
+                fputc(*p, to);
+        }
+    }
+    fputc('"', to);
+}
+
+void nc_cli_json_number(FILE *to, double v)
+{
+    if (!isfinite(v))
+        fputs("null", to);
+    else if (v == floor(v) && fabs(v) < 1e15)
+        fprintf(to, "%.0f", v);
+    else
+        fprintf(to, "%.9g", v);     /* round-trips a float exactly */
+}
+
+void nc_cli_tsv_header(FILE *to)
+{
+    fputs("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
+          "left\ttop\twidth\theight\tconf\ttext\n", to);
+}
+
+void nc_cli_tsv_row(FILE *to, int level, int page, int block, int par, int line, int word,
+                    uint32_t left, uint32_t top, uint32_t width, uint32_t height,
+                    double conf, const char *text)
+{
+    fprintf(to, "%d\t%d\t%d\t%d\t%d\t%d\t%u\t%u\t%u\t%u\t", level, page, block, par, line,
+            word, left, top, width, height);
+    /* Tesseract 4/5 print word confidences as floats (e.g. 96.063751) and
+     * -1 for the rows above the word level. */
+    if (conf < 0 || !isfinite(conf))
+        fputs("-1", to);
+    else
+        fprintf(to, "%.6f", conf > 100 ? 100.0 : conf);
+    fputc('\t', to);
+    nc_cli_tsv_field(to, text);
+    fputc('\n', to);
+}
+
+/* ---- histogram ----------------------------------------------------------------- */
+
+#define SUB (1u << NC_HIST_SUB_BITS)         /* exact range: [0, SUB) */
+#define HALF (1u << (NC_HIST_SUB_BITS - 1))  /* buckets per power of two above */
+
+size_t nc_hist_bucket_of(uint64_t v)
+{
+    if (v < SUB)
+        return (size_t)v;
+    /* v in [2^e, 2^(e+1)) with e >= NC_HIST_SUB_BITS: keep its top
+     * NC_HIST_SUB_BITS bits, of which the first is always 1. */
+    int e = 63 - __builtin_clzll(v);
+    int shift = e - (NC_HIST_SUB_BITS - 1);
+    uint64_t top = v >> shift;                  /* in [HALF, SUB) */
+    return SUB + (size_t)(e - NC_HIST_SUB_BITS) * HALF + (size_t)(top - HALF);
+}
+
+uint64_t nc_hist_bucket_low(size_t b)
+{
+    if (b < SUB)
+        return b;
+    size_t k = b - SUB;
+    int e = (int)(k / HALF) + NC_HIST_SUB_BITS;
+    uint64_t top = HALF + k % HALF;
+    return top << (e - (NC_HIST_SUB_BITS - 1));
+}
+
+uint64_t nc_hist_bucket_high(size_t b)
+{
+    if (b < SUB)
+        return b;
+    size_t k = b - SUB;
+    int e = (int)(k / HALF) + NC_HIST_SUB_BITS;
+    int shift = e - (NC_HIST_SUB_BITS - 1);
+    return nc_hist_bucket_low(b) + ((UINT64_C(1) << shift) - 1);
+}
+
+void nc_hist_init(nc_hist *h)
+{
+    memset(h, 0, sizeof *h);
+    h->min = UINT64_MAX;
+}
+
+void nc_hist_record(nc_hist *h, uint64_t v)
+{
+    h->buckets[nc_hist_bucket_of(v)]++;
+    h->count++;
+    h->sum += (double)v;
+    if (v < h->min)
+        h->min = v;
+    if (v > h->max)
+        h->max = v;
+}
+
+void nc_hist_merge(nc_hist *dst, const nc_hist *src)
+{
+    for (size_t i = 0; i < NC_HIST_BUCKETS; i++)
+        dst->buckets[i] += src->buckets[i];
+    dst->count += src->count;
+    dst->sum += src->sum;
+    if (src->min < dst->min)
+        dst->min = src->min;
+    if (src->max > dst->max)
+        dst->max = src->max;
+}
+
+uint64_t nc_hist_percentile(const nc_hist *h, double p)
+{
+    if (!h->count)
+        return 0;
+    if (p > 100)
+        p = 100;
+    /* Nearest rank: the rank-th smallest sample, rank = ceil(p% of count),
+     * at least 1.  The small epsilon keeps 99.9% of 1000 at rank 999 when
+     * 0.999 * 1000 comes out as 999.0000000001 in binary. */
+    double exact = p / 100.0 * (double)h->count;
+    uint64_t rank = (uint64_t)ceil(exact - 1e-9);
+    if (rank < 1)
+        rank = 1;
+    if (rank >= h->count)
+        return h->max;      /* the largest sample is known exactly */
+    if (rank == 1)
+        return h->min;
+    uint64_t seen = 0;
+    for (size_t b = 0; b < NC_HIST_BUCKETS; b++) {
+        seen += h->buckets[b];
+        if (seen >= rank) {
+            uint64_t lo = nc_hist_bucket_low(b), hi = nc_hist_bucket_high(b);
+            uint64_t v = lo + (hi - lo) / 2;
+            if (v < h->min)
+                v = h->min;
+            if (v > h->max)
+                v = h->max;
+            return v;
+        }
+    }
+    return h->max;
+}
+
+double nc_hist_mean(const nc_hist *h)
+{
+    return h->count ? h->sum / (double)h->count : 0.0;
+}

@@ -1,0 +1,137 @@
+/* clients/cli.h — the pure parts of the `neocog` command line: argument
+ * parsing, image sniffing, output escaping, latency statistics.
+ *
+ * Layer: clients.  No sockets and no files here (the `nc_cli` library), so
+ * tests/clients/ links them alone.  Nothing exits; parse errors come back
+ * as -EINVAL with a sentence. */
+#ifndef NC_CLI_H
+#define NC_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "neocog.pb-c.h"
+
+/* Exit codes of neocog. */
+#define NC_CLI_EXIT_OK 0
+#define NC_CLI_EXIT_FAIL 1
+#define NC_CLI_EXIT_USAGE 2
+
+typedef enum nc_cli_cmd {
+    NC_CLI_CMD_HELP,            /* --help, or `neocog help` */
+    NC_CLI_CMD_VERSION,
+    NC_CLI_CMD_RECOGNIZE,
+    NC_CLI_CMD_STATUS,
+    NC_CLI_CMD_BENCH,
+} nc_cli_cmd;
+
+typedef enum nc_cli_format {
+    NC_CLI_FORMAT_TXT,
+    NC_CLI_FORMAT_TSV,
+    NC_CLI_FORMAT_JSON,
+} nc_cli_format;
+
+typedef struct nc_cli_args {
+    nc_cli_cmd cmd;
+    const char *server;         /* NULL: nc_client_default_addr */
+    int timeout_ms;             /* per request; 0: the library's default */
+    nc_cli_format format;       /* recognize, status (txt or json), bench */
+    /* recognize (and bench) */
+    Neocog__Model model;
+    uint32_t top_k;             /* 0: 1 */
+    int segment;
+    uint64_t deadline_us;
+    char **files;               /* borrowed from argv; "-" is stdin */
+    int n_files;
+    /* bench */
+    uint32_t concurrency;       /* closed loop: requests kept in flight */
+    double rate;                /* open loop: requests per second; 0: closed */
+    double duration_s;          /* 0 with requests set: until requests done */
+    uint64_t requests;          /* 0: until duration */
+    uint32_t batch_images;      /* images per request */
+    uint32_t connections;       /* 0: derived (see bench.c) */
+    const char *idx, *labels, *dir;
+} nc_cli_args;
+
+/* Parse argv (argv[0] is the program) into *ret.  Uses getopt_long, which
+ * permutes argv in place, so argv must be writable.  0, or -EINVAL with a
+ * sentence in why (the caller prints it and exits NC_CLI_EXIT_USAGE). */
+int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_len);
+
+/* The usage text. */
+void nc_cli_usage(FILE *to);
+
+/* Strict number parsing: the whole string, in range.  0 or -EINVAL. */
+int nc_cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret);
+int nc_cli_parse_double(const char *s, double lo, double hi, double *ret);
+
+/* ---- images ---------------------------------------------------------------- */
+
+/* What the first bytes say: PGM (binary P5), PNG or JPEG, and the pixel
+ * size from the header (PGM header, PNG IHDR, JPEG SOFn marker), so output
+ * can give the page box without decoding.  -EBADMSG when it is none of the
+ * three or the header is cut short. */
+typedef enum nc_cli_image_kind {
+    NC_CLI_IMAGE_PGM = 1,
+    NC_CLI_IMAGE_PNG,
+    NC_CLI_IMAGE_JPEG,
+} nc_cli_image_kind;
+int nc_cli_sniff_image(const uint8_t *buf, size_t len, nc_cli_image_kind *ret_kind,
+                       uint32_t *ret_width, uint32_t *ret_height);
+const char *nc_cli_image_kind_name(nc_cli_image_kind k);
+
+/* ---- output ---------------------------------------------------------------- */
+
+/* A TSV field: tab, newline, carriage return and backslash become \t \n \r
+ * \\ so a field never breaks the row (Tesseract itself does not escape, but
+ * its words never hold a tab; a file name or a message might). */
+void nc_cli_tsv_field(FILE *to, const char *s);
+/* A JSON string literal, quotes included: " \ and control characters
+ * escaped (\n, \t..., else \u00XX); bytes >= 0x80 pass through (UTF-8 in,
+ * UTF-8 out).  NULL prints as null. */
+void nc_cli_json_string(FILE *to, const char *s);
+/* A JSON number; NaN and infinities, which JSON lacks, print as null. */
+void nc_cli_json_number(FILE *to, double v);
+
+/* Tesseract's TSV header line (12 columns, tab-separated, newline). */
+void nc_cli_tsv_header(FILE *to);
+/* One TSV row.  conf < 0 prints as -1 (Tesseract's "not a word"). */
+void nc_cli_tsv_row(FILE *to, int level, int page, int block, int par, int line, int word,
+                    uint32_t left, uint32_t top, uint32_t width, uint32_t height,
+                    double conf, const char *text);
+
+/* ---- latency statistics ---------------------------------------------------- */
+
+/* A log-linear histogram of durations in nanoseconds (HdrHistogram's idea):
+ * values below 2^NC_HIST_SUB_BITS are exact; above, each power of two is
+ * split into 2^(NC_HIST_SUB_BITS-1) equal buckets, so a reported value is
+ * within 2^-(NC_HIST_SUB_BITS-1) (0.2 %) of the truth.  Fixed size, merge
+ * by adding, no allocation per sample: a bench thread records millions of
+ * samples without growing memory. */
+#define NC_HIST_SUB_BITS 10
+#define NC_HIST_BUCKETS ((64 - NC_HIST_SUB_BITS + 2) << (NC_HIST_SUB_BITS - 1))
+typedef struct nc_hist {
+    uint64_t count;
+    uint64_t min, max;          /* exact */
+    double sum;
+    uint64_t buckets[NC_HIST_BUCKETS];
+} nc_hist;
+
+void nc_hist_init(nc_hist *h);
+void nc_hist_record(nc_hist *h, uint64_t v);
+void nc_hist_merge(nc_hist *dst, const nc_hist *src);
+/* The p-th percentile (0 < p <= 100) by nearest rank: the smallest recorded
+ * value v such that at least ceil(p/100 * count) samples are <= v, reported
+ * as the middle of v's bucket (exact below 2^NC_HIST_SUB_BITS) and clamped
+ * to [min, max]; the first and last ranks are the exact min and max.  0 for
+ * an empty histogram. */
+uint64_t nc_hist_percentile(const nc_hist *h, double p);
+double nc_hist_mean(const nc_hist *h);
+
+/* Bucket arithmetic, exposed for the tests. */
+size_t nc_hist_bucket_of(uint64_t v);
+uint64_t nc_hist_bucket_low(size_t b);      /* smallest value in bucket b */
+uint64_t nc_hist_bucket_high(size_t b);     /* largest value in bucket b */
+
+#endif

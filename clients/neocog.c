@@ -1,0 +1,493 @@
+/* clients/neocog.c — the `neocog` command: main, `recognize` and `status`
+ * (`bench` is in bench.c).
+ *
+ * Layer: clients.  Talks to neocogd only through libneocog.  stdout carries
+ * the results (txt, TSV or JSON), stderr the problems, one line each,
+ * prefixed "neocog: ".  Exit status: 0 every file recognised, 1 anything
+ * failed (a file, a request, the connection), 2 usage. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "fileio.h"
+#include "frame.h"
+#include "nc_config.h"
+#include "neocog_client.h"
+
+/* Requests kept in flight by `recognize`: enough to hide the round trip
+ * behind the daemon's work, far below its per-connection limit (128). */
+#define RECOGNIZE_WINDOW 32u
+
+/* One input file and, once it came, its reply. */
+typedef struct input {
+    const char *name;           /* as given; "-" is stdin */
+    uint8_t *data;
+    size_t len;
+    uint32_t width, height;     /* from the header */
+    int failed;                 /* reading or sniffing failed (reported) */
+    uint64_t id;
+    nc_msg *reply;
+} input;
+
+/* ---- output of one image ------------------------------------------------------- */
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+static void print_txt(const input *in, const Neocog__Result *res, uint32_t top_k)
+{
+    printf("%s: %s", in->name, or_empty(res->text));
+    if (res->reject)
+        printf(" (rejected, confidence %.3f)", res->confidence);
+    else
+        printf(" (confidence %.3f)", res->confidence);
+    if (top_k > 1 && res->n_top) {
+        printf("  top:");
+        for (size_t i = 0; i < res->n_top; i++)
+            printf("%s %s %.3f", i ? "," : "", or_empty(res->top[i]->text),
+                   res->top[i]->score);
+    }
+    putchar('\n');
+}
+
+/* Tesseract's TSV: page (1), block (2), paragraph (3), line (4), word (5).
+ * An image is one page holding one block, paragraph and line; the word is
+ * what was read: the digit, or for --segment the whole string, boxed by the
+ * union of its characters, with the weakest character's confidence (the
+ * daemon's string confidence) so a misread digit shows.  Per-character
+ * boxes are in the JSON output. */
+static void print_tsv(const input *in, int page, const Neocog__Result *res)
+{
+    nc_cli_tsv_row(stdout, 1, page, 0, 0, 0, 0, 0, 0, in->width, in->height, -1, "");
+    uint32_t x0 = 0, y0 = 0, x1 = in->width, y1 = in->height;
+    if (res->n_digits) {
+        x0 = y0 = UINT32_MAX;
+        x1 = y1 = 0;
+        for (size_t i = 0; i < res->n_digits; i++) {
+            const Neocog__Box *b = res->digits[i]->box;
+            if (!b)
+                continue;
+            if (b->x < x0) x0 = b->x;
+            if (b->y < y0) y0 = b->y;
+            if (b->x + b->width > x1) x1 = b->x + b->width;
+            if (b->y + b->height > y1) y1 = b->y + b->height;
+        }
+        if (x0 > x1 || y0 > y1)
+            x0 = x1 = y0 = y1 = 0;
+    } else if (res->text && !*res->text) {
+        return;     /* a segmented image with no ink: a page and no words */
+    }
+    uint32_t w = x1 - x0, h = y1 - y0;
+    nc_cli_tsv_row(stdout, 2, page, 1, 0, 0, 0, x0, y0, w, h, -1, "");
+    nc_cli_tsv_row(stdout, 3, page, 1, 1, 0, 0, x0, y0, w, h, -1, "");
+    nc_cli_tsv_row(stdout, 4, page, 1, 1, 1, 0, x0, y0, w, h, -1, "");
+    nc_cli_tsv_row(stdout, 5, page, 1, 1, 1, 1, x0, y0, w, h, 100.0 * res->confidence,
+                   or_empty(res->text));
+}
+
+static void json_key(const char *k)
+{
+    nc_cli_json_string(stdout, k);
+    putchar(':');
+}
+
+static void print_json(const input *in, const Neocog__Reply *rp, const Neocog__Result *res)
+{
+    putchar('{');
+    json_key("file"); nc_cli_json_string(stdout, in->name);
+    printf(",\"width\":%u,\"height\":%u,", in->width, in->height);
+    json_key("model"); nc_cli_json_string(stdout, or_empty(rp->recognize->model));
+    printf(",\"label\":%d,", res->label);
+    json_key("text"); nc_cli_json_string(stdout, or_empty(res->text));
+    fputs(",\"confidence\":", stdout); nc_cli_json_number(stdout, res->confidence);
+    printf(",\"reject\":%s,\"top\":[", res->reject ? "true" : "false");
+    for (size_t i = 0; i < res->n_top; i++) {
+        printf("%s{\"label\":%d,\"text\":", i ? "," : "", res->top[i]->label);
+        nc_cli_json_string(stdout, or_empty(res->top[i]->text));
+        fputs(",\"score\":", stdout);
+        nc_cli_json_number(stdout, res->top[i]->score);
+        putchar('}');
+    }
+    putchar(']');
+    if (res->n_scores) {
+        fputs(",\"scores\":[", stdout);
+        for (size_t i = 0; i < res->n_scores; i++) {
+            if (i)
+                putchar(',');
+            nc_cli_json_number(stdout, res->scores[i]);
+        }
+        putchar(']');
+    }
+    if (res->n_digits) {
+        fputs(",\"digits\":[", stdout);
+        for (size_t i = 0; i < res->n_digits; i++) {
+            const Neocog__Digit *d = res->digits[i];
+            const Neocog__Box *b = d->box;
+            printf("%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
+                   i ? "," : "", b ? b->x : 0, b ? b->y : 0, b ? b->width : 0,
+                   b ? b->height : 0, d->label);
+            nc_cli_json_string(stdout, or_empty(d->text));
+            fputs(",\"confidence\":", stdout);
+            nc_cli_json_number(stdout, d->confidence);
+            printf(",\"reject\":%s}", d->reject ? "true" : "false");
+        }
+        putchar(']');
+    }
+    if (rp->timing)
+        printf(",\"timing_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
+               ",\"total\":%" PRIu64 "}", rp->timing->queue_us, rp->timing->compute_us,
+               rp->timing->total_us);
+    putchar('}');
+}
+
+static void print_json_error(const input *in, const char *code, const char *msg)
+{
+    putchar('{');
+    json_key("file"); nc_cli_json_string(stdout, in->name);
+    fputs(",\"error\":{\"code\":", stdout);
+    nc_cli_json_string(stdout, code);
+    fputs(",\"message\":", stdout);
+    nc_cli_json_string(stdout, msg);
+    fputs("}}", stdout);
+}
+
+/* Print file i (its reply or its failure) in the chosen format; 0 when it
+ * was recognised, 1 when it failed. */
+static int emit(const nc_cli_args *a, input *in, int index, int *json_first)
+{
+    const char *code = NULL, *msg = NULL;
+    const Neocog__Reply *rp = in->reply ? nc_msg_reply(in->reply) : NULL;
+    const Neocog__Result *res = NULL;
+    if (in->failed) {
+        code = "UNAVAILABLE";
+        msg = "not sent (see above)";
+    } else if (!rp) {
+        code = "UNAVAILABLE";
+        msg = "no reply";
+    } else if (rp->code != NEOCOG__CODE__OK) {
+        code = nc_msg_code_name(rp->code);
+        msg = or_empty(rp->message);
+    } else if (rp->kind_case != NEOCOG__REPLY__KIND_RECOGNIZE || rp->recognize->n_results != 1) {
+        code = "INTERNAL";
+        msg = "the reply does not hold one result";
+    } else {
+        res = rp->recognize->results[0];
+        if (res->code != NEOCOG__CODE__OK) {
+            code = nc_msg_code_name(res->code);
+            msg = or_empty(res->message);
+            res = NULL;
+        }
+    }
+    if (a->format == NC_CLI_FORMAT_JSON) {
+        fputs(*json_first ? "[\n" : ",\n", stdout);
+        *json_first = 0;
+        if (res)
+            print_json(in, rp, res);
+        else
+            print_json_error(in, code, msg);
+    }
+    if (!res) {
+        /* Files that failed to load were reported when it happened. */
+        if (!in->failed)
+            fprintf(stderr, "neocog: %s: %s: %s\n", in->name, code, msg);
+        return 1;
+    }
+    if (a->format == NC_CLI_FORMAT_TXT)
+        print_txt(in, res, a->top_k);
+    else if (a->format == NC_CLI_FORMAT_TSV)
+        print_tsv(in, index + 1, res);
+    return 0;
+}
+
+/* ---- recognize ----------------------------------------------------------------- */
+
+static int load_input(input *in)
+{
+    /* stdin through /dev/stdin: pipes, files and terminals alike. */
+    const char *path = strcmp(in->name, "-") ? in->name : "/dev/stdin";
+    int r = nc_file_read(path, NC_FRAME_DEFAULT_MAX - 1024, &in->data, &in->len);
+    if (r == -EFBIG) {
+        fprintf(stderr, "neocog: %s: larger than the %u MiB frame limit\n", in->name,
+                NC_FRAME_DEFAULT_MAX >> 20);
+        return r;
+    }
+    if (r < 0) {
+        fprintf(stderr, "neocog: %s: %s\n", in->name, strerror(-r));
+        return r;
+    }
+    nc_cli_image_kind kind;
+    if (nc_cli_sniff_image(in->data, in->len, &kind, &in->width, &in->height) < 0) {
+        fprintf(stderr, "neocog: %s: not a binary PGM, PNG or JPEG image\n", in->name);
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
+{
+    int n = a->n_files, fails = 0;
+    input *in = calloc((size_t)n, sizeof *in);
+    if (!in) {
+        fprintf(stderr, "neocog: out of memory\n");
+        return NC_CLI_EXIT_FAIL;
+    }
+    nc_client_recognize_opts o = { .model = a->model, .top_k = a->top_k,
+                                   .deadline_us = a->deadline_us };
+    int next_send = 0, next_print = 0, json_first = 1, broken = 0;
+    if (a->format == NC_CLI_FORMAT_TSV)
+        nc_cli_tsv_header(stdout);
+    /* Send ahead up to the window, print strictly in input order as replies
+     * (which may come out of order) fill the gaps. */
+    while (next_print < n) {
+        if (!broken && next_send < n && nc_client_in_flight(cl) < RECOGNIZE_WINDOW) {
+            input *f = &in[next_send++];
+            f->name = a->files[next_send - 1];
+            if (load_input(f) < 0) {
+                f->failed = 1;
+            } else {
+                nc_client_image im = { .format = NEOCOG__IMAGE_FORMAT__FORMAT_AUTO,
+                                       .data = f->data, .len = f->len,
+                                       .segment = a->segment };
+                int r = nc_client_send_recognize(cl, &o, &im, 1, &f->id);
+                if (r < 0) {
+                    fprintf(stderr, "neocog: %s: %s\n", f->name, nc_client_errmsg(cl));
+                    f->failed = 1;
+                    broken = r != -EMSGSIZE;
+                }
+            }
+            free(f->data);
+            f->data = NULL;
+            continue;
+        }
+        /* Print whatever is complete at the head. */
+        while (next_print < next_send &&
+               (in[next_print].failed || in[next_print].reply)) {
+            fails += emit(a, &in[next_print], next_print, &json_first);
+            nc_msg_free(in[next_print].reply);
+            in[next_print].reply = NULL;
+            next_print++;
+        }
+        if (next_print >= n)
+            break;
+        if (nc_client_in_flight(cl) == 0) {
+            if (broken) {
+                /* Nothing more will come: the rest were never sent. */
+                for (; next_print < n; next_print++) {
+                    in[next_print].name = a->files[next_print];
+                    in[next_print].failed = 1;
+                    fails += emit(a, &in[next_print], next_print, &json_first);
+                }
+            }
+            continue;
+        }
+        nc_msg *m;
+        int r = nc_client_receive(cl, a->timeout_ms ? a->timeout_ms : 30000, &m);
+        if (r < 0) {
+            /* The connection is gone or the daemon stalled: what is
+             * outstanding will not be answered and the rest is not sent. */
+            fprintf(stderr, "neocog: %s\n", nc_client_errmsg(cl));
+            for (; next_print < n; next_print++) {
+                input *f = &in[next_print];
+                f->name = a->files[next_print];
+                if (!f->reply)
+                    f->failed = 1;
+                fails += emit(a, f, next_print, &json_first);
+            }
+            break;
+        }
+        uint64_t id = nc_msg_reply(m)->id;
+        int placed = 0;
+        for (int i = next_print; i < next_send; i++)
+            if (in[i].id == id && !in[i].failed) {
+                in[i].reply = m;
+                placed = 1;
+                break;
+            }
+        if (!placed)
+            nc_msg_free(m);     /* cannot happen: the library checks ids */
+    }
+    if (a->format == NC_CLI_FORMAT_JSON)
+        fputs(json_first ? "[]\n" : "\n]\n", stdout);
+    for (int i = 0; i < n; i++) {
+        free(in[i].data);
+        nc_msg_free(in[i].reply);
+    }
+    free(in);
+    return fails ? NC_CLI_EXIT_FAIL : NC_CLI_EXIT_OK;
+}
+
+/* ---- status -------------------------------------------------------------------- */
+
+static void print_model_txt(const Neocog__ModelInfo *mi)
+{
+    const char *kind = mi->model == NEOCOG__MODEL__MODEL_CNN ? "cnn"
+                     : mi->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ? "neocognitron" : "?";
+    printf("  %-13s %s  %s\n", kind, mi->loaded ? "loaded" : "NOT LOADED", or_empty(mi->path));
+    if (mi->error && *mi->error)
+        printf("  %-13s error: %s\n", "", mi->error);
+    if (mi->architecture && *mi->architecture)
+        printf("  %-13s %s, input %u, %zu classes\n", "", mi->architecture, mi->input_size,
+               mi->n_labels);
+    if ((mi->data && *mi->data) || mi->epochs) {
+        printf("  %-13s trained on %s, %u epochs", "", mi->data && *mi->data ? mi->data : "?",
+               mi->epochs);
+        if (mi->test_error >= 0)
+            printf(", test error %.2f%%%s%s", 100.0 * mi->test_error,
+                   mi->test_set && *mi->test_set ? " on " : "", or_empty(mi->test_set));
+        putchar('\n');
+    }
+    if (mi->loaded_at_unix) {
+        time_t t = (time_t)mi->loaded_at_unix;
+        struct tm tm;
+        char when[64];
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
+        printf("  %-13s loaded %s\n", "", when);
+    }
+}
+
+static void print_model_json(const Neocog__ModelInfo *mi)
+{
+    printf("{\"model\":");
+    nc_cli_json_string(stdout, nc_client_model_name(mi->model));
+    printf(",\"loaded\":%s,\"path\":", mi->loaded ? "true" : "false");
+    nc_cli_json_string(stdout, or_empty(mi->path));
+    fputs(",\"error\":", stdout); nc_cli_json_string(stdout, or_empty(mi->error));
+    fputs(",\"architecture\":", stdout); nc_cli_json_string(stdout, or_empty(mi->architecture));
+    fputs(",\"labels\":[", stdout);
+    for (size_t i = 0; i < mi->n_labels; i++) {
+        if (i)
+            putchar(',');
+        nc_cli_json_string(stdout, mi->labels[i]);
+    }
+    printf("],\"input_size\":%u,\"data\":", mi->input_size);
+    nc_cli_json_string(stdout, or_empty(mi->data));
+    fputs(",\"created\":", stdout); nc_cli_json_string(stdout, or_empty(mi->created));
+    printf(",\"epochs\":%u,\"test_error\":", mi->epochs);
+    nc_cli_json_number(stdout, mi->test_error);
+    fputs(",\"test_set\":", stdout); nc_cli_json_string(stdout, or_empty(mi->test_set));
+    printf(",\"loaded_at_unix\":%" PRIu64 "}", mi->loaded_at_unix);
+}
+
+static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
+{
+    nc_msg *m;
+    if (nc_client_status(cl, &m) < 0) {
+        fprintf(stderr, "neocog: %s\n", nc_client_errmsg(cl));
+        return NC_CLI_EXIT_FAIL;
+    }
+    const Neocog__Reply *rp = nc_msg_reply(m);
+    if (rp->code != NEOCOG__CODE__OK || rp->kind_case != NEOCOG__REPLY__KIND_STATUS) {
+        fprintf(stderr, "neocog: status: %s: %s\n", nc_msg_code_name(rp->code),
+                or_empty(rp->message));
+        nc_msg_free(m);
+        return NC_CLI_EXIT_FAIL;
+    }
+    const Neocog__StatusReply *s = rp->status;
+    const Neocog__HealthReply *h = s->health;
+    int ready = h && h->ready;
+    if (a->format == NC_CLI_FORMAT_JSON) {
+        fputs("{\"server\":", stdout); nc_cli_json_string(stdout, addr);
+        fputs(",\"version\":", stdout); nc_cli_json_string(stdout, or_empty(s->version));
+        fputs(",\"backend\":", stdout); nc_cli_json_string(stdout, or_empty(s->backend));
+        printf(",\"uptime_s\":%" PRIu64 ",\"live\":%s,\"ready\":%s,\"draining\":%s,\"state\":",
+               s->uptime_s, h && h->live ? "true" : "false", ready ? "true" : "false",
+               h && h->draining ? "true" : "false");
+        nc_cli_json_string(stdout, h ? or_empty(h->state) : "");
+        printf(",\"workers\":%u,\"connections\":%u,\"queue_depth\":%u,\"queue_capacity\":%u,"
+               "\"max_batch\":%u,\"max_queue_delay_us\":%" PRIu64 ",\"requests_total\":%" PRIu64
+               ",\"images_total\":%" PRIu64 ",\"batches_total\":%" PRIu64
+               ",\"max_images_per_request\":%u,\"max_frame_bytes\":%u,\"last_reload\":",
+               s->workers, s->connections, s->queue_depth, s->queue_capacity, s->max_batch,
+               s->max_queue_delay_us, s->requests_total, s->images_total, s->batches_total,
+               s->max_images_per_request, s->max_frame_bytes);
+        nc_cli_json_string(stdout, or_empty(s->last_reload));
+        fputs(",\"models\":[", stdout);
+        for (size_t i = 0; i < s->n_models; i++) {
+            if (i)
+                putchar(',');
+            print_model_json(s->models[i]);
+        }
+        fputs("]}\n", stdout);
+    } else {
+        uint64_t up = s->uptime_s;
+        printf("%-16s %s\n", "server", addr);
+        printf("%-16s %s\n", "version", or_empty(s->version));
+        printf("%-16s %s (%s%s%s)\n", "state", h ? or_empty(h->state) : "?",
+               h && h->live ? "live" : "not live", ready ? ", ready" : ", NOT READY",
+               h && h->draining ? ", draining" : "");
+        printf("%-16s %s\n", "backend", or_empty(s->backend));
+        printf("%-16s %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "\n", "uptime",
+               up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
+        printf("%-16s %u\n", "workers", s->workers);
+        printf("%-16s %u\n", "connections", s->connections);
+        printf("%-16s %u / %u images\n", "queue", s->queue_depth, s->queue_capacity);
+        printf("%-16s max %u images, max delay %" PRIu64 " us\n", "batching", s->max_batch,
+               s->max_queue_delay_us);
+        printf("%-16s %u images/request, %u bytes/frame\n", "limits",
+               s->max_images_per_request, s->max_frame_bytes);
+        printf("%-16s %" PRIu64 "\n", "requests", s->requests_total);
+        printf("%-16s %" PRIu64 "\n", "images", s->images_total);
+        printf("%-16s %" PRIu64, "batches", s->batches_total);
+        if (s->batches_total)
+            printf(" (mean %.2f images)", (double)s->images_total / (double)s->batches_total);
+        putchar('\n');
+        if (s->last_reload && *s->last_reload)
+            printf("%-16s %s\n", "last reload", s->last_reload);
+        printf("models\n");
+        for (size_t i = 0; i < s->n_models; i++)
+            print_model_txt(s->models[i]);
+    }
+    nc_msg_free(m);
+    /* A script asking "is it up?" wants the answer in the exit status. */
+    if (!ready)
+        fprintf(stderr, "neocog: the daemon is not ready\n");
+    return ready ? NC_CLI_EXIT_OK : NC_CLI_EXIT_FAIL;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    nc_cli_args a;
+    char why[256];
+    if (nc_cli_parse(argc, argv, &a, why, sizeof why) < 0) {
+        fprintf(stderr, "neocog: %s\nTry 'neocog --help'.\n", why);
+        return NC_CLI_EXIT_USAGE;
+    }
+    if (a.cmd == NC_CLI_CMD_HELP) {
+        nc_cli_usage(stdout);
+        return NC_CLI_EXIT_OK;
+    }
+    if (a.cmd == NC_CLI_CMD_VERSION) {
+        printf("neocog %s\n", NC_VERSION);
+        return NC_CLI_EXIT_OK;
+    }
+    char addr[4200];
+    if (a.server)
+        snprintf(addr, sizeof addr, "%s", a.server);
+    else
+        nc_client_default_addr(addr, sizeof addr);
+    if (a.cmd == NC_CLI_CMD_BENCH)
+        return nc_bench_run(&a, addr);
+
+    nc_client_options o = { .timeout_ms = a.timeout_ms, .max_in_flight = RECOGNIZE_WINDOW };
+    nc_client *cl;
+    if (nc_client_connect(addr, &o, &cl) < 0) {
+        fprintf(stderr, "neocog: %s\n", nc_client_errmsg(NULL));
+        return NC_CLI_EXIT_FAIL;
+    }
+    int rc = a.cmd == NC_CLI_CMD_STATUS ? cmd_status(&a, cl, addr) : cmd_recognize(&a, cl);
+    nc_client_free(cl);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "neocog: writing the output: %s\n", strerror(errno));
+        rc = NC_CLI_EXIT_FAIL;
+    }
+    return rc;
+}

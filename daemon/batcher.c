@@ -1,0 +1,280 @@
+/* daemon/batcher.c — see batcher.h. */
+#include "batcher.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+#include "work.h"
+
+#define N_PRIO 3
+
+typedef struct fifo {
+    nc_task *head, *tail;
+} fifo;
+
+struct nc_batcher {
+    pthread_mutex_t lock;
+    pthread_cond_t more;        /* tasks queued or stopping */
+    fifo queue[N_PRIO];
+    uint32_t depth, capacity;
+    uint64_t max_bytes;
+    uint32_t max_batch;
+    uint64_t max_delay_us;
+    nc_models *gen;             /* current generation (ref) */
+    int stopping;
+    /* completions */
+    pthread_mutex_t done_lock;
+    nc_task *done_head, *done_tail;
+    int done_fd;
+    /* counters */
+    atomic_uint_fast64_t bytes, batches, batch_images, progress;
+    /* threads */
+    const nc_config *cfg;
+    uint32_t n_threads, n_started;
+    pthread_t *threads;
+};
+
+static void fifo_push(fifo *f, nc_task *t)
+{
+    t->next = NULL;
+    if (f->tail)
+        f->tail->next = t;
+    else
+        f->head = t;
+    f->tail = t;
+}
+
+/* Take up to max tasks of `model` from f, oldest first. */
+static uint32_t fifo_take(fifo *f, uint32_t model, nc_task **out, uint32_t max)
+{
+    uint32_t n = 0;
+    nc_task *prev = NULL, *t = f->head;
+    while (t && n < max) {
+        nc_task *next = t->next;
+        if (t->req->model == model) {
+            if (prev)
+                prev->next = next;
+            else
+                f->head = next;
+            if (f->tail == t)
+                f->tail = prev;
+            t->next = NULL;
+            out[n++] = t;
+        } else {
+            prev = t;
+        }
+        t = next;
+    }
+    return n;
+}
+
+static void post_done(nc_batcher *b, nc_task **tasks, uint32_t n)
+{
+    pthread_mutex_lock(&b->done_lock);
+    for (uint32_t i = 0; i < n; i++) {
+        tasks[i]->next = NULL;
+        if (b->done_tail)
+            b->done_tail->next = tasks[i];
+        else
+            b->done_head = tasks[i];
+        b->done_tail = tasks[i];
+    }
+    pthread_mutex_unlock(&b->done_lock);
+    uint64_t one = 1;
+    /* eventfd adds; a full counter (never in practice) still wakes. */
+    while (write(b->done_fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+static void *worker_main(void *arg)
+{
+    nc_batcher *b = arg;
+    nc_work *w = NULL;
+    nc_task **batch = calloc(b->max_batch, sizeof *batch);
+    if (nc_work_new(b->cfg, &w) || !batch) {
+        nc_log(NC_LOG_ERR, "worker: out of memory at start");
+        free(batch);
+        nc_work_free(w);
+        return NULL;
+    }
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        if (b->stopping)
+            break;
+        if (b->depth == 0) {
+            pthread_cond_wait(&b->more, &b->lock);
+            continue;
+        }
+        int p = 0;
+        while (!b->queue[p].head)
+            p++;
+        nc_task *oldest = b->queue[p].head;
+        if (b->depth < b->max_batch && b->max_delay_us) {
+            uint64_t due = oldest->req->t_recv + b->max_delay_us, now = nc_now_us();
+            if (now < due) {
+                /* Sleep until the oldest image's delay is used up or more
+                 * work arrives, then look again. */
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
+                ts.tv_sec += (time_t)(ns / 1000000000u);
+                ts.tv_nsec = (long)(ns % 1000000000u);
+                pthread_cond_timedwait(&b->more, &b->lock, &ts);
+                continue;
+            }
+        }
+        uint32_t n = fifo_take(&b->queue[p], oldest->req->model, batch, b->max_batch);
+        b->depth -= n;
+        nc_models *gen = nc_models_ref(b->gen);
+        if (b->depth)
+            pthread_cond_signal(&b->more);  /* another worker can start */
+        pthread_mutex_unlock(&b->lock);
+
+        nc_work_run(w, gen, batch, n);
+        nc_models_unref(gen);
+        atomic_fetch_add(&b->batches, 1);
+        atomic_fetch_add(&b->batch_images, n);
+        atomic_fetch_add(&b->progress, 1);
+        post_done(b, batch, n);
+
+        pthread_mutex_lock(&b->lock);
+    }
+    pthread_mutex_unlock(&b->lock);
+    nc_work_free(w);
+    free(batch);
+    return NULL;
+}
+
+int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
+{
+    nc_batcher *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_mutex_init(&b->done_lock, NULL);
+    /* The condition variable times out on CLOCK_MONOTONIC, like every
+     * other clock here. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->more, &ca);
+    pthread_condattr_destroy(&ca);
+    b->cfg = cfg;
+    b->capacity = cfg->queue_capacity;
+    b->max_bytes = cfg->queue_max_bytes;
+    b->max_batch = cfg->max_batch;
+    b->max_delay_us = cfg->max_queue_delay_us;
+    b->gen = nc_models_ref(gen);
+    b->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (b->done_fd < 0) {
+        int err = -errno;
+        nc_batcher_free(b);
+        return err;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    b->n_threads = cfg->workers ? cfg->workers : ncpu > 0 ? (uint32_t)ncpu : 1;
+    b->threads = calloc(b->n_threads, sizeof *b->threads);
+    if (!b->threads) {
+        nc_batcher_free(b);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < b->n_threads; i++) {
+        int err = pthread_create(&b->threads[i], NULL, worker_main, b);
+        if (err) {
+            nc_batcher_free(b);
+            return -err;
+        }
+        b->n_started++;
+    }
+    *ret = b;
+    return 0;
+}
+
+void nc_batcher_free(nc_batcher *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->lock);
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->more);
+    pthread_mutex_unlock(&b->lock);
+    for (uint32_t i = 0; i < b->n_started; i++)
+        pthread_join(b->threads[i], NULL);
+    free(b->threads);
+    nc_models_unref(b->gen);
+    if (b->done_fd >= 0)
+        close(b->done_fd);
+    pthread_cond_destroy(&b->more);
+    pthread_mutex_destroy(&b->lock);
+    pthread_mutex_destroy(&b->done_lock);
+    free(b);
+}
+
+int nc_batcher_submit(nc_batcher *b, nc_request *req)
+{
+    pthread_mutex_lock(&b->lock);
+    uint64_t bytes = atomic_load(&b->bytes);
+    if (b->depth + (uint64_t)req->n_tasks > b->capacity || bytes + req->bytes > b->max_bytes ||
+        b->stopping) {
+        pthread_mutex_unlock(&b->lock);
+        return -EAGAIN;
+    }
+    fifo *f = &b->queue[req->prio < N_PRIO ? req->prio : N_PRIO - 1];
+    for (uint32_t i = 0; i < req->n_tasks; i++)
+        fifo_push(f, &req->tasks[i]);
+    b->depth += req->n_tasks;
+    atomic_fetch_add(&b->bytes, req->bytes);
+    pthread_cond_signal(&b->more);
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+void nc_batcher_release(nc_batcher *b, const nc_request *req)
+{
+    atomic_fetch_sub(&b->bytes, req->bytes);
+}
+
+void nc_batcher_set_models(nc_batcher *b, nc_models *gen)
+{
+    nc_models *old;
+    pthread_mutex_lock(&b->lock);
+    old = b->gen;
+    b->gen = nc_models_ref(gen);
+    pthread_mutex_unlock(&b->lock);
+    nc_models_unref(old);
+}
+
+int nc_batcher_done_fd(const nc_batcher *b)
+{
+    return b->done_fd;
+}
+
+nc_task *nc_batcher_take_done(nc_batcher *b)
+{
+    uint64_t v;
+    while (read(b->done_fd, &v, sizeof v) < 0 && errno == EINTR)
+        ;
+    pthread_mutex_lock(&b->done_lock);
+    nc_task *list = b->done_head;
+    b->done_head = b->done_tail = NULL;
+    pthread_mutex_unlock(&b->done_lock);
+    return list;
+}
+
+void nc_batcher_stats_get(nc_batcher *b, nc_batcher_stats *ret)
+{
+    pthread_mutex_lock(&b->lock);
+    ret->depth = b->depth;
+    pthread_mutex_unlock(&b->lock);
+    ret->workers = b->n_threads;
+    ret->bytes = atomic_load(&b->bytes);
+    ret->batches = atomic_load(&b->batches);
+    ret->batch_images = atomic_load(&b->batch_images);
+    ret->progress = atomic_load(&b->progress);
+}

@@ -1,0 +1,509 @@
+/* daemon/handler.c — see handler.h. */
+#include "handler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "message.h"
+#include "nc_config.h"
+#include "request.h"
+
+/* ---- scratch memory for one reply ------------------------------------------
+ * A reply is a tree of small structs; they are allocated from one list of
+ * blocks and freed together after packing. */
+typedef struct scratch_block {
+    struct scratch_block *next;
+    max_align_t data[];
+} scratch_block;
+
+typedef struct scratch {
+    scratch_block *blocks;
+    int failed;
+} scratch;
+
+static void *sc_alloc(scratch *sc, size_t size)
+{
+    if (size > SIZE_MAX - sizeof(scratch_block))
+        return sc->failed = 1, NULL;
+    scratch_block *b = calloc(1, sizeof *b + size);
+    if (!b)
+        return sc->failed = 1, NULL;
+    b->next = sc->blocks;
+    sc->blocks = b;
+    return b->data;
+}
+
+static void sc_free(scratch *sc)
+{
+    while (sc->blocks) {
+        scratch_block *b = sc->blocks;
+        sc->blocks = b->next;
+        free(b);
+    }
+}
+
+/* ---- simple replies --------------------------------------------------------- */
+
+static void send_counted(nc_conn *c, const Neocog__Reply *r)
+{
+    nc_metrics_count_reply(&c->srv->metrics, r->code);
+    nc_conn_send(c, r);
+}
+
+void nc_handle_error(nc_conn *c, uint64_t id, int code, const char *message)
+{
+    Neocog__Reply r = NEOCOG__REPLY__INIT;
+    r.id = id;
+    r.code = code;
+    r.message = (char *)message;
+    send_counted(c, &r);
+}
+
+static void fill_health(const nc_server *s, Neocog__HealthReply *h)
+{
+    neocog__health_reply__init(h);
+    h->live = 1;
+    h->ready = s->state == NC_SERVER_SERVING || s->state == NC_SERVER_RELOADING;
+    h->draining = s->state == NC_SERVER_DRAINING;
+    h->state = (char *)nc_server_state_text(s->state);
+}
+
+static const char *model_label(const nc_backend *be, int32_t k)
+{
+    return k >= 0 && (uint32_t)k < be->info.n_classes ? be->info.labels[k] : "?";
+}
+
+/* ModelInfo of both slots of the current generation. */
+static int fill_models(scratch *sc, const nc_server *s, Neocog__ModelInfo ***ret, size_t *ret_n)
+{
+    Neocog__ModelInfo **v = sc_alloc(sc, NC_SLOTS * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    const nc_models *g = s->models;
+    for (int slot = 0; slot < NC_SLOTS; slot++) {
+        Neocog__ModelInfo *mi = sc_alloc(sc, sizeof *mi);
+        if (!mi)
+            return -ENOMEM;
+        neocog__model_info__init(mi);
+        mi->model = slot == NC_SLOT_CNN ? NEOCOG__MODEL__MODEL_CNN
+                                        : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+        const nc_model *m = g->slot[slot];
+        mi->loaded = m != NULL;
+        mi->error = (char *)g->error[slot];
+        mi->path = (char *)(m ? m->path : g->path[slot]);
+        if (m) {
+            const nc_model_info *info = &m->be->info;
+            mi->architecture = (char *)m->arch;
+            mi->n_labels = info->n_classes;
+            mi->labels = sc_alloc(sc, info->n_classes * sizeof *mi->labels);
+            if (!mi->labels)
+                return -ENOMEM;
+            for (uint32_t k = 0; k < info->n_classes; k++)
+                mi->labels[k] = (char *)info->labels[k];
+            mi->input_size = info->prep.size + 2 * info->prep.pad;
+            mi->data = (char *)info->data;
+            mi->created = (char *)info->created;
+            mi->epochs = info->epochs;
+            mi->test_error = info->test_error;
+            mi->test_set = (char *)info->test_set;
+            mi->loaded_at_unix = m->loaded_at;
+        }
+        v[slot] = mi;
+    }
+    *ret = v;
+    *ret_n = NC_SLOTS;
+    return 0;
+}
+
+static void handle_info(nc_conn *c, const Neocog__Request *req)
+{
+    nc_server *s = c->srv;
+    scratch sc = { 0 };
+    Neocog__Reply r = NEOCOG__REPLY__INIT;
+    r.id = req->id;
+    Neocog__HealthReply health;
+    Neocog__StatusReply st = NEOCOG__STATUS_REPLY__INIT;
+    Neocog__ModelInfoReply mir = NEOCOG__MODEL_INFO_REPLY__INIT;
+    fill_health(s, &health);
+    if (req->kind_case == NEOCOG__REQUEST__KIND_HEALTH) {
+        r.kind_case = NEOCOG__REPLY__KIND_HEALTH;
+        r.health = &health;
+    } else if (req->kind_case == NEOCOG__REQUEST__KIND_MODEL_INFO) {
+        if (fill_models(&sc, s, &mir.models, &mir.n_models))
+            goto oom;
+        r.kind_case = NEOCOG__REPLY__KIND_MODEL_INFO;
+        r.model_info = &mir;
+    } else {
+        nc_batcher_stats bs;
+        nc_batcher_stats_get(s->batcher, &bs);
+        st.version = (char *)NC_VERSION;
+        st.backend = (char *)"cpu";
+        st.uptime_s = (nc_now_us() - s->started_us) / 1000000u;
+        st.health = &health;
+        st.workers = bs.workers;
+        st.connections = s->n_conns;
+        st.queue_depth = bs.depth;
+        st.queue_capacity = s->cfg.queue_capacity;
+        st.max_batch = s->cfg.max_batch;
+        st.max_queue_delay_us = s->cfg.max_queue_delay_us;
+        uint64_t total = 0;
+        for (int k = 0; k < NC_METRICS_CODES; k++)
+            total += s->metrics.requests[k];
+        st.requests_total = total;
+        st.images_total = s->metrics.images;
+        st.batches_total = bs.batches;
+        st.last_reload = s->last_reload;
+        st.max_images_per_request = s->cfg.max_images_per_request;
+        st.max_frame_bytes = s->cfg.max_frame_bytes;
+        if (fill_models(&sc, s, &st.models, &st.n_models))
+            goto oom;
+        r.kind_case = NEOCOG__REPLY__KIND_STATUS;
+        r.status = &st;
+    }
+    send_counted(c, &r);
+    sc_free(&sc);
+    return;
+oom:
+    sc_free(&sc);
+    nc_handle_error(c, req->id, NEOCOG__CODE__RESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* ---- recognition ------------------------------------------------------------- */
+
+/* Check one image's description before anything is queued. */
+static int check_image(const nc_server *s, const Neocog__Image *im, uint32_t i, char *why,
+                       size_t n)
+{
+    if ((uint32_t)im->format > NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY) {
+        snprintf(why, n, "image %u: unknown format %d", i, (int)im->format);
+        return -1;
+    }
+    if ((uint32_t)im->polarity > NEOCOG__POLARITY__POLARITY_DARK_INK) {
+        snprintf(why, n, "image %u: unknown polarity %d", i, (int)im->polarity);
+        return -1;
+    }
+    if (im->data.len == 0) {
+        snprintf(why, n, "image %u: no data", i);
+        return -1;
+    }
+    if (im->format == NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY) {
+        if (im->width == 0 || im->height == 0) {
+            snprintf(why, n, "image %u: raw image needs width and height (got %ux%u)", i,
+                     im->width, im->height);
+            return -1;
+        }
+        if (im->width > s->cfg.max_image_dim || im->height > s->cfg.max_image_dim ||
+            (uint64_t)im->width * im->height > s->cfg.max_image_pixels) {
+            snprintf(why, n, "image %u: %ux%u exceeds the size limit (%u per side, %llu "
+                     "pixels)", i, im->width, im->height, s->cfg.max_image_dim,
+                     (unsigned long long)s->cfg.max_image_pixels);
+            return -1;
+        }
+        if ((uint64_t)im->width * im->height != im->data.len) {
+            snprintf(why, n, "image %u: raw data has %zu bytes but width x height = %ux%u = "
+                     "%llu", i, im->data.len, im->width, im->height,
+                     (unsigned long long)im->width * im->height);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
+{
+    nc_server *s = c->srv;
+    const Neocog__Request *rq = nc_msg_request(m);
+    const Neocog__RecognizeRequest *rr = rq->recognize;
+    char why[320];
+    int code = NEOCOG__CODE__INVALID_ARGUMENT;
+    if (rr->n_images == 0) {
+        snprintf(why, sizeof why, "no images in the request");
+        goto fail;
+    }
+    if (rr->n_images > s->cfg.max_images_per_request) {
+        snprintf(why, sizeof why, "too many images: %zu (limit %u per request)", rr->n_images,
+                 s->cfg.max_images_per_request);
+        goto fail;
+    }
+    uint32_t model = (uint32_t)rr->model;
+    if (model > NEOCOG__MODEL__MODEL_ENSEMBLE) {
+        snprintf(why, sizeof why, "unknown model %d (0 default, 1 CNN, 2 neocognitron, "
+                 "3 ensemble)", (int)rr->model);
+        goto fail;
+    }
+    const nc_models *g = s->models;
+    int have_cnn = g->slot[NC_SLOT_CNN] != NULL, have_neo = g->slot[NC_SLOT_NEOCOG] != NULL;
+    if (model == NEOCOG__MODEL__MODEL_DEFAULT)
+        model = have_cnn && have_neo ? NEOCOG__MODEL__MODEL_ENSEMBLE
+              : have_cnn ? NEOCOG__MODEL__MODEL_CNN : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+    if ((model != NEOCOG__MODEL__MODEL_NEOCOGNITRON && !have_cnn) ||
+        (model != NEOCOG__MODEL__MODEL_CNN && !have_neo)) {
+        int slot = !have_cnn && model != NEOCOG__MODEL__MODEL_NEOCOGNITRON ? NC_SLOT_CNN
+                                                                           : NC_SLOT_NEOCOG;
+        code = NEOCOG__CODE__UNAVAILABLE;
+        snprintf(why, sizeof why, "the %s model is not loaded (%s)", nc_slot_name(slot),
+                 g->error[slot][0] ? g->error[slot] : "no file");
+        goto fail;
+    }
+    for (size_t i = 0; i < rr->n_images; i++)
+        if (check_image(s, rr->images[i], (uint32_t)i, why, sizeof why))
+            goto fail;
+    nc_request *req = calloc(1, sizeof *req + rr->n_images * sizeof(nc_task));
+    if (!req) {
+        code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
+        snprintf(why, sizeof why, "out of memory");
+        goto fail;
+    }
+    req->conn = c;
+    req->id = rq->id;
+    req->model = model;
+    req->top_k = rr->top_k ? rr->top_k : 1;
+    req->prio = rq->priority > 0 ? 0 : rq->priority == 0 ? 1 : 2;
+    req->t_recv = nc_now_us();
+    uint64_t budget = rq->deadline_us ? rq->deadline_us : s->cfg.default_deadline_us;
+    if (budget > UINT64_C(3600000000))
+        budget = UINT64_C(3600000000);      /* an hour is "no deadline" in practice */
+    req->deadline = budget ? req->t_recv + budget : 0;
+    req->bytes = frame_len;
+    req->cancelled = &c->closed;
+    req->msg = m;
+    req->n_tasks = (uint32_t)rr->n_images;
+    for (uint32_t i = 0; i < req->n_tasks; i++) {
+        nc_task *t = &req->tasks[i];
+        t->req = req;
+        t->index = i;
+        t->image = rr->images[i];
+        t->code = NEOCOG__CODE__OK;
+        t->label = -1;
+    }
+    if (nc_batcher_submit(s->batcher, req)) {
+        nc_batcher_stats bs;
+        nc_batcher_stats_get(s->batcher, &bs);
+        snprintf(why, sizeof why, "server busy: queue full (%u images queued, capacity %u, "
+                 "%llu bytes held); retry later", bs.depth, s->cfg.queue_capacity,
+                 (unsigned long long)bs.bytes);
+        free(req);
+        code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
+        goto fail;
+    }
+    c->in_flight++;
+    nc_conn_ref(c);
+    s->requests_in_flight++;
+    return;
+fail:
+    nc_handle_error(c, rq->id, code, why);
+    nc_msg_free(m);
+}
+
+void nc_handle_frame(nc_conn *c, const uint8_t *payload, size_t len)
+{
+    nc_msg *m = NULL;
+    /* 16 x the frame plus 64 KiB covers any honest request; a hostile one
+     * stops at the cap (see message.h). */
+    int err = nc_msg_unpack(&neocog__request__descriptor, payload, len, 0, &m);
+    if (err) {
+        nc_handle_error(c, 0, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                             : NEOCOG__CODE__INVALID_ARGUMENT,
+                        err == -ENOMEM ? "request needs too much memory to decode"
+                                       : "malformed Request message (protobuf decoding "
+                                         "failed)");
+        return;
+    }
+    const Neocog__Request *rq = nc_msg_request(m);
+    switch (rq->kind_case) {
+    case NEOCOG__REQUEST__KIND_RECOGNIZE:
+        handle_recognize(c, m, NC_FRAME_HEADER_LEN + len);
+        return;     /* m now belongs to the request (or was freed) */
+    case NEOCOG__REQUEST__KIND_STATUS:
+    case NEOCOG__REQUEST__KIND_HEALTH:
+    case NEOCOG__REQUEST__KIND_MODEL_INFO:
+        handle_info(c, rq);
+        break;
+    default:
+        nc_handle_error(c, rq->id, NEOCOG__CODE__UNIMPLEMENTED,
+                        "request kind not set or not known to this server (set recognize, "
+                        "status, health or model_info)");
+        break;
+    }
+    nc_msg_free(m);
+}
+
+/* ---- replies to recognition -------------------------------------------------- */
+
+static int by_prob_desc(const float *prob, uint32_t a, uint32_t b)
+{
+    return prob[a] > prob[b] || (prob[a] == prob[b] && a < b);
+}
+
+static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
+                       Neocog__Result *res)
+{
+    neocog__result__init(res);
+    res->code = t->code;
+    res->message = (char *)t->message;
+    res->label = -1;
+    res->text = (char *)"?";
+    if (t->code != NEOCOG__CODE__OK || !t->gen)
+        return 0;
+    /* Labels come from the CNN when it took part (ensemble too). */
+    const nc_model *m = req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON
+                        ? t->gen->slot[NC_SLOT_NEOCOG] : t->gen->slot[NC_SLOT_CNN];
+    if (!m)
+        return 0;
+    const nc_backend *be = m->be;
+    res->label = t->label;
+    res->confidence = t->confidence;
+    res->reject = t->reject;
+    if (t->image->segment) {
+        char *text = sc_alloc(sc, (size_t)t->n_digits * 16 + 1);
+        Neocog__Digit **dv = sc_alloc(sc, (t->n_digits + 1) * sizeof *dv);
+        if (!text || !dv)
+            return -ENOMEM;
+        size_t used = 0;
+        for (uint32_t d = 0; d < t->n_digits; d++) {
+            const nc_digit *nd = &t->digits[d];
+            Neocog__Digit *dg = sc_alloc(sc, sizeof *dg);
+            Neocog__Box *bx = sc_alloc(sc, sizeof *bx);
+            if (!dg || !bx)
+                return -ENOMEM;
+            neocog__digit__init(dg);
+            neocog__box__init(bx);
+            bx->x = nd->x;
+            bx->y = nd->y;
+            bx->width = nd->width;
+            bx->height = nd->height;
+            dg->box = bx;
+            dg->label = nd->label;
+            dg->text = (char *)model_label(be, nd->label);
+            dg->confidence = nd->confidence;
+            dg->reject = nd->label < 0;
+            size_t l = strlen(dg->text);
+            memcpy(text + used, dg->text, l);
+            used += l;
+            dv[d] = dg;
+        }
+        text[used] = '\0';
+        res->text = text;
+        res->digits = dv;
+        res->n_digits = t->n_digits;
+        return 0;
+    }
+    res->text = (char *)model_label(be, t->label);
+    res->scores = (float *)t->scores;
+    res->n_scores = t->n_classes;
+    uint32_t k = req->top_k < t->n_classes ? req->top_k : t->n_classes;
+    Neocog__Candidate **cv = sc_alloc(sc, (k + 1) * sizeof *cv);
+    if (!cv)
+        return -ENOMEM;
+    uint32_t used_mask[2] = { 0, 0 };
+    for (uint32_t i = 0; i < k; i++) {
+        int best = -1;
+        for (uint32_t j = 0; j < t->n_classes; j++)
+            if (!(used_mask[j / 32] >> (j % 32) & 1) &&
+                (best < 0 || by_prob_desc(t->prob, j, (uint32_t)best)))
+                best = (int)j;
+        used_mask[best / 32] |= 1u << (best % 32);
+        Neocog__Candidate *cd = sc_alloc(sc, sizeof *cd);
+        if (!cd)
+            return -ENOMEM;
+        neocog__candidate__init(cd);
+        cd->label = best;
+        cd->text = (char *)model_label(be, best);
+        cd->score = t->prob[best];
+        cv[i] = cd;
+    }
+    res->top = cv;
+    res->n_top = k;
+    return 0;
+}
+
+static void finish_request(nc_server *s, nc_request *req)
+{
+    uint64_t now = nc_now_us();
+    nc_conn *c = req->conn;
+    Neocog__Reply r = NEOCOG__REPLY__INIT;
+    Neocog__Timing tm = NEOCOG__TIMING__INIT;
+    Neocog__RecognizeReply rec = NEOCOG__RECOGNIZE_REPLY__INIT;
+    scratch sc = { 0 };
+    r.id = req->id;
+    uint64_t queue_us = 0, compute_us = 0;
+    uint32_t batch = 0;
+    for (uint32_t i = 0; i < req->n_tasks; i++) {
+        const nc_task *t = &req->tasks[i];
+        if (t->t_start > req->t_recv && t->t_start - req->t_recv > queue_us)
+            queue_us = t->t_start - req->t_recv;
+        if (t->t_end - t->t_start > compute_us)
+            compute_us = t->t_end - t->t_start;
+        batch = t->batch_size;
+        if (r.code == NEOCOG__CODE__OK && t->code != NEOCOG__CODE__OK) {
+            r.code = t->code;
+            r.message = (char *)t->message;
+        }
+    }
+    tm.queue_us = queue_us;
+    tm.compute_us = compute_us;
+    tm.total_us = now - req->t_recv;
+    r.timing = &tm;
+    char why[160];
+    if (req->deadline && now > req->deadline && r.code == NEOCOG__CODE__OK) {
+        r.code = NEOCOG__CODE__DEADLINE_EXCEEDED;
+        snprintf(why, sizeof why, "deadline exceeded: answered after %llu us, budget %llu us",
+                 (unsigned long long)(now - req->t_recv),
+                 (unsigned long long)(req->deadline - req->t_recv));
+        r.message = why;
+    }
+    if (r.code != NEOCOG__CODE__DEADLINE_EXCEEDED && r.code != NEOCOG__CODE__CANCELLED &&
+        r.code != NEOCOG__CODE__UNAVAILABLE) {
+        Neocog__Result **rv = sc_alloc(&sc, req->n_tasks * sizeof *rv);
+        Neocog__Result *res = sc_alloc(&sc, req->n_tasks * sizeof *res);
+        for (uint32_t i = 0; rv && res && i < req->n_tasks; i++) {
+            if (fill_result(&sc, req, &req->tasks[i], &res[i]))
+                break;
+            rv[i] = &res[i];
+        }
+        if (sc.failed) {
+            r.code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
+            r.message = (char *)"out of memory building the reply";
+        } else {
+            rec.results = rv;
+            rec.n_results = req->n_tasks;
+            rec.model = (char *)(req->model == NEOCOG__MODEL__MODEL_CNN ? "cnn"
+                               : req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON
+                                   ? "neocognitron" : "ensemble");
+            rec.batch_size = batch;
+            r.kind_case = NEOCOG__REPLY__KIND_RECOGNIZE;
+            r.recognize = &rec;
+        }
+    }
+    send_counted(c, &r);
+    s->metrics.images += req->n_tasks;
+    nc_histogram_add(&s->metrics.queue, queue_us);
+    nc_histogram_add(&s->metrics.compute, compute_us);
+    nc_histogram_add(&s->metrics.total, tm.total_us);
+    sc_free(&sc);
+    for (uint32_t i = 0; i < req->n_tasks; i++) {
+        free(req->tasks[i].digits);
+        nc_models_unref(req->tasks[i].gen);
+    }
+    nc_batcher_release(s->batcher, req);
+    nc_msg_free(req->msg);
+    free(req);
+    s->requests_in_flight--;
+    nc_conn_request_done(c);
+    nc_server_check_drained(s);
+}
+
+void nc_handle_done(nc_server *s)
+{
+    nc_task *t = nc_batcher_take_done(s->batcher);
+    while (t) {
+        nc_task *next = t->next;
+        nc_request *req = t->req;
+        if (++req->n_done == req->n_tasks)
+            finish_request(s, req);
+        t = next;
+    }
+}

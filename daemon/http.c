@@ -1,0 +1,101 @@
+/* daemon/http.c — see http.h. */
+#include "http.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "clock.h"
+
+static int ready(const nc_server *s)
+{
+    return s->state == NC_SERVER_SERVING || s->state == NC_SERVER_RELOADING;
+}
+
+static void reply_text(struct evhttp_request *r, int code, const char *reason,
+                       const char *ctype, const char *body, size_t len)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(r, 500, "out of memory");
+        return;
+    }
+    evbuffer_add(b, body, len);
+    evhttp_add_header(evhttp_request_get_output_headers(r), "Content-Type", ctype);
+    evhttp_send_reply(r, code, reason, b);
+    evbuffer_free(b);
+}
+
+static void on_request(struct evhttp_request *r, void *arg)
+{
+    nc_server *s = arg;
+    const char *uri = evhttp_request_get_uri(r);
+    if (evhttp_request_get_command(r) != EVHTTP_REQ_GET &&
+        evhttp_request_get_command(r) != EVHTTP_REQ_HEAD) {
+        evhttp_send_error(r, 405, "only GET");
+        return;
+    }
+    size_t plen = strcspn(uri, "?");
+    if (plen == 8 && !strncmp(uri, "/metrics", 8)) {
+        nc_batcher_stats bs;
+        nc_batcher_stats_get(s->batcher, &bs);
+        nc_metrics_gauges g = {
+            .queue_depth = bs.depth, .queue_capacity = s->cfg.queue_capacity,
+            .queue_bytes = bs.bytes, .connections = s->n_conns, .workers = bs.workers,
+            .batches = bs.batches, .batch_images = bs.batch_images,
+            .ready = ready(s), .draining = s->state == NC_SERVER_DRAINING,
+            .uptime_s = (nc_now_us() - s->started_us) / 1000000u,
+        };
+        for (int k = 0; k < NC_SLOTS; k++) {
+            const nc_model *m = s->models->slot[k];
+            g.model_loaded[k] = m != NULL;
+            if (m && m->be->ops->device_bytes)
+                g.device_bytes += m->be->ops->device_bytes(m->be->impl);
+        }
+        char *text;
+        size_t len;
+        if (nc_metrics_render(&s->metrics, &g, &text, &len)) {
+            evhttp_send_error(r, 500, "out of memory");
+            return;
+        }
+        reply_text(r, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", text, len);
+        free(text);
+    } else if (plen == 8 && !strncmp(uri, "/healthz", 8)) {
+        reply_text(r, 200, "OK", "text/plain", "ok\n", 3);
+    } else if (plen == 7 && !strncmp(uri, "/readyz", 7)) {
+        if (ready(s))
+            reply_text(r, 200, "OK", "text/plain", "ready\n", 6);
+        else
+            reply_text(r, 503, "Service Unavailable", "text/plain", "not ready\n", 10);
+    } else {
+        evhttp_send_error(r, 404, "try /metrics, /healthz or /readyz");
+    }
+}
+
+int nc_http_start(nc_server *s, int fd)
+{
+    s->http = evhttp_new(s->base);
+    if (!s->http)
+        return -ENOMEM;
+    /* Small limits: this port serves three tiny GETs. */
+    evhttp_set_max_headers_size(s->http, 8192);
+    evhttp_set_max_body_size(s->http, 0);
+    evhttp_set_timeout(s->http, 10);
+    evhttp_set_gencb(s->http, on_request, s);
+    if (!evhttp_accept_socket_with_handle(s->http, fd)) {
+        evhttp_free(s->http);
+        s->http = NULL;
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void nc_http_stop(nc_server *s)
+{
+    if (s->http)
+        evhttp_free(s->http);
+    s->http = NULL;
+}

@@ -1,0 +1,117 @@
+/* daemon/listen.c — see listen.h. */
+#include "listen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int nc_listen_tcp(const char *addr, int *ret_fd, char *why, size_t why_len)
+{
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || !colon[1]) {
+        snprintf(why, why_len, "'%s': expected host:port", addr);
+        return -EINVAL;
+    }
+    size_t hlen = (size_t)(colon - addr);
+    if (hlen >= sizeof host) {
+        snprintf(why, why_len, "'%s': host too long", addr);
+        return -EINVAL;
+    }
+    memcpy(host, addr, hlen);
+    host[hlen] = '\0';
+    const char *h = host;
+    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {   /* [::1]:port */
+        host[hlen - 1] = '\0';
+        h = host + 1;
+    }
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(*h ? h : NULL, colon + 1, &hints, &res);
+    if (gai) {
+        snprintf(why, why_len, "'%s': %s", addr, gai_strerror(gai));
+        return -EINVAL;
+    }
+    int err = -EADDRNOTAVAIL;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = -errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 512) == 0) {
+            freeaddrinfo(res);
+            *ret_fd = fd;
+            return 0;
+        }
+        err = -errno;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    snprintf(why, why_len, "'%s': %s", addr, strerror(-err));
+    return err;
+}
+
+int nc_listen_unix(const char *path, uint32_t mode, int *ret_fd, char *why, size_t why_len)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path) {
+        snprintf(why, why_len, "%s: path too long for a Unix socket", path);
+        return -ENAMETOOLONG;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(why, why_len, "%s exists and is not a socket", path);
+            return -EEXIST;
+        }
+        unlink(path);       /* left over from an earlier run */
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        int err = -errno;
+        snprintf(why, why_len, "%s: %s", path, strerror(-err));
+        return err;
+    }
+    mode_t old = umask((mode_t)(~mode & 0777));
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    int err = r < 0 ? -errno : 0;
+    umask(old);
+    if (err == -ENOENT) {
+        /* The default /run/neocogd may not exist outside systemd: make the
+         * last folder (only that one) and try again. */
+        char dirpath[sizeof sa.sun_path];
+        memcpy(dirpath, sa.sun_path, sizeof dirpath);
+        char *slash = strrchr(dirpath, '/');
+        if (slash && slash != dirpath) {
+            *slash = '\0';
+            if (mkdir(dirpath, 0755) == 0 || errno == EEXIST) {
+                old = umask((mode_t)(~mode & 0777));
+                r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+                err = r < 0 ? -errno : 0;
+                umask(old);
+            }
+        }
+    }
+    if (!err && listen(fd, 512) < 0)
+        err = -errno;
+    if (err) {
+        snprintf(why, why_len, "%s: %s", path, strerror(-err));
+        close(fd);
+        return err;
+    }
+    /* umask only narrows; make the bits exact. */
+    chmod(path, (mode_t)mode);
+    *ret_fd = fd;
+    return 0;
+}

@@ -1,0 +1,55 @@
+/* daemon/metrics.h — counters and latency histograms, and their Prometheus
+ * text rendering.
+ *
+ * Layer: daemon.  Updated on the event thread only (every reply is built
+ * there), so plain integers suffice; the worker-side counters live in the
+ * batcher as atomics and are read when rendering. */
+#ifndef NC_METRICS_H
+#define NC_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NC_METRICS_CODES 17     /* gRPC codes 0..16 */
+#define NC_METRICS_BUCKETS 16
+
+typedef struct nc_histogram {
+    uint64_t bucket[NC_METRICS_BUCKETS + 1];    /* last: +Inf */
+    uint64_t count;
+    uint64_t sum_us;
+} nc_histogram;
+
+typedef struct nc_metrics {
+    uint64_t requests[NC_METRICS_CODES];    /* replies sent, by code */
+    uint64_t images;                        /* images answered */
+    uint64_t frame_errors;                  /* connections closed for bad framing */
+    uint64_t connections_total;
+    uint64_t reloads_ok, reloads_failed;
+    nc_histogram queue, compute, total;     /* microseconds */
+} nc_metrics;
+
+/* Bucket upper bounds in microseconds (the same for every histogram). */
+extern const uint64_t nc_metrics_bounds_us[NC_METRICS_BUCKETS];
+
+void nc_histogram_add(nc_histogram *h, uint64_t us);
+void nc_metrics_count_reply(nc_metrics *m, int code);
+
+/* Gauges and worker counters sampled at render time. */
+typedef struct nc_metrics_gauges {
+    uint32_t queue_depth, queue_capacity;
+    uint64_t queue_bytes;
+    uint32_t connections;
+    uint32_t workers;
+    uint64_t batches, batch_images;
+    int ready, draining;
+    int model_loaded[2];
+    uint64_t device_bytes;
+    uint64_t uptime_s;
+} nc_metrics_gauges;
+
+/* Render everything as Prometheus text format 0.0.4 into a malloc'd
+ * string. */
+int nc_metrics_render(const nc_metrics *m, const nc_metrics_gauges *g, char **ret_text,
+                      size_t *ret_len);
+
+#endif

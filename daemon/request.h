@@ -1,0 +1,67 @@
+/* daemon/request.h — a recognition request in flight and its tasks.
+ *
+ * Layer: daemon.  The event thread builds an nc_request from a decoded
+ * Request message, one nc_task per image, and hands the tasks to the
+ * batcher.  Workers fill in each task's answer and send it back; the event
+ * thread counts them home and, when all are in, writes the Reply.  A task
+ * is written by exactly one thread at a time (event thread before submit
+ * and after completion, one worker in between), so it needs no lock. */
+#ifndef NC_REQUEST_H
+#define NC_REQUEST_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "message.h"
+#include "modelfile.h"
+#include "models.h"
+
+typedef struct nc_conn nc_conn;
+typedef struct nc_request nc_request;
+
+/* One character found by segmentation. */
+typedef struct nc_digit {
+    uint32_t x, y, width, height;
+    int32_t label;
+    float confidence;
+} nc_digit;
+
+#define NC_MAX_DIGITS 64
+
+typedef struct nc_task {
+    struct nc_task *next;           /* queue and completion lists */
+    nc_request *req;
+    uint32_t index;                 /* image number within the request */
+    const Neocog__Image *image;     /* borrowed from req->msg */
+    /* the answer (worker) */
+    int code;                       /* Neocog__Code */
+    char message[256];
+    int32_t label;                  /* -1 reject */
+    float confidence;
+    int reject;
+    uint32_t n_classes;
+    float scores[NC_MF_MAX_CLASSES];/* raw model output (ensemble: mean p) */
+    float prob[NC_MF_MAX_CLASSES];  /* calibrated */
+    nc_digit *digits;               /* segmentation, malloc'd */
+    uint32_t n_digits;
+    nc_models *gen;                 /* generation that answered (ref) */
+    uint64_t t_start, t_end;        /* batch start/end, monotonic us */
+    uint32_t batch_size;
+} nc_task;
+
+struct nc_request {
+    nc_conn *conn;                  /* holds a reference on conn */
+    uint64_t id;
+    uint32_t model;                 /* Neocog__Model, DEFAULT resolved */
+    uint32_t top_k;
+    uint32_t prio;                  /* 0 high, 1 normal, 2 background */
+    uint64_t t_recv;                /* monotonic us */
+    uint64_t deadline;              /* monotonic us, 0 none */
+    size_t bytes;                   /* frame bytes (queue accounting) */
+    const atomic_int *cancelled;    /* the connection's closed flag: skip work */
+    nc_msg *msg;                    /* the Request; images point into it */
+    uint32_t n_tasks, n_done;
+    nc_task tasks[];
+};
+
+#endif

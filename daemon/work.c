@@ -1,0 +1,369 @@
+/* daemon/work.c — see work.h. */
+#include "work.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "decode.h"
+#include "split.h"
+
+/* Per network: the worker context of the model it was made for, and the
+ * batch's input and output rows. */
+typedef struct slot_ctx {
+    nc_model *model;            /* reference held while ctx exists */
+    void *ctx;
+    float *in, *out;
+    size_t in_cap, out_cap;     /* floats */
+} slot_ctx;
+
+/* One network input: a whole image, or one segmented character. */
+typedef struct row {
+    nc_task *task;
+    int digit;                  /* -1: the whole image */
+    int ok[NC_SLOTS];           /* preprocessing gave an input */
+} row;
+
+struct nc_work {
+    nc_decode_limits lim;
+    uint32_t max_batch;
+    double reject_threshold;
+    slot_ctx slot[NC_SLOTS];
+    row *rows;
+    size_t rows_cap;
+};
+
+int nc_work_new(const nc_config *cfg, nc_work **ret)
+{
+    nc_work *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->lim.max_dim = cfg->max_image_dim;
+    w->lim.max_pixels = cfg->max_image_pixels;
+    w->max_batch = cfg->max_batch;
+    w->reject_threshold = cfg->reject_threshold;
+    *ret = w;
+    return 0;
+}
+
+static void slot_release(slot_ctx *s)
+{
+    if (s->model)
+        s->model->be->ops->worker_free(s->ctx);
+    nc_model_unref(s->model);
+    s->model = NULL;
+    s->ctx = NULL;
+}
+
+void nc_work_free(nc_work *w)
+{
+    if (!w)
+        return;
+    for (int s = 0; s < NC_SLOTS; s++) {
+        slot_release(&w->slot[s]);
+        free(w->slot[s].in);
+        free(w->slot[s].out);
+    }
+    free(w->rows);
+    free(w);
+}
+
+int nc_work_border_is_light(const nc_image *img)
+{
+    uint64_t sum = 0, n = 0;
+    for (uint32_t x = 0; x < img->width; x++) {
+        sum += img->pixels[x] + img->pixels[(size_t)(img->height - 1) * img->stride + x];
+        n += 2;
+    }
+    for (uint32_t y = 0; y < img->height; y++) {
+        sum += img->pixels[(size_t)y * img->stride] +
+               img->pixels[(size_t)y * img->stride + img->width - 1];
+        n += 2;
+    }
+    return sum > 128 * n;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    if (c > SIZE_MAX / elem)
+        return -ENOMEM;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Make sure slot s runs gen's model (a reload may have replaced it). */
+static int slot_bind(nc_work *w, int s, nc_model *m)
+{
+    slot_ctx *sc = &w->slot[s];
+    if (sc->model == m)
+        return 0;
+    slot_release(sc);
+    int err = m->be->ops->worker_new(m->be->impl, w->max_batch, &sc->ctx);
+    if (err)
+        return err;
+    sc->model = nc_model_ref(m);
+    return 0;
+}
+
+static void task_fail(nc_task *t, int code, const char *fmt, const char *detail)
+{
+    if (t->code != NEOCOG__CODE__OK)
+        return;     /* the first reason wins */
+    t->code = code;
+    snprintf(t->message, sizeof t->message, fmt, t->index, detail);
+}
+
+/* Which networks a request's model needs. */
+static void needs(uint32_t model, int need[NC_SLOTS])
+{
+    need[NC_SLOT_CNN] = model == NEOCOG__MODEL__MODEL_CNN || model == NEOCOG__MODEL__MODEL_ENSEMBLE;
+    need[NC_SLOT_NEOCOG] = model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ||
+                           model == NEOCOG__MODEL__MODEL_ENSEMBLE;
+}
+
+/* Preprocess one view into row r of every needed slot. */
+static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
+                     const nc_image *view, size_t r)
+{
+    row *rw = &w->rows[r];
+    for (int s = 0; s < NC_SLOTS; s++) {
+        rw->ok[s] = 0;
+        if (!need[s])
+            continue;
+        const nc_backend *be = gen->slot[s]->be;
+        float *dst = w->slot[s].in + r * be->input_len;
+        nc_prep p = be->info.prep;
+        p.invert = 0;           /* the view is light ink already */
+        int err = nc_prep_apply(view, &p, dst);
+        if (err) {
+            memset(dst, 0, be->input_len * sizeof *dst);
+            if (err != -ENOENT)
+                task_fail(rw->task, NEOCOG__CODE__INVALID_ARGUMENT,
+                          "image %u: cannot preprocess: %s", nc_strerror(err));
+        } else {
+            rw->ok[s] = 1;
+        }
+    }
+}
+
+/* Answer of one row from the networks' outputs. */
+static void answer(nc_work *w, nc_models *gen, uint32_t model, const int need[NC_SLOTS],
+                   size_t r, int32_t *ret_label, float *ret_conf, float *scores,
+                   float *prob, uint32_t *ret_n_classes)
+{
+    const row *rw = &w->rows[r];
+    float p[NC_SLOTS][NC_MF_MAX_CLASSES];
+    int opinion[NC_SLOTS] = { 0, 0 };
+    uint32_t n_classes = 0;
+    const float *raw_single = NULL;
+    int32_t label = -1;
+    for (int s = 0; s < NC_SLOTS; s++) {
+        if (!need[s])
+            continue;
+        const nc_backend *be = gen->slot[s]->be;
+        n_classes = be->info.n_classes;
+        const float *raw = w->slot[s].out + r * n_classes;
+        raw_single = raw;
+        if (rw->ok[s]) {
+            opinion[s] = nc_backend_calibrate(be->kind, raw, n_classes, p[s]) == 0;
+            if (model != NEOCOG__MODEL__MODEL_ENSEMBLE)
+                label = nc_backend_label(be->kind, raw, n_classes);
+        } else {
+            nc_backend_calibrate(be->kind, raw, n_classes, p[s]);
+        }
+    }
+    if (model == NEOCOG__MODEL__MODEL_ENSEMBLE) {
+        nc_backend_ensemble(p[NC_SLOT_CNN], opinion[NC_SLOT_CNN], p[NC_SLOT_NEOCOG],
+                            opinion[NC_SLOT_NEOCOG], n_classes, prob);
+        memcpy(scores, prob, n_classes * sizeof *scores);
+        if (opinion[NC_SLOT_CNN] || opinion[NC_SLOT_NEOCOG]) {
+            label = 0;
+            for (uint32_t k = 1; k < n_classes; k++)
+                if (prob[k] > prob[label])
+                    label = (int32_t)k;
+        }
+    } else {
+        int s = need[NC_SLOT_CNN] ? NC_SLOT_CNN : NC_SLOT_NEOCOG;
+        memcpy(prob, p[s], n_classes * sizeof *prob);
+        memcpy(scores, raw_single, n_classes * sizeof *scores);
+        if (!opinion[s])
+            label = -1;
+    }
+    float conf = label >= 0 ? prob[label] : 0.0f;
+    if (label >= 0 && conf < w->reject_threshold)
+        label = -1;
+    *ret_label = label;
+    *ret_conf = conf;
+    *ret_n_classes = n_classes;
+}
+
+void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
+{
+    uint64_t t_start = nc_now_us();
+    uint32_t model = n ? tasks[0]->req->model : 0;
+    int need[NC_SLOTS];
+    needs(model, need);
+    int missing = 0;
+    for (int s = 0; s < NC_SLOTS; s++)
+        if (need[s] && !gen->slot[s])
+            missing = 1;
+    if (need[NC_SLOT_CNN] && need[NC_SLOT_NEOCOG] && !missing &&
+        gen->slot[0]->be->info.n_classes != gen->slot[1]->be->info.n_classes)
+        missing = 2;
+    size_t n_rows = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        nc_task *t = tasks[i];
+        t->gen = nc_models_ref(gen);
+        t->t_start = t_start;
+        t->batch_size = n;
+        if (atomic_load(t->req->cancelled)) {
+            task_fail(t, NEOCOG__CODE__CANCELLED, "image %u: %s", "connection closed");
+            continue;
+        }
+        if (t->req->deadline && t_start > t->req->deadline) {
+            task_fail(t, NEOCOG__CODE__DEADLINE_EXCEEDED, "image %u: %s",
+                      "deadline exceeded while queued");
+            continue;
+        }
+        if (missing == 1) {
+            task_fail(t, NEOCOG__CODE__UNAVAILABLE, "image %u: %s",
+                      "the requested model is not loaded");
+            continue;
+        }
+        if (missing == 2) {
+            task_fail(t, NEOCOG__CODE__FAILED_PRECONDITION, "image %u: %s",
+                      "the two models have different classes: no ensemble");
+            continue;
+        }
+        const Neocog__Image *im = t->image;
+        nc_image *img = NULL;
+        char why[200] = "";
+        int err = nc_decode_image((int)im->format, im->data.data, im->data.len, im->width,
+                                  im->height, &w->lim, &img, why, sizeof why);
+        if (err) {
+            task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                        : NEOCOG__CODE__INVALID_ARGUMENT,
+                      "image %u: %s", why);
+            continue;
+        }
+        int invert = im->polarity == NEOCOG__POLARITY__POLARITY_DARK_INK ? 1
+                   : im->polarity == NEOCOG__POLARITY__POLARITY_LIGHT_INK ? 0
+                   : nc_work_border_is_light(img);
+        if (invert)
+            nc_image_invert(img);
+        nc_rect boxes[NC_MAX_DIGITS];
+        uint32_t n_views = 1;
+        if (im->segment) {
+            err = nc_split_digits(img, boxes, NC_MAX_DIGITS, &n_views);
+            if (err) {
+                task_fail(t, NEOCOG__CODE__INVALID_ARGUMENT, "image %u: %s",
+                          err == -ERANGE ? "too many characters to segment"
+                                         : "segmentation failed");
+                nc_image_free(img);
+                continue;
+            }
+            if (n_views && !(t->digits = calloc(n_views, sizeof *t->digits))) {
+                task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
+                nc_image_free(img);
+                continue;
+            }
+            t->n_digits = n_views;
+        }
+        /* Room for the new rows in every buffer. */
+        size_t need_rows = n_rows + n_views;
+        err = grow((void **)&w->rows, &w->rows_cap, need_rows, sizeof *w->rows);
+        for (int s = 0; s < NC_SLOTS && !err; s++) {
+            if (!need[s])
+                continue;
+            const nc_backend *be = gen->slot[s]->be;
+            if (!(err = grow((void **)&w->slot[s].in, &w->slot[s].in_cap,
+                             need_rows * be->input_len, sizeof(float))))
+                err = grow((void **)&w->slot[s].out, &w->slot[s].out_cap,
+                           need_rows * be->info.n_classes, sizeof(float));
+        }
+        if (err) {
+            task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
+            nc_image_free(img);
+            continue;
+        }
+        for (uint32_t v = 0; v < n_views; v++) {
+            nc_image view = *img;
+            if (im->segment) {
+                nc_image_crop(img, boxes[v], &view);
+                t->digits[v] = (nc_digit){ boxes[v].x, boxes[v].y, boxes[v].width,
+                                           boxes[v].height, -1, 0.0f };
+            }
+            w->rows[n_rows] = (row){ .task = t, .digit = im->segment ? (int)v : -1 };
+            prep_row(w, gen, need, &view, n_rows);
+            n_rows++;
+        }
+        nc_image_free(img);
+    }
+    /* One forward pass per network over every row of the batch. */
+    int fwd_err[NC_SLOTS] = { 0, 0 };
+    for (int s = 0; s < NC_SLOTS && n_rows; s++) {
+        if (!need[s] || missing)
+            continue;
+        nc_model *m = gen->slot[s];
+        if (!(fwd_err[s] = slot_bind(w, s, m)))
+            fwd_err[s] = m->be->ops->forward(m->be->impl, w->slot[s].ctx, w->slot[s].in,
+                                             (uint32_t)n_rows, w->slot[s].out);
+    }
+    for (size_t r = 0; r < n_rows; r++) {
+        nc_task *t = w->rows[r].task;
+        int failed = 0;
+        for (int s = 0; s < NC_SLOTS; s++)
+            if (fwd_err[s]) {
+                task_fail(t, NEOCOG__CODE__INTERNAL, "image %u: engine failed: %s",
+                          nc_strerror(fwd_err[s]));
+                failed = 1;
+            }
+        if (failed || t->code != NEOCOG__CODE__OK)
+            continue;
+        int32_t label;
+        float conf, scores[NC_MF_MAX_CLASSES], prob[NC_MF_MAX_CLASSES];
+        uint32_t nc;
+        answer(w, gen, model, need, r, &label, &conf, scores, prob, &nc);
+        if (w->rows[r].digit >= 0) {
+            nc_digit *d = &t->digits[w->rows[r].digit];
+            d->label = label;
+            d->confidence = conf;
+        } else {
+            t->label = label;
+            t->confidence = conf;
+            t->reject = label < 0;
+            t->n_classes = nc;
+            memcpy(t->scores, scores, nc * sizeof *scores);
+            memcpy(t->prob, prob, nc * sizeof *prob);
+        }
+    }
+    uint64_t t_end = nc_now_us();
+    for (uint32_t i = 0; i < n; i++) {
+        nc_task *t = tasks[i];
+        t->t_end = t_end;
+        if (t->image->segment && t->code == NEOCOG__CODE__OK) {
+            /* A string is as sure as its least sure character. */
+            float conf = t->n_digits ? 1.0f : 0.0f;
+            int reject = t->n_digits == 0;
+            for (uint32_t d = 0; d < t->n_digits; d++) {
+                if (t->digits[d].confidence < conf)
+                    conf = t->digits[d].confidence;
+                if (t->digits[d].label < 0)
+                    reject = 1;
+            }
+            t->label = -1;
+            t->confidence = conf;
+            t->reject = reject;
+        }
+    }
+}

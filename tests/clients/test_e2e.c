@@ -1,0 +1,307 @@
+/* tests/clients/test_e2e.c — the `neocog` command and libneocog against the
+ * real neocogd: started on a Unix socket in a temporary folder with the
+ * shipped CNN, asked to read tests/data/sample-7.pgm in every output format,
+ * its status, a pipelined burst through the library, and a 2-second
+ * `neocog bench` that must report no errors.
+ *
+ * argv: NEOCOGD NEOCOG.  An empty NEOCOGD (the daemon is not in this build)
+ * skips with 77. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "neocog_client.h"
+#include "test.h"
+
+/* For messages: a failed run may leave no output at all. */
+#define S(p) ((p) ? (p) : "")
+
+static const char *neocog_bin;
+static char server[320];
+static char data_dir[4096], root_dir[4096];
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Run argv with stdin from in_path (or /dev/null), stdout captured into a
+ * malloc'd string; returns the exit status (-1 if it did not exit). */
+static int run(const char *const *argv, const char *in_path, char **ret_out)
+{
+    char tmpl[] = "/tmp/nc-e2e-out-XXXXXX";
+    int out = mkstemp(tmpl);
+    if (out < 0)
+        return -1;
+    unlink(tmpl);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+        dup2(in, 0);
+        dup2(out, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    off_t len = lseek(out, 0, SEEK_END);
+    char *buf = calloc(1, (size_t)len + 1);
+    if (buf && len > 0)
+        (void)!pread(out, buf, (size_t)len, 0);
+    close(out);
+    *ret_out = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* neocog --server S ARGS... (up to 16 args, NULL-terminated). */
+static int neocog(char **ret_out, const char *in_path, ...)
+{
+    const char *argv[24] = { neocog_bin, "--server", server };
+    int n = 3;
+    va_list ap;
+    va_start(ap, in_path);
+    for (const char *a; n < 22 && (a = va_arg(ap, const char *));)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    return run(argv, in_path, ret_out);
+}
+
+static void test_recognize(void)
+{
+    char sample[4200], sample2[4200], readme[4200];
+    snprintf(sample, sizeof sample, "%s/sample-7.pgm", data_dir);
+    snprintf(sample2, sizeof sample2, "%s/sample-2.pgm", data_dir);
+    snprintf(readme, sizeof readme, "%s/README.md", data_dir);
+    char *out;
+    int rc = neocog(&out, NULL, "recognize", "--model", "cnn", sample, NULL);
+    CHECK_INT_EQ(rc, 0);
+    char want[4300];
+    snprintf(want, sizeof want, "%s: 7 (confidence ", sample);
+    CHECK_MSG(out && strstr(out, want), "txt output: %s", S(out));
+    printf("txt:\n%s", S(out));
+    free(out);
+
+    rc = neocog(&out, NULL, "recognize", "--format", "tsv", sample, sample2, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && !strncmp(out, "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
+                                   "left\ttop\twidth\theight\tconf\ttext\n", 75),
+              "tsv header: %s", S(out));
+    /* The word rows: level 5, page 1 says 7, page 2 says 2, whole 84x84 box. */
+    CHECK_MSG(out && strstr(out, "\n5\t1\t1\t1\t1\t1\t0\t0\t84\t84\t") &&
+              strstr(out, "\t7\n") && strstr(out, "\n5\t2\t1\t1\t1\t1\t0\t0\t84\t84\t") &&
+              strstr(out, "\t2\n"), "tsv output: %s", S(out));
+    printf("tsv:\n%s", S(out));
+    free(out);
+
+    /* JSON, the image from stdin, top 3. */
+    rc = neocog(&out, sample, "recognize", "--format", "json", "--top", "3", "-", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\"file\":\"-\"") && strstr(out, "\"label\":7,\"text\":\"7\"") &&
+              out[0] == '[', "json output: %s", S(out));
+    CHECK_MSG(out && strstr(out, "\"top\":[{\"label\":7") && strstr(out, "\"score\""),
+              "json top: %s", S(out));
+    printf("json:\n%s", S(out));
+    free(out);
+
+    /* A file that is no image: reported, the others still answered, exit 1. */
+    rc = neocog(&out, NULL, "recognize", readme, sample, NULL);
+    CHECK_INT_EQ(rc, 1);
+    CHECK_MSG(out && strstr(out, ": 7 (") && !strstr(out, "README"), "mixed output: %s", S(out));
+    free(out);
+    /* Missing file, unknown model on the server side (no neocognitron). */
+    rc = neocog(&out, NULL, "recognize", "/nonexistent.pgm", NULL);
+    CHECK_INT_EQ(rc, 1);
+    free(out);
+    rc = neocog(&out, NULL, "recognize", "--model", "neocognitron", sample, NULL);
+    CHECK_INT_EQ(rc, 1);
+    free(out);
+    /* Usage errors are 2. */
+    rc = neocog(&out, NULL, "recognize", NULL);
+    CHECK_INT_EQ(rc, 2);
+    free(out);
+}
+
+static void test_status(void)
+{
+    char *out;
+    int rc = neocog(&out, NULL, "status", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "ready") && strstr(out, "cnn-column.ncm"), "status: %s", S(out));
+    printf("status:\n%s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "status", "--format", "json", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\"ready\":true"), "status json: %s", S(out));
+    free(out);
+}
+
+static void test_library(void)
+{
+    nc_client_options o = { .max_in_flight = 16, .timeout_ms = 30000 };
+    nc_client *cl;
+    REQUIRE(nc_client_connect(server, &o, &cl) == 0);
+    nc_msg *m;
+    CHECK_INT_EQ(nc_client_health(cl, &m), 0);
+    if (m) {
+        CHECK(nc_msg_reply(m)->kind_case == NEOCOG__REPLY__KIND_HEALTH &&
+              nc_msg_reply(m)->health->ready);
+        nc_msg_free(m);
+    }
+    CHECK_INT_EQ(nc_client_model_info(cl, &m), 0);
+    if (m) {
+        CHECK(nc_msg_reply(m)->kind_case == NEOCOG__REPLY__KIND_MODEL_INFO);
+        nc_msg_free(m);
+    }
+    /* 100 pipelined requests through a window of 16, alternating two
+     * digits: every reply comes once, matched to its own image. */
+    char path[4200];
+    uint8_t *img[2] = { NULL, NULL };
+    size_t len[2] = { 0, 0 };
+    const char *names[2] = { "sample-7.pgm", "sample-2.pgm" };
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", data_dir, names[k]);
+        FILE *f = fopen(path, "rb");
+        REQUIRE(f);
+        img[k] = malloc(1 << 16);
+        len[k] = fread(img[k], 1, 1 << 16, f);
+        fclose(f);
+    }
+    int want[128] = { 0 }, got = 0, wrong = 0;  /* by id; ids start after health's */
+    int sent = 0;
+    while (got < 100) {
+        if (sent < 100 && nc_client_in_flight(cl) < 16) {
+            nc_client_image im = { .data = img[sent % 2], .len = len[sent % 2] };
+            uint64_t id;
+            if (nc_client_send_recognize(cl, NULL, &im, 1, &id) < 0 || id >= 128) {
+                CHECK_MSG(0, "send: %s", nc_client_errmsg(cl));
+                break;
+            }
+            want[id] = sent % 2 ? 2 : 7;
+            sent++;
+            continue;
+        }
+        if (nc_client_receive(cl, 30000, &m) < 0) {
+            CHECK_MSG(0, "receive: %s", nc_client_errmsg(cl));
+            break;
+        }
+        const Neocog__Reply *rp = nc_msg_reply(m);
+        if (rp->code != NEOCOG__CODE__OK || rp->recognize->n_results != 1 ||
+            rp->recognize->results[0]->label != want[rp->id])
+            wrong++;
+        want[rp->id] = -1;
+        got++;
+        nc_msg_free(m);
+    }
+    CHECK_INT_EQ(got, 100);
+    CHECK_INT_EQ(wrong, 0);
+    free(img[0]);
+    free(img[1]);
+    nc_client_free(cl);
+}
+
+static void test_bench(void)
+{
+    char idx[4200];
+    snprintf(idx, sizeof idx, "%s/mnist-t1k-images-idx3-ubyte.gz", data_dir);
+    char *out;
+    int rc = neocog(&out, NULL, "bench", "--duration", "2", "--concurrency", "4", "--idx", idx,
+                    NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\nerrors                 0\n") && strstr(out, "p99.9") &&
+              strstr(out, "req/s"), "bench: %s", S(out));
+    /* It did send something, and the shipped CNN reads MNIST well. */
+    CHECK_MSG(out && !strstr(out, "\nrequests               0\n"), "bench: %s", S(out));
+    printf("bench:\n%s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "bench", "--rate", "200", "--requests", "100", "--batch-images",
+                "4", "--format", "json", "--idx", idx, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\"requests\":100,\"images\":400,\"errors\":0"),
+              "bench json: %s", S(out));
+    free(out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || !argv[1][0]) {
+        fprintf(stderr, "neocogd is not part of this build: skipped\n");
+        return NC_TEST_SKIP;
+    }
+    const char *daemon = argv[1];
+    neocog_bin = argv[2];
+    const char *td = getenv("NC_TEST_DATA"), *sr = getenv("NC_SOURCE_ROOT");
+    snprintf(data_dir, sizeof data_dir, "%s", td ? td : "tests/data");
+    snprintf(root_dir, sizeof root_dir, "%s", sr ? sr : ".");
+    char model[4200];
+    snprintf(model, sizeof model, "%s/models/cnn-column.ncm", root_dir);
+    if (access(model, R_OK) != 0) {
+        fprintf(stderr, "%s: missing: skipped\n", model);
+        return NC_TEST_SKIP;
+    }
+    char dir[] = "/tmp/nc-clients-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char sock[300];
+    snprintf(sock, sizeof sock, "%s/neocogd.sock", dir);
+    snprintf(server, sizeof server, "unix:%s", sock);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Two workers: what CI has; no TCP or HTTP port to collide on;
+         * the model folder is our empty one, so only the CNN loads
+         * whatever models/ holds one day. */
+        execl(daemon, daemon, "--listen-unix", sock, "--listen-tcp", "none", "--http", "none",
+              "--cnn-model", model, "--models", dir, "--workers", "2", "--log-level", "4",
+              (char *)NULL);
+        _exit(127);
+    }
+    /* Ready when it answers health with ready (60 s: sanitizer builds load
+     * and warm slowly). */
+    int ready = 0;
+    for (int waited = 0; waited < 60000 && !ready; waited += 50) {
+        nc_client *cl;
+        if (nc_client_connect(server, NULL, &cl) == 0) {
+            nc_msg *m;
+            if (nc_client_health(cl, &m) == 0) {
+                ready = nc_msg_reply(m)->health && nc_msg_reply(m)->health->ready;
+                nc_msg_free(m);
+            }
+            nc_client_free(cl);
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "neocogd exited early (status %d)\n", st);
+            pid = 0;
+            break;
+        }
+        if (!ready)
+            sleep_ms(50);
+    }
+    CHECK_MSG(ready, "neocogd did not become ready");
+    if (ready) {
+        test_recognize();
+        test_status();
+        test_library();
+        test_bench();
+    }
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "neocogd exit status %d", st);
+    }
+    unlink(sock);
+    rmdir(dir);
+    return nc_test_finish();
+}

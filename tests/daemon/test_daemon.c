@@ -1,0 +1,847 @@
+/* tests/daemon/test_daemon.c — the real neocogd on loopback.
+ *
+ * Starts the binary (argv[1]) with a throwaway random-weight CNN, over
+ * sockets passed by socket activation, and checks what users rely on:
+ * answers equal core's direct answers in every image format; pipelining;
+ * 64 concurrent clients; the bad-input suite (each case gets a clear error
+ * and the daemon keeps serving); SIGHUP reload with a bad and a good new
+ * model; metrics; SIGTERM drain losing nothing; a second instance for the
+ * daemon's own Unix socket and a full queue. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "fileio.h"
+#include "frame.h"
+#include "harness.h"
+#include "test.h"
+
+#define N_DIGITS 40
+#define W 28
+#define H 28
+
+static const char *bin;
+static char dir[256];
+static char model_path[300];
+static nc_dataset mnist;
+static nc_daemon dmn;
+static int32_t expect_label[N_DIGITS];
+static float expect_scores[N_DIGITS][10];
+
+static const uint8_t *digit(int i)
+{
+    return mnist.pixels + (size_t)i * W * H;
+}
+
+static void expect_from_model(void)
+{
+    nc_direct d;
+    if (nc_direct_open(&d, model_path)) {
+        CHECK_MSG(0, "cannot open the model directly");
+        return;
+    }
+    for (int i = 0; i < N_DIGITS; i++)
+        CHECK(nc_direct_run(&d, digit(i), W, H, expect_scores[i], &expect_label[i]) == 0);
+    nc_direct_close(&d);
+}
+
+/* ---- request builders --------------------------------------------------------- */
+
+typedef struct req_buf {
+    Neocog__Request rq;
+    Neocog__RecognizeRequest rr;
+    Neocog__Image im[80];
+    Neocog__Image *imp[80];
+} req_buf;
+
+static void req_init(req_buf *b, uint64_t id, size_t n)
+{
+    neocog__request__init(&b->rq);
+    neocog__recognize_request__init(&b->rr);
+    b->rq.id = id;
+    b->rq.kind_case = NEOCOG__REQUEST__KIND_RECOGNIZE;
+    b->rq.recognize = &b->rr;
+    b->rr.n_images = n;
+    b->rr.images = b->imp;
+    for (size_t i = 0; i < n; i++) {
+        neocog__image__init(&b->im[i]);
+        b->imp[i] = &b->im[i];
+    }
+}
+
+static void set_raw(Neocog__Image *im, const uint8_t *px)
+{
+    im->format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+    im->data.data = (uint8_t *)px;
+    im->data.len = W * H;
+    im->width = W;
+    im->height = H;
+}
+
+static int reply_code(const nc_msg *m)
+{
+    return m ? (int)nc_msg_reply(m)->code : -1;
+}
+
+/* Send rq on a fresh connection; expect code and a message containing
+ * `text`; then the daemon must still answer a good request elsewhere. */
+static void still_serving(const char *after);
+
+static void expect_error(const char *name, const Neocog__Request *rq, int code, const char *text)
+{
+    int fd = nc_connect_tcp(dmn.port);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, rq) : NULL;
+    CHECK_MSG(m != NULL, "%s: no reply", name);
+    if (m) {
+        const Neocog__Reply *r = nc_msg_reply(m);
+        CHECK_MSG((int)r->code == code, "%s: code %s, message '%s' (wanted %s)", name,
+                  nc_msg_code_name(r->code), r->message, nc_msg_code_name(code));
+        CHECK_MSG(r->id == rq->id, "%s: id %llu", name, (unsigned long long)r->id);
+        CHECK_MSG(text == NULL || strstr(r->message, text), "%s: message '%s' lacks '%s'",
+                  name, r->message, text);
+    }
+    nc_msg_free(m);
+    if (fd >= 0)
+        close(fd);
+    still_serving(name);
+}
+
+static void check_answer(const char *what, const Neocog__Result *res, int i)
+{
+    CHECK_MSG(res->code == NEOCOG__CODE__OK, "%s %d: %s", what, i, res->message);
+    CHECK_MSG(res->label == expect_label[i], "%s %d: label %d, core says %d", what, i,
+              res->label, expect_label[i]);
+    CHECK_MSG(res->n_scores == 10, "%s %d: %zu scores", what, i, res->n_scores);
+    for (size_t k = 0; k < res->n_scores && k < 10; k++)
+        CHECK_NEAR(res->scores[k], expect_scores[i][k], 1e-4, 1e-4);
+}
+
+static void still_serving(const char *after)
+{
+    req_buf b;
+    req_init(&b, 777, 1);
+    set_raw(&b.im[0], digit(3));
+    int fd = nc_connect_tcp(dmn.port);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &b.rq) : NULL;
+    CHECK_MSG(reply_code(m) == NEOCOG__CODE__OK, "daemon not serving after: %s", after);
+    if (reply_code(m) == NEOCOG__CODE__OK)
+        check_answer("still serving", nc_msg_reply(m)->recognize->results[0], 3);
+    nc_msg_free(m);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* ---- recognitions equal core's, every format --------------------------------- */
+
+static void test_formats(void)
+{
+    const char *names[] = { "raw", "pgm", "png", "jpeg", "auto-png" };
+    for (int f = 0; f < 5; f++) {
+        req_buf b;
+        req_init(&b, 100 + (uint64_t)f, N_DIGITS);
+        b.rr.top_k = 3;
+        uint8_t *bufs[N_DIGITS] = { 0 };
+        nc_direct d;
+        int jpeg = f == 3;
+        REQUIRE(!jpeg || nc_direct_open(&d, model_path) == 0);
+        float js[N_DIGITS][10];
+        int32_t jl[N_DIGITS];
+        for (int i = 0; i < N_DIGITS; i++) {
+            size_t len = 0;
+            Neocog__Image *im = &b.im[i];
+            switch (f) {
+            case 0: set_raw(im, digit(i)); continue;
+            case 1: nc_encode_pgm(digit(i), W, H, &bufs[i], &len);
+                    im->format = NEOCOG__IMAGE_FORMAT__FORMAT_PGM; break;
+            case 2: nc_encode_png(digit(i), W, H, &bufs[i], &len);
+                    im->format = NEOCOG__IMAGE_FORMAT__FORMAT_PNG; break;
+            case 3: nc_encode_jpeg(digit(i), W, H, &bufs[i], &len);
+                    im->format = NEOCOG__IMAGE_FORMAT__FORMAT_JPEG; break;
+            case 4: nc_encode_png(digit(i), W, H, &bufs[i], &len);
+                    im->format = NEOCOG__IMAGE_FORMAT__FORMAT_AUTO; break;
+            }
+            im->data.data = bufs[i];
+            im->data.len = len;
+            if (jpeg) {
+                /* JPEG is lossy: core must see what the daemon decodes. */
+                uint8_t px[W * H];
+                CHECK(nc_decode_jpeg_gray(bufs[i], len, px, W, H) == 0);
+                CHECK(nc_direct_run(&d, px, W, H, js[i], &jl[i]) == 0);
+            }
+        }
+        int fd = nc_connect_tcp(dmn.port);
+        nc_msg *m = nc_roundtrip(fd, &b.rq);
+        CHECK_MSG(reply_code(m) == NEOCOG__CODE__OK, "format %s: %s", names[f],
+                  m ? nc_msg_reply(m)->message : "no reply");
+        if (reply_code(m) == NEOCOG__CODE__OK) {
+            const Neocog__Reply *r = nc_msg_reply(m);
+            CHECK(r->id == 100 + (uint64_t)f);
+            CHECK(r->kind_case == NEOCOG__REPLY__KIND_RECOGNIZE);
+            CHECK_INT_EQ(r->recognize->n_results, N_DIGITS);
+            for (int i = 0; i < N_DIGITS && (size_t)i < r->recognize->n_results; i++) {
+                const Neocog__Result *res = r->recognize->results[i];
+                if (jpeg) {
+                    CHECK_MSG(res->label == jl[i], "jpeg %d: label %d, core %d", i, res->label,
+                              jl[i]);
+                    for (size_t k = 0; k < res->n_scores && k < 10; k++)
+                        CHECK_NEAR(res->scores[k], js[i][k], 1e-4, 1e-4);
+                } else {
+                    check_answer(names[f], res, i);
+                }
+                CHECK_INT_EQ(res->n_top, 3);
+                if (res->n_top == 3) {
+                    CHECK(res->top[0]->label == res->label);
+                    CHECK(res->top[0]->score >= res->top[1]->score);
+                    CHECK(res->top[1]->score >= res->top[2]->score);
+                    CHECK_NEAR(res->confidence, res->top[0]->score, 1e-6, 0);
+                }
+                char want[4];
+                snprintf(want, sizeof want, "%d", res->label);
+                CHECK(!strcmp(res->text, want));
+            }
+            CHECK(r->timing && r->timing->total_us >= r->timing->compute_us);
+        }
+        nc_msg_free(m);
+        close(fd);
+        if (jpeg)
+            nc_direct_close(&d);
+        for (int i = 0; i < N_DIGITS; i++)
+            free(bufs[i]);
+    }
+    /* Dark ink on paper, said explicitly and left to the border rule. */
+    for (int pol = 0; pol < 2; pol++) {
+        uint8_t inv[W * H];
+        for (int k = 0; k < W * H; k++)
+            inv[k] = (uint8_t)(255 - digit(5)[k]);
+        req_buf b;
+        req_init(&b, 150, 1);
+        set_raw(&b.im[0], inv);
+        b.im[0].polarity = pol ? NEOCOG__POLARITY__POLARITY_DARK_INK
+                               : NEOCOG__POLARITY__POLARITY_AUTO;
+        int fd = nc_connect_tcp(dmn.port);
+        nc_msg *m = nc_roundtrip(fd, &b.rq);
+        CHECK(reply_code(m) == NEOCOG__CODE__OK);
+        if (reply_code(m) == NEOCOG__CODE__OK)
+            check_answer("inverted", nc_msg_reply(m)->recognize->results[0], 5);
+        nc_msg_free(m);
+        close(fd);
+    }
+}
+
+/* Three digits side by side, segmented into a string. */
+static void test_segment(void)
+{
+    enum { SW = 3 * W + 8 };
+    static uint8_t line[H * SW];
+    memset(line, 0, sizeof line);
+    int idx[3] = { 0, 1, 2 };
+    for (int k = 0; k < 3; k++)
+        for (int y = 0; y < H; y++)
+            memcpy(line + (size_t)y * SW + k * (W + 4), digit(idx[k]) + y * W, W);
+    req_buf b;
+    req_init(&b, 160, 1);
+    b.im[0].format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+    b.im[0].data.data = line;
+    b.im[0].data.len = sizeof line;
+    b.im[0].width = SW;
+    b.im[0].height = H;
+    b.im[0].segment = 1;
+    int fd = nc_connect_tcp(dmn.port);
+    nc_msg *m = nc_roundtrip(fd, &b.rq);
+    CHECK_MSG(reply_code(m) == NEOCOG__CODE__OK, "segment: %s",
+              m ? nc_msg_reply(m)->message : "no reply");
+    if (reply_code(m) == NEOCOG__CODE__OK) {
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        CHECK_INT_EQ(res->n_digits, 3);
+        CHECK_INT_EQ(strlen(res->text), res->n_digits);
+        for (size_t k = 1; k < res->n_digits; k++)
+            CHECK(res->digits[k]->box->x > res->digits[k - 1]->box->x);
+    }
+    nc_msg_free(m);
+    close(fd);
+}
+
+/* ---- pipelining ----------------------------------------------------------------- */
+
+typedef struct pipe_job {
+    int fd, n;
+    uint64_t id0;
+    int failed;
+} pipe_job;
+
+static void *pipe_writer(void *arg)
+{
+    pipe_job *j = arg;
+    for (int i = 0; i < j->n && !j->failed; i++) {
+        req_buf b;
+        req_init(&b, j->id0 + (uint64_t)i, 1);
+        set_raw(&b.im[0], digit(i % N_DIGITS));
+        if (nc_send_msg(j->fd, &b.rq.base))
+            j->failed = 1;
+    }
+    return NULL;
+}
+
+/* Pipeline n requests on one connection (a writer thread, so neither side
+ * can deadlock on full buffers); after `signal_after` sent, send sig to
+ * the daemon.  Every request must come back exactly once, OK and right. */
+static void pipeline(const char *name, int n, int sig, int *ret_ok)
+{
+    int fd = nc_connect_tcp(dmn.port);
+    REQUIRE(fd >= 0);
+    pipe_job j = { fd, n, 10000, 0 };
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, pipe_writer, &j) == 0);
+    if (sig) {
+        struct timespec ts = { 0, 2000000 };
+        nanosleep(&ts, NULL);
+        kill(dmn.pid, sig);
+    }
+    char *seen = calloc((size_t)n, 1);
+    int ok = 0, wrong = 0;
+    for (int i = 0; i < n; i++) {
+        nc_msg *m = NULL;
+        int err = nc_recv_reply(fd, 30000, &m);
+        if (err) {
+            CHECK_MSG(0, "%s: reply %d of %d: %s", name, i, n, nc_frame_strerror(err));
+            break;
+        }
+        const Neocog__Reply *r = nc_msg_reply(m);
+        uint64_t k = r->id - 10000;
+        if (k < (uint64_t)n && !seen[k] && r->code == NEOCOG__CODE__OK) {
+            seen[k] = 1;
+            const Neocog__Result *res = r->recognize->results[0];
+            if (res->label == expect_label[k % N_DIGITS])
+                ok++;
+            else
+                wrong++;
+        } else {
+            CHECK_MSG(0, "%s: id %llu code %s '%s'", name, (unsigned long long)r->id,
+                      nc_msg_code_name(r->code), r->message);
+        }
+        nc_msg_free(m);
+    }
+    pthread_join(th, NULL);
+    CHECK_MSG(!j.failed, "%s: writer failed", name);
+    CHECK_MSG(ok == n && wrong == 0, "%s: %d of %d right, %d wrong", name, ok, n, wrong);
+    free(seen);
+    close(fd);
+    if (ret_ok)
+        *ret_ok = ok;
+}
+
+/* ---- 64 concurrent clients --------------------------------------------------------- */
+
+static void *client_main(void *arg)
+{
+    int *failures = arg, c = failures[1];
+    int fd = nc_connect_tcp(dmn.port);
+    if (fd < 0) {
+        failures[0]++;
+        return NULL;
+    }
+    for (int i = 0; i < 10; i++) {
+        int k = (c + i) % N_DIGITS;
+        req_buf b;
+        req_init(&b, (uint64_t)c * 1000 + (uint64_t)i, 1);
+        set_raw(&b.im[0], digit(k));
+        nc_msg *m = nc_roundtrip(fd, &b.rq);
+        if (reply_code(m) != NEOCOG__CODE__OK || nc_msg_reply(m)->id != b.rq.id ||
+            nc_msg_reply(m)->recognize->results[0]->label != expect_label[k])
+            failures[0]++;
+        nc_msg_free(m);
+    }
+    close(fd);
+    return NULL;
+}
+
+static void test_concurrent(void)
+{
+    pthread_t th[64];
+    int state[64][2];
+    for (int c = 0; c < 64; c++) {
+        state[c][0] = 0;
+        state[c][1] = c;
+        CHECK(pthread_create(&th[c], NULL, client_main, state[c]) == 0);
+    }
+    int failures = 0;
+    for (int c = 0; c < 64; c++) {
+        pthread_join(th[c], NULL);
+        failures += state[c][0];
+    }
+    CHECK_MSG(failures == 0, "64 clients: %d failed requests", failures);
+}
+
+/* ---- bad input ------------------------------------------------------------------------ */
+
+/* Raw bytes on a fresh connection: expect one error reply (id 0) with
+ * code and text, then the daemon closes. */
+static void expect_frame_error(const char *name, const void *bytes, size_t len, int code,
+                               const char *text)
+{
+    int fd = nc_connect_tcp(dmn.port);
+    REQUIRE(fd >= 0);
+    CHECK(nc_send_all(fd, bytes, len) == 0);
+    nc_msg *m = NULL;
+    int err = nc_recv_reply(fd, 10000, &m);
+    CHECK_MSG(err == 0, "%s: no error reply (%d)", name, err);
+    if (!err) {
+        const Neocog__Reply *r = nc_msg_reply(m);
+        CHECK_MSG((int)r->code == code && strstr(r->message, text),
+                  "%s: %s '%s'", name, nc_msg_code_name(r->code), r->message);
+    }
+    CHECK_MSG(nc_wait_eof(fd, 5000), "%s: connection not closed", name);
+    nc_msg_free(m);
+    close(fd);
+    still_serving(name);
+}
+
+static void frame_of(uint8_t *out, uint32_t len)
+{
+    nc_frame_header_write(out, len);
+}
+
+static void test_bad_frames(void)
+{
+    static const char http[] = "GET / HTTP/1.0\r\n\r\n";
+    expect_frame_error("garbage", http, sizeof http - 1, NEOCOG__CODE__INVALID_ARGUMENT,
+                       "magic");
+    uint8_t h[NC_FRAME_HEADER_LEN + 4];
+    frame_of(h, 4);
+    h[3] = 'X';
+    expect_frame_error("wrong magic", h, sizeof h, NEOCOG__CODE__INVALID_ARGUMENT, "magic");
+    frame_of(h, 4);
+    h[4] = 9;
+    expect_frame_error("wrong version", h, sizeof h, NEOCOG__CODE__INVALID_ARGUMENT, "version");
+    frame_of(h, 4);
+    h[5] = 1;
+    expect_frame_error("flags", h, sizeof h, NEOCOG__CODE__INVALID_ARGUMENT, "flag");
+    frame_of(h, 0x7fffffffu);
+    expect_frame_error("oversized", h, NC_FRAME_HEADER_LEN, NEOCOG__CODE__RESOURCE_EXHAUSTED,
+                       "limit");
+
+    /* Truncated frame, then disconnect. */
+    {
+        req_buf b;
+        req_init(&b, 5, 1);
+        set_raw(&b.im[0], digit(0));
+        uint8_t *buf;
+        size_t len;
+        REQUIRE(nc_msg_frame(&b.rq.base, 0, &buf, &len) == 0);
+        int fd = nc_connect_tcp(dmn.port);
+        CHECK(nc_send_all(fd, buf, len / 2) == 0);
+        close(fd);
+        free(buf);
+        still_serving("truncated frame then disconnect");
+    }
+    /* A valid frame whose payload is not a Request: error, connection kept. */
+    {
+        uint8_t bad[NC_FRAME_HEADER_LEN + 6] = { 0 };
+        frame_of(bad, 6);
+        memcpy(bad + NC_FRAME_HEADER_LEN, "\xff\xff\xff\xff\xff\xff", 6);
+        int fd = nc_connect_tcp(dmn.port);
+        CHECK(nc_send_all(fd, bad, sizeof bad) == 0);
+        nc_msg *m = NULL;
+        CHECK(nc_recv_reply(fd, 10000, &m) == 0);
+        CHECK_MSG(reply_code(m) == NEOCOG__CODE__INVALID_ARGUMENT, "bad protobuf: %d",
+                  reply_code(m));
+        nc_msg_free(m);
+        req_buf b;
+        req_init(&b, 6, 1);
+        set_raw(&b.im[0], digit(1));
+        m = nc_roundtrip(fd, &b.rq);
+        CHECK_MSG(reply_code(m) == NEOCOG__CODE__OK, "connection unusable after bad protobuf");
+        nc_msg_free(m);
+        close(fd);
+    }
+    /* Slow client: one byte at a time; answered normally. */
+    {
+        req_buf b;
+        req_init(&b, 7, 1);
+        set_raw(&b.im[0], digit(2));
+        uint8_t *buf;
+        size_t len;
+        REQUIRE(nc_msg_frame(&b.rq.base, 0, &buf, &len) == 0);
+        int fd = nc_connect_tcp(dmn.port);
+        for (size_t i = 0; i < len; i++) {
+            CHECK(nc_send_all(fd, buf + i, 1) == 0);
+            struct timespec ts = { 0, 100000 };
+            nanosleep(&ts, NULL);
+        }
+        nc_msg *m = NULL;
+        CHECK(nc_recv_reply(fd, 10000, &m) == 0);
+        CHECK(reply_code(m) == NEOCOG__CODE__OK);
+        if (reply_code(m) == NEOCOG__CODE__OK)
+            check_answer("slow client", nc_msg_reply(m)->recognize->results[0], 2);
+        nc_msg_free(m);
+        free(buf);
+        close(fd);
+    }
+    /* A frame that stalls: DEADLINE_EXCEEDED after frame_timeout_ms (1 s here). */
+    {
+        uint8_t part[5];
+        frame_of(h, 100);
+        memcpy(part, h, sizeof part);
+        expect_frame_error("stalled frame", part, sizeof part, NEOCOG__CODE__DEADLINE_EXCEEDED,
+                           "within");
+    }
+}
+
+static void test_bad_requests(void)
+{
+    uint8_t *png, *jpeg;
+    size_t png_len, jpeg_len;
+    REQUIRE(nc_encode_png(digit(0), W, H, &png, &png_len) == 0);
+    REQUIRE(nc_encode_jpeg(digit(0), W, H, &jpeg, &jpeg_len) == 0);
+    req_buf b;
+
+    /* corrupt JPEG: scramble the entropy-coded data */
+    uint8_t *bad = malloc(jpeg_len > png_len ? jpeg_len : png_len);
+    REQUIRE(bad != NULL);
+    memcpy(bad, jpeg, jpeg_len);
+    for (size_t i = jpeg_len / 3; i < jpeg_len - 2; i++)
+        bad[i] = (uint8_t)(i * 7);
+    req_init(&b, 20, 1);
+    b.im[0].format = NEOCOG__IMAGE_FORMAT__FORMAT_JPEG;
+    b.im[0].data.data = bad;
+    b.im[0].data.len = jpeg_len;
+    expect_error("corrupt jpeg", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "JPEG");
+    b.im[0].data.data = jpeg;
+    b.im[0].data.len = jpeg_len / 2;
+    expect_error("truncated jpeg", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "JPEG");
+    b.im[0].data.len = 3;
+    expect_error("3-byte jpeg", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "JPEG");
+
+    /* corrupt PNG: flip a byte inside IDAT (CRC mismatch) */
+    memcpy(bad, png, png_len);
+    bad[png_len - 20] ^= 0x55;
+    b.im[0].format = NEOCOG__IMAGE_FORMAT__FORMAT_PNG;
+    b.im[0].data.data = bad;
+    b.im[0].data.len = png_len;
+    expect_error("corrupt png", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "PNG");
+    b.im[0].data.data = png;
+    b.im[0].data.len = png_len / 2;
+    expect_error("truncated png", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "PNG");
+    /* huge dimensions in the PNG header (IHDR width at offset 16, CRC fixed) */
+    memcpy(bad, png, png_len);
+    bad[16] = 0x00; bad[17] = 0x01; bad[18] = 0x86; bad[19] = 0xa0;   /* 100000 */
+    uint32_t crc = nc_crc32(bad + 12, 17);
+    bad[29] = (uint8_t)(crc >> 24); bad[30] = (uint8_t)(crc >> 16);
+    bad[31] = (uint8_t)(crc >> 8); bad[32] = (uint8_t)crc;
+    b.im[0].data.data = bad;
+    b.im[0].data.len = png_len;
+    expect_error("huge png", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, NULL);
+
+    /* PGM with absurd dimensions, and a truncated one */
+    static const char pgm_huge[] = "P5\n100000 100000\n255\n\0\0\0";
+    b.im[0].format = NEOCOG__IMAGE_FORMAT__FORMAT_PGM;
+    b.im[0].data.data = (uint8_t *)pgm_huge;
+    b.im[0].data.len = sizeof pgm_huge - 1;
+    expect_error("huge pgm", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "limit");
+    static const char pgm_short[] = "P5 28 28 255\n\1\2\3";
+    b.im[0].data.data = (uint8_t *)pgm_short;
+    b.im[0].data.len = sizeof pgm_short - 1;
+    expect_error("truncated pgm", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "truncated");
+
+    /* raw: zero, huge, mismatched */
+    set_raw(&b.im[0], digit(0));
+    b.im[0].width = 0;
+    expect_error("zero width", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "width and height");
+    b.im[0].width = 100000;
+    b.im[0].height = 100000;
+    expect_error("huge raw", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "limit");
+    set_raw(&b.im[0], digit(0));
+    b.im[0].data.len = 700;
+    expect_error("pixel count", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "width x height");
+    b.im[0].data.len = 0;
+    expect_error("empty image", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "no data");
+    /* unrecognised bytes with AUTO format */
+    set_raw(&b.im[0], digit(0));
+    b.im[0].format = NEOCOG__IMAGE_FORMAT__FORMAT_AUTO;
+    expect_error("unknown bytes", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "format");
+    b.im[0].format = 42;
+    expect_error("unknown format", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "format");
+
+    /* a bad image among good ones: per-image codes, request fails */
+    req_init(&b, 21, 3);
+    set_raw(&b.im[0], digit(0));
+    set_raw(&b.im[2], digit(2));
+    b.im[1].format = NEOCOG__IMAGE_FORMAT__FORMAT_JPEG;
+    b.im[1].data.data = jpeg;
+    b.im[1].data.len = jpeg_len / 2;
+    {
+        int fd = nc_connect_tcp(dmn.port);
+        nc_msg *m = nc_roundtrip(fd, &b.rq);
+        CHECK(reply_code(m) == NEOCOG__CODE__INVALID_ARGUMENT);
+        if (m && nc_msg_reply(m)->recognize && nc_msg_reply(m)->recognize->n_results == 3) {
+            const Neocog__RecognizeReply *rr = nc_msg_reply(m)->recognize;
+            CHECK(strstr(nc_msg_reply(m)->message, "image 1") != NULL);
+            check_answer("mixed 0", rr->results[0], 0);
+            CHECK(rr->results[1]->code == NEOCOG__CODE__INVALID_ARGUMENT);
+            check_answer("mixed 2", rr->results[2], 2);
+        } else {
+            CHECK_MSG(0, "mixed request: no per-image results");
+        }
+        nc_msg_free(m);
+        close(fd);
+    }
+
+    /* too many images, none, unknown model, absent model, expired deadline */
+    req_init(&b, 22, 65);
+    for (int i = 0; i < 65; i++)
+        set_raw(&b.im[i], digit(0));
+    expect_error("too many images", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "too many images");
+    req_init(&b, 23, 0);
+    expect_error("no images", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "no images");
+    req_init(&b, 24, 1);
+    set_raw(&b.im[0], digit(0));
+    b.rr.model = 9;
+    expect_error("unknown model", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, "unknown model");
+    b.rr.model = NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+    expect_error("absent model", &b.rq, NEOCOG__CODE__UNAVAILABLE, "not loaded");
+    b.rr.model = NEOCOG__MODEL__MODEL_ENSEMBLE;
+    expect_error("ensemble without neocognitron", &b.rq, NEOCOG__CODE__UNAVAILABLE, "not loaded");
+    b.rr.model = NEOCOG__MODEL__MODEL_CNN;
+    b.rq.deadline_us = 1;
+    expect_error("expired deadline", &b.rq, NEOCOG__CODE__DEADLINE_EXCEEDED, "deadline");
+    /* a request with no kind */
+    Neocog__Request empty = NEOCOG__REQUEST__INIT;
+    empty.id = 25;
+    expect_error("empty request", &empty, NEOCOG__CODE__UNIMPLEMENTED, "kind");
+    free(bad);
+    free(png);
+    free(jpeg);
+}
+
+/* ---- status, health, model info, metrics --------------------------------------------------- */
+
+static nc_msg *status_of(void)
+{
+    Neocog__Request rq = NEOCOG__REQUEST__INIT;
+    Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
+    rq.id = 30;
+    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
+    rq.status = &sr;
+    int fd = nc_connect_tcp(dmn.port);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
+    if (fd >= 0)
+        close(fd);
+    return m;
+}
+
+static void test_info(void)
+{
+    nc_msg *m = status_of();
+    CHECK(reply_code(m) == NEOCOG__CODE__OK);
+    if (reply_code(m) == NEOCOG__CODE__OK) {
+        const Neocog__StatusReply *st = nc_msg_reply(m)->status;
+        CHECK(st && st->health && st->health->ready && !st->health->draining);
+        CHECK(st && st->n_models == 2 && st->models[0]->loaded && !st->models[1]->loaded);
+        CHECK(st && st->requests_total > 0 && st->images_total > 0);
+        CHECK(st && strstr(st->models[0]->architecture, "6C4") != NULL);
+    }
+    nc_msg_free(m);
+    Neocog__Request rq = NEOCOG__REQUEST__INIT;
+    Neocog__HealthRequest hr = NEOCOG__HEALTH_REQUEST__INIT;
+    rq.id = 31;
+    rq.kind_case = NEOCOG__REQUEST__KIND_HEALTH;
+    rq.health = &hr;
+    int fd = nc_connect_tcp(dmn.port);
+    m = nc_roundtrip(fd, &rq);
+    CHECK(reply_code(m) == NEOCOG__CODE__OK && nc_msg_reply(m)->health &&
+          nc_msg_reply(m)->health->ready);
+    nc_msg_free(m);
+    Neocog__ModelInfoRequest mr = NEOCOG__MODEL_INFO_REQUEST__INIT;
+    rq.id = 32;
+    rq.kind_case = NEOCOG__REQUEST__KIND_MODEL_INFO;
+    rq.model_info = &mr;
+    m = nc_roundtrip(fd, &rq);
+    CHECK(reply_code(m) == NEOCOG__CODE__OK && nc_msg_reply(m)->model_info &&
+          nc_msg_reply(m)->model_info->n_models == 2 &&
+          nc_msg_reply(m)->model_info->models[0]->n_labels == 10);
+    nc_msg_free(m);
+    close(fd);
+
+    char *text = nc_http_get(dmn.http_port, "/metrics");
+    CHECK(text && strstr(text, "200 OK"));
+    CHECK(text && strstr(text, "neocogd_requests_total{code=\"OK\"}"));
+    CHECK(text && strstr(text, "neocogd_request_seconds_bucket{le=\"+Inf\"}"));
+    CHECK(text && strstr(text, "neocogd_queue_depth"));
+    free(text);
+    text = nc_http_get(dmn.http_port, "/readyz");
+    CHECK(text && strstr(text, "200 OK"));
+    free(text);
+    text = nc_http_get(dmn.http_port, "/healthz");
+    CHECK(text && strstr(text, "200 OK"));
+    free(text);
+}
+
+/* ---- reload ---------------------------------------------------------------------------------- */
+
+static int wait_reload(const char *prefix)
+{
+    for (int i = 0; i < 600; i++) {
+        nc_msg *m = status_of();
+        int done = m && nc_msg_reply(m)->status &&
+                   !strncmp(nc_msg_reply(m)->status->last_reload, prefix, strlen(prefix));
+        nc_msg_free(m);
+        if (done)
+            return 1;
+        struct timespec ts = { 0, 20000000 };
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void test_reload(void)
+{
+    /* Reloads while requests stream: nothing lost. */
+    int fd = nc_connect_tcp(dmn.port);
+    pipe_job j = { fd, 300, 10000, 0 };
+    pthread_t th;
+    REQUIRE(fd >= 0 && pthread_create(&th, NULL, pipe_writer, &j) == 0);
+    nc_daemon_drain_notify(&dmn);
+    kill(dmn.pid, SIGHUP);
+    int ok = 0;
+    for (int i = 0; i < 300; i++) {
+        nc_msg *m = NULL;
+        if (nc_recv_reply(fd, 30000, &m))
+            break;
+        if (i == 100)
+            kill(dmn.pid, SIGHUP);
+        ok += reply_code(m) == NEOCOG__CODE__OK;
+        nc_msg_free(m);
+    }
+    pthread_join(th, NULL);
+    close(fd);
+    CHECK_MSG(ok == 300, "reload under load: %d of 300 OK", ok);
+    CHECK(wait_reload("ok"));
+    CHECK(nc_daemon_wait_notify(&dmn, "READY=1", 10000) == 0);
+
+    /* A corrupt new model: the old one keeps serving, and status says why. */
+    CHECK(nc_write_file(model_path, "NCMODEL\0garbage", 15) == 0);
+    kill(dmn.pid, SIGHUP);
+    CHECK_MSG(wait_reload("partly failed"), "bad model reload not reported");
+    nc_msg *m = status_of();
+    if (m && nc_msg_reply(m)->status) {
+        const Neocog__StatusReply *st = nc_msg_reply(m)->status;
+        CHECK(st->models[0]->loaded);
+        CHECK_MSG(strlen(st->models[0]->error) > 0, "no error for the bad model");
+    }
+    nc_msg_free(m);
+    still_serving("bad model reload");
+
+    /* A good new model replaces the old one. */
+    CHECK(nc_make_cnn_model(model_path, 99) == 0);
+    kill(dmn.pid, SIGHUP);
+    CHECK(wait_reload("ok"));
+    expect_from_model();
+    still_serving("good model reload");
+}
+
+/* ---- a second instance: own Unix socket, tiny queue ---------------------------------------- */
+
+static void test_unix_and_queue(void)
+{
+    char sock[300];
+    snprintf(sock, sizeof sock, "%s/d.sock", dir);
+    const char *args[] = { "--cnn-model", model_path, "--listen-tcp", "none",
+                           "--listen-unix", sock, "--http", "none", "--workers", "1",
+                           "--queue-capacity", "4", "--max-images-per-request", "64",
+                           "--models", dir, "--log-level", "4", NULL };
+    nc_daemon d2;
+    REQUIRE(nc_daemon_start(&d2, bin, dir, 0, args) == 0);
+    struct stat st;
+    CHECK(stat(sock, &st) == 0 && (st.st_mode & 0777) == 0660);
+    int fd = nc_connect_unix(sock);
+    CHECK(fd >= 0);
+    req_buf b;
+    req_init(&b, 40, 1);
+    set_raw(&b.im[0], digit(4));
+    nc_msg *m = nc_roundtrip(fd, &b.rq);
+    CHECK(reply_code(m) == NEOCOG__CODE__OK);
+    if (reply_code(m) == NEOCOG__CODE__OK)
+        check_answer("unix", nc_msg_reply(m)->recognize->results[0], 4);
+    nc_msg_free(m);
+    req_init(&b, 41, 5);
+    for (int i = 0; i < 5; i++)
+        set_raw(&b.im[i], digit(i));
+    m = nc_roundtrip(fd, &b.rq);
+    CHECK_MSG(reply_code(m) == NEOCOG__CODE__RESOURCE_EXHAUSTED, "full queue: %d", reply_code(m));
+    CHECK(m && strstr(nc_msg_reply(m)->message, "queue full"));
+    nc_msg_free(m);
+    close(fd);
+    CHECK_INT_EQ(nc_daemon_stop(&d2, 20000), 0);
+    CHECK_MSG(access(sock, F_OK) != 0, "socket file left behind");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_daemon NEOCOGD\n");
+        return 2;
+    }
+    bin = argv[1];
+    const char *data = getenv("NC_TEST_DATA");
+    if (!data)
+        return NC_TEST_SKIP;
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, "%s/mnist-t1k-images-idx3-ubyte.gz", data);
+    snprintf(p2, sizeof p2, "%s/mnist-t1k-labels-idx1-ubyte.gz", data);
+    uint8_t *ib, *lb;
+    size_t il, ll;
+    if (nc_file_read(p1, 1u << 26, &ib, &il) || nc_file_read(p2, 1u << 26, &lb, &ll) ||
+        nc_dataset_parse(ib, il, lb, ll, &mnist)) {
+        fprintf(stderr, "cannot read the MNIST fixture\n");
+        return 1;
+    }
+    free(ib);
+    free(lb);
+    snprintf(dir, sizeof dir, "/tmp/neocogd-test-XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(model_path, sizeof model_path, "%s/cnn-test.ncm", dir);
+    if (nc_make_cnn_model(model_path, 7))
+        return 1;
+    expect_from_model();
+    signal(SIGPIPE, SIG_IGN);
+
+    const char *args[] = { "--cnn-model", model_path, "--models", dir, "--workers", "2",
+                           "--max-images-per-request", "64", "--frame-timeout-ms", "1000",
+                           "--log-level", "4", NULL };
+    if (nc_daemon_start(&dmn, bin, dir, 1, args)) {
+        fprintf(stderr, "daemon did not become ready\n");
+        return 1;
+    }
+    test_formats();
+    test_segment();
+    pipeline("pipelining", 1000, 0, NULL);
+    test_concurrent();
+    test_bad_frames();
+    test_bad_requests();
+    test_info();
+    test_reload();
+    test_unix_and_queue();
+
+    /* SIGTERM while 300 pipelined requests are in flight: all answered. */
+    nc_daemon_drain_notify(&dmn);
+    pipeline("drain", 300, SIGTERM, NULL);
+    CHECK(nc_daemon_wait_notify(&dmn, "STOPPING=1", 10000) == 0);
+    int status = nc_daemon_wait_exit(&dmn, 20000);
+    nc_daemon_stop(&dmn, 1000);
+    CHECK_MSG(status == 0, "daemon exit status after drain: %d", status);
+
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) { /* best effort */ }
+    nc_dataset_fini(&mnist);
+    return nc_test_finish();
+}

@@ -1,0 +1,34 @@
+/* tests/fuzz/fuzz_image.c — libFuzzer target: untrusted image bytes through
+ * the daemon's decoders (JPEG, PNG, PGM, raw) with their caps, then the
+ * segmentation of whatever decoded.
+ *
+ * Input: byte 0 the format (mod 5, as neocog.proto's ImageFormat), bytes
+ * 1..4 width and height for raw (little-endian u16 each), the rest the
+ * image data. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode.h"
+#include "split.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 5)
+        return 0;
+    int format = data[0] % 5;
+    uint32_t w = (uint32_t)data[1] | (uint32_t)data[2] << 8;
+    uint32_t h = (uint32_t)data[3] | (uint32_t)data[4] << 8;
+    /* Limits like a daemon's, small enough for the fuzzer's memory cap. */
+    nc_decode_limits lim = { 2048, 1u << 20 };
+    nc_image *img = NULL;
+    char why[256];
+    if (nc_decode_image(format, data + 5, size - 5, w, h, &lim, &img, why, sizeof why) == 0) {
+        nc_rect boxes[64];
+        uint32_t n;
+        (void)nc_split_digits(img, boxes, 64, &n);
+        nc_image_free(img);
+    }
+    return 0;
+}
