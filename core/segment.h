@@ -1,0 +1,191 @@
+/* core/segment.h — split a camera frame into handwritten digits: boxes,
+ * reading order (lines top to bottom, left to right) and, per digit, a
+ * clean light-ink patch ready for nc_prep_apply.
+ *
+ * Layer: core (pure C11, no I/O, no threads).  Error codes as in common.h;
+ * ret_* outputs are written only on success.
+ *
+ * Pipeline (each step is a parameter below, with its default):
+ *  1. ROI: the frame, or params.roi inside it.
+ *  2. Polarity: dark ink on light paper (what a camera sees of a pen on
+ *     paper) or light ink on dark ground.  AUTO looks at the sign of the
+ *     third moment of (pixel - local mean): ink is the thin tail of the
+ *     distribution, and comparing with the local mean makes the test blind to
+ *     uneven lighting.
+ *  3. Binarisation into an ink mask:
+ *     OTSU     one global threshold (fast, fine under even light);
+ *     ADAPTIVE Sauvola's rule on a window x window neighbourhood, means and
+ *              variances from an integral image of b x b block sums
+ *              (b = window / 12, so windows are exact to a block):  ink where
+ *              p < m (1 + k (s / 128 - 1))   (p, m in ink-is-dark terms)
+ *              and m - p >= min_contrast, so flat paper (s ~ noise) stays
+ *              paper however bright or dark the light is there.
+ *  4. 8-connected components (nc_image_components); specks (area <
+ *     min_area) and rules/borders (width > max_aspect * height, height >
+ *     max_height, or fill below min_fill) are dropped, and so are sparse
+ *     components (fill < 0.2), hollow (at most 3% of their pixels in the
+ *     middle of their box), whose box holds two or more components at
+ *     least 0.3 of their height: boxes drawn around the digits.
+ *  5. Lines: components are taken tallest first; each joins the line whose
+ *     nearest member (in x) it overlaps vertically by at least half its own
+ *     height, that member's band being widened by 0.35 of the line's tallest
+ *     member (so a detached bar of a 5 above its body still joins); else it
+ *     starts a line.  Following the nearest member tolerates tilted lines.
+ *     A line is cut where the horizontal gap between neighbours exceeds
+ *     max_gap times the line's median height (two strings on one row).
+ *  6. Merging: within a line, pieces whose column ranges overlap by at least
+ *     merge_overlap of the narrower one become one digit (a broken 5 or 7).
+ *     Then anything shorter than min_rel_height of the line's median height,
+ *     or than min_height pixels, or taller than max_rel_height of it, is
+ *     dropped (dots, hyphens, noise, pieces of boxes drawn around digits).
+ *  7. Splitting: a digit wider than split_ratio times the line's typical
+ *     digit width (median width, clamped to 0.45..0.85 of the line height)
+ *     is cut into round(width / typical) pieces at the minima of its
+ *     column ink profile near the evenly spaced cuts.
+ *  8. Expected count (optional): while there are too few digits the widest
+ *     one (relative to its line) is cut in two; while there are too many,
+ *     the adjacent pair with the narrowest union is merged when that union
+ *     is no wider than a digit, else the smallest piece is dropped.
+ *  9. Patches: per digit, the box plus a 1-pixel ring, holding
+ *     max(0, paper - p) (or p - paper for light ink) on the digit's own
+ *     pixels and their 4-neighbours, 0 elsewhere, where paper is the mean of
+ *     the non-ink pixels around it.  Other digits' strokes inside the box
+ *     are masked out.  With params.prep set, each patch goes through
+ *     nc_prep_apply (invert forced to 0: patches are already light ink).
+ *
+ * Caps: frames up to NC_SEGMENT_MAX_DIM per side (-ERANGE beyond, before
+ * anything is allocated); at most max_components components (-ERANGE: a
+ * frame of pure noise); at most NC_SEGMENT_MAX_DIGITS digits (-ERANGE).
+ * A frame with no contrast or no digit gives 0 digits and returns 0. */
+#ifndef NC_CORE_SEGMENT_H
+#define NC_CORE_SEGMENT_H
+
+#include "image.h"
+
+#define NC_SEGMENT_MAX_DIM        4096u
+#define NC_SEGMENT_MAX_COMPONENTS 65536u
+#define NC_SEGMENT_MAX_DIGITS     1024u
+#define NC_SEGMENT_MAX_WINDOW     1023u
+
+typedef enum nc_segment_binarise {
+    NC_SEGMENT_BINARISE_ADAPTIVE = 0,   /* Sauvola on integral images */
+    NC_SEGMENT_BINARISE_OTSU = 1,       /* one global Otsu threshold */
+} nc_segment_binarise;
+
+typedef enum nc_segment_polarity {
+    NC_SEGMENT_POLARITY_AUTO = 0,
+    NC_SEGMENT_POLARITY_DARK_INK = 1,   /* dark ink on light paper */
+    NC_SEGMENT_POLARITY_LIGHT_INK = 2,  /* light ink on dark ground */
+} nc_segment_polarity;
+
+/* nc_segment_digit.flags */
+enum {
+    NC_SEGMENT_DIGIT_MERGED = 1u << 0,  /* built from several components */
+    NC_SEGMENT_DIGIT_SPLIT = 1u << 1,   /* cut out of a wider component */
+    NC_SEGMENT_DIGIT_NOPREP = 1u << 2,  /* nc_prep_apply found no ink; its
+                                           input is all zeros */
+};
+
+typedef struct nc_segment_params {
+    uint32_t binarise;      /* nc_segment_binarise; default ADAPTIVE */
+    uint32_t polarity;      /* nc_segment_polarity; default AUTO */
+    uint32_t window;        /* ADAPTIVE window side (odd, >= 3); 0 = auto:
+                               min(w, h) / 8 of the ROI made odd, clamped
+                               to 15..255.  Default 0 */
+    float sauvola_k;        /* Sauvola's k in (0, 1); default 0.25 */
+    uint32_t min_contrast;  /* grey levels ink must lie below the local mean
+                               (ADAPTIVE) or between paper and ink medians
+                               (OTSU); default 20 */
+    uint32_t min_area;      /* smaller components are specks; default 12 */
+    uint32_t min_height;    /* digits shorter than this are dropped after
+                               merging; default 10 */
+    uint32_t max_height;    /* taller components are not digits; 0 = auto:
+                               3/4 of the ROI height.  Default 0 */
+    float max_aspect;       /* width / height above this is a rule or a
+                               border, not a run of digits; default 8 */
+    float min_fill;         /* area / box area below this is a frame or a
+                               box drawn around digits; default 0.05 */
+    float max_gap;          /* line cut at gaps wider than this times the
+                               line height; default 2.5 */
+    float merge_overlap;    /* fraction of the narrower column range two
+                               pieces must share to merge; default 0.5 */
+    float min_rel_height;   /* digits shorter than this times their line's
+                               median height are dropped; default 0.5 */
+    float max_rel_height;   /* and taller than this (a box side, a stray
+                               stroke); default 1.25.  Thin strokes (width
+                               < height / 4) are dropped above 1.12 */
+    float split_ratio;      /* split digits wider than this times the line's
+                               typical width; default 1.5 */
+    uint32_t max_split;     /* most pieces one component is cut into;
+                               default 6 */
+    uint32_t max_components;/* component cap, <= NC_SEGMENT_MAX_COMPONENTS;
+                               default 16384 */
+    uint32_t expected_count;/* digits the caller expects in the ROI, 0 = any;
+                               default 0 */
+    uint32_t use_roi;       /* 1: only look inside roi; default 0 */
+    nc_rect roi;            /* must lie inside the frame (-ERANGE) */
+    const nc_prep *prep;    /* NULL: patches only; else each patch is also
+                               prepared into result->inputs.  Default NULL */
+} nc_segment_params;
+
+/* The defaults listed above. */
+void nc_segment_params_default(nc_segment_params *ret_params);
+
+/* 0 if p is a valid setting (-EINVAL / -ERANGE otherwise). */
+int nc_segment_params_check(const nc_segment_params *p);
+
+typedef struct nc_segment_digit {
+    nc_rect box;            /* tight box of the digit's ink, frame coords */
+    uint32_t line;          /* index into result->lines */
+    uint32_t flags;         /* NC_SEGMENT_DIGIT_* */
+    nc_image patch;         /* light ink on 0, box plus a 1-pixel ring
+                               (clipped to the ROI); pixels owned by the
+                               result */
+    nc_rect patch_box;      /* where patch sits in the frame */
+} nc_segment_digit;
+
+typedef struct nc_segment_line {
+    nc_rect box;            /* union of its digits' boxes */
+    uint32_t first, count;  /* its digits: digits[first .. first+count) */
+    uint32_t height;        /* median digit height */
+} nc_segment_line;
+
+typedef struct nc_segment_result {
+    uint32_t count;             /* digits, in reading order */
+    nc_segment_digit *digits;
+    uint32_t line_count;        /* lines, top to bottom, then left to right */
+    nc_segment_line *lines;
+    uint32_t polarity;          /* DARK_INK or LIGHT_INK as used */
+    uint32_t components;        /* components found before filtering */
+    size_t input_len;           /* floats per digit in inputs; 0 w/o prep */
+    float *inputs;              /* count * input_len floats, or NULL */
+    uint8_t *patch_pixels;      /* backing store of the patches */
+} nc_segment_result;
+
+void nc_segment_result_free(nc_segment_result *r);     /* NULL is fine */
+
+/* Scratch buffers (integral images, mask, labels) kept between frames so a
+ * video stream does not allocate megabytes per frame.  One segmenter per
+ * thread. */
+typedef struct nc_segmenter nc_segmenter;
+int nc_segmenter_new(nc_segmenter **ret_seg);
+void nc_segmenter_free(nc_segmenter *seg);             /* NULL is fine */
+
+/* Segment frame (grey, any stride).  params NULL means the defaults.
+ * *ret_result is malloc'd; release with nc_segment_result_free. */
+int nc_segment_frame(nc_segmenter *seg, const nc_image *frame,
+                     const nc_segment_params *params,
+                     nc_segment_result **ret_result);
+
+/* The same with a temporary segmenter, for one-off images. */
+int nc_segment_image(const nc_image *frame, const nc_segment_params *params,
+                     nc_segment_result **ret_result);
+
+/* The binarisation step alone (for tests and tuning): mask gets 255 on ink,
+ * 0 elsewhere, over the whole frame (ROI ignored); *ret_polarity gets the
+ * polarity used.  mask must have frame's width and height. */
+int nc_segment_binarise_frame(nc_segmenter *seg, const nc_image *frame,
+                              const nc_segment_params *params, nc_image *mask,
+                              uint32_t *ret_polarity);
+
+#endif

@@ -1,0 +1,238 @@
+/* tools/neocog-streamgen — synthetic camera streams of handwritten digit
+ * strings, for the segmentation and `neocog camera` test benches.
+ *
+ *   neocog-streamgen --data DIR --frames N [--size 640x480|1280x720|WxH]
+ *       [--digits 8] [--strings 2] [--out stream.mjpeg] [--truth truth.tsv]
+ *       [--pgm-dir DIR] [--seed S] [--quality Q] [--polarity dark|light|mixed]
+ *       [--heights 24-60] [--touch P] [--no-clutter]
+ *
+ * DIR holds the MNIST test set (t10k-images-idx3-ubyte[.gz] and its labels)
+ * or the repository's fixture (tests/data, mnist-t1k-*).  Only test digits
+ * are used, so models trained on the MNIST training set never saw them.
+ * Frames are rendered by streamgen_render.c (see there for what a frame
+ * holds); --out writes them as MJPEG (concatenated greyscale JFIFs, what
+ * `ffmpeg -f mjpeg` reads) at --quality, or at a per-frame quality drawn
+ * from 60..90 like a camera's; --pgm-dir writes frame_NNNNNN.pgm too.
+ *
+ * Truth file, tab-separated, one row per string, strings top to bottom:
+ *   frame  string  text  polarity  box  digit_boxes
+ * box is x,y,w,h; digit_boxes is one x,y,w,h per digit separated by ';'
+ * (each the box of the digit's source pixels above 64, as mapped into the
+ * frame).  Lines starting with '#' are comments.
+ * Exit status: 0 done, 1 failure, 2 usage. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "dataset.h"
+#include "fileio.h"
+#include "pgm.h"
+#include "streamgen_render.h"
+
+#define MAX_DATA_BYTES (64u << 20)
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: neocog-streamgen --data DIR --frames N [--size WxH] [--digits D]\n"
+        "         [--strings S] [--out FILE.mjpeg|-] [--truth FILE.tsv] [--pgm-dir DIR]\n"
+        "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
+        "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n");
+}
+
+/* Read the first of names[] found in dir. */
+static int read_first(const char *dir, const char *const *names, uint8_t **buf, size_t *len,
+                      char *found, size_t found_len)
+{
+    int err = -ENOENT;
+    for (size_t i = 0; names[i]; i++) {
+        snprintf(found, found_len, "%s/%s", dir, names[i]);
+        err = nc_file_read(found, MAX_DATA_BYTES, buf, len);
+        if (err != -ENOENT)
+            return err;
+    }
+    return err;
+}
+
+static int load_digits(const char *dir, nc_dataset *d)
+{
+    static const char *const img_names[] = { "t10k-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte",
+                                             "t10k-images.idx3-ubyte", "mnist-t1k-images-idx3-ubyte.gz", NULL };
+    static const char *const lab_names[] = { "t10k-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte",
+                                             "t10k-labels.idx1-ubyte", "mnist-t1k-labels-idx1-ubyte.gz", NULL };
+    uint8_t *ib = NULL, *lb = NULL;
+    size_t il = 0, ll = 0;
+    char path[4096];
+    int err = read_first(dir, img_names, &ib, &il, path, sizeof path);
+    if (err < 0) {
+        fprintf(stderr, "neocog-streamgen: %s: no MNIST test images (%s)\n", dir, strerror(-err));
+        goto out;
+    }
+    if ((err = read_first(dir, lab_names, &lb, &ll, path, sizeof path)) < 0) {
+        fprintf(stderr, "neocog-streamgen: %s: no MNIST test labels (%s)\n", dir, strerror(-err));
+        goto out;
+    }
+    if ((err = nc_dataset_parse(ib, il, lb, ll, d)) < 0)
+        fprintf(stderr, "neocog-streamgen: %s: %s\n", dir, nc_strerror(err));
+out:
+    free(ib);
+    free(lb);
+    return err;
+}
+
+static int parse_u32(const char *s, uint32_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(s, &end, 10);
+    if (errno || end == s || *end || x > 0xffffffffu)
+        return -1;
+    *v = (uint32_t)x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
+    uint32_t frames = 0, W = 640, H = 480, quality = 0;
+    uint64_t seed = 1;
+    nc_render_params rp;
+    nc_render_params_default(&rp);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--no-clutter")) { rp.clutter = 0; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
+        if (!v) { usage(); return 2; }
+        i++;
+        if (!strcmp(a, "--data")) data = v;
+        else if (!strcmp(a, "--out")) out_path = v;
+        else if (!strcmp(a, "--truth")) truth_path = v;
+        else if (!strcmp(a, "--pgm-dir")) pgm_dir = v;
+        else if (!strcmp(a, "--frames")) bad = parse_u32(v, &frames);
+        else if (!strcmp(a, "--digits")) bad = parse_u32(v, &rp.digits);
+        else if (!strcmp(a, "--strings")) bad = parse_u32(v, &rp.strings);
+        else if (!strcmp(a, "--quality")) bad = parse_u32(v, &quality) || quality < 1 || quality > 100;
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--touch")) rp.touch_prob = strtof(v, NULL);
+        else if (!strcmp(a, "--size")) bad = sscanf(v, "%ux%u", &W, &H) != 2;
+        else if (!strcmp(a, "--heights")) bad = sscanf(v, "%u-%u", &rp.min_height, &rp.max_height) != 2;
+        else if (!strcmp(a, "--polarity")) {
+            if (!strcmp(v, "dark")) rp.polarity = NC_RENDER_DARK_INK;
+            else if (!strcmp(v, "light")) rp.polarity = NC_RENDER_LIGHT_INK;
+            else if (!strcmp(v, "mixed")) rp.polarity = NC_RENDER_MIXED;
+            else bad = 1;
+        } else bad = 1;
+        if (bad) {
+            fprintf(stderr, "neocog-streamgen: bad option %s %s\n", a, v);
+            usage();
+            return 2;
+        }
+    }
+    if (!data || !frames || (!out_path && !pgm_dir) || W < 64 || H < 64 || W > 8192 || H > 8192) {
+        usage();
+        return 2;
+    }
+
+    nc_dataset d = { 0 };
+    if (load_digits(data, &d) < 0)
+        return 1;
+    int rc = 1;
+    FILE *out = NULL, *truth = NULL;
+    tjhandle tj = NULL;
+    nc_image *frame = NULL;
+    unsigned char *jbuf = NULL;
+    if (nc_image_new(W, H, &frame) < 0) {
+        fprintf(stderr, "neocog-streamgen: out of memory\n");
+        goto done;
+    }
+    if (out_path) {
+        out = strcmp(out_path, "-") ? fopen(out_path, "wb") : stdout;
+        if (!out || !(tj = tjInitCompress())) {
+            fprintf(stderr, "neocog-streamgen: %s: %s\n", out_path, out ? tjGetErrorStr() : strerror(errno));
+            goto done;
+        }
+    }
+    if (truth_path) {
+        if (!(truth = fopen(truth_path, "w"))) {
+            fprintf(stderr, "neocog-streamgen: %s: %s\n", truth_path, strerror(errno));
+            goto done;
+        }
+        fprintf(truth, "# neocog-streamgen %ux%u frames=%u strings=%u digits=%u seed=%llu\n"
+                       "# frame\tstring\ttext\tpolarity\tbox\tdigit_boxes\n",
+                W, H, frames, rp.strings, rp.digits, (unsigned long long)seed);
+    }
+    nc_render_source src = { d.pixels, d.labels, d.count, d.rows, d.cols };
+    /* xorshift needs a non-zero state */
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    if (!rng)
+        rng = 1;
+    for (uint32_t f = 0; f < frames; f++) {
+        nc_render_truth t;
+        int err = nc_render_frame(&rp, &src, &rng, frame, &t);
+        if (err < 0) {
+            fprintf(stderr, "neocog-streamgen: frame %u: %s (frame too small for "
+                            "--strings/--digits/--heights?)\n", f, nc_strerror(err));
+            goto done;
+        }
+        if (out) {
+            /* a buffer handed back in must come with its size; letting
+             * TurboJPEG allocate afresh each frame keeps that simple */
+            tjFree(jbuf);
+            jbuf = NULL;
+            unsigned long jlen = 0;
+            int q = quality ? (int)quality : 60 + (int)(rng % 31);
+            if (tjCompress2(tj, frame->pixels, (int)W, 0, (int)H, TJPF_GRAY, &jbuf, &jlen,
+                            TJSAMP_GRAY, q, TJFLAG_FASTDCT) < 0 ||
+                fwrite(jbuf, 1, jlen, out) != jlen) {
+                fprintf(stderr, "neocog-streamgen: frame %u: %s\n", f, tjGetErrorStr());
+                goto done;
+            }
+        }
+        if (pgm_dir) {
+            char path[4096];
+            uint8_t *pb = NULL;
+            size_t pl = 0;
+            snprintf(path, sizeof path, "%s/frame_%06u.pgm", pgm_dir, f);
+            if ((err = nc_pgm_encode(frame, &pb, &pl)) < 0 ||
+                (err = nc_file_write_atomic(path, pb, pl)) < 0) {
+                fprintf(stderr, "neocog-streamgen: %s: %s\n", path, strerror(-err));
+                free(pb);
+                goto done;
+            }
+            free(pb);
+        }
+        for (uint32_t s = 0; truth && s < t.string_count; s++) {
+            const nc_render_string *st = &t.strings[s];
+            fprintf(truth, "%u\t%u\t", f, s);
+            for (uint32_t k = 0; k < st->count; k++)
+                fputc('0' + st->digits[k].label % 10, truth);
+            fprintf(truth, "\t%s\t%u,%u,%u,%u\t", t.polarity ? "light" : "dark",
+                    st->box.x, st->box.y, st->box.width, st->box.height);
+            for (uint32_t k = 0; k < st->count; k++) {
+                nc_rect b = st->digits[k].box;
+                fprintf(truth, "%s%u,%u,%u,%u", k ? ";" : "", b.x, b.y, b.width, b.height);
+            }
+            fputc('\n', truth);
+        }
+    }
+    rc = 0;
+done:
+    if (out && out != stdout && fclose(out) != 0 && rc == 0) {
+        fprintf(stderr, "neocog-streamgen: %s: %s\n", out_path, strerror(errno));
+        rc = 1;
+    } else if (out == stdout && fflush(stdout) != 0)
+        rc = 1;
+    if (truth && fclose(truth) != 0 && rc == 0) {
+        fprintf(stderr, "neocog-streamgen: %s: %s\n", truth_path, strerror(errno));
+        rc = 1;
+    }
+    if (tj)
+        tjDestroy(tj);
+    tjFree(jbuf);
+    nc_image_free(frame);
+    nc_dataset_fini(&d);
+    return rc;
+}
