@@ -8,7 +8,12 @@
  * hand-over (a wait takes the event's latest record, so one of each is
  * enough when the calls are issued in order).  Batches of up to
  * NC_GPU_NEOCOG_GRAPH_MAX that fit one chunk replay a captured graph (copies
- * and kernels on `run`), one per batch size, made on first use. */
+ * and kernels on `run`), one per batch size, made on first use.
+ *
+ * Variants: the S-layer kernel of every stage follows e->variant; AUTO (the
+ * default) runs the sparse kernels below e->auto_min characters and the
+ * GEMM path (gpu/neocog_gemm.cuh) from there on.  Under GEMM a stage keeps
+ * the sparse kernel where the tuner found it faster (use_gemm[l] = 0). */
 #include "neocog_engine.h"
 
 #include <errno.h>
@@ -19,12 +24,16 @@
 #include "neocog_c.cuh"
 #include "neocog_class.cuh"
 #include "neocog_g.cuh"
+#include "neocog_gemm.cuh"
 #include "neocog_s.cuh"
 
 struct nc_gpu_neocog {
     int device;
     int failed;                 /* a CUDA failure: refuse further work */
-    int variant;
+    int variant;                /* nc_gpu_neocog_variant or NC_GPU_NEOCOG_AUTO */
+    uint32_t auto_min;          /* AUTO: GEMM from this batch on */
+    int use_gemm[NC_NEOCOG_MAX_STAGES];
+    nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];
     uint32_t max_batch, chunk_cap, chunk;
     uint32_t n_stages, n_classes, in_size, in_cells;
     uint32_t k[NC_NEOCOG_MAX_STAGES];
@@ -89,6 +98,8 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
     if (e->run)
         cudaStreamSynchronize(e->run);
     drop_graphs(e);
+    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++)
+        nc_gpu_neocog_gemm_free(e->gemm[l]);
     cudaFree(e->d_weights);
     cudaFree(e->d_in);
     cudaFree(e->d_act);
@@ -165,6 +176,12 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
     NC_CUDA_CHECK(cudaStreamCreateWithFlags(&e->down, cudaStreamNonBlocking));
     NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_up, cudaEventDisableTiming));
     NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_done, cudaEventDisableTiming));
+    for (uint32_t l = 0; l < L; l++) {
+        int r = nc_gpu_neocog_gemm_new(&e->s[l], e->chunk_cap, e->run, &e->gemm[l]);
+        if (r < 0)
+            return r;
+        e->use_gemm[l] = 1;
+    }
     return 0;
 }
 
@@ -188,7 +205,8 @@ extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_
     if (!e)
         return -ENOMEM;
     e->device = device;
-    e->variant = NC_GPU_NEOCOG_SPARSE;
+    e->variant = NC_GPU_NEOCOG_AUTO;
+    e->auto_min = NC_GPU_NEOCOG_AUTO_MIN;
     e->max_batch = max_batch;
     e->chunk_cap = e->chunk = max_batch < NC_GPU_NEOCOG_CHUNK ? max_batch : NC_GPU_NEOCOG_CHUNK;
     e->n_stages = L;
@@ -243,7 +261,7 @@ extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_
 
 extern "C" int nc_gpu_neocog_set_variant(nc_gpu_neocog *e, int variant)
 {
-    if (!e || variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS)
+    if (!e || variant < 0 || variant > NC_GPU_NEOCOG_AUTO)
         return -EINVAL;
     if (e->variant != variant)
         drop_graphs(e);
@@ -281,7 +299,15 @@ extern "C" int nc_gpu_neocog_set_chunk(nc_gpu_neocog *e, uint32_t chunk)
 
 /* One layer over n characters of the chunk buffers; input images at in,
  * answers to scores/labels (last layer). */
-static int run_layer(nc_gpu_neocog *e, int layer, uint32_t n, const float *in,
+/* The S-layer variant a batch of n characters runs with. */
+static int eff_variant(const nc_gpu_neocog *e, uint32_t n)
+{
+    if (e->variant != NC_GPU_NEOCOG_AUTO)
+        return e->variant;
+    return n >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE;
+}
+
+static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float *in,
                      float *scores, int32_t *labels, cudaStream_t st)
 {
     if (layer == NC_NEOCOG_L_UG)
@@ -289,9 +315,16 @@ static int run_layer(nc_gpu_neocog *e, int layer, uint32_t n, const float *in,
     const uint32_t l = (uint32_t)(layer - 1) / 2;
     if ((layer - 1) % 2 == 0) {
         const int last = l + 1 == e->n_stages;
+        if (v == NC_GPU_NEOCOG_GEMM) {
+            if (e->use_gemm[l])
+                return nc_gpu_neocog_gemm_forward(e->gemm[l], e->act[layer - 1],
+                                                  e->occ[layer - 1], e->act[layer],
+                                                  last ? NULL : e->occ[layer], n, st);
+            v = NC_GPU_NEOCOG_SPARSE;
+        }
         return nc_gpu_neocog_s_forward(&e->s[l], e->act[layer - 1], e->occ[layer - 1],
                                        e->act[layer], last ? NULL : e->occ[layer], n,
-                                       e->variant, e->block[e->variant][l], st);
+                                       v, e->block[v][l], st);
     }
     if (l + 1 < e->n_stages)
         return nc_gpu_neocog_c_forward(&e->c[l], e->act[layer - 1], e->occ[layer - 1],
@@ -303,11 +336,11 @@ static int run_layer(nc_gpu_neocog *e, int layer, uint32_t n, const float *in,
 }
 
 /* The whole network on n (<= chunk) images at in. */
-static int run_net(nc_gpu_neocog *e, uint32_t n, const float *in, float *scores,
+static int run_net(nc_gpu_neocog *e, int v, uint32_t n, const float *in, float *scores,
                    int32_t *labels, cudaStream_t st)
 {
     for (int layer = 0; layer <= 2 * (int)e->n_stages; layer++) {
-        int r = run_layer(e, layer, n, in, scores, labels, st);
+        int r = run_layer(e, v, layer, n, in, scores, labels, st);
         if (r < 0)
             return r;
     }
@@ -328,7 +361,7 @@ static int capture(nc_gpu_neocog *e, uint32_t n, int io, cudaGraphExec_t *ret)
             r = nc_gpu_record_error(ce, "cudaMemcpyAsync(h2d)", __func__, __FILE__, __LINE__);
     }
     if (r == 0 || !io)
-        r = run_net(e, n, e->d_in, e->d_scores, e->d_labels, e->run);
+        r = run_net(e, eff_variant(e, n), n, e->d_in, e->d_scores, e->d_labels, e->run);
     if (r == 0 && io) {
         cudaError_t ce = cudaMemcpyAsync(e->h_scores, e->d_scores,
                                          (size_t)n * e->n_classes * sizeof(float),
@@ -368,9 +401,10 @@ static int enqueue_dev(nc_gpu_neocog *e, uint32_t n, int graph)
         NC_CUDA_CHECK(cudaGraphLaunch(e->graph_dev[n], e->run));
         return 0;
     }
+    const int v = eff_variant(e, n);
     for (uint32_t c0 = 0; c0 < n; c0 += e->chunk) {
         const uint32_t m = n - c0 < e->chunk ? n - c0 : e->chunk;
-        int r = run_net(e, m, e->d_in + (size_t)c0 * e->in_cells,
+        int r = run_net(e, v, m, e->d_in + (size_t)c0 * e->in_cells,
                         e->d_scores + (size_t)c0 * e->n_classes, e->d_labels + c0, e->run);
         if (r < 0)
             return r;
@@ -395,7 +429,8 @@ extern "C" int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *e, int layer, uint32_t
         return r;
     if (n < 1 || n > e->chunk || layer < 0 || layer > 2 * (int)e->n_stages)
         return -EINVAL;
-    return fail(e, run_layer(e, layer, n, e->d_in, e->d_scores, e->d_labels, e->run));
+    return fail(e, run_layer(e, eff_variant(e, n), layer, n, e->d_in, e->d_scores,
+                             e->d_labels, e->run));
 }
 
 static int sync_run(nc_gpu_neocog *e)
@@ -489,6 +524,7 @@ extern "C" int nc_gpu_neocog_download_layer(nc_gpu_neocog *e, int layer, uint32_
 /* Chunked forward with the copies overlapped: see the top of the file. */
 static int forward_chunks(nc_gpu_neocog *e, uint32_t n)
 {
+    const int v = eff_variant(e, n);
     for (uint32_t c0 = 0; c0 < n; c0 += e->chunk) {
         const uint32_t m = n - c0 < e->chunk ? n - c0 : e->chunk;
         float *din = e->d_in + (size_t)c0 * e->in_cells;
@@ -497,7 +533,7 @@ static int forward_chunks(nc_gpu_neocog *e, uint32_t n)
                                       cudaMemcpyHostToDevice, e->up));
         NC_CUDA_CHECK(cudaEventRecord(e->ev_up, e->up));
         NC_CUDA_CHECK(cudaStreamWaitEvent(e->run, e->ev_up, 0));
-        int r = run_net(e, m, din, e->d_scores + (size_t)c0 * e->n_classes,
+        int r = run_net(e, v, m, din, e->d_scores + (size_t)c0 * e->n_classes,
                         e->d_labels + c0, e->run);
         if (r < 0)
             return r;
@@ -549,7 +585,7 @@ extern "C" void *nc_gpu_neocog_stream(nc_gpu_neocog *e)
 }
 
 /* The best of reps timings of stage l's S-layer on n characters. */
-static int time_s(nc_gpu_neocog *e, uint32_t l, uint32_t n, int reps, float *ret_ms)
+static int time_s(nc_gpu_neocog *e, int v, int layer, uint32_t n, int reps, float *ret_ms)
 {
     cudaEvent_t t0, t1;
     NC_CUDA_CHECK(cudaEventCreate(&t0));
@@ -563,7 +599,9 @@ static int time_s(nc_gpu_neocog *e, uint32_t l, uint32_t n, int reps, float *ret
     for (int i = 0; r == 0 && i < reps; i++) {
         ce = cudaEventRecord(t0, e->run);
         if (ce == cudaSuccess) {
-            r = run_layer(e, 1 + 2 * (int)l, n, e->d_in, e->d_scores, e->d_labels, e->run);
+            r = layer < 0 ? run_net(e, v, n, e->d_in, e->d_scores, e->d_labels, e->run)
+                          : run_layer(e, v, layer, n, e->d_in, e->d_scores, e->d_labels,
+                                      e->run);
             if (r == 0)
                 ce = cudaEventRecord(t1, e->run);
         }
@@ -583,12 +621,43 @@ static int time_s(nc_gpu_neocog *e, uint32_t l, uint32_t n, int reps, float *ret
     return r;
 }
 
+/* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
+ * on n characters; then AUTO's threshold: the smallest batch of 1, 2, 4 ..
+ * n from which on the whole net under GEMM beats the sparse one (never, if
+ * it does not at n). */
+static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
+{
+    int r = run_net(e, NC_GPU_NEOCOG_SPARSE, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
+        float mg = 0.0f, ms = 0.0f;
+        e->use_gemm[l] = 1;
+        r = time_s(e, NC_GPU_NEOCOG_GEMM, 1 + 2 * (int)l, n, 3, &mg);
+        if (r == 0)
+            r = time_s(e, NC_GPU_NEOCOG_SPARSE, 1 + 2 * (int)l, n, 3, &ms);
+        if (r == 0)
+            e->use_gemm[l] = mg <= ms;
+    }
+    uint32_t from = 0xffffffffu;
+    for (uint32_t m = n; r == 0 && m >= 1; m = m == n && (m & (m - 1)) ? 1u << (31 - __builtin_clz(m)) : m / 2) {
+        float mg = 0.0f, ms = 0.0f;
+        r = time_s(e, NC_GPU_NEOCOG_GEMM, -1, m, 3, &mg);
+        if (r == 0)
+            r = time_s(e, NC_GPU_NEOCOG_SPARSE, -1, m, 3, &ms);
+        if (r < 0 || mg > ms)
+            break;
+        from = m;
+    }
+    e->auto_min = from;
+    drop_graphs(e);
+    return r;
+}
+
 static int tune(nc_gpu_neocog *e, int variant, uint32_t n)
 {
     static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 16 };
-    const int keep = e->variant;
-    e->variant = variant;
-    int r = run_net(e, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    if (variant == NC_GPU_NEOCOG_GEMM || variant == NC_GPU_NEOCOG_AUTO)
+        return tune_gemm(e, n);
+    int r = run_net(e, variant, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         const uint32_t ks = nc_neocog_kstride(e->k[l]);
         const uint32_t per = variant == NC_GPU_NEOCOG_SPARSE ? (ks + 31) / 32 * 32 : ks;
@@ -599,7 +668,7 @@ static int tune(nc_gpu_neocog *e, int variant, uint32_t n)
                 continue;
             e->block[variant][l] = cand[i];
             float ms = 0.0f;
-            r = time_s(e, l, n, 3, &ms);
+            r = time_s(e, variant, 1 + 2 * (int)l, n, 3, &ms);
             if (r == -E2BIG) {  /* too much shared memory for this many */
                 r = 0;
                 continue;
@@ -611,7 +680,6 @@ static int tune(nc_gpu_neocog *e, int variant, uint32_t n)
         }
         e->block[variant][l] = best_p;
     }
-    e->variant = keep;
     drop_graphs(e);
     return r;
 }
@@ -621,7 +689,26 @@ extern "C" int nc_gpu_neocog_tune(nc_gpu_neocog *e, int variant, uint32_t n)
     int r = enter(e);
     if (r < 0)
         return r;
-    if (variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS || n < 1 || n > e->chunk)
+    if (variant < 0 || variant > NC_GPU_NEOCOG_AUTO || n < 1 || n > e->chunk)
         return -EINVAL;
     return fail(e, tune(e, variant, n));
+}
+
+extern "C" int nc_gpu_neocog_set_auto(nc_gpu_neocog *e, uint32_t from)
+{
+    if (!e)
+        return -EINVAL;
+    e->auto_min = from;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *e)
+{
+    return e ? e->auto_min : 0;
+}
+
+extern "C" int nc_gpu_neocog_stage_uses_gemm(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? e->use_gemm[l] : 0;
 }

@@ -25,17 +25,24 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
 
 /* Batches up to this size replay a captured CUDA graph. */
 #define NC_GPU_NEOCOG_GRAPH_MAX 64
-/* Characters per pass through the layers (activations stay in L2). */
-#define NC_GPU_NEOCOG_CHUNK 256
+/* Characters per pass through the layers (activations of one chunk are
+ * reused by every chunk; 1024 keeps the GEMM path's smallest layer, US4 at
+ * 25 rows per character, above the 132 SMs of an H200 in 64-row tiles). */
+#define NC_GPU_NEOCOG_CHUNK 1024
+/* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
+#define NC_GPU_NEOCOG_AUTO_MIN 128
 
 /* Upload net (every stage with >= 1 plane, labels set) to device `device`
  * for batches of up to max_batch characters.  The engine keeps no pointer
- * into net.  Default S-layer variant: sparse. */
+ * into net.  Default S-layer variant: NC_GPU_NEOCOG_AUTO (sparse kernels
+ * for small batches, the GEMM path from NC_GPU_NEOCOG_AUTO_MIN or the tuned
+ * threshold on). */
 int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_batch,
                       nc_gpu_neocog **ret_eng);
 void nc_gpu_neocog_free(nc_gpu_neocog *eng);     /* NULL is fine */
 
-/* S-layer variant (nc_gpu_neocog_variant) for the following forwards. */
+/* S-layer variant (nc_gpu_neocog_variant, or NC_GPU_NEOCOG_AUTO) for the
+ * following forwards. */
 int nc_gpu_neocog_set_variant(nc_gpu_neocog *eng, int variant);
 /* Positions per block of a variant at stage l (0: the default). */
 int nc_gpu_neocog_set_block(nc_gpu_neocog *eng, int variant, uint32_t l,
@@ -70,8 +77,16 @@ int nc_gpu_neocog_download_results(nc_gpu_neocog *eng, uint32_t n, nc_neocog_res
 /* The engine's stream (a cudaStream_t) for event timing. */
 void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
 /* Pick positions per block of a variant for every stage by timing the
- * candidates on the first n uploaded images (n <= chunk). */
+ * candidates on the first n uploaded images (n <= chunk).  For
+ * NC_GPU_NEOCOG_GEMM (or AUTO): per stage, the GEMM path or the sparse
+ * kernel, whichever is faster at n; then AUTO's threshold, the smallest
+ * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never). */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
+/* AUTO's threshold: GEMM for batches >= from. */
+int nc_gpu_neocog_set_auto(nc_gpu_neocog *eng, uint32_t from);
+uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *eng);
+/* 1 when stage l runs the GEMM path under NC_GPU_NEOCOG_GEMM. */
+int nc_gpu_neocog_stage_uses_gemm(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

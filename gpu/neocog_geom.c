@@ -52,7 +52,7 @@ int nc_gpu_neocog_geom_init(const nc_neocog_index *ix, const float *w,
 
 const char *nc_gpu_neocog_variant_name(int variant)
 {
-    static const char *const name[NC_GPU_NEOCOG_N_VARIANTS] = {
-        "T1", "T1-T3", "T1-T4", "T1-T5", "sparse" };
-    return variant >= 0 && variant < NC_GPU_NEOCOG_N_VARIANTS ? name[variant] : "?";
+    static const char *const name[NC_GPU_NEOCOG_N_VARIANTS + 1] = {
+        "T1", "T1-T3", "T1-T4", "T1-T5", "sparse", "gemm", "auto" };
+    return variant >= 0 && variant <= NC_GPU_NEOCOG_AUTO ? name[variant] : "?";
 }

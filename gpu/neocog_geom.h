@@ -61,7 +61,14 @@ typedef enum nc_gpu_neocog_variant {
                                    constant-bank index tables */
     NC_GPU_NEOCOG_SPARSE = 4,   /* T5 that first compacts a window's non-zero
                                    inputs into a shared-memory list (exact) */
-    NC_GPU_NEOCOG_N_VARIANTS = 5,
+    NC_GPU_NEOCOG_GEMM = 5,     /* throughput path: rows with an occupied
+                                   window compacted, then an implicit GEMM
+                                   (gpu/neocog_gemm.cuh); the engine's tuner
+                                   may keep the sparse kernel for a stage */
+    NC_GPU_NEOCOG_N_VARIANTS = 6,
+    NC_GPU_NEOCOG_AUTO = 6,     /* engine only (the default): sparse below a
+                                   batch threshold the tuner measures, GEMM
+                                   from it on */
 } nc_gpu_neocog_variant;
 
 const char *nc_gpu_neocog_variant_name(int variant);

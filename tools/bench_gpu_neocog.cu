@@ -13,7 +13,9 @@
  *      plain launches, and host wall time of nc_gpu_neocog_forward (copies
  *      included);
  *   4. throughput from batch 1 to max_batch on device-resident inputs (what
- *      the PyTorch peer measures), and end to end from host memory. */
+ *      the PyTorch peer measures), and end to end from host memory, for the
+ *      sparse kernels, the GEMM path and AUTO (the engine's default: sparse
+ *      below the tuned threshold, GEMM from it on). */
 #include "bench_gpu.h"
 
 #include <cuda_runtime.h>
@@ -155,7 +157,7 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                t_new * 1e3, max_batch, N_SEED, reps);
 
         /* 1 + 2: per-layer kernel times per variant */
-        const uint32_t nb = max_batch < 256 ? max_batch : 256;
+        const uint32_t nb = max_batch < NC_GPU_NEOCOG_CHUNK ? max_batch : NC_GPU_NEOCOG_CHUNK;
         float t1[NC_GPU_NEOCOG_N_VARIANTS][9], tb[NC_GPU_NEOCOG_N_VARIANTS][9];
         for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
             if (v >= NC_GPU_NEOCOG_T1_T4 && (err = nc_gpu_neocog_tune(e, v, nb)) < 0)
@@ -194,7 +196,11 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 sb += tb[v][1 + 2 * l];
             }
             printf(" | %.3f | ", sb);
-            if (v >= NC_GPU_NEOCOG_T1_T4)
+            if (v == NC_GPU_NEOCOG_GEMM)
+                for (uint32_t l = 0; l < 4; l++)
+                    printf("%s%s", l ? "/" : "",
+                           nc_gpu_neocog_stage_uses_gemm(e, l) ? "gemm" : "sparse");
+            else if (v >= NC_GPU_NEOCOG_T1_T4)
                 for (uint32_t l = 0; l < 4; l++)
                     printf("%s%u", l ? "/" : "", nc_gpu_neocog_get_block(e, v, l));
             else
@@ -205,11 +211,25 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                "388/769/721/1270, T1-T4 177/573/667/847, T1-T5 168/547/627/736.\n\n");
         printf("### The other layers (us per character; the same kernels in every variant)\n\n");
         printf("| batch | UG | UC1 | UC2 | UC3 | UC4 |\n|---|---:|---:|---:|---:|---:|\n");
-        for (int pass = 0; pass < 2; pass++) {
-            const float *t = pass ? tb[NC_GPU_NEOCOG_SPARSE] : t1[NC_GPU_NEOCOG_SPARSE];
-            printf("| %u | %.2f | %.2f | %.2f | %.2f | %.2f |\n", pass ? nb : 1, t[0], t[2],
-                   t[4], t[6], t[8]);
+        for (int pass = 0; pass < 4; pass++) {
+            const int v = pass < 2 ? NC_GPU_NEOCOG_SPARSE : NC_GPU_NEOCOG_GEMM;
+            const float *t = pass & 1 ? tb[v] : t1[v];
+            printf("| %u (after %s) | %.2f | %.2f | %.2f | %.2f | %.2f |\n", pass & 1 ? nb : 1,
+                   nc_gpu_neocog_variant_name(v), t[0], t[2], t[4], t[6], t[8]);
         }
+        printf("\nPer layer at batch %u, GEMM variant (us per character): UG %.3f, S1 %.3f, "
+               "C1 %.3f, S2 %.3f, C2 %.3f, S3 %.3f, C3 %.3f, S4 %.3f, C4 %.3f; sum %.3f "
+               "(a batch of 4096+ runs as chunks of %u).\n", nb,
+               tb[5][0], tb[5][1], tb[5][2], tb[5][3], tb[5][4], tb[5][5], tb[5][6], tb[5][7],
+               tb[5][8], tb[5][0] + tb[5][1] + tb[5][2] + tb[5][3] + tb[5][4] + tb[5][5] +
+               tb[5][6] + tb[5][7] + tb[5][8], nb);
+        printf("Tuned at batch %u: GEMM path per stage %s/%s/%s/%s; AUTO uses it from batch "
+               "%u on.\n", nb,
+               nc_gpu_neocog_stage_uses_gemm(e, 0) ? "gemm" : "sparse",
+               nc_gpu_neocog_stage_uses_gemm(e, 1) ? "gemm" : "sparse",
+               nc_gpu_neocog_stage_uses_gemm(e, 2) ? "gemm" : "sparse",
+               nc_gpu_neocog_stage_uses_gemm(e, 3) ? "gemm" : "sparse",
+               nc_gpu_neocog_get_auto(e));
 
         /* 3: latency at batch 1 */
         printf("\n### Whole network, batch 1\n\n| variant | GPU time, graph (us) | GPU time, "
@@ -241,43 +261,53 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             free(wall);
         }
 
-        /* 4: throughput */
-        if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0)
-            goto out;
-        printf("\n### Throughput, sparse variant (characters per second)\n\n"
-               "| batch | GPU time per batch (us), device-resident | chars/s device-resident "
-               "| chars/s end to end (host in, labels out) |\n|---:|---:|---:|---:|\n");
+        /* 4: throughput, sparse / gemm / auto */
+        printf("\n### Throughput (characters per second)\n\n"
+               "| batch | sparse: GPU us per batch | sparse chars/s | gemm: GPU us per batch "
+               "| gemm chars/s | auto chars/s | auto chars/s end to end (host in, labels out) "
+               "|\n|---:|---:|---:|---:|---:|---:|---:|\n");
         for (uint32_t n = 1; n <= max_batch; n *= 2) {
-            work w = { 2, 0, n };
-            float ms = 0.0f;
+            const int vs[3] = { NC_GPU_NEOCOG_SPARSE, NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
+            float ms[3] = { 0.0f, 0.0f, 0.0f };
             int rr = n >= 4096 ? (reps < 5 ? reps : 5) : reps;
-            if ((err = time_work(e, &w, rr, &ms)) < 0)
-                goto out;
+            for (int i = 0; i < 3; i++) {
+                work w = { 2, 0, n };
+                if ((err = nc_gpu_neocog_set_variant(e, vs[i])) < 0 ||
+                    (err = time_work(e, &w, rr, &ms[i])) < 0)
+                    goto out;
+            }
             double s = now_s();
             for (int i = 0; i < rr; i++)
                 if ((err = nc_gpu_neocog_forward(e, batch_in, n, res)) < 0)
                     goto out;
             double wall = (now_s() - s) / rr;
-            printf("| %u | %.1f | %.0f | %.0f |\n", n, ms * 1e3f, n / (ms * 1e-3), n / wall);
+            printf("| %u | %.1f | %.0f | %.1f | %.0f | %.0f | %.0f |\n", n, ms[0] * 1e3f,
+                   n / (ms[0] * 1e-3), ms[1] * 1e3f, n / (ms[1] * 1e-3), n / (ms[2] * 1e-3),
+                   n / wall);
             if (n < max_batch && n * 2 > max_batch)
                 n = max_batch / 2;
         }
         /* chunk size at the largest batch, and every variant there */
-        printf("\n| chars per pass (chunk) at batch %u | sparse chars/s |\n|---:|---:|\n",
-               max_batch);
-        const uint32_t chunks[] = { 32, 64, 128, 256 };
+        printf("\n| chars per pass (chunk) at batch %u | sparse chars/s | gemm chars/s |\n"
+               "|---:|---:|---:|\n", max_batch);
+        const uint32_t chunks[] = { 64, 256, 512, 1024 };
         for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
             if (nc_gpu_neocog_set_chunk(e, chunks[i]) < 0)
                 continue;
-            work w = { 1, 0, max_batch };
-            float ms = 0.0f;
-            if ((err = time_work(e, &w, 5, &ms)) < 0)
-                goto out;
-            printf("| %u | %.0f |\n", chunks[i], max_batch / (ms * 1e-3));
+            float ms[2] = { 0.0f, 0.0f };
+            for (int j = 0; j < 2; j++) {
+                work w = { 1, 0, max_batch };
+                if ((err = nc_gpu_neocog_set_variant(e, j ? NC_GPU_NEOCOG_GEMM
+                                                          : NC_GPU_NEOCOG_SPARSE)) < 0 ||
+                    (err = time_work(e, &w, 3, &ms[j])) < 0)
+                    goto out;
+            }
+            printf("| %u | %.0f | %.0f |\n", chunks[i], max_batch / (ms[0] * 1e-3),
+                   max_batch / (ms[1] * 1e-3));
         }
         nc_gpu_neocog_set_chunk(e, nb);
         printf("\n| variant | chars/s at batch %u, device-resident |\n|---|---:|\n", max_batch);
-        for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+        for (int v = 0; v <= NC_GPU_NEOCOG_AUTO; v++) {
             if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
                 goto out;
             work w = { 1, 0, max_batch };
@@ -287,14 +317,14 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             printf("| %s | %.0f |\n", nc_gpu_neocog_variant_name(v), max_batch / (ms * 1e-3));
         }
         /* answers agree with the labels as often as core's do */
-        nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE);
+        nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_AUTO);
         const uint32_t nt = n_test < max_batch ? n_test : max_batch;
         if ((err = nc_gpu_neocog_forward(e, batch_in, nt, res)) < 0)
             goto out;
         int right = 0;
         for (uint32_t i = 0; i < nt; i++)
             right += res[i].label == lab[N_SEED + i];
-        printf("\nSeeded net's GPU answers on fixture digits %u..%u: %d of %u right.\n\n",
+        printf("\nSeeded net's GPU answers (auto) on fixture digits %u..%u: %d of %u right.\n\n",
                N_SEED, N_SEED + nt - 1, right, nt);
     }
 out:

@@ -8,9 +8,12 @@
  * real digits (each layer's input as core's forward left it) and random
  * sparse ones; batches 1, 3, 31, 33 and 1000 draw characters from a pool of
  * 37 distinct ones (b mod 37), so a wrong batch offset shows.  Then the
- * resident engine, in every variant, must give core's labels on every
- * fixture digit, through the graph path (batches <= 64) and the chunked,
- * stream-overlapped path.  Exit 77 without a device. */
+ * resident engine, in every variant (and AUTO, which switches from the
+ * sparse kernels to the GEMM path at a batch threshold), must give core's
+ * labels on every fixture digit, through the graph path (batches <= 64) and
+ * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog_gemm)
+ * is a layer variant like the others here: every S-layer, both inputs,
+ * every batch, poisoned outputs and occupancy.  Exit 77 without a device. */
 #include "test.h"
 
 #include <cuda_runtime_api.h>
@@ -28,6 +31,7 @@
 #include "neocog_class.cuh"
 #include "neocog_engine.h"
 #include "neocog_g.cuh"
+#include "neocog_gemm.cuh"
 #include "neocog_geom.h"
 #include "neocog_occ.cuh"
 #include "neocog_s.cuh"
@@ -172,7 +176,15 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
         else if (is_class)
             r = nc_gpu_neocog_class_forward(d_in, lc->n_in_pos, lc->in_k, lc->d_lab,
                                             lc->n_classes, d_out, d_label, batch, 0);
-        else if ((lc->layer - 1) % 2 == 0)
+        else if ((lc->layer - 1) % 2 == 0 && variant == NC_GPU_NEOCOG_GEMM) {
+            nc_gpu_neocog_gemm *gm = NULL;
+            r = nc_gpu_neocog_gemm_new(&lc->s, batch, 0, &gm);
+            if (r == 0)
+                r = nc_gpu_neocog_gemm_forward(gm, d_in, d_occ_in, d_out, d_occ_out, batch, 0);
+            if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
+                r = -EIO;
+            nc_gpu_neocog_gemm_free(gm);
+        } else if ((lc->layer - 1) % 2 == 0)
             r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                         variant, 0, 0);
         else
@@ -399,7 +411,7 @@ static void test_engine(void)
         right += cpu[i].label == digit_label[i];
     }
     fprintf(stderr, "  core F on %u digits: %d right\n", n, right);
-    for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+    for (int v = 0; v <= NC_GPU_NEOCOG_AUTO; v++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, v), 0);
         const uint32_t sizes[] = { 1, 3, 31, 33, 64, 65, n };
         for (size_t si = 0; si < NC_ARRAY_LEN(sizes); si++) {
@@ -438,6 +450,29 @@ static void test_engine(void)
     CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, 64, gpu), 0);
     for (uint32_t i = 0; i < 64; i++)
         CHECK_INT_EQ(gpu[i].label, cpu[i].label);
+    /* the GEMM tuner (per-stage choice, AUTO threshold) keeps them too */
+    CHECK_INT_EQ(nc_gpu_neocog_tune(eng, NC_GPU_NEOCOG_GEMM, 64), 0);
+    fprintf(stderr, "  tuned at 64: GEMM per stage %d/%d/%d/%d, AUTO from batch %u\n",
+            nc_gpu_neocog_stage_uses_gemm(eng, 0), nc_gpu_neocog_stage_uses_gemm(eng, 1),
+            nc_gpu_neocog_stage_uses_gemm(eng, 2), nc_gpu_neocog_stage_uses_gemm(eng, 3),
+            nc_gpu_neocog_get_auto(eng));
+    const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+        uint32_t diff = 0;
+        for (uint32_t j = 0; j < n; j++)
+            diff += gpu[j].label != cpu[j].label;
+        CHECK_MSG(diff == 0, "tuned %s: %u labels differ", nc_gpu_neocog_variant_name(vv[i]),
+                  diff);
+    }
+    /* AUTO forced onto the GEMM path for every batch, graphs included */
+    CHECK_INT_EQ(nc_gpu_neocog_set_auto(eng, 1), 0);
+    for (uint32_t m = 1; m <= 33; m += 32) {
+        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + 100 * 65 * 65, m, gpu), 0);
+        for (uint32_t j = 0; j < m; j++)
+            CHECK_INT_EQ(gpu[j].label, cpu[100 + j].label);
+    }
     CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n + 1, gpu), -EINVAL);
     nc_gpu_neocog_free(eng);
     nc_gpu_neocog_free(NULL);
