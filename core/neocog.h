@@ -317,4 +317,98 @@ int nc_neocog_read(const nc_mf_reader *r, nc_neocog **ret_net);
 int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
                    nc_model_info *ret_info);
 
+/* ---- learning (core/neocog_learn.c) ------------------------------------------
+ *
+ * The stage-by-stage training of the spec ("Training"), one pattern at a time
+ * so that the trainer owns order, passes, progress and checkpoints:
+ *
+ *  - nc_neocog_learn_unsup: US2/US3 (any middle stage), unsupervised with
+ *    plane creation, or with add-if-silent;
+ *  - nc_neocog_learn_sup: US4 (the last stage), supervised;
+ *  - nc_neocog_iv_*: the interpolating-vector classifier (Fukushima 2007) on
+ *    top of a trained network, an alternative to the max-response answer.
+ *
+ * Lower stages are frozen and run at their recognition thresholds (the arch
+ * table's theta).  Everything is deterministic: no randomness at all, ties go
+ * to the lowest plane / position index. */
+
+typedef struct nc_neocog_learn_opts {
+    float theta_l[NC_NEOCOG_MAX_STAGES];   /* learning threshold theta_L,
+                                              > theta (spec: .80/.80/.70) */
+    float theta_inhib[NC_NEOCOG_MAX_STAGES]; /* threshold of the responses that
+                                              inhibit the seed map; 0: the
+                                              stage's recognition theta (spec) */
+    float q[NC_NEOCOG_MAX_STAGES];         /* reinforcement gain (spec 0.5) */
+    float seed_cut;         /* 0.4: seed map = normalised activity - cut */
+    float inhib_gain;       /* 4: map -= gain x tapered summed responses */
+    float d;                /* 3.1: hypercolumn / inhibition radius, S cells */
+    int add_if_silent;      /* 1: middle stages use add-if-silent instead */
+    int form;               /* nc_neocog_form for the frozen lower stages */
+} nc_neocog_learn_opts;
+
+/* The spec's values for arch's stages (theta_l .80/.80/.70 on stages 2-4,
+ * q 0.5, cut 0.4, gain 4, D 3.1, plane creation, form F). */
+void nc_neocog_learn_opts_default(nc_neocog_learn_opts *ret);
+
+/* What one pattern did. */
+typedef struct nc_neocog_learn_step {
+    uint32_t reinforced;    /* existing planes reinforced */
+    uint32_t created;       /* planes opened */
+    int32_t answer;         /* learn_sup: label of the global winner before
+                               learning (at theta_L), -1 nothing fired */
+    int at_k_max;           /* a plane was wanted but the stage is full */
+} nc_neocog_learn_step;
+
+/* Scratch for the learning steps: a state plus buffers sized for every
+ * stage's k_max.  Made for one net's arch; reusable across steps. */
+typedef struct nc_neocog_learner nc_neocog_learner;
+int nc_neocog_learner_new(const nc_neocog *net, nc_neocog_learner **ret_lr);
+void nc_neocog_learner_free(nc_neocog_learner *lr);    /* NULL is fine */
+
+/* One unsupervised step on stage l (1 <= l < n_stages - 1) for one input
+ * image (in_size^2 cells, ink 1).  Stages below l must hold planes.
+ * Plane creation (spec step 2): responses at theta_L[l]; winner-take-all in
+ * hypercolumns (a position survives when no other within d has a larger
+ * maximum over planes); each plane's strongest surviving position is
+ * reinforced.  Then the seed map (input activity under the V-cell taper c,
+ * normalised to its maximum, minus seed_cut, clipped at 0) minus
+ * inhib_gain x the normalised 0.7^((r/d)^2) taper of the summed responses
+ * at theta_inhib; while its maximum is > 0 and K < k_max a plane opens
+ * there, is reinforced, inhibits the map with its own response and zeroes
+ * it within d.
+ * Add-if-silent (option): no reinforcement; the seed map is walked from its
+ * maximum down (zeroing within d of each visited position) and a plane is
+ * opened at each visited position where every plane is silent at theta_L. */
+int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
+                          const float *image, const nc_neocog_learn_opts *o,
+                          nc_neocog_learn_step *ret);
+
+/* One supervised step on the last stage (spec step 3): the global winner of
+ * the last S-layer at theta_L; right label -> reinforce it at its position,
+ * else (or nothing fired) open a plane labelled `label` at the seed map's
+ * maximum and reinforce it there. */
+int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
+                        const float *image, uint32_t label,
+                        const nc_neocog_learn_opts *o, nc_neocog_learn_step *ret);
+
+/* Interpolating-vector classifier (Fukushima 2007), our reading of it.
+ * Reference vectors are the last stage's planes X_k (weights a_k in the
+ * V-cell metric, |X_k| = b_k); the test vector x is the last S-layer's input
+ * window at a position.  Similarity = cosine s_k = e_k / (b_k v), recovered
+ * exactly from the S response u > 0 (planes that did not fire take no part).
+ * For every class, the top_t best planes at a position are paired; the
+ * best-matching point of each segment between two same-label reference
+ * vectors (closed form, the projection onto their cone) scores
+ * sqrt(p a + q b) with p, q >= 0 the cone coefficients, else the better end.
+ * A class scores its best segment or single vector over all positions; the
+ * answer is the best class.  Needs the Gram matrix of same-label planes,
+ * computed once by nc_neocog_iv_new. */
+typedef struct nc_neocog_iv nc_neocog_iv;
+int nc_neocog_iv_new(const nc_neocog *net, uint32_t top_t, nc_neocog_iv **ret_iv);
+void nc_neocog_iv_free(nc_neocog_iv *iv);              /* NULL is fine */
+/* After nc_neocog_forward(net, st, ...): per-class IV scores (cosines in
+ * [0, 1]) and the answer (-1 when nothing fired). */
+int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
+                          const nc_neocog_state *st, nc_neocog_result *ret);
+
 #endif

@@ -1,10 +1,10 @@
 /* tools/neocog_train.c — neocog-train: train and evaluate models.
  *
- *   neocog-train cnn [OPTIONS]      train a seed 000 CNN column (train_cnn.c)
+ *   neocog-train cnn [OPTIONS]           train a seed 000 CNN column (train_cnn.c)
+ *   neocog-train neocognitron [OPTIONS]  train the neocognitron (train_neocog.c)
+ *   neocog-train eval [OPTIONS]          measure a model file (train_eval.c)
  *
- * Subcommands planned next to it: `neocognitron` (the project's own
- * neocognitron trainer) and `eval` (measure a model file on a data set).
- * Each is one entry in the table below and one tools/train_<name>.c.
+ * Each subcommand is one entry in the table below and one tools/train_<name>.c.
  *
  * Layer: tools.  This file holds main(), the dispatch and the helpers the
  * subcommands share (data loading, argument parsing, time); core/ does all
@@ -29,6 +29,8 @@ typedef struct subcommand {
 
 static const subcommand subcommands[] = {
     { "cnn", train_cnn_main, "train a CNN column (seed 000) on MNIST" },
+    { "neocognitron", train_neocog_main, "train the neocognitron stage by stage on MNIST" },
+    { "eval", train_eval_main, "measure a model file (CNN or neocognitron) on MNIST" },
 };
 
 static void usage(FILE *f)

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "dataset.h"
+#include "image.h"
+#include "neocog.h"
 
 /* Exit statuses. */
 #define TRAIN_EXIT_OK    0
@@ -25,6 +27,35 @@ typedef struct train_cmdline {
 
 /* Subcommands: argv[0] is the subcommand's name. */
 int train_cnn_main(int argc, char **argv, const train_cmdline *cmd);
+int train_neocog_main(int argc, char **argv, const train_cmdline *cmd);  /* train_neocog.c */
+int train_eval_main(int argc, char **argv, const train_cmdline *cmd);    /* train_eval.c */
+
+/* ---- neocognitron evaluation (train_eval.c), shared by neocognitron and
+ * eval: digits [first, first + count) of d through prep and the network,
+ * split over threads (each with its own state; the net is only read).
+ * Writes per digit the max-response answer (-1: nothing fired) and its
+ * confidence (top class share minus the runner-up's, -1 when nothing
+ * fired), and the same for the interpolating-vector answer when iv is set. */
+typedef struct train_neo_run {
+    const nc_neocog *net;
+    const nc_neocog_iv *iv;     /* NULL: no IV answers */
+    const nc_dataset *d;
+    uint32_t first, count;
+    nc_prep prep;
+    uint32_t threads;
+    int32_t *answer;            /* [count] */
+    float *conf;                /* [count] */
+    int32_t *answer_iv;         /* [count], with iv only */
+    float *conf_iv;
+    double seconds;             /* wall time of the run */
+} train_neo_run;
+int train_neo_evaluate(train_neo_run *run);
+/* Confidence of a score vector: (s1 - s2) / sum s, -1 when all are 0. */
+float train_margin(const float *score, uint32_t n);
+
+/* The model-file section that marks a neocognitron as answering with the
+ * interpolating-vector classifier: u32 [top_t]. */
+#define TRAIN_TAG_IV NC_MF_TAG('N', 'I', 'V', 'T')
 
 /* Monotonic seconds. */
 double train_now(void);

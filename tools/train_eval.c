@@ -1,0 +1,519 @@
+/* tools/train_eval.c — `neocog-train eval`: measure a model file (CNN or
+ * neocognitron) on MNIST, plus the threaded neocognitron runner that the
+ * neocognitron trainer shares.
+ *
+ * Layer: tools.  Reports error rate, confusion matrix, per-class errors,
+ * error at 0.5 / 1 / 2 % rejection (rejecting the least confident answers;
+ * confidence = share of the best class minus the runner-up's, so ties and
+ * "nothing fired" go first), throughput, and writes the most confident
+ * misrecognitions as a PNG sheet.
+ *
+ * CNN files run through the CPU engine table (core/backend.h).  Neocognitron
+ * files run through nc_neocog_forward here, so that a file carrying the
+ * interpolating-vector mark (TRAIN_TAG_IV) answers with that classifier. */
+#include "train_common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <png.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "fileio.h"
+#include "modelfile.h"
+
+#define MODEL_MAX_BYTES ((size_t)1 << 31)
+
+float train_margin(const float *score, uint32_t n)
+{
+    double sum = 0.0, s1 = 0.0, s2 = 0.0;
+    for (uint32_t c = 0; c < n; c++) {
+        double s = score[c] > 0.0f ? score[c] : 0.0;
+        sum += s;
+        if (s > s1) {
+            s2 = s1;
+            s1 = s;
+        } else if (s > s2) {
+            s2 = s;
+        }
+    }
+    return sum > 0.0 ? (float)((s1 - s2) / sum) : -1.0f;
+}
+
+/* ---- the threaded neocognitron runner ---------------------------------------- */
+
+typedef struct neo_job {
+    train_neo_run *run;
+    uint32_t part, parts;
+    int err;
+} neo_job;
+
+static void *neo_worker(void *arg)
+{
+    neo_job *j = arg;
+    train_neo_run *run = j->run;
+    nc_neocog_state *st = NULL;
+    float *img = malloc(nc_prep_out_len(&run->prep) * sizeof(float));
+    int err = img ? nc_neocog_state_new(run->net, &st) : -ENOMEM;
+    /* interleaved so every thread gets a like mix of digits */
+    for (uint32_t i = j->part; err == 0 && i < run->count; i += j->parts) {
+        const nc_dataset *d = run->d;
+        const uint32_t k = run->first + i;
+        nc_image im = { d->cols, d->rows, d->cols, d->pixels + (size_t)k * d->rows * d->cols };
+        nc_neocog_result res;
+        err = nc_prep_apply(&im, &run->prep, img);
+        if (err == -ENOENT) {
+            memset(img, 0, nc_prep_out_len(&run->prep) * sizeof(float));
+            err = 0;
+        }
+        if (!err)
+            err = nc_neocog_forward(run->net, st, img, NC_NEOCOG_FORM_F, &res);
+        if (err)
+            break;
+        run->answer[i] = res.label;
+        run->conf[i] = res.label < 0 ? -1.0f : train_margin(res.score, res.n_classes);
+        if (run->iv) {
+            nc_neocog_result rv;
+            if ((err = nc_neocog_iv_classify(run->iv, run->net, st, &rv)))
+                break;
+            run->answer_iv[i] = rv.label;
+            run->conf_iv[i] = rv.label < 0 ? -1.0f : train_margin(rv.score, rv.n_classes);
+        }
+    }
+    nc_neocog_state_free(st);
+    free(img);
+    j->err = err;
+    return NULL;
+}
+
+int train_neo_evaluate(train_neo_run *run)
+{
+    uint32_t n = run->threads ? run->threads : 1;
+    if (n > 64)
+        n = 64;
+    neo_job jobs[64];
+    pthread_t th[64];
+    double t0 = train_now();
+    uint32_t started = 0;
+    for (uint32_t p = 0; p < n; p++)
+        jobs[p] = (neo_job){ run, p, n, 0 };
+    for (uint32_t p = 1; p < n; p++) {
+        if (pthread_create(&th[p], NULL, neo_worker, &jobs[p]))
+            break;
+        started = p;
+    }
+    if (started + 1 < n) {      /* threads refused: the rest on this one */
+        for (uint32_t p = started + 1; p < n; p++)
+            jobs[p].err = 0;
+        /* simplest honest fallback: redo everything single-threaded */
+        for (uint32_t p = 1; p <= started; p++)
+            pthread_join(th[p], NULL);
+        neo_job one = { run, 0, 1, 0 };
+        neo_worker(&one);
+        run->seconds = train_now() - t0;
+        return one.err;
+    }
+    neo_worker(&jobs[0]);
+    int err = jobs[0].err;
+    for (uint32_t p = 1; p < n; p++) {
+        pthread_join(th[p], NULL);
+        if (!err)
+            err = jobs[p].err;
+    }
+    run->seconds = train_now() - t0;
+    return err;
+}
+
+/* ---- the PNG sheet -------------------------------------------------------------- */
+
+/* 3x5 digits for the captions ("true>answer"); bit 2 is the left column. */
+static const uint8_t font3x5[11][5] = {
+    { 7, 5, 5, 5, 7 }, { 2, 6, 2, 2, 7 }, { 7, 1, 7, 4, 7 }, { 7, 1, 7, 1, 7 },
+    { 5, 5, 7, 1, 1 }, { 7, 4, 7, 1, 7 }, { 7, 4, 7, 5, 7 }, { 7, 1, 1, 2, 2 },
+    { 7, 5, 7, 5, 7 }, { 7, 5, 7, 1, 7 }, { 0, 0, 7, 0, 0 },   /* 10: '-' */
+};
+
+static void put_glyph(uint8_t *rgb, uint32_t w, uint32_t x0, uint32_t y0, int g,
+                      uint32_t scale, const uint8_t col[3])
+{
+    for (uint32_t y = 0; y < 5; y++)
+        for (uint32_t x = 0; x < 3; x++)
+            if (font3x5[g][y] >> (2 - x) & 1)
+                for (uint32_t sy = 0; sy < scale; sy++)
+                    for (uint32_t sx = 0; sx < scale; sx++) {
+                        uint8_t *p = rgb + (((size_t)(y0 + y * scale + sy)) * w +
+                                            x0 + x * scale + sx) * 3;
+                        memcpy(p, col, 3);
+                    }
+}
+
+/* rgb (W x H, 8-bit RGB rows) as a PNG file.  Nothing this function
+ * changes after setjmp is read after a longjmp except err, hence volatile. */
+static int png_write_rgb(const char *path, const uint8_t *rgb, uint32_t W, uint32_t H)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -errno;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    volatile int err = 0;
+    if (!png || !info) {
+        err = -ENOMEM;
+    } else if (setjmp(png_jmpbuf(png))) {
+        err = -EIO;
+    } else {
+        png_init_io(png, f);
+        png_set_IHDR(png, info, W, H, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_write_info(png, info);
+        for (uint32_t y = 0; y < H; y++)
+            png_write_row(png, (png_const_bytep)(rgb + (size_t)y * W * 3));
+        png_write_end(png, NULL);
+    }
+    png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
+    if (fclose(f) && !err)
+        err = -EIO;
+    return err;
+}
+
+/* Tiles of the given digits (raw MNIST pixels, scaled 2x, ink dark on white)
+ * with "true answer" captions: true in green, answer in red. */
+static int write_sheet(const char *path, const nc_dataset *d, const uint32_t *idx,
+                       const int32_t *answer, uint32_t n)
+{
+    const uint32_t S = 2, cols = 10, tw = d->cols * S + 8, th = d->rows * S + 16;
+    const uint32_t rows = n ? (n + cols - 1) / cols : 1;
+    const uint32_t W = cols * tw, H = rows * th;
+    uint8_t *rgb = malloc((size_t)W * H * 3);
+    if (!rgb)
+        return -ENOMEM;
+    memset(rgb, 255, (size_t)W * H * 3);
+    static const uint8_t green[3] = { 0, 140, 0 }, red[3] = { 200, 0, 0 };
+    for (uint32_t t = 0; t < n; t++) {
+        const uint32_t x0 = (t % cols) * tw + 4, y0 = (t / cols) * th + 2;
+        const uint8_t *px = d->pixels + (size_t)idx[t] * d->rows * d->cols;
+        for (uint32_t y = 0; y < d->rows * S; y++)
+            for (uint32_t x = 0; x < d->cols * S; x++) {
+                uint8_t v = (uint8_t)(255 - px[(y / S) * d->cols + x / S]);
+                uint8_t *p = rgb + ((size_t)(y0 + y) * W + x0 + x) * 3;
+                p[0] = p[1] = p[2] = v;
+            }
+        const uint32_t cy = y0 + d->rows * S + 2;
+        put_glyph(rgb, W, x0, cy, d->labels[idx[t]] % 10, 2, green);
+        put_glyph(rgb, W, x0 + 10, cy, answer[t] < 0 ? 10 : answer[t] % 10, 2, red);
+    }
+    int err = png_write_rgb(path, rgb, W, H);
+    free(rgb);
+    return err;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: neocog-train eval --model FILE [OPTIONS]\n"
+        "\n"
+        "Measure a model file (CNN or neocognitron) on MNIST digits: error rate,\n"
+        "confusion matrix, per-class errors, error at 0.5/1/2%% rejection and\n"
+        "throughput; optionally the worst misrecognitions as a PNG sheet.\n"
+        "\n"
+        "  --model FILE      model file (required)\n"
+        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
+        "  --set NAME        t10k (default) or train\n"
+        "  --first N         first digit of the set to use (0)\n"
+        "  --count N         digits to use (all from --first)\n"
+        "  --sheet FILE      write the most confident misrecognitions as PNG\n"
+        "  --sheet-max N     tiles on the sheet (100)\n"
+        "  --max-response    neocognitron: ignore an interpolating-vector mark\n"
+        "  --threads N       threads (neocognitron; default 1)\n"
+        "  -h, --help        this text\n");
+}
+
+typedef struct conf_idx {
+    float conf;
+    uint32_t i;
+} conf_idx;
+
+static int by_conf_asc(const void *a, const void *b)
+{
+    const conf_idx *x = a, *y = b;
+    if (x->conf != y->conf)
+        return x->conf < y->conf ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
+{
+    (void)cmd;
+    enum { O_MODEL = 256, O_DATA, O_SET, O_FIRST, O_COUNT, O_SHEET, O_SHEETMAX, O_MAXR,
+           O_THREADS };
+    static const struct option longopts[] = {
+        { "model", required_argument, NULL, O_MODEL },
+        { "data", required_argument, NULL, O_DATA },
+        { "set", required_argument, NULL, O_SET },
+        { "first", required_argument, NULL, O_FIRST },
+        { "count", required_argument, NULL, O_COUNT },
+        { "sheet", required_argument, NULL, O_SHEET },
+        { "sheet-max", required_argument, NULL, O_SHEETMAX },
+        { "max-response", no_argument, NULL, O_MAXR },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL;
+    uint32_t first = 0, count = 0, sheet_max = 100, threads = 1;
+    int max_resp = 0, c, bad = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int err = 0;
+        switch (c) {
+        case O_MODEL: model = optarg; break;
+        case O_DATA: data = optarg; break;
+        case O_SET: set = optarg; break;
+        case O_SHEET: sheet = optarg; break;
+        case O_FIRST: err = train_parse_u32(optarg, &first); break;
+        case O_COUNT: err = train_parse_u32(optarg, &count); break;
+        case O_SHEETMAX: err = train_parse_u32(optarg, &sheet_max); break;
+        case O_THREADS: err = train_parse_u32(optarg, &threads); break;
+        case O_MAXR: max_resp = 1; break;
+        case 'h': usage(stdout); return TRAIN_EXIT_OK;
+        default: usage(stderr); return TRAIN_EXIT_USAGE;
+        }
+        if (err) {
+            fprintf(stderr, "neocog-train eval: not a valid value: '%s'\n", optarg);
+            bad = 1;
+        }
+    }
+    if (!bad && (!model || optind < argc || (strcmp(set, "t10k") && strcmp(set, "train")) ||
+                 threads == 0 || threads > 64)) {
+        fprintf(stderr, "neocog-train eval: need --model FILE; --set t10k|train; "
+                "--threads 1..64\n");
+        bad = 1;
+    }
+    const char *dir = train_data_dir(data);
+    if (!bad && !dir) {
+        fprintf(stderr, "neocog-train eval: no data: pass --data DIR or set NC_MNIST_DIR\n");
+        bad = 1;
+    }
+    if (bad) {
+        usage(stderr);
+        return TRAIN_EXIT_USAGE;
+    }
+
+    int status = TRAIN_EXIT_FAIL, err;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_mf_reader *rd = NULL;
+    nc_dataset ds = { 0 };
+    nc_model_info info;
+    nc_neocog *neo = NULL;
+    nc_neocog_iv *iv = NULL;
+    nc_backend *be = NULL;
+    void *worker = NULL;
+    int32_t *ans = NULL, *ans2 = NULL;
+    float *conf = NULL, *conf2 = NULL, *in = NULL, *out = NULL;
+    conf_idx *ci = NULL;
+    uint32_t *worst = NULL;
+    int32_t *worst_ans = NULL;
+    uint32_t iv_t = 0;
+
+    if ((err = nc_file_read(model, MODEL_MAX_BYTES, &buf, &len)) ||
+        (err = nc_mf_open(buf, len, &rd))) {
+        fprintf(stderr, "neocog-train eval: %s: %s\n", model, nc_strerror(err));
+        goto out;
+    }
+    const uint32_t kind = nc_mf_kind_of(rd);
+    if (train_load_mnist(dir, set, &ds))
+        goto out;
+    if (first >= ds.count) {
+        fprintf(stderr, "neocog-train eval: --first %u: the set has %u digits\n", first,
+                ds.count);
+        goto out;
+    }
+    if (count == 0 || count > ds.count - first)
+        count = ds.count - first;
+    ans = malloc(count * sizeof(int32_t));
+    ans2 = malloc(count * sizeof(int32_t));
+    conf = malloc(count * sizeof(float));
+    conf2 = malloc(count * sizeof(float));
+    ci = malloc(count * sizeof(conf_idx));
+    if (!ans || !ans2 || !conf || !conf2 || !ci) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    uint32_t n_classes;
+    double secs;
+    const char *rule;
+    if (kind == NC_MF_KIND_NEOCOG) {
+        if ((err = nc_neocog_load(buf, len, &neo, &info)))
+            goto fail;
+        if (!max_resp && nc_mf_get_u32(rd, TRAIN_TAG_IV, &iv_t, 1) == 0) {
+            if ((err = nc_neocog_iv_new(neo, iv_t, &iv)))
+                goto fail;
+        }
+        train_neo_run run = { .net = neo, .iv = iv, .d = &ds, .first = first, .count = count,
+                              .prep = info.prep, .threads = threads,
+                              .answer = iv ? ans2 : ans, .conf = iv ? conf2 : conf,
+                              .answer_iv = ans, .conf_iv = conf };
+        if ((err = train_neo_evaluate(&run)))
+            goto fail;
+        secs = run.seconds;
+        n_classes = neo->arch.n_classes;
+        rule = iv ? "interpolating vectors" : "max response";
+        fprintf(stderr, "neocognitron: planes %u/%u/%u/%u, theta %.2f/%.2f/%.2f/%.2f\n",
+                neo->n_planes[0], neo->n_planes[1], neo->n_planes[2], neo->n_planes[3],
+                (double)neo->arch.stage[0].theta, (double)neo->arch.stage[1].theta,
+                (double)neo->arch.stage[2].theta, (double)neo->arch.stage[3].theta);
+    } else {
+        if ((err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be)))
+            goto fail;
+        info = be->info;
+        n_classes = info.n_classes;
+        const uint32_t B = 250;
+        if ((err = be->ops->worker_new(be->impl, B, &worker)))
+            goto fail;
+        in = malloc((size_t)B * be->input_len * sizeof(float));
+        out = malloc((size_t)B * n_classes * sizeof(float));
+        if (!in || !out) {
+            err = -ENOMEM;
+            goto fail;
+        }
+        double t0 = train_now();
+        for (uint32_t i = 0; i < count; i += B) {
+            uint32_t n = count - i < B ? count - i : B;
+            for (uint32_t b = 0; b < n; b++) {
+                const uint32_t k = first + i + b;
+                nc_image im = { ds.cols, ds.rows, ds.cols,
+                                ds.pixels + (size_t)k * ds.rows * ds.cols };
+                float *dst = in + (size_t)b * be->input_len;
+                err = nc_prep_apply(&im, &info.prep, dst);
+                if (err == -ENOENT) {
+                    memset(dst, 0, be->input_len * sizeof(float));
+                    err = 0;
+                }
+                if (err)
+                    goto fail;
+            }
+            if ((err = be->ops->forward(be->impl, worker, in, n, out)))
+                goto fail;
+            for (uint32_t b = 0; b < n; b++) {
+                const float *raw = out + (size_t)b * n_classes;
+                float p[NC_MF_MAX_CLASSES];
+                ans[i + b] = nc_backend_label(be->kind, raw, n_classes);
+                nc_backend_calibrate(be->kind, raw, n_classes, p);
+                conf[i + b] = ans[i + b] < 0 ? -1.0f : train_margin(p, n_classes);
+            }
+        }
+        secs = train_now() - t0;
+        rule = "largest output";
+    }
+
+    /* ---- the numbers ---- */
+    uint32_t conf_m[NC_MF_MAX_CLASSES][NC_MF_MAX_CLASSES + 1];
+    uint32_t per[NC_MF_MAX_CLASSES] = { 0 }, per_err[NC_MF_MAX_CLASSES] = { 0 }, errors = 0;
+    memset(conf_m, 0, sizeof(conf_m));
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t t = ds.labels[first + i] % NC_MF_MAX_CLASSES;
+        int32_t a = ans[i];
+        per[t]++;
+        conf_m[t][a < 0 ? n_classes : (uint32_t)a]++;
+        if (a != (int32_t)t) {
+            per_err[t]++;
+            errors++;
+        }
+        ci[i] = (conf_idx){ conf[i], i };
+    }
+    printf("model       %s (%s, answer by %s)\n", model,
+           kind == NC_MF_KIND_NEOCOG ? "neocognitron" : kind == NC_MF_KIND_CNN ? "CNN" : "?",
+           rule);
+    if (info.test_error < 0)
+        printf("recorded    test error unknown\n");
+    else
+        printf("recorded    test error %.2f%% on %s\n", 100.0 * info.test_error,
+               info.test_set[0] ? info.test_set : "-");
+    printf("command     %s\n", info.command);
+    printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
+    printf("error       %.2f%% (%u / %u)\n", 100.0 * errors / count, errors, count);
+    printf("throughput  %.1f digits/s (%u thread%s, preprocessing included)\n",
+           count / secs, kind == NC_MF_KIND_NEOCOG ? threads : 1,
+           kind == NC_MF_KIND_NEOCOG && threads > 1 ? "s" : "");
+    qsort(ci, count, sizeof(conf_idx), by_conf_asc);
+    static const double rej[3] = { 0.005, 0.01, 0.02 };
+    for (int r = 0; r < 3; r++) {
+        uint32_t n_rej = (uint32_t)(rej[r] * count + 0.5), e = 0;
+        for (uint32_t j = n_rej; j < count; j++) {
+            uint32_t i = ci[j].i;
+            e += ans[i] != (int32_t)ds.labels[first + i];
+        }
+        printf("reject %.1f%% (%u least confident): error %.2f%% (%u / %u accepted)\n",
+               100.0 * rej[r], n_rej, count > n_rej ? 100.0 * e / (count - n_rej) : 0.0,
+               e, count - n_rej);
+    }
+    printf("\nper class   digits  errors   error\n");
+    for (uint32_t t = 0; t < n_classes; t++)
+        printf("  %-8s %7u %7u  %5.2f%%\n", info.labels[t], per[t], per_err[t],
+               per[t] ? 100.0 * per_err[t] / per[t] : 0.0);
+    printf("\nconfusion (rows: true, columns: answer, last: rejected)\n      ");
+    for (uint32_t a = 0; a < n_classes; a++)
+        printf("%6s", info.labels[a]);
+    printf("   rej\n");
+    for (uint32_t t = 0; t < n_classes; t++) {
+        printf("  %-4s", info.labels[t]);
+        for (uint32_t a = 0; a <= n_classes; a++)
+            printf("%6u", conf_m[t][a]);
+        printf("\n");
+    }
+
+    if (sheet) {
+        /* the worst: wrong answers given with the highest confidence */
+        worst = malloc((errors ? errors : 1) * sizeof(uint32_t));
+        worst_ans = malloc((errors ? errors : 1) * sizeof(int32_t));
+        if (!worst || !worst_ans) {
+            err = -ENOMEM;
+            goto fail;
+        }
+        uint32_t n = 0;
+        for (uint32_t j = count; j-- > 0 && n < sheet_max;) {
+            uint32_t i = ci[j].i;
+            if (ans[i] != (int32_t)ds.labels[first + i]) {
+                worst[n] = first + i;
+                worst_ans[n++] = ans[i];
+            }
+        }
+        if ((err = write_sheet(sheet, &ds, worst, worst_ans, n))) {
+            fprintf(stderr, "neocog-train eval: writing %s: %s\n", sheet, nc_strerror(err));
+            goto out;
+        }
+        printf("\nsheet       %s: %u most confident errors (green: true, red: answer)\n",
+               sheet, n);
+        for (uint32_t t = 0; t < n && t < 20; t++)
+            printf("  #%u true %u answer %d\n", worst[t], ds.labels[worst[t]], worst_ans[t]);
+    }
+    status = TRAIN_EXIT_OK;
+    goto out;
+fail:
+    fprintf(stderr, "neocog-train eval: %s\n", nc_strerror(err));
+out:
+    free(worst);
+    free(worst_ans);
+    free(ci);
+    free(in);
+    free(out);
+    free(ans);
+    free(ans2);
+    free(conf);
+    free(conf2);
+    if (be && worker)
+        be->ops->worker_free(worker);
+    nc_backend_close(be);
+    nc_neocog_iv_free(iv);
+    nc_neocog_free(neo);
+    nc_mf_close(rd);
+    nc_dataset_fini(&ds);
+    free(buf);
+    return status;
+}
