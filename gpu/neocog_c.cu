@@ -211,3 +211,261 @@ extern "C" int nc_gpu_neocog_c_forward(const nc_gpu_neocog_c_args *c, const floa
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
+
+/* ---- the direct kernel (NC_GPU_NEOCOG_C_DIRECT) ------------------------------
+ *
+ * One warp per strip of up to P adjacent output positions of one output row
+ * of one character, P such that the strip's union window is at most 32
+ * input columns wide (UC1: 8, UC2: 7..10, UC3: 13).  No block-wide staging
+ * and no __syncthreads in the loop: every warp runs on its own.
+ *  1. lane = window column: one ballot per window row of the input's
+ *     occupancy map gives lane ty the 32-bit mask of occupied input cells of
+ *     window row ty (0 outside the input: that is core's edge clipping).  A
+ *     strip whose masks are all 0 is written as exact zeros (psi(0) = 0).
+ *  2. per position: lane ty shifts its mask to the position's live taps of
+ *     row ty (the circular mask's run row_lo..row_hi), popc + warp scan
+ *     place them in the warp's list in shared memory as (d(nu), offset of
+ *     the input cell in float4).  No occupied tap: zeros.
+ *  3. lanes = (slice s, float4 q of the planes): lane (s, q) sums
+ *     d * in(cell, 4q..4q+3) over entries s, s + S, ... straight from
+ *     global memory (16-byte loads; the entries' cells are read by 32 / Q
+ *     taps at once, contiguous per tap), then a shuffle tree over the
+ *     slices, psi, one 16-byte store per q, occupancy by ballot.
+ * Exact skips only (an unoccupied input adds +0); a fixed order, no
+ * atomics, every output cell written once. */
+
+#define CD_MAX_WARPS 8
+
+static __global__ void __launch_bounds__(CD_MAX_WARPS * 32, 5)
+c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__restrict__ in,
+                const uint8_t *__restrict__ occ_in, float *__restrict__ out,
+                uint8_t *__restrict__ occ_out, uint32_t P, uint32_t n_strip, size_t n_items)
+{
+    __shared__ float2 s_list[CD_MAX_WARPS][NC_GPU_NEOCOG_MAX_TAPS];
+    __shared__ float s_d[NC_GPU_NEOCOG_MAX_TAPS];
+    const nc_gpu_neocog_geom &g = c.g;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int nl = g.n_live, win = g.win, step = g.step, n_in = g.n_in, n_out = g.n_out;
+    for (int t = tid; t < nl; t += blockDim.x)
+        s_d[t] = g.w[t];
+    /* lane ty's row of the circular mask, kept in registers */
+    int rlo = 0, rlen = 0, rfirst = 0;
+    if (lane < win) {
+        rlo = g.row_lo[lane];
+        rlen = g.row_hi[lane] - g.row_lo[lane];
+        rfirst = g.row_first[lane];
+    }
+    const unsigned lenmask = rlen >= 32 ? 0xffffffffu : (1u << rlen) - 1u;
+    __syncthreads();
+    const size_t item = (size_t)blockIdx.x * (blockDim.x >> 5) + warp;
+    if (item >= n_items)
+        return;                                 /* whole warps only */
+    const int Q = (int)(nc_dev_kstride(c.k) >> 2);     /* float4 per position */
+    const int QW = Q < 32 ? Q : 32, S = 32 / QW;
+    const int ql = lane % QW, sl = lane / QW;
+    const size_t row = item / n_strip;          /* b * n_out + oy */
+    const int strip = (int)(item - row * n_strip);
+    const size_t b = row / (size_t)n_out;
+    const int oy = (int)(row - b * n_out);
+    const int ox0 = strip * (int)P;
+    const int np = min((int)P, n_out - ox0);
+    const int by = oy * step - g.pad, bx0 = ox0 * step - g.pad;
+    const size_t n_i = (size_t)n_in * n_in;
+    const float4 *in4 = (const float4 *)in + b * n_i * Q;
+    const uint8_t *occb = occ_in ? occ_in + b * n_i : nullptr;
+    float4 *out4 = (float4 *)out + (row * n_out + ox0) * (size_t)Q;
+    uint8_t *occo = occ_out ? occ_out + row * n_out + ox0 : nullptr;
+
+    /* 1. occupancy masks of the window rows: bit c of lane ty's mask is
+     * input (by + ty, bx0 + c) */
+    const int span = (np - 1) * step + win;
+    const int ix = bx0 + lane;
+    const bool colok = lane < span && ix >= 0 && ix < n_in;
+    const int ty_lo = by < 0 ? -by : 0;
+    const int ty_hi = min(win, n_in - by);
+    unsigned mymask = 0;
+    for (int ty = ty_lo; ty < ty_hi; ty += 4) {
+        bool o[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int r = ty + u;
+            o[u] = colok && r < ty_hi && (!occb || occb[(by + r) * n_in + ix] != 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const unsigned m = __ballot_sync(0xffffffffu, o[u]);
+            if (lane == ty + u)
+                mymask = m;
+        }
+    }
+    if (__ballot_sync(0xffffffffu, mymask != 0u) == 0u) {
+        const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int i = lane; i < np * Q; i += 32)
+            out4[i] = z;
+        if (occo && lane < np)
+            occo[lane] = 0;
+        return;
+    }
+
+    float2 *list = s_list[warp];
+    const int rowcell = (by + lane) * n_in + bx0;       /* lane's input row, column bx0 */
+    for (int p = 0; p < np; p++) {
+        /* 2. the position's occupied live taps */
+        const int sh = p * step + rlo;
+        const unsigned bits = rlen > 0 ? (mymask >> sh) & lenmask : 0u;
+        const int nb = __popc(bits);
+        int pre = nb;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, pre, o);
+            if (lane >= o)
+                pre += y;
+        }
+        const int total = __shfl_sync(0xffffffffu, pre, 31);
+        float4 *po = out4 + (size_t)p * Q;
+        if (total == 0) {
+            const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int i = lane; i < Q; i += 32)
+                po[i] = z;
+            if (occo && lane == 0)
+                occo[p] = 0;
+            continue;
+        }
+        {
+            int at = pre - nb;
+            unsigned bb = bits;
+            while (bb) {
+                const int bi = __ffs(bb) - 1;
+                list[at++] = make_float2(s_d[rfirst + bi],
+                                         __int_as_float((rowcell + sh + bi) * Q));
+                bb &= bb - 1u;
+            }
+        }
+        __syncwarp();
+        /* 3. lane (sl, q) sums down entries sl, sl + S, ... */
+        bool fired = false;
+        for (int q0 = 0; q0 < Q; q0 += QW) {
+            const int q = q0 + ql;
+            const bool act = sl < S && q < Q;
+            float4 a0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), a1 = a0;
+            if (act) {
+                int j = sl;
+                for (; j + S < total; j += 2 * S) {
+                    const float2 e0 = list[j], e1 = list[j + S];
+                    const float4 v0 = __ldg(in4 + __float_as_int(e0.y) + q);
+                    const float4 v1 = __ldg(in4 + __float_as_int(e1.y) + q);
+                    a0.x = fmaf(e0.x, v0.x, a0.x);
+                    a0.y = fmaf(e0.x, v0.y, a0.y);
+                    a0.z = fmaf(e0.x, v0.z, a0.z);
+                    a0.w = fmaf(e0.x, v0.w, a0.w);
+                    a1.x = fmaf(e1.x, v1.x, a1.x);
+                    a1.y = fmaf(e1.x, v1.y, a1.y);
+                    a1.z = fmaf(e1.x, v1.z, a1.z);
+                    a1.w = fmaf(e1.x, v1.w, a1.w);
+                }
+                if (j < total) {
+                    const float2 e0 = list[j];
+                    const float4 v0 = __ldg(in4 + __float_as_int(e0.y) + q);
+                    a0.x = fmaf(e0.x, v0.x, a0.x);
+                    a0.y = fmaf(e0.x, v0.y, a0.y);
+                    a0.z = fmaf(e0.x, v0.z, a0.z);
+                    a0.w = fmaf(e0.x, v0.w, a0.w);
+                }
+            }
+            float4 x = make_float4(a0.x + a1.x, a0.y + a1.y, a0.z + a1.z, a0.w + a1.w);
+            /* slices: a shuffle tree, lane (0, q) ends with the sum */
+            for (int o = 1; o < S; o <<= 1) {
+                const float4 y = make_float4(__shfl_down_sync(0xffffffffu, x.x, o * QW),
+                                             __shfl_down_sync(0xffffffffu, x.y, o * QW),
+                                             __shfl_down_sync(0xffffffffu, x.z, o * QW),
+                                             __shfl_down_sync(0xffffffffu, x.w, o * QW));
+                if (sl + o < S) {
+                    x.x += y.x;
+                    x.y += y.y;
+                    x.z += y.z;
+                    x.w += y.w;
+                }
+            }
+            if (sl == 0 && q < Q) {
+                const int k = 4 * q;
+                float4 v;
+                v.x = (k + 0 < (int)c.k && x.x > 0.0f) ? x.x / (1.0f + x.x) : 0.0f;
+                v.y = (k + 1 < (int)c.k && x.y > 0.0f) ? x.y / (1.0f + x.y) : 0.0f;
+                v.z = (k + 2 < (int)c.k && x.z > 0.0f) ? x.z / (1.0f + x.z) : 0.0f;
+                v.w = (k + 3 < (int)c.k && x.w > 0.0f) ? x.w / (1.0f + x.w) : 0.0f;
+                po[q] = v;
+                fired |= v.x > 0.0f || v.y > 0.0f || v.z > 0.0f || v.w > 0.0f;
+            }
+        }
+        const unsigned any = __ballot_sync(0xffffffffu, fired);
+        if (occo && lane == 0)
+            occo[p] = any ? 1 : 0;
+        __syncwarp();                           /* the list is rewritten next */
+    }
+}
+
+static int c_direct_forward(const nc_gpu_neocog_c_args *c, const float *in,
+                            const uint8_t *occ_in, float *out, uint8_t *occ_out,
+                            uint32_t batch, uint32_t per_block, cudaStream_t stream)
+{
+    if (((uintptr_t)in & 15) || ((uintptr_t)out & 15) || c->g.n_live < 1 ||
+        c->g.n_live > NC_GPU_NEOCOG_MAX_TAPS)
+        return -EINVAL;
+    const uint32_t step = (uint32_t)c->g.step, win = (uint32_t)c->g.win;
+    /* positions per strip: the union window at most 32 columns */
+    uint32_t P = (32u - win) / step + 1u;
+    if (per_block && per_block < P)
+        P = per_block;
+    if (P > (uint32_t)c->g.n_out)
+        P = (uint32_t)c->g.n_out;
+    const uint32_t ns0 = (c->g.n_out + P - 1) / P;
+    P = (c->g.n_out + ns0 - 1) / ns0;           /* even strips */
+    uint32_t n_strip = (c->g.n_out + P - 1) / P;
+    size_t n_items = (size_t)batch * c->g.n_out * n_strip;
+    /* small batches: shorter strips, so that every SM gets warps (a warp
+     * runs its strip's positions one after the other; at batch 1 UC3 would
+     * otherwise be 13 warps) */
+    int dev = 0, n_sm = 132;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        n_sm = 132;
+    while (P > 1 && n_items < (size_t)n_sm * 32u) {
+        P = (P + 1) / 2;
+        const uint32_t ns1 = (c->g.n_out + P - 1) / P;
+        P = (c->g.n_out + ns1 - 1) / ns1;
+        n_strip = (c->g.n_out + P - 1) / P;
+        n_items = (size_t)batch * c->g.n_out * n_strip;
+    }
+    /* warps per block: 8, fewer while that would leave SMs idle (batch 1) */
+    uint32_t W = CD_MAX_WARPS;
+    while (W > 1 && n_items < (size_t)W * 264u)
+        W >>= 1;
+    const size_t n_blocks = (n_items + W - 1) / W;
+    if (n_blocks > 0x7fffffffu)
+        return -EINVAL;
+    c_direct_kernel<<<(unsigned)n_blocks, W * 32, 0, stream>>>(*c, in, occ_in, out, occ_out,
+                                                                P, n_strip, n_items);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" const char *nc_gpu_neocog_c_kind_name(int kind)
+{
+    return kind == NC_GPU_NEOCOG_C_STAGED ? "staged"
+         : kind == NC_GPU_NEOCOG_C_DIRECT ? "direct" : "?";
+}
+
+extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind,
+                                            const float *in, const uint8_t *occ_in,
+                                            float *out, uint8_t *occ_out, uint32_t batch,
+                                            uint32_t per_block, cudaStream_t stream)
+{
+    if (kind == NC_GPU_NEOCOG_C_STAGED)
+        return nc_gpu_neocog_c_forward(c, in, occ_in, out, occ_out, batch, per_block, stream);
+    if (kind != NC_GPU_NEOCOG_C_DIRECT || !c || !in || !out || batch < 1 || c->k < 1 ||
+        c->k > NC_NEOCOG_MAX_PLANES || c->g.n_out < 1 || c->g.win > 32 || c->g.win < 1 ||
+        c->g.step < 1)
+        return -EINVAL;
+    return c_direct_forward(c, in, occ_in, out, occ_out, batch, per_block, stream);
+}
+

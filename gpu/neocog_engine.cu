@@ -33,6 +33,8 @@ struct nc_gpu_neocog {
     int variant;                /* nc_gpu_neocog_variant or NC_GPU_NEOCOG_AUTO */
     uint32_t auto_min;          /* AUTO: GEMM from this batch on */
     int use_gemm[NC_NEOCOG_MAX_STAGES];
+    int c_kind[NC_NEOCOG_MAX_STAGES];   /* C-layer kernel (NC_GPU_NEOCOG_C_*) */
+    uint32_t c_min;             /* c_kind from this batch on, STAGED below */
     nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];
     uint32_t max_batch, chunk_cap, chunk;
     uint32_t n_stages, n_classes, in_size, in_cells;
@@ -181,6 +183,7 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
         if (r < 0)
             return r;
         e->use_gemm[l] = 1;
+        e->c_kind[l] = NC_GPU_NEOCOG_C_DIRECT;
     }
     return 0;
 }
@@ -207,6 +210,7 @@ extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_
     e->device = device;
     e->variant = NC_GPU_NEOCOG_AUTO;
     e->auto_min = NC_GPU_NEOCOG_AUTO_MIN;
+    e->c_min = NC_GPU_NEOCOG_C_MIN;
     e->max_batch = max_batch;
     e->chunk_cap = e->chunk = max_batch < NC_GPU_NEOCOG_CHUNK ? max_batch : NC_GPU_NEOCOG_CHUNK;
     e->n_stages = L;
@@ -327,8 +331,12 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
                                        v, e->block[v][l], st);
     }
     if (l + 1 < e->n_stages)
-        return nc_gpu_neocog_c_forward(&e->c[l], e->act[layer - 1], e->occ[layer - 1],
-                                       e->act[layer], e->occ[layer], n, 0, st);
+        return nc_gpu_neocog_c_forward_kind(&e->c[l],
+                                            n >= e->c_min ? e->c_kind[l]
+                                                          : NC_GPU_NEOCOG_C_STAGED,
+                                            e->act[layer - 1],
+                                            e->occ[layer - 1], e->act[layer], e->occ[layer],
+                                            n, 0, st);
     const uint32_t ns = e->layer_size[layer - 1];
     return nc_gpu_neocog_class_forward(e->act[layer - 1], ns * ns, e->k[l],
                                        e->d_plane_label, e->n_classes, scores, labels, n,
@@ -621,13 +629,37 @@ static int time_s(nc_gpu_neocog *e, int v, int layer, uint32_t n, int reps, floa
     return r;
 }
 
+/* Per C-layer, the faster of the C kernels on n characters (the layer's
+ * input as left by a run of the whole net under variant v). */
+static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
+{
+    int r = run_net(e, v, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    for (uint32_t l = 0; r == 0 && l + 1 < e->n_stages; l++) {
+        float best = 1e30f;
+        int best_k = e->c_kind[l];
+        for (int k = 0; r == 0 && k < NC_GPU_NEOCOG_C_N_KINDS; k++) {
+            float ms = 0.0f;
+            e->c_kind[l] = k;
+            r = time_s(e, v, 2 + 2 * (int)l, n, 3, &ms);
+            if (r == 0 && ms < best) {
+                best = ms;
+                best_k = k;
+            }
+        }
+        e->c_kind[l] = best_k;
+    }
+    return r;
+}
+
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
  * on n characters; then AUTO's threshold: the smallest batch of 1, 2, 4 ..
  * n from which on the whole net under GEMM beats the sparse one (never, if
  * it does not at n). */
 static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
 {
-    int r = run_net(e, NC_GPU_NEOCOG_SPARSE, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    int r = tune_c(e, NC_GPU_NEOCOG_GEMM, n);
+    if (r == 0)
+        r = run_net(e, NC_GPU_NEOCOG_SPARSE, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         float mg = 0.0f, ms = 0.0f;
         e->use_gemm[l] = 1;
@@ -711,4 +743,27 @@ extern "C" uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *e)
 extern "C" int nc_gpu_neocog_stage_uses_gemm(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l < e->n_stages ? e->use_gemm[l] : 0;
+}
+
+extern "C" int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *e, uint32_t l, int kind)
+{
+    if (!e || l + 1 >= e->n_stages || kind < 0 || kind >= NC_GPU_NEOCOG_C_N_KINDS)
+        return -EINVAL;
+    e->c_kind[l] = kind;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_set_c_min(nc_gpu_neocog *e, uint32_t from)
+{
+    if (!e)
+        return -EINVAL;
+    e->c_min = from;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l + 1 < e->n_stages ? e->c_kind[l] : -EINVAL;
 }

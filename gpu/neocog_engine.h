@@ -29,6 +29,12 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
  * reused by every chunk; 1024 keeps the GEMM path's smallest layer, US4 at
  * 25 rows per character, above the 132 SMs of an H200 in 64-row tiles). */
 #define NC_GPU_NEOCOG_CHUNK 1024
+/* The C kernel the engine picks per layer (DIRECT unless the tuner found
+ * STAGED faster) runs from this batch on; below it the STAGED kernel does:
+ * on an H200, batch 1, STAGED UC1..UC3 15.2 / 14.1 / 10.7 us against DIRECT
+ * 42.3 / 33.8 / 19.7 us (long strips per warp, few warps), and at 1024
+ * DIRECT 3.2x faster; 32 is where AUTO switches to GEMM. */
+#define NC_GPU_NEOCOG_C_MIN 32
 /* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
 #define NC_GPU_NEOCOG_AUTO_MIN 128
 
@@ -87,6 +93,14 @@ int nc_gpu_neocog_set_auto(nc_gpu_neocog *eng, uint32_t from);
 uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *eng);
 /* 1 when stage l runs the GEMM path under NC_GPU_NEOCOG_GEMM. */
 int nc_gpu_neocog_stage_uses_gemm(const nc_gpu_neocog *eng, uint32_t l);
+/* The kernel of C-layer l (l + 1 < stages): NC_GPU_NEOCOG_C_STAGED or
+ * NC_GPU_NEOCOG_C_DIRECT (gpu/neocog_c.cuh; the default is DIRECT, and
+ * nc_gpu_neocog_tune with GEMM or AUTO keeps the faster one per layer). */
+int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
+/* Batches below `from` run the STAGED C kernel whatever c_kind says
+ * (default NC_GPU_NEOCOG_C_MIN; 1: c_kind always). */
+int nc_gpu_neocog_set_c_min(nc_gpu_neocog *eng, uint32_t from);
+int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

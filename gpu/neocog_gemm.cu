@@ -146,12 +146,15 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
 
 /* ---- 4. the GEMM ------------------------------------------------------------ */
 
-template <int MAXA>
+template <int MAXA, bool K2>
 static __global__ void __launch_bounds__(512)
 gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 {
     __shared__ __align__(16) float As[2][G_BK][G_BM + 4];   /* patch, k-major */
-    __shared__ float4 Bs[2][G_BK][G_MAXBN / 4];             /* weights */
+    /* weights; bn / 4 float4 per k: nth = 4 bn threads and MAXA =
+     * ceil(256 / nth) rounded up to a power of 2 bound bn by MAXA */
+    constexpr int BNQ = MAXA == 1 ? G_MAXBN / 4 : MAXA == 2 ? 16 : MAXA == 4 ? 8 : 4;
+    __shared__ float4 Bs[2][G_BK][BNQ];
     __shared__ int r_b[G_BM], r_y[G_BM], r_x[G_BM], r_idx[G_BM], r_flag[G_BM];
     __shared__ short2 s_tap[NC_GPU_NEOCOG_MAX_TAPS];
     const nc_gpu_neocog_geom &g = s.g;
@@ -211,7 +214,31 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                     const int r = e >> 2, j = (c) * G_BK + (e & 3) * 4;                \
                     const int t = j / KP, kap = j - t * KP;                            \
                     const int bb = r_b[r];                                             \
-                    if (bb >= 0 && t < nl && kap < k_in) {                             \
+                    if (K2) {                                                          \
+                        /* KP = 2: taps t, t + 1, two planes each (8-byte loads) */     \
+                        float2 v0 = make_float2(0.0f, 0.0f), v1 = v0;                  \
+                        if (bb >= 0 && t < nl) {                                       \
+                            const short2 tp = s_tap[t];                                \
+                            const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;          \
+                            if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in)          \
+                                v0 = __ldg((const float2 *)(p.in +                     \
+                                    ((size_t)bb * n_i + iy * n_in + ix) * stride));    \
+                        }                                                              \
+                        if (bb >= 0 && t + 1 < nl) {                                   \
+                            const short2 tp = s_tap[t + 1];                            \
+                            const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;          \
+                            if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in)          \
+                                v1 = __ldg((const float2 *)(p.in +                     \
+                                    ((size_t)bb * n_i + iy * n_in + ix) * stride));    \
+                        }                                                              \
+                        if (k_in < 2) {                                                \
+                            v0.y = 0.0f;                                               \
+                            v1.y = 0.0f;                                               \
+                        }                                                              \
+                        ra[m] = make_float4(v0.x, v0.y, v1.x, v1.y);                   \
+                        nz = nz | (v0.x != 0.0f) | (v0.y != 0.0f) | (v1.x != 0.0f) |   \
+                             (v1.y != 0.0f);                                           \
+                    } else if (bb >= 0 && t < nl && kap < k_in) {                      \
                         const short2 tp = s_tap[t];                                    \
                         const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;              \
                         if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in) {            \
@@ -343,10 +370,11 @@ static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
     const int nth = (int)(16 * g->bn / 4);
     g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
     g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
-    cudaError_t ce = g->maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<1>, nth, 0)
-                   : g->maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<2>, nth, 0)
-                   : g->maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<4>, nth, 0)
-                   : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<8>, nth, 0);
+    const bool k2 = g->kp == 2;
+    cudaError_t ce = g->maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<1, true> : gemm_kernel<1, false>, nth, 0)
+                   : g->maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<2, true> : gemm_kernel<2, false>, nth, 0)
+                   : g->maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<4, true> : gemm_kernel<4, false>, nth, 0)
+                   : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<8, true> : gemm_kernel<8, false>, nth, 0);
     NC_CUDA_CHECK(ce);
     g->grid_max = n_sm * (per_sm > 0 ? per_sm : 1);
     return 0;
@@ -369,7 +397,9 @@ extern "C" int nc_gpu_neocog_gemm_new(const nc_gpu_neocog_s_args *s, uint32_t ma
     g->s = *s;
     g->max_batch = max_batch;
     g->ks = nc_dev_kstride(s->k_out);
-    g->kp = (s->k_in + 3u) & ~3u;       /* planes per tap: 16-byte gathers */
+    /* planes per tap: 16-byte gathers; 2 (8-byte gathers, two taps per
+     * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes */
+    g->kp = s->k_in <= 2 ? 2u : (s->k_in + 3u) & ~3u;
     g->n_chunks = ((uint32_t)s->g.n_live * g->kp + G_BK - 1) / G_BK;
     g->bn = g->ks < G_MAXBN ? g->ks : G_MAXBN;
     g->n_col = (g->ks + g->bn - 1) / g->bn;
@@ -417,11 +447,16 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     const unsigned gx = (unsigned)(tiles < (size_t)g->grid_max ? tiles : (size_t)g->grid_max);
     const dim3 grid(gx, g->n_col);
     const unsigned nth = 16 * g->bn / 4;
-    switch (g->maxa) {
-    case 1: gemm_kernel<1><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 2: gemm_kernel<2><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 4: gemm_kernel<4><<<grid, nth, 0, stream>>>(*s, p); break;
-    default: gemm_kernel<8><<<grid, nth, 0, stream>>>(*s, p); break;
+    const int sel = g->maxa * 2 + (g->kp == 2);
+    switch (sel) {
+    case 2: gemm_kernel<1, false><<<grid, nth, 0, stream>>>(*s, p); break;
+    case 3: gemm_kernel<1, true><<<grid, nth, 0, stream>>>(*s, p); break;
+    case 4: gemm_kernel<2, false><<<grid, nth, 0, stream>>>(*s, p); break;
+    case 5: gemm_kernel<2, true><<<grid, nth, 0, stream>>>(*s, p); break;
+    case 8: gemm_kernel<4, false><<<grid, nth, 0, stream>>>(*s, p); break;
+    case 9: gemm_kernel<4, true><<<grid, nth, 0, stream>>>(*s, p); break;
+    case 17: gemm_kernel<8, true><<<grid, nth, 0, stream>>>(*s, p); break;
+    default: gemm_kernel<8, false><<<grid, nth, 0, stream>>>(*s, p); break;
     }
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;

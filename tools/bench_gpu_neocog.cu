@@ -30,6 +30,7 @@ extern "C" {    /* core's headers are plain C */
 #include "image.h"
 #include "neocog.h"
 }
+#include "neocog_c.cuh"
 #include "neocog_engine.h"
 
 #define N_SEED 300
@@ -230,6 +231,46 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                nc_gpu_neocog_stage_uses_gemm(e, 2) ? "gemm" : "sparse",
                nc_gpu_neocog_stage_uses_gemm(e, 3) ? "gemm" : "sparse",
                nc_gpu_neocog_get_auto(e));
+
+        /* 2b: the C-layer kernels side by side (GEMM variant's activations) */
+        {
+            int tuned[NC_NEOCOG_MAX_STAGES];
+            const uint32_t nc = net->arch.n_stages - 1;
+            for (uint32_t l = 0; l < nc; l++)
+                tuned[l] = nc_gpu_neocog_get_c_kind(e, l);
+            printf("\n### C-layer kernels (us per character, GEMM variant's inputs)\n\n"
+                   "| kernel | batch | UC1 | UC2 | UC3 | all C |\n|---|---:|---:|---:|---:|---:|\n");
+            if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_GEMM)) < 0 ||
+                (err = nc_gpu_neocog_set_c_min(e, 1)) < 0)
+                goto out;
+            for (int k = 0; k < NC_GPU_NEOCOG_C_N_KINDS; k++)
+                for (int pass = 0; pass < 2; pass++) {
+                    const uint32_t n = pass ? nb : 1;
+                    float tc[NC_NEOCOG_MAX_STAGES] = { 0 }, sum = 0.0f;
+                    for (uint32_t l = 0; l < nc; l++)
+                        if ((err = nc_gpu_neocog_set_c_kind(e, l, k)) < 0)
+                            goto out;
+                    if ((err = nc_gpu_neocog_enqueue(e, n, 0)) < 0 ||
+                        (err = nc_gpu_neocog_sync(e)) < 0)
+                        goto out;
+                    for (uint32_t l = 0; l < nc; l++) {
+                        work w = { 0, 2 + 2 * (int)l, n };
+                        float ms = 0.0f;
+                        if ((err = time_work(e, &w, reps, &ms)) < 0)
+                            goto out;
+                        tc[l] = ms * 1e3f / n;
+                        sum += tc[l];
+                    }
+                    printf("| %s | %u | %.3f | %.3f | %.3f | %.3f |\n",
+                           nc_gpu_neocog_c_kind_name(k), n, tc[0], tc[1], tc[2], sum);
+                }
+            for (uint32_t l = 0; l < nc; l++)
+                nc_gpu_neocog_set_c_kind(e, l, tuned[l]);
+            nc_gpu_neocog_set_c_min(e, NC_GPU_NEOCOG_C_MIN);
+            printf("\nC kernels the tuner kept (batch %u): %s/%s/%s.\n", nb,
+                   nc_gpu_neocog_c_kind_name(tuned[0]), nc_gpu_neocog_c_kind_name(tuned[1]),
+                   nc_gpu_neocog_c_kind_name(tuned[2]));
+        }
 
         /* 3: latency at batch 1 */
         printf("\n### Whole network, batch 1\n\n| variant | GPU time, graph (us) | GPU time, "

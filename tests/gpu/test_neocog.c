@@ -188,7 +188,8 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                         variant, 0, 0);
         else
-            r = nc_gpu_neocog_c_forward(&lc->c, d_in, d_occ_in, d_out, d_occ_out, batch, 0, 0);
+            r = nc_gpu_neocog_c_forward_kind(&lc->c, variant, d_in, d_occ_in, d_out, d_occ_out,
+                                             batch, 0, 0);
     }
     CHECK_MSG(r == 0, "%s: launch %d (%s)", tag, r, nc_gpu_last_error());
     CUDA_OK(cudaDeviceSynchronize());
@@ -368,16 +369,19 @@ static void test_layers(void)
         static const char *name[9] = { "UG", "US1", "UC1", "US2", "UC2", "US3", "UC3",
                                        "US4", "UC4" };
         const int is_s = layer % 2 == 1;
-        const int n_var = is_s ? NC_GPU_NEOCOG_N_VARIANTS : 1;
+        const int is_c = layer % 2 == 0 && layer >= 2 && layer <= 6;
+        const int n_var = is_s ? NC_GPU_NEOCOG_N_VARIANTS : is_c ? NC_GPU_NEOCOG_C_N_KINDS : 1;
         int before = nc_test_failures;
         for (int v = 0; v < n_var; v++)
             for (size_t bi = 0; bi < NC_ARRAY_LEN(batches); bi++) {
                 char tag[96];
                 snprintf(tag, sizeof tag, "%s %s digits", name[layer],
-                         is_s ? nc_gpu_neocog_variant_name(v) : "");
+                         is_s ? nc_gpu_neocog_variant_name(v)
+                              : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
                 run_case(tag, &lc, v, in_real, ref_real, batches[bi]);
                 snprintf(tag, sizeof tag, "%s %s random", name[layer],
-                         is_s ? nc_gpu_neocog_variant_name(v) : "");
+                         is_s ? nc_gpu_neocog_variant_name(v)
+                              : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
                 run_case(tag, &lc, v, in_rand, ref_rand, batches[bi]);
             }
         fprintf(stderr, "  %-3s: %d variant(s) x batches 1/3/31/33/1000 x digits+random: %s\n",
@@ -443,6 +447,25 @@ static void test_engine(void)
                         "rel err %.2g\n", nc_gpu_neocog_variant_name(v), n, diff, rel);
         }
     }
+    /* the staged C kernel (the engine's default is the direct one) */
+    for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++) {
+        CHECK_INT_EQ(nc_gpu_neocog_get_c_kind(eng, l), NC_GPU_NEOCOG_C_DIRECT);
+        CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, NC_GPU_NEOCOG_C_STAGED), 0);
+    }
+    for (int v = NC_GPU_NEOCOG_SPARSE; v <= NC_GPU_NEOCOG_GEMM; v++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, v), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+        uint32_t diff = 0;
+        for (uint32_t j = 0; j < n; j++)
+            diff += gpu[j].label != cpu[j].label;
+        CHECK_MSG(diff == 0, "engine %s, staged C: %u labels differ",
+                  nc_gpu_neocog_variant_name(v), diff);
+        fprintf(stderr, "  engine %-6s with the staged C kernel on all %u digits: %u labels "
+                "differ\n", nc_gpu_neocog_variant_name(v), n, diff);
+    }
+    for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++)
+        CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, NC_GPU_NEOCOG_C_DIRECT), 0);
+    CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, net->arch.n_stages - 1, 0), -EINVAL);
     /* tuning keeps the answers */
     CHECK_INT_EQ(nc_gpu_neocog_upload(eng, digits, 64), 0);
     CHECK_INT_EQ(nc_gpu_neocog_tune(eng, NC_GPU_NEOCOG_SPARSE, 64), 0);
@@ -456,6 +479,10 @@ static void test_engine(void)
             nc_gpu_neocog_stage_uses_gemm(eng, 0), nc_gpu_neocog_stage_uses_gemm(eng, 1),
             nc_gpu_neocog_stage_uses_gemm(eng, 2), nc_gpu_neocog_stage_uses_gemm(eng, 3),
             nc_gpu_neocog_get_auto(eng));
+    fprintf(stderr, "  tuned at 64: C kernels %s/%s/%s\n",
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 0)),
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 1)),
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 2)));
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
