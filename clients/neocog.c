@@ -1,5 +1,5 @@
 /* clients/neocog.c — the `neocog` command: main, `recognize` and `status`
- * (`bench` is in bench.c).
+ * (`bench` is in bench.c, `camera` in camera.c).
  *
  * Layer: clients.  Talks to neocogd only through libneocog.  stdout carries
  * the results (txt, TSV or JSON), stderr the problems, one line each,
@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "camera.h"
 #include "cli.h"
 #include "fileio.h"
 #include "frame.h"
@@ -455,6 +456,11 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
 
 int main(int argc, char **argv)
 {
+    /* `camera` has options of its own (camera.c parses them), so it is
+     * picked out before the shared parser sees the command line. */
+    int cam = nc_camera_command_index(argc, argv);
+    if (cam > 0)
+        return nc_camera_main(argc, argv, cam);
     nc_cli_args a;
     char why[256];
     if (nc_cli_parse(argc, argv, &a, why, sizeof why) < 0) {

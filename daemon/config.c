@@ -39,6 +39,8 @@ static const key_def keys[] = {
     STR(neocog_model, "neocognitron model file (overrides the folder)"),
     U32(workers, 0, 1024, "worker threads; 0 = one per CPU (default 0)"),
     U32(max_batch, 1, 65536, "images per forward pass (default 64)"),
+    U32(gpus, 0, 1024, "GPUs to run the models on, the first N visible ones (CUDA_VISIBLE_DEVICES "
+                       "applies); 0 = the CPU only (default 1024: every GPU)"),
     U64(max_queue_delay_us, 0, 10000000, "longest a batch waits to fill, us; 0 = take what is "
                                          "queued (default 0)"),
     U32(queue_capacity, 1, 10000000, "images queued at most; beyond: RESOURCE_EXHAUSTED "
@@ -109,6 +111,7 @@ void nc_config_defaults(nc_config *c)
     default_models(c->models, sizeof c->models);
     c->workers = 0;
     c->max_batch = 64;
+    c->gpus = 1024;
     c->max_queue_delay_us = 0;
     c->queue_capacity = 4096;
     c->queue_max_bytes = UINT64_C(256) << 20;

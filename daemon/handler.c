@@ -140,7 +140,19 @@ static void handle_info(nc_conn *c, const Neocog__Request *req)
         nc_batcher_stats bs;
         nc_batcher_stats_get(s->batcher, &bs);
         st.version = (char *)NC_VERSION;
-        st.backend = (char *)"cpu";
+        /* The engines: "cuda:0,cuda:1" when every model runs on the same
+         * ones, else per model. */
+        const size_t backend_cap = 2 * sizeof s->models->slot[0]->engines + 64;
+        char *backend = sc_alloc(&sc, backend_cap);   /* lives until the reply is sent */
+        if (!backend)
+            goto oom;
+        const nc_model *m0 = s->models->slot[NC_SLOT_CNN], *m1 = s->models->slot[NC_SLOT_NEOCOG];
+        if (m0 && m1 && strcmp(m0->engines, m1->engines))
+            snprintf(backend, backend_cap, "%s: %s; %s: %s", nc_slot_name(NC_SLOT_CNN),
+                     m0->engines, nc_slot_name(NC_SLOT_NEOCOG), m1->engines);
+        else
+            snprintf(backend, backend_cap, "%s", m0 ? m0->engines : m1 ? m1->engines : "cpu");
+        st.backend = backend;
         st.uptime_s = (nc_now_us() - s->started_us) / 1000000u;
         st.health = &health;
         st.workers = bs.workers;

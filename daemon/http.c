@@ -1,6 +1,7 @@
 /* daemon/http.c — see http.h. */
 #include "http.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,8 +53,23 @@ static void on_request(struct evhttp_request *r, void *arg)
         for (int k = 0; k < NC_SLOTS; k++) {
             const nc_model *m = s->models->slot[k];
             g.model_loaded[k] = m != NULL;
-            if (m && m->be->ops->device_bytes)
-                g.device_bytes += m->be->ops->device_bytes(m->be->impl);
+            for (uint32_t l = 0; m && l < m->n_lanes; l++)
+                if (m->lane[l]->ops->device_bytes)
+                    g.device_bytes += m->lane[l]->ops->device_bytes(m->lane[l]->impl);
+            /* Per engine: the GPU lanes, then the CPU. */
+            for (uint32_t l = 0; m && l <= m->n_lanes && g.n_engines < NC_METRICS_ENGINES; l++) {
+                nc_metrics_engine *e = &g.engine[g.n_engines++];
+                int i = l < m->n_lanes ? (int)l : NC_MAX_LANES;
+                const nc_backend *be = l < m->n_lanes ? m->lane[l] : m->cpu;
+                e->model = nc_slot_name(k);
+                if (l < m->n_lanes)
+                    snprintf(e->engine, sizeof e->engine, "%s:%d", be->ops->name, be->device);
+                else
+                    snprintf(e->engine, sizeof e->engine, "%s", be->ops->name);
+                e->up = l < m->n_lanes ? !atomic_load(&m->lane_dead[l]) : 1;
+                e->batches = atomic_load(&m->batches[i]);
+                e->images = atomic_load(&m->images[i]);
+            }
         }
         char *text;
         size_t len;

@@ -361,10 +361,11 @@ static void log_models(const nc_models *g)
     for (int k = 0; k < NC_SLOTS; k++) {
         const nc_model *m = g->slot[k];
         if (m)
-            nc_log(NC_LOG_INFO, "model %s: %s (%u classes, input %ux%u%s%s)", nc_slot_name(k),
-                   m->path, m->be->info.n_classes, m->be->info.prep.size + 2 * m->be->info.prep.pad,
+            nc_log(NC_LOG_INFO, "model %s: %s (%u classes, input %ux%u%s%s) on %s",
+                   nc_slot_name(k), m->path, m->be->info.n_classes,
+                   m->be->info.prep.size + 2 * m->be->info.prep.pad,
                    m->be->info.prep.size + 2 * m->be->info.prep.pad, m->arch[0] ? ", " : "",
-                   m->arch);
+                   m->arch, m->engines);
         else
             nc_log(NC_LOG_NOTICE, "model %s: not loaded: %s", nc_slot_name(k), g->error[k]);
     }

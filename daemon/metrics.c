@@ -139,6 +139,23 @@ int nc_metrics_render(const nc_metrics *m, const nc_metrics_gauges *g, char **re
     put(&s, "# HELP neocogd_device_memory_bytes Device (GPU) memory held by the models.\n"
             "# TYPE neocogd_device_memory_bytes gauge\nneocogd_device_memory_bytes %" PRIu64
             "\n", g->device_bytes);
+    if (g->n_engines) {
+        put(&s, "# HELP neocogd_engine_batches_total Forward batches run, by model and engine.\n"
+                "# TYPE neocogd_engine_batches_total counter\n");
+        for (uint32_t e = 0; e < g->n_engines; e++)
+            put(&s, "neocogd_engine_batches_total{model=\"%s\",engine=\"%s\"} %" PRIu64 "\n",
+                g->engine[e].model, g->engine[e].engine, g->engine[e].batches);
+        put(&s, "# HELP neocogd_engine_images_total Network inputs run, by model and engine.\n"
+                "# TYPE neocogd_engine_images_total counter\n");
+        for (uint32_t e = 0; e < g->n_engines; e++)
+            put(&s, "neocogd_engine_images_total{model=\"%s\",engine=\"%s\"} %" PRIu64 "\n",
+                g->engine[e].model, g->engine[e].engine, g->engine[e].images);
+        put(&s, "# HELP neocogd_engine_up 1 per engine in use, 0 once it failed.\n"
+                "# TYPE neocogd_engine_up gauge\n");
+        for (uint32_t e = 0; e < g->n_engines; e++)
+            put(&s, "neocogd_engine_up{model=\"%s\",engine=\"%s\"} %d\n",
+                g->engine[e].model, g->engine[e].engine, g->engine[e].up);
+    }
     put(&s, "# HELP neocogd_uptime_seconds Seconds since start.\n"
             "# TYPE neocogd_uptime_seconds gauge\nneocogd_uptime_seconds %" PRIu64 "\n",
         g->uptime_s);

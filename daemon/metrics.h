@@ -34,6 +34,15 @@ extern const uint64_t nc_metrics_bounds_us[NC_METRICS_BUCKETS];
 void nc_histogram_add(nc_histogram *h, uint64_t us);
 void nc_metrics_count_reply(nc_metrics *m, int code);
 
+/* Work done by one engine of one model (a GPU lane or the CPU). */
+typedef struct nc_metrics_engine {
+    const char *model;          /* "cnn", "neocognitron" */
+    char engine[32];            /* "cuda:0", "cpu" */
+    int up;                     /* 0: failed, no longer used */
+    uint64_t batches, images;
+} nc_metrics_engine;
+#define NC_METRICS_ENGINES 40
+
 /* Gauges and worker counters sampled at render time. */
 typedef struct nc_metrics_gauges {
     uint32_t queue_depth, queue_capacity;
@@ -45,6 +54,8 @@ typedef struct nc_metrics_gauges {
     int model_loaded[2];
     uint64_t device_bytes;
     uint64_t uptime_s;
+    uint32_t n_engines;
+    nc_metrics_engine engine[NC_METRICS_ENGINES];
 } nc_metrics_gauges;
 
 /* Render everything as Prometheus text format 0.0.4 into a malloc'd

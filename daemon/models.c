@@ -15,12 +15,30 @@
 #include "cnn.h"
 #include "log.h"
 #include "modelfile.h"
+#include "nc_config.h"
+#if NC_HAVE_CUDA
+#include "backend_gpu.h"
+#endif
 
 #define MAX_MODEL_BYTES (512u << 20)
 
-/* Engines in order of preference; the first whose supports() accepts the
- * model's kind gets it.  gpu/ will put its table in front of the CPU's. */
-static const nc_backend_ops *const engines[] = { &nc_backend_cpu };
+/* Engines.  Accelerator tables come first, each opened once per device it
+ * has (a "lane" of the model); the CPU table is opened for every model as
+ * well, as the engine of last resort.  An accelerator that cannot take a
+ * model (no device, no memory, a kind it does not run, a failed warm-up)
+ * is logged with its reason and left out for that model. */
+typedef struct accel {
+    const nc_backend_ops *ops;
+    int (*devices)(void);               /* instances: device 0..n-1 */
+    const char *(*why)(void);           /* the last failure, this thread */
+} accel;
+
+static const accel accels[] = {
+#if NC_HAVE_CUDA
+    { &nc_backend_gpu, nc_backend_gpu_device_count, nc_backend_gpu_last_error },
+#endif
+    { NULL, NULL, NULL },               /* keeps the array non-empty */
+};
 
 const char *nc_slot_name(int slot)
 {
@@ -149,7 +167,46 @@ static int warm_up(nc_backend *be)
     return err;
 }
 
-static int load_one(const char *path, int want_slot, nc_model **ret, char *why, size_t n)
+/* The GPU lanes of m (opened from the file image buf/len, which the CPU
+ * table accepted already).  Failures are logged and leave the lane out. */
+static void open_lanes(const nc_config *cfg, nc_model *m, const char *path, const uint8_t *buf,
+                       size_t len)
+{
+    size_t used = 0;
+    m->engines[0] = '\0';
+    for (size_t a = 0; a < NC_ARRAY_LEN(accels) && cfg->gpus; a++) {
+        const accel *ac = &accels[a];
+        if (!ac->ops || !ac->ops->supports(m->cpu->kind))
+            continue;
+        int n_dev = ac->devices();
+        for (int d = 0; d < n_dev && (uint32_t)d < cfg->gpus && m->n_lanes < NC_MAX_LANES; d++) {
+            nc_backend *be = NULL;
+            int err = nc_backend_open(ac->ops, buf, len, d, &be);
+            if (!err && (err = warm_up(be))) {
+                nc_backend_close(be);
+                be = NULL;
+            }
+            if (err) {
+                nc_log(NC_LOG_WARNING, "models: %s: %s:%d not used, the CPU serves instead "
+                       "(%s): %s", path, ac->ops->name, d, nc_strerror(err), ac->why());
+                continue;
+            }
+            m->lane[m->n_lanes++] = be;
+            if (used < sizeof m->engines) {
+                int w = snprintf(m->engines + used, sizeof m->engines - used, "%s%s:%d",
+                                 used ? "," : "", ac->ops->name, d);
+                if (w > 0)
+                    used += (size_t)w;
+            }
+        }
+    }
+    if (!m->n_lanes)
+        snprintf(m->engines, sizeof m->engines, "%s", m->cpu->ops->name);
+    m->be = m->n_lanes ? m->lane[0] : m->cpu;
+}
+
+static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_model **ret,
+                    char *why, size_t n)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -177,11 +234,10 @@ static int load_one(const char *path, int want_slot, nc_model **ret, char *why, 
             m->arch[0] = '\0';
         nc_mf_close(r);
         err = kind_to_slot(kind) == want_slot ? -ENOTSUP : -EMEDIUMTYPE;
-        for (size_t i = 0; err == -ENOTSUP && i < sizeof engines / sizeof engines[0]; i++)
-            if (engines[i]->supports(kind))
-                err = nc_backend_open(engines[i], buf, len, 0, &m->be);
+        /* The CPU table first: it judges the file, and stays as the fallback. */
+        if (err == -ENOTSUP && nc_backend_cpu.supports(kind))
+            err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &m->cpu);
     }
-    free(buf);
     if (err == -EMEDIUMTYPE) {
         say(why, n, "%s: not a %s model", path, nc_slot_name(want_slot));
         goto fail;
@@ -190,14 +246,18 @@ static int load_one(const char *path, int want_slot, nc_model **ret, char *why, 
         say(why, n, "%s: %s", path, nc_strerror(err));
         goto fail;
     }
-    if ((err = warm_up(m->be))) {
+    if ((err = warm_up(m->cpu))) {
         say(why, n, "%s: warm-up forward failed: %s", path, nc_strerror(err));
         goto fail;
     }
+    open_lanes(cfg, m, path, buf, len);
+    free(buf);
+    buf = NULL;
     m->loaded_at = (uint64_t)time(NULL);
     *ret = m;
     return 0;
 fail:
+    free(buf);
     nc_model_unref(m);
     return err;
 }
@@ -212,9 +272,56 @@ nc_model *nc_model_ref(nc_model *m)
 void nc_model_unref(nc_model *m)
 {
     if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
-        nc_backend_close(m->be);
+        for (uint32_t l = 0; l < m->n_lanes; l++)
+            nc_backend_close(m->lane[l]);
+        nc_backend_close(m->cpu);       /* m->be is one of these */
         free(m);
     }
+}
+
+int nc_model_lane_pick(nc_model *m)
+{
+    uint32_t n = m->n_lanes;
+    if (!n)
+        return -1;
+    uint32_t start = atomic_fetch_add(&m->lane_next, 1) % n;
+    int best = -1;
+    unsigned best_busy = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t l = (start + i) % n;
+        if (atomic_load(&m->lane_dead[l]))
+            continue;
+        unsigned busy = atomic_load(&m->lane_busy[l]);
+        if (best < 0 || busy < best_busy) {
+            best = (int)l;
+            best_busy = busy;
+        }
+    }
+    if (best >= 0)
+        atomic_fetch_add(&m->lane_busy[best], 1);
+    return best;
+}
+
+void nc_model_lane_done(nc_model *m, int lane)
+{
+    if (lane >= 0 && (uint32_t)lane < m->n_lanes)
+        atomic_fetch_sub(&m->lane_busy[lane], 1);
+}
+
+void nc_model_lane_fail(nc_model *m, int lane, int err)
+{
+    if (lane < 0 || (uint32_t)lane >= m->n_lanes || atomic_exchange(&m->lane_dead[lane], 1))
+        return;
+    const char *why = "";
+    for (size_t a = 0; a < NC_ARRAY_LEN(accels); a++)
+        if (accels[a].ops == m->lane[lane]->ops)
+            why = accels[a].why();
+    uint32_t live = 0;
+    for (uint32_t l = 0; l < m->n_lanes; l++)
+        live += !atomic_load(&m->lane_dead[l]);
+    nc_log(NC_LOG_ERR, "models: %s: %s:%d failed (%s), no longer used; %u GPU lane%s left%s: %s",
+           m->path, m->lane[lane]->ops->name, m->lane[lane]->device, nc_strerror(err), live,
+           live == 1 ? "" : "s", live ? "" : ", the CPU serves it", why);
 }
 
 nc_models *nc_models_ref(nc_models *g)
@@ -262,7 +369,7 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, uint32_t max_bat
                 g->slot[s] = nc_model_ref(prev->slot[s]);
                 what = "kept (file gone)";
             }
-        } else if (load_one(found[s], s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
+        } else if (load_one(cfg, found[s], s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
             what = "loaded";
         } else if (prev && prev->slot[s]) {
             g->slot[s] = nc_model_ref(prev->slot[s]);

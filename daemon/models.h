@@ -18,9 +18,27 @@
 
 enum { NC_SLOT_CNN = 0, NC_SLOT_NEOCOG = 1, NC_SLOTS = 2 };
 
+/* GPUs one model spreads over at most. */
+#define NC_MAX_LANES 16
+
 typedef struct nc_model {
     atomic_uint refs;
+    /* The model as the engines see it (kind, info, input_len): lane[0]
+     * when a GPU runs it, else cpu.  Every engine below holds the same file. */
     nc_backend *be;
+    /* Engines that run it: one per GPU used ("lane", cuda:0..), batches
+     * going to the least busy live one; and the CPU table, always open: the
+     * only engine without a GPU, and the fallback when a GPU fails. */
+    nc_backend *lane[NC_MAX_LANES];
+    uint32_t n_lanes;
+    atomic_uint lane_busy[NC_MAX_LANES];    /* batches in flight */
+    atomic_int lane_dead[NC_MAX_LANES];     /* failed: never used again */
+    atomic_uint lane_next;                  /* where a tie starts looking */
+    nc_backend *cpu;
+    /* Work done per engine (lanes, then the CPU at [NC_MAX_LANES]), for
+     * /metrics. */
+    atomic_uint_fast64_t batches[NC_MAX_LANES + 1], images[NC_MAX_LANES + 1];
+    char engines[160];          /* "cuda:0,cuda:1" or "cpu", for logs */
     char path[NC_CONFIG_PATH_MAX];
     char arch[256];             /* CNN notation, "" for the neocognitron */
     uint64_t loaded_at;         /* Unix time */
@@ -36,10 +54,13 @@ typedef struct nc_models {
 } nc_models;
 
 /* Load the models cfg names (explicit files, else the first *.ncm of each
- * kind in cfg->models, in name order), each opened, checked and warmed by
- * one forward pass.  A slot whose file fails keeps prev's model (prev may
- * be NULL).  Fails (-ENOENT) only when the result has no model at all;
- * otherwise per-slot problems are in ->error.  summary gets one line. */
+ * kind in cfg->models, in name order), each opened on every GPU used
+ * (cfg->gpus) and on the CPU, checked and warmed by one forward pass per
+ * engine.  A GPU that cannot take a model is logged with the reason and left
+ * out for it (no GPU at all: the CPU serves it).  A slot whose file
+ * fails keeps prev's model (prev may be NULL).  Fails (-ENOENT) only when
+ * the result has no model at all; otherwise per-slot problems are in
+ * ->error.  summary gets one line. */
 int nc_models_load(const nc_config *cfg, const nc_models *prev, uint32_t max_batch,
                    nc_models **ret, char *summary, size_t summary_len);
 
@@ -49,5 +70,14 @@ nc_model *nc_model_ref(nc_model *m);
 void nc_model_unref(nc_model *m);               /* NULL is fine */
 
 const char *nc_slot_name(int slot);             /* "cnn", "neocognitron" */
+
+/* The engine for the next batch of m: the live lane with the fewest
+ * batches in flight (ties rotate, so idle GPUs take turns), counted busy
+ * until nc_model_lane_done; -1 when no lane is live: use m->cpu. */
+int nc_model_lane_pick(nc_model *m);
+void nc_model_lane_done(nc_model *m, int lane);
+/* Lane `lane` failed a forward with err (on this thread): stop using it and
+ * log why, once. */
+void nc_model_lane_fail(nc_model *m, int lane, int err);
 
 #endif

@@ -1,20 +1,31 @@
-/* daemon/split.h — split an image of several handwritten characters into
- * one box per character.
+/* daemon/split.h — Image.segment: a frame of handwritten characters split
+ * into digits by core/segment, for the worker to recognise one by one.
  *
- * Layer: daemon (pure computation over core/image; kept apart so the rule
- * can be tested and replaced on its own).  The rule, deliberately simple:
- * Otsu-binarise the light-ink image, take 8-connected components, drop
- * specks (area below 1/25 of the largest component, or under 3 pixels),
- * sort by left edge, and merge a component into its left neighbour's box
- * when their column ranges overlap by at least half of the narrower one
- * (a broken 5 or 7 stays one character).  Boxes come out left to right. */
+ * Layer: daemon (pure computation over core/segment; kept apart from the
+ * worker so the decoder fuzzer can drive it alone).  core/segment does the
+ * work (adaptive binarisation, polarity, components, merging and splitting,
+ * line ordering; see core/segment.h); this file only maps the request's
+ * options onto its parameters and keeps the daemon's caps.  Each digit's
+ * patch is light ink on 0, ready for nc_prep_apply with invert = 0: the
+ * worker prepares it once per network, as it does any whole image.
+ *
+ * The old stop-gap rule that lived here (global Otsu, one line, merge by
+ * column overlap) is gone: it failed on uneven light, dark-on-light frames
+ * it had not been handed inverted, several lines, and touching digits. */
 #ifndef NC_SPLIT_H
 #define NC_SPLIT_H
 
-#include "image.h"
+#include "segment.h"
 
-/* ink: light ink on dark ground.  At most max boxes (-ERANGE beyond);
- * no ink: *ret_n = 0 and 0. */
-int nc_split_digits(const nc_image *ink, nc_rect *boxes, uint32_t max, uint32_t *ret_n);
+/* Segment frame (grey, as decoded: either polarity).  polarity is the
+ * request's Neocog__Polarity (0 AUTO, 1 LIGHT_INK, 2 DARK_INK).  *seg is
+ * the caller's scratch, created on first use and kept for the next frame
+ * (one per worker thread; free with nc_segmenter_free).  More than
+ * max_digits digits is -ERANGE.  Errors: -EINVAL (bad polarity), -ERANGE
+ * (frame above NC_SEGMENT_MAX_DIM a side, too many components or digits),
+ * -ENOMEM; why gets a sentence for the reply.  No ink: 0 with
+ * (*ret)->count == 0. */
+int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
+                   uint32_t max_digits, nc_segment_result **ret, char *why, size_t why_len);
 
 #endif

@@ -7,13 +7,17 @@
 
 #include "clock.h"
 #include "decode.h"
+#include "log.h"
 #include "split.h"
 
-/* Per network: the worker context of the model it was made for, and the
- * batch's input and output rows. */
+/* Per network: the worker contexts of the model they were made for (one
+ * per engine, made when the engine is first used: each GPU lane, then the
+ * CPU at CPU_CTX), and the batch's input and output rows. */
+#define CPU_CTX NC_MAX_LANES
+
 typedef struct slot_ctx {
-    nc_model *model;            /* reference held while ctx exists */
-    void *ctx;
+    nc_model *model;            /* reference held while ctx[] exist */
+    void *ctx[NC_MAX_LANES + 1];
     float *in, *out;
     size_t in_cap, out_cap;     /* floats */
 } slot_ctx;
@@ -32,6 +36,7 @@ struct nc_work {
     slot_ctx slot[NC_SLOTS];
     row *rows;
     size_t rows_cap;
+    nc_segmenter *seg;          /* Image.segment scratch, made on first use */
 };
 
 int nc_work_new(const nc_config *cfg, nc_work **ret)
@@ -47,13 +52,19 @@ int nc_work_new(const nc_config *cfg, nc_work **ret)
     return 0;
 }
 
+static nc_backend *engine_of(nc_model *m, int i)
+{
+    return i == CPU_CTX ? m->cpu : m->lane[i];
+}
+
 static void slot_release(slot_ctx *s)
 {
-    if (s->model)
-        s->model->be->ops->worker_free(s->ctx);
+    for (int i = 0; s->model && i <= CPU_CTX; i++)
+        if (s->ctx[i])
+            engine_of(s->model, i)->ops->worker_free(s->ctx[i]);
     nc_model_unref(s->model);
     s->model = NULL;
-    s->ctx = NULL;
+    memset(s->ctx, 0, sizeof s->ctx);
 }
 
 void nc_work_free(nc_work *w)
@@ -66,6 +77,7 @@ void nc_work_free(nc_work *w)
         free(w->slot[s].out);
     }
     free(w->rows);
+    nc_segmenter_free(w->seg);
     free(w);
 }
 
@@ -102,17 +114,54 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Make sure slot s runs gen's model (a reload may have replaced it). */
-static int slot_bind(nc_work *w, int s, nc_model *m)
+static void slot_bind(nc_work *w, int s, nc_model *m)
 {
     slot_ctx *sc = &w->slot[s];
     if (sc->model == m)
-        return 0;
+        return;
     slot_release(sc);
-    int err = m->be->ops->worker_new(m->be->impl, w->max_batch, &sc->ctx);
-    if (err)
-        return err;
     sc->model = nc_model_ref(m);
-    return 0;
+}
+
+/* Engine i's forward over the slot's n rows. */
+static int engine_forward(nc_work *w, slot_ctx *sc, int i, uint32_t n)
+{
+    nc_model *m = sc->model;
+    nc_backend *be = engine_of(m, i);
+    int err = 0;
+    if (!sc->ctx[i])
+        err = be->ops->worker_new(be->impl, w->max_batch, &sc->ctx[i]);
+    if (!err && !(err = be->ops->forward(be->impl, sc->ctx[i], sc->in, n, sc->out))) {
+        atomic_fetch_add_explicit(&m->batches[i], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->images[i], n, memory_order_relaxed);
+    }
+    return err;
+}
+
+/* One forward pass of slot s's model over n rows: on the least busy live
+ * GPU lane, another lane if that one breaks (-EIO: its context is gone;
+ * -ENODEV), the CPU when no lane is left; any other GPU error sends this
+ * batch to the CPU and keeps the lane. */
+static int slot_forward(nc_work *w, int s, nc_model *m, uint32_t n)
+{
+    slot_ctx *sc = &w->slot[s];
+    slot_bind(w, s, m);
+    for (;;) {
+        int lane = nc_model_lane_pick(m);
+        if (lane < 0)
+            return engine_forward(w, sc, CPU_CTX, n);
+        int err = engine_forward(w, sc, lane, n);
+        nc_model_lane_done(m, lane);
+        if (!err)
+            return 0;
+        if (err == -EIO || err == -ENODEV) {
+            nc_model_lane_fail(m, lane, err);
+            continue;
+        }
+        nc_log(NC_LOG_WARNING, "work: %s on %s:%d: %s; this batch goes to the CPU", m->path,
+               m->lane[lane]->ops->name, m->lane[lane]->device, nc_strerror(err));
+        return engine_forward(w, sc, CPU_CTX, n);
+    }
 }
 
 static void task_fail(nc_task *t, int code, const char *fmt, const char *detail)
@@ -259,24 +308,27 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         int invert = im->polarity == NEOCOG__POLARITY__POLARITY_DARK_INK ? 1
                    : im->polarity == NEOCOG__POLARITY__POLARITY_LIGHT_INK ? 0
                    : nc_work_border_is_light(img);
-        if (invert)
+        /* Segmentation decides polarity itself (frames are mostly dark ink
+         * on paper whose border says little) and hands back light-ink
+         * patches, so only a whole-image request is inverted here. */
+        if (invert && !im->segment)
             nc_image_invert(img);
-        nc_rect boxes[NC_MAX_DIGITS];
+        nc_segment_result *sr = NULL;
         uint32_t n_views = 1;
         if (im->segment) {
-            err = nc_split_digits(img, boxes, NC_MAX_DIGITS, &n_views);
+            err = nc_split_frame(&w->seg, img, (int)im->polarity, NC_MAX_DIGITS, &sr, why,
+                                 sizeof why);
+            if (!err && sr->count && !(t->digits = calloc(sr->count, sizeof *t->digits)))
+                err = -ENOMEM;
             if (err) {
-                task_fail(t, NEOCOG__CODE__INVALID_ARGUMENT, "image %u: %s",
-                          err == -ERANGE ? "too many characters to segment"
-                                         : "segmentation failed");
+                task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                            : NEOCOG__CODE__INVALID_ARGUMENT,
+                          "image %u: %s", err == -ENOMEM ? "out of memory" : why);
+                nc_segment_result_free(sr);
                 nc_image_free(img);
                 continue;
             }
-            if (n_views && !(t->digits = calloc(n_views, sizeof *t->digits))) {
-                task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
-                nc_image_free(img);
-                continue;
-            }
+            n_views = sr->count;
             t->n_digits = n_views;
         }
         /* Room for the new rows in every buffer. */
@@ -293,20 +345,23 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         }
         if (err) {
             task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
+            nc_segment_result_free(sr);
             nc_image_free(img);
             continue;
         }
         for (uint32_t v = 0; v < n_views; v++) {
             nc_image view = *img;
             if (im->segment) {
-                nc_image_crop(img, boxes[v], &view);
-                t->digits[v] = (nc_digit){ boxes[v].x, boxes[v].y, boxes[v].width,
-                                           boxes[v].height, -1, 0.0f };
+                const nc_segment_digit *sd = &sr->digits[v];
+                view = sd->patch;
+                t->digits[v] = (nc_digit){ sd->box.x, sd->box.y, sd->box.width,
+                                           sd->box.height, -1, 0.0f };
             }
             w->rows[n_rows] = (row){ .task = t, .digit = im->segment ? (int)v : -1 };
             prep_row(w, gen, need, &view, n_rows);
             n_rows++;
         }
+        nc_segment_result_free(sr);
         nc_image_free(img);
     }
     /* One forward pass per network over every row of the batch. */
@@ -314,10 +369,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
     for (int s = 0; s < NC_SLOTS && n_rows; s++) {
         if (!need[s] || missing)
             continue;
-        nc_model *m = gen->slot[s];
-        if (!(fwd_err[s] = slot_bind(w, s, m)))
-            fwd_err[s] = m->be->ops->forward(m->be->impl, w->slot[s].ctx, w->slot[s].in,
-                                             (uint32_t)n_rows, w->slot[s].out);
+        fwd_err[s] = slot_forward(w, s, gen->slot[s], (uint32_t)n_rows);
     }
     for (size_t r = 0; r < n_rows; r++) {
         nc_task *t = w->rows[r].task;

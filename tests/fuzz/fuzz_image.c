@@ -25,9 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nc_image *img = NULL;
     char why[256];
     if (nc_decode_image(format, data + 5, size - 5, w, h, &lim, &img, why, sizeof why) == 0) {
-        nc_rect boxes[64];
-        uint32_t n;
-        (void)nc_split_digits(img, boxes, 64, &n);
+        nc_segmenter *seg = NULL;
+        nc_segment_result *r = NULL;
+        if (nc_split_frame(&seg, img, data[0] / 5 % 3, 64, &r, why, sizeof why) == 0)
+            nc_segment_result_free(r);
+        nc_segmenter_free(seg);
         nc_image_free(img);
     }
     return 0;

@@ -1,0 +1,968 @@
+/* clients/camera.c — see camera.h.
+ *
+ * Threads: the reader (camera_input's source -> the mailbox) and the main
+ * thread (mailbox -> daemon -> stdout).  They share only the mailbox, under
+ * one mutex.  Three frame buffers go round: one being read, one waiting in
+ * the slot, one being recognised, so nothing is allocated per frame once
+ * the buffers have grown to the frame size.
+ *
+ * What the protocol cannot carry (proto/neocog.proto has no ROI and no
+ * expected digit count in Image) is done here:
+ *   --roi     the frame is cropped before sending (JPEG, PNG and PGM frames
+ *             are decoded to grey first), and boxes are moved back to frame
+ *             coordinates;
+ *   --digits  the expected count is applied to the answer: extra digits,
+ *             least confident first, are dropped, and a frame with fewer is
+ *             flagged (count_ok false).  core/segment could use the count
+ *             to cut or merge digits (nc_segment_params.expected_count);
+ *             that needs a field in Image. */
+#include "camera.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <png.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+#include "camera_input.h"
+#include "cli.h"
+#include "frame.h"
+#include "neocog_client.h"
+
+#define N_BUFFERS 3
+#define MAX_DIGITS 256          /* per frame, after the daemon's own cap (64) */
+
+/* ---- options --------------------------------------------------------------- */
+
+enum { FMT_TXT, FMT_JSONL };
+
+typedef struct cam_opts {
+    const char *server;
+    int timeout_ms;
+    nc_cam_source_opts src;
+    int format;
+    int have_roi;
+    uint32_t roi_x, roi_y, roi_w, roi_h;
+    uint32_t digits;            /* 0: any */
+    double min_conf;
+    double fps;                 /* 0: no pacing */
+    int drop;                   /* -1: live sources only */
+    int stats;
+    Neocog__Model model;
+    uint64_t deadline_us;
+    uint64_t max_frames;        /* 0: all */
+} cam_opts;
+
+static void usage(FILE *to)
+{
+    fputs(
+"usage: neocog [--server ADDR] [--timeout MS] camera [OPTIONS] [SOURCE]\n"
+"\n"
+"Reads digit strings from a camera stream: each frame is one request to neocogd\n"
+"with segmentation on.  SOURCE (default '-', stdin):\n"
+"  -, FILE or FIFO   MJPEG (concatenated JPEGs: ffmpeg -f mjpeg -), YUV4MPEG2 (its\n"
+"                    Y plane), or raw grey frames with --raw WxH\n"
+"  DIR or 'GLOB'     an image sequence of PGM/PNG/JPEG files, in name order\n"
+"  /dev/videoN       a V4L2 camera (MJPEG, else YUYV; --size WxH)\n"
+"Options:\n"
+"  --raw WxH         raw 8-bit grey frames of W x H\n"
+"  --size WxH        V4L2 capture size (default 640x480)\n"
+"  --v4l2-format mjpeg|yuyv   insist on one pixel format\n"
+"  --format txt|jsonl  output per frame (default txt); jsonl ends with a summary\n"
+"  --roi X,Y,W,H     only look inside this rectangle (cropped here: the protocol\n"
+"                    has no ROI); boxes stay in frame coordinates\n"
+"  --digits N        N digits expected: extra ones (least confident) are dropped,\n"
+"                    fewer are flagged (applied here: the protocol has no count)\n"
+"  --min-conf C      digits less confident than C (0..1) are rejected ('?')\n"
+"  --fps F           pace the source at F frames/s, as a camera would\n"
+"  --drop, --no-drop keep only the newest frame when behind (default: for live\n"
+"                    sources: devices, pipes, terminals, or with --fps)\n"
+"  --frames N        stop after N frames\n"
+"  --stats           p50/p99 latency and fps on stderr every second (default when\n"
+"                    stderr is a terminal)\n"
+"  --model M, --deadline-us US   as for recognize\n"
+"Latency is from sending a frame to its reply.  A frame that cannot be read or\n"
+"decoded is reported, counted and skipped.  Exit status: 0 the stream ended (or\n"
+"SIGINT/SIGTERM), 1 the daemon or the source failed, 2 usage.\n", to);
+}
+
+int nc_camera_command_index(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--server") || !strcmp(a, "--timeout")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(a, "--server=", 9) || !strncmp(a, "--timeout=", 10))
+            continue;
+        if (a[0] == '-')
+            return -1;          /* --help, --version, or a mistake: cli.c's */
+        return strcmp(a, "camera") ? -1 : i;
+    }
+    return -1;
+}
+
+static int parse_wxh(const char *s, uint32_t *w, uint32_t *h)
+{
+    char *e;
+    errno = 0;
+    unsigned long a = strtoul(s, &e, 10);
+    if (errno || e == s || (*e != 'x' && *e != 'X'))
+        return -1;
+    const char *t = e + 1;
+    unsigned long b = strtoul(t, &e, 10);
+    if (errno || e == t || *e || !a || !b || a > 16384 || b > 16384)
+        return -1;
+    *w = (uint32_t)a;
+    *h = (uint32_t)b;
+    return 0;
+}
+
+static int parse_roi(const char *s, cam_opts *o)
+{
+    unsigned long v[4];
+    const char *p = s;
+    for (int i = 0; i < 4; i++) {
+        char *e;
+        errno = 0;
+        v[i] = strtoul(p, &e, 10);
+        if (errno || e == p || v[i] > 16384 || *e != (i < 3 ? ',' : '\0'))
+            return -1;
+        p = e + 1;
+    }
+    if (!v[2] || !v[3])
+        return -1;
+    o->have_roi = 1;
+    o->roi_x = (uint32_t)v[0];
+    o->roi_y = (uint32_t)v[1];
+    o->roi_w = (uint32_t)v[2];
+    o->roi_h = (uint32_t)v[3];
+    return 0;
+}
+
+enum {
+    O_SERVER = 256, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
+    O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_HELP,
+};
+
+static const struct option cam_long[] = {
+    { "server", required_argument, NULL, O_SERVER },
+    { "timeout", required_argument, NULL, O_TIMEOUT },
+    { "raw", required_argument, NULL, O_RAW },
+    { "size", required_argument, NULL, O_SIZE },
+    { "v4l2-format", required_argument, NULL, O_V4L2FMT },
+    { "format", required_argument, NULL, O_FORMAT },
+    { "roi", required_argument, NULL, O_ROI },
+    { "digits", required_argument, NULL, O_DIGITS },
+    { "min-conf", required_argument, NULL, O_MINCONF },
+    { "fps", required_argument, NULL, O_FPS },
+    { "drop", no_argument, NULL, O_DROP },
+    { "no-drop", no_argument, NULL, O_NODROP },
+    { "frames", required_argument, NULL, O_FRAMES },
+    { "stats", no_argument, NULL, O_STATS },
+    { "model", required_argument, NULL, O_MODEL },
+    { "deadline-us", required_argument, NULL, O_DEADLINE },
+    { "help", no_argument, NULL, O_HELP },
+    { NULL, 0, NULL, 0 },
+};
+
+/* 0 parsed, 1 --help, -1 usage error (printed). */
+static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->drop = -1;
+    o->src.path = "-";
+    /* Global options before the command word (nc_camera_command_index has
+     * checked their shape). */
+    for (int i = 1; i < cmd; i++) {
+        const char *a = argv[i], *v;
+        int server = !strncmp(a, "--server", 8);
+        if (strchr(a, '='))
+            v = strchr(a, '=') + 1;
+        else
+            v = argv[++i];
+        if (server) {
+            o->server = v;
+        } else {
+            uint64_t u;
+            if (nc_cli_parse_u64(v, 1, 86400000, &u)) {
+                fprintf(stderr, "neocog: --timeout: '%s' is not milliseconds in 1..86400000\n",
+                        v);
+                return -1;
+            }
+            o->timeout_ms = (int)u;
+        }
+    }
+    int sub_argc = argc - cmd;
+    char **sub_argv = argv + cmd;
+    optind = 0;
+    opterr = 0;
+    for (;;) {
+        int c = getopt_long(sub_argc, sub_argv, "h", cam_long, NULL);
+        if (c == -1)
+            break;
+        const char *v = optarg;
+        uint64_t u;
+        double d;
+        int bad = 0;
+        switch (c) {
+        case O_SERVER: o->server = v; break;
+        case O_TIMEOUT:
+            bad = nc_cli_parse_u64(v, 1, 86400000, &u);
+            o->timeout_ms = (int)u;
+            break;
+        case O_RAW:
+            bad = parse_wxh(v, &o->src.raw_width, &o->src.raw_height);
+            o->src.kind = NC_CAM_RAW;
+            break;
+        case O_SIZE: bad = parse_wxh(v, &o->src.v4l2_width, &o->src.v4l2_height); break;
+        case O_V4L2FMT:
+            /* fourcc codes, spelled out so this parses without videodev2.h */
+            if (!strcmp(v, "mjpeg"))
+                o->src.v4l2_fourcc = 'M' | 'J' << 8 | 'P' << 16 | (uint32_t)'G' << 24;
+            else if (!strcmp(v, "yuyv"))
+                o->src.v4l2_fourcc = 'Y' | 'U' << 8 | 'Y' << 16 | (uint32_t)'V' << 24;
+            else
+                bad = 1;
+            break;
+        case O_FORMAT:
+            if (!strcmp(v, "txt") || !strcmp(v, "text"))
+                o->format = FMT_TXT;
+            else if (!strcmp(v, "jsonl") || !strcmp(v, "json"))
+                o->format = FMT_JSONL;
+            else
+                bad = 1;
+            break;
+        case O_ROI: bad = parse_roi(v, o); break;
+        case O_DIGITS:
+            bad = nc_cli_parse_u64(v, 1, MAX_DIGITS, &u);
+            o->digits = (uint32_t)u;
+            break;
+        case O_MINCONF:
+            bad = nc_cli_parse_double(v, 0, 1, &d);
+            o->min_conf = d;
+            break;
+        case O_FPS:
+            bad = nc_cli_parse_double(v, 0.01, 10000, &d);
+            o->fps = d;
+            break;
+        case O_DROP: o->drop = 1; break;
+        case O_NODROP: o->drop = 0; break;
+        case O_FRAMES:
+            bad = nc_cli_parse_u64(v, 1, UINT64_C(1) << 48, &u);
+            o->max_frames = u;
+            break;
+        case O_STATS: o->stats = 1; break;
+        case O_MODEL: bad = nc_client_model_parse(v, &o->model) < 0; break;
+        case O_DEADLINE:
+            bad = nc_cli_parse_u64(v, 1, UINT64_C(3600000000), &u);
+            o->deadline_us = u;
+            break;
+        case 'h':
+        case O_HELP:
+            usage(stdout);
+            return 1;
+        default: {
+            const char *arg = sub_argv[optind - 1];
+            if (optopt >= 256)
+                fprintf(stderr, "neocog: camera: option %s needs a value\n", arg);
+            else
+                fprintf(stderr, "neocog: camera: unknown option '%s'\n", arg);
+            fprintf(stderr, "Try 'neocog camera --help'.\n");
+            return -1;
+        }
+        }
+        if (bad) {
+            fprintf(stderr, "neocog: camera: bad value for --%s: '%s'\n",
+                    cam_long[c - O_SERVER].name, v);
+            fprintf(stderr, "Try 'neocog camera --help'.\n");
+            return -1;
+        }
+    }
+    if (optind < sub_argc)
+        o->src.path = sub_argv[optind++];
+    if (optind < sub_argc) {
+        fprintf(stderr, "neocog: camera: one source only ('%s' is extra)\n", sub_argv[optind]);
+        return -1;
+    }
+    o->src.max_frame = NC_FRAME_DEFAULT_MAX - 4096;     /* leaves room for the message */
+    return 0;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t, const atomic_int *stop)
+{
+    /* In slices, so a stop request is seen within 100 ms. */
+    for (uint64_t n; !atomic_load(stop) && (n = now_ns()) < t;) {
+        uint64_t d = t - n < 100000000u ? t - n : 100000000u;
+        struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- the mailbox ----------------------------------------------------------- */
+
+typedef struct mailbox {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    nc_cam_frame frames[N_BUFFERS];
+    nc_cam_frame *free_list[N_BUFFERS];
+    int n_free;
+    nc_cam_frame *slot;         /* the newest frame not yet taken */
+    int done;                   /* the reader has finished */
+    int failed;                 /* ... because the source failed (why) */
+    char why[256];
+    uint64_t read, dropped;
+    int drop;
+} mailbox;
+
+typedef struct reader_ctx {
+    mailbox *mb;
+    nc_cam_source *src;
+    const cam_opts *o;
+    atomic_int *stop;
+} reader_ctx;
+
+static void *reader_main(void *arg)
+{
+    reader_ctx *rc = arg;
+    mailbox *mb = rc->mb;
+    uint64_t t0 = 0, n = 0;
+    char why[256] = "";
+    int r = 0;
+    for (;;) {
+        if (rc->o->max_frames && n >= rc->o->max_frames)
+            break;
+        pthread_mutex_lock(&mb->mu);
+        while (!mb->n_free && !atomic_load(rc->stop))
+            pthread_cond_wait(&mb->cv, &mb->mu);
+        nc_cam_frame *f = mb->n_free ? mb->free_list[--mb->n_free] : NULL;
+        pthread_mutex_unlock(&mb->mu);
+        if (!f)
+            break;
+        r = nc_cam_source_next(rc->src, f, rc->stop, why, sizeof why);
+        if (r > 0 && rc->o->fps > 0) {
+            /* A camera delivers frame n at t0 + n / fps; so do we, and the
+             * frame's life starts when it is delivered. */
+            if (!n)
+                t0 = now_ns();
+            sleep_until(t0 + (uint64_t)(1e9 * (double)n / rc->o->fps), rc->stop);
+            f->t_read_ns = now_ns();
+        }
+        pthread_mutex_lock(&mb->mu);
+        if (r <= 0) {
+            mb->free_list[mb->n_free++] = f;
+            pthread_mutex_unlock(&mb->mu);
+            break;
+        }
+        n++;
+        mb->read++;
+        if (mb->slot && mb->drop) {
+            mb->free_list[mb->n_free++] = mb->slot;
+            mb->dropped++;
+        } else {
+            while (mb->slot && !atomic_load(rc->stop))
+                pthread_cond_wait(&mb->cv, &mb->mu);
+            if (mb->slot) {     /* stopping: the waiting one goes */
+                mb->free_list[mb->n_free++] = mb->slot;
+                mb->dropped++;
+            }
+        }
+        mb->slot = f;
+        pthread_cond_broadcast(&mb->cv);
+        pthread_mutex_unlock(&mb->mu);
+    }
+    pthread_mutex_lock(&mb->mu);
+    mb->done = 1;
+    if (r < 0) {
+        mb->failed = 1;
+        snprintf(mb->why, sizeof mb->why, "%s", why);
+    }
+    pthread_cond_broadcast(&mb->cv);
+    pthread_mutex_unlock(&mb->mu);
+    return NULL;
+}
+
+/* ---- statistics ------------------------------------------------------------- */
+
+typedef struct stats {
+    nc_hist all, window;        /* latency, ns */
+    uint64_t frames;            /* answered by the daemon (ok or not) */
+    uint64_t ok, failed, bad, digits;
+    uint64_t t_first, t_last;   /* first frame read, last reply */
+    uint64_t win_start, win_frames;
+    int live_line;              /* a \r line is on the terminal */
+} stats;
+
+static double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+/* Once a second: the last second's latency percentiles and frame rate. */
+static void live_stats(stats *st, uint64_t dropped, int tty)
+{
+    uint64_t t = now_ns();
+    if (!st->win_start)
+        st->win_start = t;
+    if (t - st->win_start < 1000000000u)
+        return;
+    double secs = (double)(t - st->win_start) / 1e9;
+    char line[200];
+    snprintf(line, sizeof line,
+             "camera: %.1f fps  latency p50 %.2f ms  p99 %.2f ms  frames %" PRIu64
+             "  dropped %" PRIu64 "  bad %" PRIu64,
+             (double)st->win_frames / secs, ms(nc_hist_percentile(&st->window, 50)),
+             ms(nc_hist_percentile(&st->window, 99)), st->frames, dropped, st->bad);
+    if (tty) {
+        fprintf(stderr, "\r\033[K%s", line);
+        st->live_line = 1;
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+    nc_hist_init(&st->window);
+    st->win_frames = 0;
+    st->win_start = t;
+}
+
+/* ---- ROI: frames to grey --------------------------------------------------- */
+
+typedef struct grey_buf {
+    uint8_t *px;
+    size_t cap;
+    uint32_t w, h;
+    tjhandle tj;
+} grey_buf;
+
+static int grey_reserve(grey_buf *g, size_t n)
+{
+    if (n <= g->cap)
+        return 0;
+    uint8_t *p = realloc(g->px, n);
+    if (!p)
+        return -ENOMEM;
+    g->px = p;
+    g->cap = n;
+    return 0;
+}
+
+/* Binary PGM, maxval <= 255 (what neocog-streamgen and most tools write). */
+static int pgm_grey(const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
+{
+    const uint8_t *b = f->data;
+    size_t p = 2;
+    unsigned long v[3];
+    for (int i = 0; i < 3; i++) {
+        for (;;) {
+            while (p < f->len && (b[p] == ' ' || b[p] == '\t' || b[p] == '\r' || b[p] == '\n'))
+                p++;
+            if (p < f->len && b[p] == '#') {
+                while (p < f->len && b[p] != '\n')
+                    p++;
+                continue;
+            }
+            break;
+        }
+        if (p >= f->len || b[p] < '0' || b[p] > '9')
+            goto bad;
+        v[i] = 0;
+        while (p < f->len && b[p] >= '0' && b[p] <= '9' && v[i] < 100000)
+            v[i] = v[i] * 10 + (unsigned long)(b[p++] - '0');
+    }
+    p++;                        /* the one whitespace byte after maxval */
+    if (!v[0] || !v[1] || v[0] > 16384 || v[1] > 16384 || !v[2] || v[2] > 255 ||
+        p > f->len || f->len - p < v[0] * v[1])
+        goto bad;
+    if (grey_reserve(g, v[0] * v[1]) < 0)
+        return -ENOMEM;
+    memcpy(g->px, b + p, v[0] * v[1]);
+    g->w = (uint32_t)v[0];
+    g->h = (uint32_t)v[1];
+    return 0;
+bad:
+    snprintf(why, n, "not a readable binary 8-bit PGM");
+    return -EBADMSG;
+}
+
+static int png_grey(const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
+{
+    png_image im;
+    memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&im, f->data, f->len)) {
+        snprintf(why, n, "corrupt PNG: %s", im.message);
+        return -EBADMSG;
+    }
+    im.format = PNG_FORMAT_GRAY;
+    if (im.width > 16384 || im.height > 16384 ||
+        grey_reserve(g, (size_t)im.width * im.height) < 0) {
+        png_image_free(&im);
+        snprintf(why, n, "PNG too large");
+        return -ENOMEM;
+    }
+    if (!png_image_finish_read(&im, NULL, g->px, 0, NULL)) {
+        snprintf(why, n, "corrupt PNG: %s", im.message);
+        png_image_free(&im);
+        return -EBADMSG;
+    }
+    g->w = im.width;
+    g->h = im.height;
+    return 0;
+}
+
+static int jpeg_grey(const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
+{
+    if (!g->tj && !(g->tj = tjInitDecompress())) {
+        snprintf(why, n, "cannot start the JPEG decoder");
+        return -ENOMEM;
+    }
+    int w, h, ss, cs;
+    if (tjDecompressHeader3(g->tj, f->data, (unsigned long)f->len, &w, &h, &ss, &cs) ||
+        w <= 0 || h <= 0 || w > 16384 || h > 16384) {
+        snprintf(why, n, "corrupt JPEG header: %s", tjGetErrorStr2(g->tj));
+        return -EBADMSG;
+    }
+    if (grey_reserve(g, (size_t)w * (size_t)h) < 0)
+        return -ENOMEM;
+    /* As strict as the daemon: a damaged frame is an error, not a grey smear. */
+    if (tjDecompress2(g->tj, f->data, (unsigned long)f->len, g->px, w, w, h, TJPF_GRAY,
+                      TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)) {
+        snprintf(why, n, "corrupt or truncated JPEG: %s", tjGetErrorStr2(g->tj));
+        return -EBADMSG;
+    }
+    g->w = (uint32_t)w;
+    g->h = (uint32_t)h;
+    return 0;
+}
+
+/* Crop f to the ROI into g (rows packed).  Errors are the frame's. */
+static int crop_roi(const cam_opts *o, const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
+{
+    int err = 0;
+    const uint8_t *px;
+    uint32_t w, h;
+    switch (f->enc) {
+    case NC_CAM_ENC_GREY: px = f->data; w = f->width; h = f->height; break;
+    case NC_CAM_ENC_JPEG: err = jpeg_grey(f, g, why, n); px = g->px; w = g->w; h = g->h; break;
+    case NC_CAM_ENC_PNG: err = png_grey(f, g, why, n); px = g->px; w = g->w; h = g->h; break;
+    default: err = pgm_grey(f, g, why, n); px = g->px; w = g->w; h = g->h; break;
+    }
+    if (err < 0)
+        return err;
+    if ((uint64_t)o->roi_x + o->roi_w > w || (uint64_t)o->roi_y + o->roi_h > h) {
+        snprintf(why, n, "the ROI %u,%u,%u,%u does not fit in the %ux%u frame", o->roi_x,
+                 o->roi_y, o->roi_w, o->roi_h, w, h);
+        return -ERANGE;
+    }
+    /* In place is safe: row y of the crop lies at or before row y of the
+     * source, and memmove copes with the overlap. */
+    uint8_t *dst;
+    if (px == g->px) {
+        dst = g->px;
+    } else {
+        if (grey_reserve(g, (size_t)o->roi_w * o->roi_h) < 0)
+            return -ENOMEM;
+        dst = g->px;
+    }
+    for (uint32_t y = 0; y < o->roi_h; y++)
+        memmove(dst + (size_t)y * o->roi_w, px + (size_t)(o->roi_y + y) * w + o->roi_x,
+                o->roi_w);
+    g->w = o->roi_w;
+    g->h = o->roi_h;
+    return 0;
+}
+
+/* ---- one frame ---------------------------------------------------------------- */
+
+typedef struct digit_out {
+    uint32_t x, y, w, h;
+    int32_t label;
+    char text[16];
+    float conf;
+    int reject;
+} digit_out;
+
+static void print_error(const cam_opts *o, const nc_cam_frame *f, const char *code,
+                        const char *msg)
+{
+    if (o->format == FMT_JSONL) {
+        printf("{\"frame\":%" PRIu64 ",", f->index);
+        if (f->name[0]) {
+            fputs("\"file\":", stdout);
+            nc_cli_json_string(stdout, f->name);
+            putchar(',');
+        }
+        fputs("\"error\":{\"code\":", stdout);
+        nc_cli_json_string(stdout, code);
+        fputs(",\"message\":", stdout);
+        nc_cli_json_string(stdout, msg);
+        fputs("}}\n", stdout);
+    } else {
+        printf("frame %" PRIu64 ": error %s: %s\n", f->index, code, msg);
+    }
+    fprintf(stderr, "neocog: camera: frame %" PRIu64 "%s%s: %s: %s\n", f->index,
+            f->name[0] ? " " : "", f->name, code, msg);
+}
+
+/* Apply --min-conf and --digits to the daemon's digits. */
+static uint32_t shape_digits(const cam_opts *o, const Neocog__Result *res, digit_out *d,
+                             int *count_ok)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < res->n_digits && n < MAX_DIGITS; i++) {
+        const Neocog__Digit *dg = res->digits[i];
+        const Neocog__Box *b = dg->box;
+        digit_out *x = &d[n++];
+        x->x = (b ? b->x : 0) + (o->have_roi ? o->roi_x : 0);
+        x->y = (b ? b->y : 0) + (o->have_roi ? o->roi_y : 0);
+        x->w = b ? b->width : 0;
+        x->h = b ? b->height : 0;
+        x->label = dg->label;
+        x->conf = dg->confidence;
+        x->reject = dg->reject || dg->label < 0 || dg->confidence < o->min_conf;
+        snprintf(x->text, sizeof x->text, "%s", x->reject ? "?" : dg->text ? dg->text : "?");
+    }
+    if (o->digits) {
+        /* Too many: the least confident go (a speck or a stroke of a
+         * neighbour read as a digit), order kept. */
+        while (n > o->digits) {
+            uint32_t worst = 0;
+            for (uint32_t i = 1; i < n; i++)
+                if (d[i].conf < d[worst].conf)
+                    worst = i;
+            memmove(d + worst, d + worst + 1, (n - worst - 1) * sizeof *d);
+            n--;
+        }
+        *count_ok = n == o->digits;
+    } else {
+        *count_ok = 1;
+    }
+    return n;
+}
+
+static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_out *d,
+                        uint32_t n, int count_ok, uint64_t lat_ns, uint64_t age_ns,
+                        const Neocog__Reply *rp)
+{
+    char text[MAX_DIGITS * 16 + 1];
+    size_t used = 0;
+    float conf = n ? 1.0f : 0.0f;
+    int reject = n == 0 || !count_ok;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t l = strlen(d[i].text);
+        memcpy(text + used, d[i].text, l);
+        used += l;
+        if (d[i].conf < conf)
+            conf = d[i].conf;
+        reject |= d[i].reject;
+    }
+    text[used] = '\0';
+    if (o->format == FMT_JSONL) {
+        printf("{\"frame\":%" PRIu64 ",", f->index);
+        if (f->name[0]) {
+            fputs("\"file\":", stdout);
+            nc_cli_json_string(stdout, f->name);
+            putchar(',');
+        }
+        fputs("\"text\":", stdout);
+        nc_cli_json_string(stdout, text);
+        printf(",\"count\":%u,\"count_ok\":%s,\"confidence\":%.4f,\"reject\":%s,"
+               "\"latency_ms\":%.3f,\"age_ms\":%.3f", n, count_ok ? "true" : "false",
+               (double)conf, reject ? "true" : "false", ms(lat_ns), ms(age_ns));
+        if (rp->timing)
+            printf(",\"server_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
+                   ",\"total\":%" PRIu64 "}", rp->timing->queue_us, rp->timing->compute_us,
+                   rp->timing->total_us);
+        fputs(",\"digits\":[", stdout);
+        for (uint32_t i = 0; i < n; i++) {
+            printf("%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
+                   i ? "," : "", d[i].x, d[i].y, d[i].w, d[i].h, d[i].label);
+            nc_cli_json_string(stdout, d[i].text);
+            printf(",\"confidence\":%.4f,\"reject\":%s}", (double)d[i].conf,
+                   d[i].reject ? "true" : "false");
+        }
+        fputs("]}\n", stdout);
+    } else {
+        printf("frame %" PRIu64 ": %s  (%u digit%s%s, min conf %.3f, %.2f ms)",
+               f->index, n ? text : "-", n, n == 1 ? "" : "s",
+               count_ok ? "" : ", count wrong", (double)conf, ms(lat_ns));
+        for (uint32_t i = 0; i < n; i++)
+            printf(" %s@%u,%u,%ux%u:%.3f", d[i].text, d[i].x, d[i].y, d[i].w, d[i].h,
+                   (double)d[i].conf);
+        putchar('\n');
+    }
+}
+
+/* Recognise one frame.  0 done (answered or reported), < 0 the connection
+ * is gone. */
+static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f, grey_buf *g,
+                    stats *st, digit_out *d)
+{
+    char why[256];
+    if (!st->t_first)
+        st->t_first = f->t_read_ns;
+    if (f->bad) {
+        st->bad++;
+        print_error(o, f, "DATA_LOSS", f->why);
+        return 0;
+    }
+    nc_client_image im = { .segment = 1 };
+    if (o->have_roi) {
+        int err = crop_roi(o, f, g, why, sizeof why);
+        if (err < 0) {
+            st->bad++;
+            print_error(o, f, err == -ERANGE ? "OUT_OF_RANGE" : "INVALID_ARGUMENT", why);
+            return 0;
+        }
+        im.format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+        im.data = g->px;
+        im.len = (size_t)g->w * g->h;
+        im.width = g->w;
+        im.height = g->h;
+    } else if (f->enc == NC_CAM_ENC_GREY) {
+        im.format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+        im.data = f->data;
+        im.len = f->len;
+        im.width = f->width;
+        im.height = f->height;
+    } else {
+        /* JPEG (and a sequence's PNG or PGM) as it came: the daemon decodes
+         * it, and the frame crosses the socket at its compressed size. */
+        im.format = NEOCOG__IMAGE_FORMAT__FORMAT_AUTO;
+        im.data = f->data;
+        im.len = f->len;
+    }
+    nc_client_recognize_opts ro = { .model = o->model, .top_k = 1,
+                                    .deadline_us = o->deadline_us };
+    nc_msg *m = NULL;
+    uint64_t t0 = now_ns();
+    int r = nc_client_recognize(cl, &ro, &im, 1, &m);
+    uint64_t t1 = now_ns();
+    if (r == -EMSGSIZE) {
+        st->bad++;
+        print_error(o, f, "RESOURCE_EXHAUSTED", nc_client_errmsg(cl));
+        return 0;
+    }
+    if (r < 0) {
+        fprintf(stderr, "neocog: camera: frame %" PRIu64 ": %s\n", f->index,
+                nc_client_errmsg(cl));
+        return r;
+    }
+    st->frames++;
+    st->win_frames++;
+    st->t_last = t1;
+    nc_hist_record(&st->all, t1 - t0);
+    nc_hist_record(&st->window, t1 - t0);
+    const Neocog__Reply *rp = nc_msg_reply(m);
+    const Neocog__Result *res = NULL;
+    const char *code = NULL, *msg = NULL;
+    if (rp->code != NEOCOG__CODE__OK) {
+        code = nc_msg_code_name(rp->code);
+        msg = rp->message ? rp->message : "";
+    } else if (rp->kind_case != NEOCOG__REPLY__KIND_RECOGNIZE || rp->recognize->n_results != 1) {
+        code = "INTERNAL";
+        msg = "the reply does not hold one result";
+    } else if ((res = rp->recognize->results[0])->code != NEOCOG__CODE__OK) {
+        code = nc_msg_code_name(res->code);
+        msg = res->message ? res->message : "";
+    }
+    if (code) {
+        st->failed++;
+        print_error(o, f, code, msg);
+    } else {
+        int count_ok;
+        uint32_t n = shape_digits(o, res, d, &count_ok);
+        st->ok++;
+        st->digits += n;
+        print_frame(o, f, d, n, count_ok, t1 - t0, t1 - f->t_read_ns, rp);
+    }
+    nc_msg_free(m);
+    return 0;
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+static atomic_int stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&stop_flag, 1);
+}
+
+int nc_camera_main(int argc, char **argv, int cmd)
+{
+    cam_opts o;
+    int pr = parse_args(argc, argv, cmd, &o);
+    if (pr)
+        return pr > 0 ? NC_CLI_EXIT_OK : NC_CLI_EXIT_USAGE;
+    char addr[4200];
+    if (o.server)
+        snprintf(addr, sizeof addr, "%s", o.server);
+    else
+        nc_client_default_addr(addr, sizeof addr);
+
+    char why[256] = "";
+    nc_cam_source *src = NULL;
+    if (nc_cam_source_open(&o.src, &src, why, sizeof why) < 0) {
+        fprintf(stderr, "neocog: camera: %s\n", why);
+        return NC_CLI_EXIT_FAIL;
+    }
+    nc_client_options co = { .timeout_ms = o.timeout_ms, .max_in_flight = 1 };
+    nc_client *cl = NULL;
+    if (nc_client_connect(addr, &co, &cl) < 0) {
+        fprintf(stderr, "neocog: camera: %s\n", nc_client_errmsg(NULL));
+        nc_cam_source_close(src);
+        return NC_CLI_EXIT_FAIL;
+    }
+
+    /* SIGINT/SIGTERM end the stream cleanly (summary and all); no
+     * SA_RESTART, so a blocked wait returns and sees the flag. */
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    static mailbox mb;          /* static: zeroed, and off the stack */
+    memset(&mb, 0, sizeof mb);
+    pthread_mutex_init(&mb.mu, NULL);
+    pthread_cond_init(&mb.cv, NULL);
+    for (int i = 0; i < N_BUFFERS; i++)
+        mb.free_list[mb.n_free++] = &mb.frames[i];
+    mb.drop = o.drop >= 0 ? o.drop : (nc_cam_source_live(src) || o.fps > 0);
+
+    stats *st = calloc(1, sizeof *st);
+    digit_out *d = calloc(MAX_DIGITS, sizeof *d);
+    grey_buf g = { 0 };
+    int rc = NC_CLI_EXIT_OK;
+    if (!st || !d) {
+        fprintf(stderr, "neocog: camera: out of memory\n");
+        rc = NC_CLI_EXIT_FAIL;
+        goto out;
+    }
+    nc_hist_init(&st->all);
+    nc_hist_init(&st->window);
+    int tty = isatty(2);
+    int live = o.stats || tty;
+
+    reader_ctx rctx = { &mb, src, &o, &stop_flag };
+    pthread_t reader;
+    if (pthread_create(&reader, NULL, reader_main, &rctx) != 0) {
+        fprintf(stderr, "neocog: camera: cannot start the reader thread\n");
+        rc = NC_CLI_EXIT_FAIL;
+        goto out;
+    }
+    int lost = 0;
+    for (;;) {
+        pthread_mutex_lock(&mb.mu);
+        while (!mb.slot && !mb.done && !atomic_load(&stop_flag)) {
+            /* Wake every 100 ms for the live line and the stop flag. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&mb.cv, &mb.mu, &ts);
+            if (live && !mb.slot) {
+                uint64_t dropped = mb.dropped;
+                pthread_mutex_unlock(&mb.mu);
+                live_stats(st, dropped, tty);
+                pthread_mutex_lock(&mb.mu);
+            }
+        }
+        nc_cam_frame *f = atomic_load(&stop_flag) ? NULL : mb.slot;
+        mb.slot = f ? NULL : mb.slot;
+        pthread_cond_broadcast(&mb.cv);
+        pthread_mutex_unlock(&mb.mu);
+        if (!f)
+            break;
+        int r = do_frame(&o, cl, f, &g, st, d);
+        pthread_mutex_lock(&mb.mu);
+        mb.free_list[mb.n_free++] = f;
+        uint64_t dropped = mb.dropped;
+        pthread_cond_broadcast(&mb.cv);
+        pthread_mutex_unlock(&mb.mu);
+        if (live)
+            live_stats(st, dropped, tty);
+        if (r < 0) {
+            lost = 1;
+            break;
+        }
+    }
+    /* The reader may wait on a free buffer or a full slot: wake it. */
+    atomic_store(&stop_flag, 1);
+    pthread_mutex_lock(&mb.mu);
+    pthread_cond_broadcast(&mb.cv);
+    pthread_mutex_unlock(&mb.mu);
+    pthread_join(reader, NULL);
+    if (st->live_line)
+        fputc('\n', stderr);
+
+    double secs = st->t_last > st->t_first ? (double)(st->t_last - st->t_first) / 1e9 : 0;
+    double fps = secs > 0 ? (double)st->frames / secs : 0;
+    uint64_t dropped = mb.dropped + nc_cam_source_device_drops(src);
+    uint64_t p50 = nc_hist_percentile(&st->all, 50), p99 = nc_hist_percentile(&st->all, 99);
+    if (o.format == FMT_JSONL)
+        printf("{\"summary\":{\"source\":\"%s\",\"frames\":%" PRIu64 ",\"recognised\":%" PRIu64
+               ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"dropped\":%" PRIu64
+               ",\"skipped_bytes\":%" PRIu64 ",\"digits\":%" PRIu64
+               ",\"latency_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"mean\":%.3f,\"max\":%.3f}"
+               ",\"fps\":%.2f,\"seconds\":%.3f}}\n",
+               nc_cam_kind_name(nc_cam_source_kind(src)), mb.read + nc_cam_source_device_drops(src),
+               st->ok, st->failed, st->bad, dropped, nc_cam_source_skipped(src), st->digits,
+               ms(p50), ms(p99), nc_hist_mean(&st->all) / 1e6, ms(st->all.max), fps, secs);
+    fprintf(stderr, "neocog: camera: %" PRIu64 " frames: %" PRIu64 " recognised, %" PRIu64
+            " failed, %" PRIu64 " bad, %" PRIu64 " dropped; %" PRIu64 " digits; latency p50 "
+            "%.2f ms, p99 %.2f ms; %.1f fps over %.2f s\n",
+            mb.read + nc_cam_source_device_drops(src), st->ok, st->failed, st->bad, dropped,
+            st->digits, ms(p50), ms(p99), fps, secs);
+    if (nc_cam_source_skipped(src))
+        fprintf(stderr, "neocog: camera: %" PRIu64 " bytes between frames skipped\n",
+                nc_cam_source_skipped(src));
+    if (mb.failed) {
+        fprintf(stderr, "neocog: camera: the source failed: %s\n", mb.why);
+        rc = NC_CLI_EXIT_FAIL;
+    }
+    if (lost)
+        rc = NC_CLI_EXIT_FAIL;
+out:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    for (int i = 0; i < N_BUFFERS; i++)
+        nc_cam_frame_free(&mb.frames[i]);
+    pthread_mutex_destroy(&mb.mu);
+    pthread_cond_destroy(&mb.cv);
+    if (g.tj)
+        tjDestroy(g.tj);
+    free(g.px);
+    free(d);
+    free(st);
+    nc_client_free(cl);
+    nc_cam_source_close(src);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "neocog: camera: writing the output: %s\n", strerror(errno));
+        rc = NC_CLI_EXIT_FAIL;
+    }
+    return rc;
+}

@@ -1,0 +1,327 @@
+/* gpu/backend_gpu.cu — see backend_gpu.h.
+ *
+ * Layer: gpu.  Host code only: every kernel is an engine's
+ * (gpu/cnn_engine.h, gpu/neocog_engine.h); this file loads the model file
+ * with core/, makes the engine on the chosen device, warms it, and guards
+ * it with a mutex so the daemon's worker threads can share it. */
+#include <cuda_runtime_api.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "backend.h"
+#include "cnn.h"
+#include "modelfile.h"
+#include "neocog.h"
+}
+
+#include "backend_gpu.h"
+#include "cnn_engine.h"
+#include "device.h"
+#include "neocog_engine.h"
+
+/* ---- the error sentence ----------------------------------------------------- */
+
+static thread_local char why_buf[1024];
+
+extern "C" const char *nc_backend_gpu_last_error(void) { return why_buf; }
+
+static int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Record "what: error" for err and return err; for the errors a CUDA call
+ * gives (-EIO, -ENOMEM, -ENODEV) CUDA's own record is added. */
+static int fail(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(why_buf, sizeof why_buf, fmt, ap);
+    va_end(ap);
+    const char *cuda = err == -EIO || err == -ENOMEM || err == -ENODEV ? nc_gpu_last_error() : "";
+    if (w >= 0 && (size_t)w < sizeof why_buf)
+        snprintf(why_buf + w, sizeof why_buf - (size_t)w, ": %s%s%s", nc_strerror(err),
+                 cuda && cuda[0] ? "; " : "", cuda ? cuda : "");
+    return err;
+}
+
+/* ---- devices ------------------------------------------------------------------- */
+
+extern "C" int nc_backend_gpu_device_count(void)
+{
+    int n = 0;
+    if (nc_gpu_device_count(&n) < 0) {
+        fail(-ENODEV, "CUDA cannot count its devices");
+        return 0;
+    }
+    return n > 0 ? n : 0;
+}
+
+extern "C" void nc_backend_gpu_describe(int device, char *dst, size_t cap)
+{
+    nc_gpu_device_info info;
+    if (!dst || !cap)
+        return;
+    if (nc_gpu_device_info_get(device, &info) < 0) {
+        snprintf(dst, cap, "cuda:%d (%s)", device, nc_gpu_last_error());
+        return;
+    }
+    snprintf(dst, cap, "%s (sm_%d%d, %d SMs, %.0f GiB)", info.name, info.sm_major,
+             info.sm_minor, info.multiprocessors,
+             (double)info.total_memory / (1024.0 * 1024.0 * 1024.0));
+}
+
+/* ---- the instance ---------------------------------------------------------------- */
+
+typedef struct gpu_impl {
+    uint32_t kind;
+    int device;
+    uint32_t n_inputs, n_classes;
+    nc_cnn *cnn;                    /* host net (the CNN engine's source) */
+    nc_gpu_cnn *gcnn;
+    nc_gpu_neocog *gneo;
+    nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
+    pthread_mutex_t lock;           /* one forward at a time on the engine */
+    int failed;                     /* sticky: the engine said -EIO */
+    size_t device_bytes;
+} gpu_impl;
+
+typedef struct gpu_worker {
+    const gpu_impl *impl;
+} gpu_worker;
+
+/* Engines are made one at a time in the whole process, so the fall of free
+ * device memory while one is made is that engine's (close enough for the
+ * metrics page: other threads only run already-made engines meanwhile). */
+static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int gpu_supports(uint32_t kind)
+{
+    return kind == NC_MF_KIND_CNN || kind == NC_MF_KIND_NEOCOG;
+}
+
+static void gpu_free(void *p)
+{
+    gpu_impl *impl = (gpu_impl *)p;
+    if (!impl)
+        return;
+    nc_gpu_cnn_free(impl->gcnn);
+    nc_gpu_neocog_free(impl->gneo);
+    nc_cnn_free(impl->cnn);
+    free(impl->res);
+    pthread_mutex_destroy(&impl->lock);
+    free(impl);
+}
+
+/* Tune every batch-size bucket and capture every graph now, on blank
+ * input, so no request pays for it. */
+static int warm(gpu_impl *impl)
+{
+    const uint32_t maxb = NC_BACKEND_GPU_MAX_BATCH;
+    float *in = (float *)calloc((size_t)maxb * impl->n_inputs, sizeof(float));
+    float *out = (float *)calloc((size_t)maxb * impl->n_classes, sizeof(float));
+    int err = in && out ? 0 : -ENOMEM;
+    if (impl->gcnn) {
+        for (uint32_t n = 1; !err && n <= NC_GPU_CNN_GRAPH_MAX; n++)
+            err = nc_gpu_cnn_forward(impl->gcnn, in, n, out);
+        for (uint32_t n = 2 * NC_GPU_CNN_GRAPH_MAX; !err && n <= maxb; n *= 2)
+            err = nc_gpu_cnn_forward(impl->gcnn, in, n, out);
+        if (err)
+            fail(err, "cuda:%d: CNN warm-up", impl->device);
+    } else {
+        for (uint32_t n = 1; !err && n <= NC_GPU_NEOCOG_GRAPH_MAX; n++)
+            err = nc_gpu_neocog_forward(impl->gneo, in, n, impl->res);
+        if (!err)
+            err = nc_gpu_neocog_forward(impl->gneo, in, maxb, impl->res);
+        if (err)
+            fail(err, "cuda:%d: neocognitron warm-up", impl->device);
+    }
+    free(in);
+    free(out);
+    return err;
+}
+
+static int make_engine(gpu_impl *impl, nc_neocog *neo)
+{
+    const int dev = impl->device;
+    /* cudaFree(0) makes the context now, so its own memory is not counted
+     * as the engine's below. */
+    cudaError_t ce = cudaSetDevice(dev);
+    if (ce == cudaSuccess)
+        ce = cudaFree(0);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why_buf, sizeof why_buf, "cuda:%d: cannot open the device: %s", dev,
+                 cudaGetErrorString(ce));
+        return -ENODEV;
+    }
+    size_t free0 = 0, free1 = 0, total = 0;
+    int have_mem = cudaMemGetInfo(&free0, &total) == cudaSuccess;
+    int err;
+    if (impl->kind == NC_MF_KIND_CNN) {
+        err = nc_gpu_cnn_new(impl->cnn, dev, NC_BACKEND_GPU_MAX_BATCH, &impl->gcnn);
+        if (err)
+            return fail(err, "cuda:%d: cannot make the CNN engine", dev);
+    } else {
+        err = nc_gpu_neocog_new(neo, dev, NC_BACKEND_GPU_MAX_BATCH, &impl->gneo);
+        if (err)
+            return fail(err, "cuda:%d: cannot make the neocognitron engine", dev);
+    }
+    if ((err = warm(impl)))
+        return err;
+    if (have_mem && cudaMemGetInfo(&free1, &total) == cudaSuccess && free1 < free0)
+        impl->device_bytes = free0 - free1;
+    return 0;
+}
+
+static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
+                    uint32_t *ret_kind, nc_model_info *ret_info)
+{
+    why_buf[0] = '\0';
+    if (!ret_impl || !ret_kind || !ret_info || (!buf && len))
+        return -EINVAL;
+    int n_dev = nc_backend_gpu_device_count();
+    if (device < 0 || device >= n_dev) {
+        snprintf(why_buf, sizeof why_buf, "cuda:%d: no such device (%d visible)", device,
+                 n_dev);
+        return -ENODEV;
+    }
+    nc_mf_reader *r = NULL;
+    int err = nc_mf_open(buf, len, &r);
+    if (err)
+        return fail(err, "model file");
+    uint32_t kind = nc_mf_kind_of(r);
+    nc_mf_close(r);
+    if (!gpu_supports(kind))
+        return -ENOTSUP;
+    gpu_impl *impl = (gpu_impl *)calloc(1, sizeof *impl);
+    if (!impl)
+        return -ENOMEM;
+    pthread_mutex_init(&impl->lock, NULL);
+    impl->kind = kind;
+    impl->device = device;
+    nc_model_info info;
+    nc_neocog *neo = NULL;
+    if (kind == NC_MF_KIND_CNN) {
+        if ((err = nc_cnn_load(buf, len, &impl->cnn, &info))) {
+            fail(err, "CNN model file");
+            goto out;
+        }
+        impl->n_inputs = impl->cnn->n_inputs;
+        impl->n_classes = impl->cnn->n_outputs;
+    } else {
+        if ((err = nc_neocog_load(buf, len, &neo, &info))) {
+            fail(err, "neocognitron model file");
+            goto out;
+        }
+        impl->n_inputs = neo->arch.in_size * neo->arch.in_size;
+        impl->n_classes = neo->arch.n_classes;
+    }
+    /* As the CPU table: the stored preprocessing must give the net's input. */
+    if (nc_prep_check(&info.prep) || nc_prep_out_len(&info.prep) != impl->n_inputs ||
+        info.n_classes != impl->n_classes || impl->n_classes > NC_MF_MAX_CLASSES ||
+        (neo && impl->n_classes > NC_NEOCOG_MAX_CLASSES)) {
+        err = -EBADMSG;
+        snprintf(why_buf, sizeof why_buf, "model file: prep or classes disagree with the net");
+        goto out;
+    }
+    impl->res = (nc_neocog_result *)calloc(NC_BACKEND_GPU_MAX_BATCH, sizeof *impl->res);
+    if (!impl->res) {
+        err = -ENOMEM;
+        goto out;
+    }
+    pthread_mutex_lock(&make_lock);
+    err = make_engine(impl, neo);
+    pthread_mutex_unlock(&make_lock);
+out:
+    nc_neocog_free(neo);            /* the engine keeps no pointer into it */
+    if (err) {
+        gpu_free(impl);
+        return err;
+    }
+    *ret_impl = impl;
+    *ret_kind = kind;
+    *ret_info = info;
+    return 0;
+}
+
+static void gpu_worker_free(void *p)
+{
+    free(p);
+}
+
+static int gpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
+{
+    const gpu_impl *impl = (const gpu_impl *)p;
+    if (!impl || !ret_worker || max_batch == 0)
+        return -EINVAL;
+    gpu_worker *w = (gpu_worker *)calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->impl = impl;
+    *ret_worker = w;
+    return 0;
+}
+
+/* Under impl->lock. */
+static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out)
+{
+    for (uint32_t i = 0; i < n; i += NC_BACKEND_GPU_MAX_BATCH) {
+        uint32_t m = n - i < NC_BACKEND_GPU_MAX_BATCH ? n - i : NC_BACKEND_GPU_MAX_BATCH;
+        const float *x = in + (size_t)i * impl->n_inputs;
+        float *y = out + (size_t)i * impl->n_classes;
+        int err;
+        if (impl->gcnn) {
+            if ((err = nc_gpu_cnn_forward(impl->gcnn, x, m, y)))
+                return fail(err, "cuda:%d: CNN forward of %u images", impl->device, m);
+        } else {
+            if ((err = nc_gpu_neocog_forward(impl->gneo, x, m, impl->res)))
+                return fail(err, "cuda:%d: neocognitron forward of %u images", impl->device,
+                            m);
+            for (uint32_t k = 0; k < m; k++)
+                memcpy(y + (size_t)k * impl->n_classes, impl->res[k].score,
+                       impl->n_classes * sizeof *y);
+        }
+    }
+    return 0;
+}
+
+static int gpu_forward(void *p, void *wp, const float *in, uint32_t n, float *out)
+{
+    gpu_impl *impl = (gpu_impl *)p;
+    const gpu_worker *w = (const gpu_worker *)wp;
+    if (!impl || !w || w->impl != impl || (!in && n) || (!out && n))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    pthread_mutex_lock(&impl->lock);
+    int err;
+    if (impl->failed) {
+        err = -EIO;
+        snprintf(why_buf, sizeof why_buf, "cuda:%d: the engine failed earlier", impl->device);
+    } else if ((err = forward_locked(impl, in, n, out)) == -EIO) {
+        impl->failed = 1;
+    }
+    pthread_mutex_unlock(&impl->lock);
+    return err;
+}
+
+static size_t gpu_device_bytes(void *p)
+{
+    const gpu_impl *impl = (const gpu_impl *)p;
+    return impl ? impl->device_bytes : 0;
+}
+
+extern "C" const nc_backend_ops nc_backend_gpu = {
+    /* .name = */ "cuda",
+    /* .init = */ gpu_init,
+    /* .supports = */ gpu_supports,
+    /* .worker_new = */ gpu_worker_new,
+    /* .worker_free = */ gpu_worker_free,
+    /* .forward = */ gpu_forward,
+    /* .free = */ gpu_free,
+    /* .device_bytes = */ gpu_device_bytes,
+};

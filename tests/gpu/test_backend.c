@@ -1,0 +1,360 @@
+/* tests/gpu/test_backend.c — parity of the GPU engine table
+ * (gpu/backend_gpu.h) with the CPU one (core/backend.h's nc_backend_cpu).
+ *
+ * Both tables open the same model file image: the shipped CNN
+ * (models/cnn-column.ncm) and a neocognitron seeded from fixture digits and
+ * saved to a file image here.  Inputs are fixture digits preprocessed with
+ * the prep stored in the model; batches 1, 3, 33, 1000 and 2100 (past the
+ * engine's NC_BACKEND_GPU_MAX_BATCH, so forward splits) cycle through them
+ * from different offsets.  The GPU's raw scores must match the CPU's:
+ * ||gpu - cpu|| / ||cpu|| <= 1e-4 and max |gpu - cpu| <= 1e-4 max |cpu|, no
+ * NaN (outputs are NaN-poisoned first), and the same label from
+ * nc_backend_label except where the CPU's two best classes are within
+ * 1e-5 of its largest score (a float-order tie).  Every visible device is
+ * checked.  Then four threads with a worker each share one instance (the
+ * engine's lock), each on its own batch, 25 rounds: every round must give
+ * what that batch gave alone (to 1e-6); and the table's
+ * argument checks (unknown device -ENODEV, a worker of another instance
+ * -EINVAL).  Exit 77 without a device or without the fixtures.
+ *
+ * NC_TEST_BACKEND_CPU_ONLY=1 runs every check with the CPU table on both
+ * sides: it tests this test on a machine without a GPU. */
+#include "test.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+#include "backend_gpu.h"
+#include "cnn.h"
+#include "dataset.h"
+#include "fileio.h"
+#include "image.h"
+#include "modelfile.h"
+#include "neocog.h"
+
+#define TOL 1e-4
+static const uint32_t batches[] = { 1, 3, 33, 1000, 2100 };
+
+static const nc_backend_ops *under_test = &nc_backend_gpu;
+
+/* Fixture digits, raw 8-bit. */
+static nc_dataset ds;
+
+static int load_fixture(void)
+{
+    const char *dir = getenv("NC_TEST_DATA");
+    char pi[1024], pl[1024];
+    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
+    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
+    uint8_t *bi = NULL, *bl = NULL;
+    size_t li = 0, ll = 0;
+    int r = nc_file_read(pi, 64u << 20, &bi, &li);
+    if (r == 0)
+        r = nc_file_read(pl, 64u << 20, &bl, &ll);
+    if (r == 0)
+        r = nc_dataset_parse(bi, li, bl, ll, &ds);
+    free(bi);
+    free(bl);
+    return r;
+}
+
+/* n inputs for be: fixture digits off, off+1, ... (cycling), each through
+ * the model's own prep; a digit the prep refuses (no ink) stays zero. */
+static float *make_inputs(const nc_backend *be, uint32_t off, uint32_t n)
+{
+    float *in = calloc((size_t)n * be->input_len, sizeof *in);
+    for (uint32_t i = 0; in && i < n; i++) {
+        uint32_t k = (off + i) % ds.count;
+        nc_image img = { ds.cols, ds.rows, ds.cols, ds.pixels + (size_t)k * ds.rows * ds.cols };
+        nc_prep_apply(&img, &be->info.prep, in + (size_t)i * be->input_len);
+    }
+    return in;
+}
+
+static int forward(const nc_backend *be, void *w, const float *in, uint32_t n, float *out)
+{
+    return be->ops->forward(be->impl, w, in, n, out);
+}
+
+/* gpu against cpu over n rows of nc classes; returns the number of
+ * failures found (each also printed). */
+static int compare(const char *what, uint32_t kind, const float *gpu, const float *cpu,
+                   uint32_t n, uint32_t nc)
+{
+    double d2 = 0.0, r2 = 0.0, dmax = 0.0, rmax = 0.0;
+    uint32_t nan = 0, hard = 0, soft = 0;
+    for (size_t i = 0; i < (size_t)n * nc; i++) {
+        if (isnan(gpu[i])) {
+            nan++;
+            continue;
+        }
+        double d = (double)gpu[i] - cpu[i];
+        d2 += d * d;
+        r2 += (double)cpu[i] * cpu[i];
+        dmax = fabs(d) > dmax ? fabs(d) : dmax;
+        rmax = fabs(cpu[i]) > rmax ? fabs(cpu[i]) : rmax;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const float *g = gpu + (size_t)i * nc, *c = cpu + (size_t)i * nc;
+        int32_t lg = nc_backend_label(kind, g, nc), lc = nc_backend_label(kind, c, nc);
+        if (lg == lc)
+            continue;
+        double cg = lg >= 0 ? c[lg] : 0.0, cc = lc >= 0 ? c[lc] : 0.0;
+        if (fabs(cc - cg) <= 1e-5 * (rmax > 0 ? rmax : 1.0))
+            soft++;
+        else
+            hard++;
+    }
+    double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+    double mrel = rmax > 0 ? dmax / rmax : dmax;
+    int bad = nan || hard || !(rel <= TOL) || !(mrel <= TOL);
+    CHECK_MSG(!bad, "%s: %u NaN, %u labels differ (%u more within a tie), rel err %.3g, "
+              "max err %.3g", what, nan, hard, soft, rel, mrel);
+    return bad;
+}
+
+/* ---- one model on one device ------------------------------------------------ */
+
+typedef struct share {
+    const nc_backend *gpu;
+    const float *in, *ref;      /* BATCH_T rows per thread offset */
+    uint32_t rows, nc, kind;
+    int failures;
+} share;
+
+#define THREADS 4
+#define ROUNDS 25
+
+static void *thread_main(void *arg)
+{
+    share *sh = arg;
+    void *w = NULL;
+    float *out = malloc((size_t)sh->rows * sh->nc * sizeof *out);
+    if (!out || sh->gpu->ops->worker_new(sh->gpu->impl, 64, &w)) {
+        free(out);
+        __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        for (size_t i = 0; i < (size_t)sh->rows * sh->nc; i++)
+            out[i] = NAN;
+        int bad = forward(sh->gpu, w, sh->in, sh->rows, out) != 0;
+        for (size_t i = 0; !bad && i < (size_t)sh->rows * sh->nc; i++)
+            bad = !(fabsf(out[i] - sh->ref[i]) <= 1e-6f * (1.0f + fabsf(sh->ref[i])));
+        if (bad)
+            __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
+    }
+    sh->gpu->ops->worker_free(w);
+    free(out);
+    return NULL;
+}
+
+/* Four threads, each its own worker and its own inputs, on one instance:
+ * each must get, every round, exactly what it got alone. */
+static void test_threads(const char *name, const nc_backend *gpu)
+{
+    share sh[THREADS];
+    pthread_t th[THREADS];
+    void *w = NULL;
+    REQUIRE(gpu->ops->worker_new(gpu->impl, 64, &w) == 0);
+    for (int t = 0; t < THREADS; t++) {
+        sh[t] = (share){ .gpu = gpu, .rows = 17 + 16 * (uint32_t)t,
+                         .nc = gpu->info.n_classes, .kind = gpu->kind };
+        float *in = make_inputs(gpu, 100 + 97 * (uint32_t)t, sh[t].rows);
+        float *ref = malloc((size_t)sh[t].rows * sh[t].nc * sizeof *ref);
+        REQUIRE(in && ref);
+        CHECK_INT_EQ(forward(gpu, w, in, sh[t].rows, ref), 0);
+        sh[t].in = in;
+        sh[t].ref = ref;
+    }
+    gpu->ops->worker_free(w);
+    int started = 0;
+    for (; started < THREADS; started++)
+        if (pthread_create(&th[started], NULL, thread_main, &sh[started]))
+            break;
+    CHECK_INT_EQ(started, THREADS);
+    int fails = 0;
+    for (int t = 0; t < started; t++) {
+        pthread_join(th[t], NULL);
+        fails += sh[t].failures;
+    }
+    CHECK_MSG(fails == 0, "%s: %d of %d shared-instance forwards differ or fail", name, fails,
+              THREADS * ROUNDS);
+    fprintf(stderr, "  %s: %d threads x %d rounds on one instance: %s\n", name, THREADS,
+            ROUNDS, fails ? "FAILED" : "same answers");
+    for (int t = 0; t < THREADS; t++) {
+        free((void *)sh[t].in);
+        free((void *)sh[t].ref);
+    }
+}
+
+static void test_model(const char *name, const uint8_t *buf, size_t len, int device)
+{
+    nc_backend *cpu = NULL, *gpu = NULL;
+    REQUIRE(nc_backend_open(&nc_backend_cpu, buf, len, 0, &cpu) == 0);
+    int r = nc_backend_open(under_test, buf, len, device, &gpu);
+    CHECK_MSG(r == 0, "%s: open on device %d: %d (%s)", name, device, r,
+              under_test == &nc_backend_gpu ? nc_backend_gpu_last_error() : "");
+    if (r) {
+        nc_backend_close(cpu);
+        return;
+    }
+    CHECK_INT_EQ(gpu->kind, cpu->kind);
+    CHECK_INT_EQ(gpu->input_len, cpu->input_len);
+    CHECK_INT_EQ(gpu->info.n_classes, cpu->info.n_classes);
+    if (under_test->device_bytes)
+        CHECK_MSG(under_test->device_bytes(gpu->impl) > 0, "%s: no device memory counted", name);
+
+    void *wc = NULL, *wg = NULL, *wg2 = NULL;
+    REQUIRE(cpu->ops->worker_new(cpu->impl, 64, &wc) == 0);
+    REQUIRE(gpu->ops->worker_new(gpu->impl, 64, &wg) == 0);
+    const uint32_t nc = cpu->info.n_classes, maxn = batches[NC_ARRAY_LEN(batches) - 1];
+    float *oc = malloc((size_t)maxn * nc * sizeof *oc), *og = malloc((size_t)maxn * nc * sizeof *og);
+    REQUIRE(oc && og);
+    int fails = 0;
+    for (size_t bi = 0; bi < NC_ARRAY_LEN(batches); bi++) {
+        const uint32_t n = batches[bi], off = (uint32_t)(bi * 131);
+        float *in = make_inputs(cpu, off, n);
+        REQUIRE(in);
+        for (size_t i = 0; i < (size_t)n * nc; i++)
+            og[i] = NAN;
+        CHECK_INT_EQ(forward(cpu, wc, in, n, oc), 0);
+        r = forward(gpu, wg, in, n, og);
+        CHECK_MSG(r == 0, "%s batch %u: forward %d (%s)", name, n, r,
+                  under_test == &nc_backend_gpu ? nc_backend_gpu_last_error() : "");
+        char what[128];
+        snprintf(what, sizeof what, "%s device %d batch %u", name, device, n);
+        int bad = compare(what, cpu->kind, og, oc, n, nc);
+        fails += bad;
+        if (n == 1000) {
+            uint32_t right = 0;
+            for (uint32_t i = 0; i < n; i++)
+                right += nc_backend_label(cpu->kind, og + (size_t)i * nc, nc) ==
+                         (int32_t)ds.labels[(off + i) % ds.count];
+            fprintf(stderr, "  %s on device %d: batch 1000: %u right\n", name, device, right);
+        }
+        free(in);
+    }
+    fprintf(stderr, "  %s on device %d: batches 1/3/33/1000/2100: %s\n", name, device,
+            fails ? "DIFFER" : "same as the CPU");
+    /* A worker of another instance is refused. */
+    REQUIRE(cpu->ops->worker_new(cpu->impl, 64, &wg2) == 0);
+    float *in1 = make_inputs(cpu, 0, 1);
+    if (under_test != &nc_backend_cpu)
+        CHECK_INT_EQ(forward(gpu, wg2, in1, 1, og), -EINVAL);
+    CHECK_INT_EQ(forward(gpu, wg, in1, 0, og), 0);
+    free(in1);
+    cpu->ops->worker_free(wg2);
+    cpu->ops->worker_free(wc);
+    gpu->ops->worker_free(wg);
+    test_threads(name, gpu);
+    free(oc);
+    free(og);
+    nc_backend_close(gpu);
+    nc_backend_close(cpu);
+}
+
+/* ---- the models ---------------------------------------------------------------- */
+
+static int read_cnn(uint8_t **buf, size_t *len)
+{
+    const char *root = getenv("NC_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/cnn-column.ncm", root ? root : ".");
+    return nc_file_read(path, 64u << 20, buf, len);
+}
+
+/* The neocognitron of tests/gpu/test_neocog.c (edge-trained US1, US2..US4
+ * seeded from 300 fixture digits), saved as a model file image. */
+static int make_neocog(uint8_t **buf, size_t *len)
+{
+    nc_prep prep = NC_PREP_NEOCOG_65;
+    const uint32_t cells = prep.size * prep.size, n = 300;
+    float *digits = malloc((size_t)n * cells * sizeof *digits);
+    uint8_t *labels = malloc(n);
+    uint32_t got = 0;
+    for (uint32_t i = 0; digits && labels && i < ds.count && got < n; i++) {
+        nc_image img = { ds.cols, ds.rows, ds.cols, ds.pixels + (size_t)i * ds.rows * ds.cols };
+        if (nc_prep_apply(&img, &prep, digits + (size_t)got * cells) < 0)
+            continue;
+        labels[got++] = ds.labels[i];
+    }
+    nc_neocog_arch A;
+    nc_neocog_arch_default(&A);
+    const uint32_t target[4] = { 16, 26, 78, 70 };
+    nc_neocog *net = NULL;
+    int r = digits && labels ? 0 : -ENOMEM;
+    if (!r) r = nc_neocog_new(&A, &net);
+    if (!r) r = nc_neocog_train_us1(net, 16, 100.0f);
+    if (!r) r = nc_neocog_seed_from_digits(net, digits, labels, got, target, 2);
+    if (!r) {
+        nc_model_info info;
+        memset(&info, 0, sizeof info);
+        info.n_classes = A.n_classes;
+        for (uint32_t k = 0; k < info.n_classes; k++)
+            snprintf(info.labels[k], sizeof info.labels[k], "%u", k);
+        info.prep = prep;
+        info.test_error = -1.0;
+        snprintf(info.data, sizeof info.data, "fixture digits 0..%u (seeded, test only)", got);
+        r = nc_neocog_save(net, &info, buf, len);
+    }
+    nc_neocog_free(net);
+    free(digits);
+    free(labels);
+    return r;
+}
+
+int main(void)
+{
+    const char *self = getenv("NC_TEST_BACKEND_CPU_ONLY");
+    int n_dev = 1;
+    if (self && *self == '1') {
+        under_test = &nc_backend_cpu;
+        fprintf(stderr, "NC_TEST_BACKEND_CPU_ONLY: the CPU table on both sides\n");
+    } else {
+        n_dev = nc_backend_gpu_device_count();
+        if (n_dev <= 0) {
+            fprintf(stderr, "no CUDA device: skipped\n");
+            return NC_TEST_SKIP;
+        }
+        for (int d = 0; d < n_dev; d++) {
+            char desc[512];
+            nc_backend_gpu_describe(d, desc, sizeof desc);
+            fprintf(stderr, "device %d: %s\n", d, desc);
+        }
+    }
+    if (load_fixture() < 0) {
+        fprintf(stderr, "fixture digits not available: skipped\n");
+        return NC_TEST_SKIP;
+    }
+    uint8_t *cnn = NULL, *neo = NULL;
+    size_t cnn_len = 0, neo_len = 0;
+    int r = read_cnn(&cnn, &cnn_len);
+    CHECK_MSG(r == 0, "models/cnn-column.ncm: %d", r);
+    r = make_neocog(&neo, &neo_len);
+    CHECK_MSG(r == 0, "cannot build the neocognitron: %d", r);
+
+    if (under_test == &nc_backend_gpu) {
+        nc_backend *be = NULL;
+        CHECK(nc_backend_gpu.supports(NC_MF_KIND_CNN) && nc_backend_gpu.supports(NC_MF_KIND_NEOCOG));
+        if (cnn) {
+            CHECK_INT_EQ(nc_backend_open(&nc_backend_gpu, cnn, cnn_len, n_dev, &be), -ENODEV);
+            CHECK_INT_EQ(nc_backend_open(&nc_backend_gpu, cnn, cnn_len, -1, &be), -ENODEV);
+            CHECK_INT_EQ(nc_backend_open(&nc_backend_gpu, cnn, cnn_len / 2, 0, &be) < 0, 1);
+        }
+    }
+    for (int d = 0; d < n_dev; d++) {
+        if (cnn)
+            test_model("cnn", cnn, cnn_len, d);
+        if (neo)
+            test_model("neocognitron", neo, neo_len, d);
+    }
+    free(cnn);
+    free(neo);
+    nc_dataset_fini(&ds);
+    return nc_test_finish();
+}
