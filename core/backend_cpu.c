@@ -2,7 +2,13 @@
  * score rules shared by every engine.
  *
  * Layer: core.  No threads of its own: each daemon worker thread owns one
- * worker (an nc_cnn_work or an nc_neocog_state). */
+ * worker (an nc_cnn_work or an nc_neocog_state).
+ *
+ * A neocognitron file that carries the interpolating-vector mark (NIVT,
+ * core/neocog.h) is answered with that classifier: its per-class scores
+ * (cosines in [0, 1], all 0 when nothing fired) replace the UC4 maxima as
+ * the raw scores, so the daemon gives the error the file was chosen and
+ * measured for.  Without the mark, UC4's max response as before. */
 #include "backend.h"
 
 #include <math.h>
@@ -15,6 +21,7 @@ typedef struct cpu_impl {
     uint32_t kind;
     nc_cnn *cnn;
     nc_neocog *neo;
+    nc_neocog_iv *iv;       /* NULL: answer by max response */
     uint32_t n_inputs, n_classes;
 } cpu_impl;
 
@@ -31,6 +38,7 @@ static void cpu_free(void *p)
     if (!impl)
         return;
     nc_cnn_free(impl->cnn);
+    nc_neocog_iv_free(impl->iv);
     nc_neocog_free(impl->neo);
     free(impl);
 }
@@ -48,8 +56,14 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     int err = nc_mf_open(buf, len, &r);
     if (err)
         return err;
-    uint32_t kind = nc_mf_kind_of(r);
+    uint32_t kind = nc_mf_kind_of(r), iv_top_t = 0;
+    /* the classifier mark is read here, while the reader is open; a
+     * malformed one fails the file rather than silently meaning max response */
+    if (kind == NC_MF_KIND_NEOCOG)
+        err = nc_neocog_read_iv(r, &iv_top_t);
     nc_mf_close(r);
+    if (err)
+        return err;
     if (!cpu_supports(kind))
         return -ENOTSUP;
     cpu_impl *impl = calloc(1, sizeof *impl);
@@ -67,6 +81,12 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
             goto fail;
         impl->n_inputs = impl->neo->arch.in_size * impl->neo->arch.in_size;
         impl->n_classes = impl->neo->arch.n_classes;
+        /* the Gram matrices are built once here and only read afterwards,
+         * so every worker thread shares them */
+        if (iv_top_t && (err = nc_neocog_iv_new(impl->neo, iv_top_t, &impl->iv))) {
+            err = err == -ENOMEM ? err : -EBADMSG;
+            goto fail;
+        }
     }
     /* The stored preprocessing must produce exactly the network's input,
      * or every answer would be garbage. */
@@ -137,6 +157,10 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         int err = nc_neocog_forward(impl->neo, w->state,
                                     in + (size_t)i * impl->n_inputs,
                                     NC_NEOCOG_FORM_F, &res);
+        /* the IV classifier reads the last S-layer the forward left in
+         * the state, so it needs no second pass */
+        if (!err && impl->iv)
+            err = nc_neocog_iv_classify(impl->iv, impl->neo, w->state, &res);
         if (err)
             return err;
         memcpy(out + (size_t)i * impl->n_classes, res.score,

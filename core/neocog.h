@@ -305,9 +305,33 @@ int nc_neocog_seed_from_digits(nc_neocog *net, const float *digits,
 /* ---- model files ------------------------------------------------------------ */
 
 /* Sections: NSTG (u32 stage table), NSTF (f32 stage table), NPLN (u32 plane
- * counts), NLBL (u32 last-stage labels), W1..W4 (f32 a, [k][kappa][t]),
- * B1..B4 (f32 b), plus the INFO of nc_mf_put_info.  Every stage needs >= 1
- * plane to be saved. */
+ * counts), NLBL (u32 last-stage labels), the weights a of each stage l = 1..4
+ * in one of two forms, B1..B4 (f32 b), plus the INFO of nc_mf_put_info.
+ * Every stage needs >= 1 plane to be saved.
+ *
+ * Weight forms.  Both list stage l's n = K * K_in * n_live weights in the
+ * order [k][kappa][t] (t over live taps), i.e. file index
+ * j = (k * K_in + kappa) * n_live + t holds a[(kappa * n_live + t) * ks + k];
+ * pad lanes k >= K are not stored (they are 0 in memory).
+ *   dense:  "W<l>  " f32 [n], every weight, each >= 0.
+ *   sparse: "W<l>M " u32 [ceil(n / 32)], a bitmap of the weights that are
+ *           not +0.0: weight j is bit (j % 32) (value 1 << (j % 32)) of word
+ *           j / 32; bits at j >= n in the last word are 0;
+ *           "W<l>V " f32 [popcount of the bitmap], those weights in the order
+ *           of j, each finite and > 0 (the zeros are implicit and +0.0).
+ * Trained weights are non-negative and mostly zero (the shipped model's US4
+ * is 9.7 % non-zero), so sparse costs 1 bit per weight plus 4 bytes per
+ * non-zero one.  nc_neocog_write picks, per stage, whichever form makes the
+ * smaller file (sparse only when every weight is +0.0 or finite and > 0);
+ * nc_neocog_read accepts either, exactly one per stage, and gives back the
+ * same bits.  Still format version 1: the format has not been released.
+ *
+ * The classifier choice (written by tools/, read by whoever answers):
+ *   "NIVT"   u32 [1] top_t in 1..256: answer with the interpolating-vector
+ *            classifier (nc_neocog_iv_new(net, top_t)) instead of the max
+ *            response of UC4.  Absent: max response. */
+#define NC_NEOCOG_TAG_IV NC_MF_TAG('N', 'I', 'V', 'T')
+
 int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w);
 int nc_neocog_save(const nc_neocog *net, const nc_model_info *info,
                    uint8_t **ret_buf, size_t *ret_len);
@@ -316,6 +340,10 @@ int nc_neocog_read(const nc_mf_reader *r, nc_neocog **ret_net);
 /* ret_info may be NULL. */
 int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
                    nc_model_info *ret_info);
+/* The file's classifier: *ret_top_t = the NIVT top_t, or 0 when there is no
+ * NIVT (max response).  -EBADMSG when NIVT is there but not one u32 in
+ * 1..256. */
+int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t);
 
 /* ---- learning (core/neocog_learn.c) ------------------------------------------
  *

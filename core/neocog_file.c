@@ -8,14 +8,21 @@
  *             gamma, c_radius_o, c_radius                   (3 + 5 L values)
  *   NPLN u32  planes per stage                              (L)
  *   NLBL u32  class of each last-stage plane                (K_L)
- *   W1.. f32  a of stage l as [k][kappa][t], t over live taps (K K_in n_live)
+ *   the weights a of stage l, in ONE of two forms (neocog.h, "model files"):
+ *     dense   W1.. f32  [k][kappa][t], t over live taps     (n = K K_in n_live)
+ *     sparse  W1M. u32  bitmap of the non-zero weights in that same order,
+ *                       bit j in word j / 32 at 1 << (j % 32)  (ceil(n / 32))
+ *             W1V. f32  the non-zero weights in that order  (popcount)
  *   B1.. f32  b of stage l                                  (K)
  *   INFO etc. written by nc_mf_put_info
+ *   NIVT u32  [top_t], optional: answer by interpolating vectors
+ * The writer takes whichever weight form is smaller, stage by stage.
  * The reader trusts nothing: the container's CRC catches accidents, and every
  * section is checked here against the stage table and the others, so a file
  * that was written inconsistently still fails with -EBADMSG. */
 #include "neocog_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 #define TAG_STG NC_MF_TAG('N', 'S', 'T', 'G')
@@ -23,12 +30,95 @@
 #define TAG_PLN NC_MF_TAG('N', 'P', 'L', 'N')
 #define TAG_LBL NC_MF_TAG('N', 'L', 'B', 'L')
 #define TAG_W(l) NC_MF_TAG('W', '1' + (l), ' ', ' ')
+#define TAG_WM(l) NC_MF_TAG('W', '1' + (l), 'M', ' ')
+#define TAG_WV(l) NC_MF_TAG('W', '1' + (l), 'V', ' ')
 #define TAG_B(l) NC_MF_TAG('B', '1' + (l), ' ', ' ')
 
 #define STG_HEAD 6u
 #define STG_PER 11u
 #define STF_HEAD 3u
 #define STF_PER 5u
+
+/* Bytes a section with a payload of n bytes takes in the file. */
+static size_t section_bytes(size_t n)
+{
+    return 16u + n + ((8u - (n & 7u)) & 7u);
+}
+
+/* Words of a bitmap over n weights. */
+static size_t bitmap_words(size_t n)
+{
+    return n / 32u + (n % 32u != 0);
+}
+
+/* Only +0.0 may be left implicit: the reader restores zeros as +0.0, so a
+ * -0.0 would not come back bit-identical. */
+static int is_pos_zero(float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    return bits == 0;
+}
+
+/* Stage l's weights in whichever form is smaller.  Both list a_k(nu, kappa)
+ * in the natural order [k][kappa][t] (file index j = (k K_in + kappa) n_live
+ * + t), so the sparse form is the dense one with its +0.0 entries struck
+ * out.  The sparse form is used only when every weight is +0.0 or finite and
+ * > 0, which is all its reader accepts; anything else (never produced by
+ * training, which only adds positive amounts) goes out dense, unchanged. */
+static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w)
+{
+    const uint32_t K = net->n_planes[l], kin = nc_neocog_k_in(net, l);
+    const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
+    const size_t rows = (size_t)kin * nl, n = (size_t)K * rows;
+    const float *a = net->a[l];
+    size_t nnz = 0;
+    int sparse_ok = 1;
+    for (size_t i = 0; i < rows; i++)
+        for (uint32_t k = 0; k < K; k++) {
+            const float v = a[i * ks + k];
+            if (is_pos_zero(v))
+                continue;
+            if (v > 0.0f && isfinite(v))
+                nnz++;
+            else
+                sparse_ok = 0;
+        }
+    const size_t words = bitmap_words(n);
+    if (sparse_ok && section_bytes(4 * words) + section_bytes(4 * nnz) <
+                     section_bytes(4 * n)) {
+        uint32_t *bm = calloc(words ? words : 1, sizeof(uint32_t));
+        float *val = malloc((nnz ? nnz : 1) * sizeof(float));
+        int r = -ENOMEM;
+        if (bm && val) {
+            size_t m = 0;
+            for (uint32_t k = 0; k < K; k++)
+                for (size_t i = 0; i < rows; i++) {
+                    const float v = a[i * ks + k];
+                    if (is_pos_zero(v))
+                        continue;
+                    const size_t j = (size_t)k * rows + i;
+                    bm[j / 32u] |= (uint32_t)1 << (j % 32u);
+                    val[m++] = v;
+                }
+            r = nc_mf_put_u32(w, TAG_WM(l), bm, words);
+            if (r == 0)
+                r = nc_mf_put_f32(w, TAG_WV(l), val, m);
+        }
+        free(bm);
+        free(val);
+        return r;
+    }
+    float *wt = malloc((n ? n : 1) * sizeof(float));
+    if (!wt)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < K; k++)
+        for (size_t i = 0; i < rows; i++)
+            wt[(size_t)k * rows + i] = a[i * ks + k];
+    int r = nc_mf_put_f32(w, TAG_W(l), wt, n);
+    free(wt);
+    return r;
+}
 
 int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w)
 {
@@ -59,22 +149,9 @@ int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w)
     if (r == 0) r = nc_mf_put_u32(w, TAG_PLN, net->n_planes, L);
     if (r == 0) r = nc_mf_put_u32(w, TAG_LBL, net->labels, net->n_planes[L - 1]);
     for (uint32_t l = 0; r == 0 && l < L; l++) {
-        /* weights leave in the natural a_k(nu, kappa) order [k][kappa][t] */
-        const uint32_t K = net->n_planes[l], kin = nc_neocog_k_in(net, l);
-        const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
-        size_t n = (size_t)K * kin * nl;
-        float *wt = malloc(n * sizeof(float));
-        if (!wt)
-            return -ENOMEM;
-        for (uint32_t k = 0; k < K; k++)
-            for (uint32_t kap = 0; kap < kin; kap++)
-                for (uint32_t t = 0; t < nl; t++)
-                    wt[((size_t)k * kin + kap) * nl + t] =
-                        net->a[l][((size_t)kap * nl + t) * ks + k];
-        r = nc_mf_put_f32(w, TAG_W(l), wt, n);
-        free(wt);
+        r = write_weights(net, l, w);
         if (r == 0)
-            r = nc_mf_put_f32(w, TAG_B(l), net->b[l], K);
+            r = nc_mf_put_f32(w, TAG_B(l), net->b[l], net->n_planes[l]);
     }
     return r;
 }
@@ -118,6 +195,87 @@ static int get_f32(const nc_mf_reader *rd, uint32_t tag, float *dst, size_t n)
         return -EBADMSG;
     r = nc_mf_get_f32(rd, tag, dst, n);
     return r < 0 ? bad(r) : 0;
+}
+
+/* Which form stage l's weights take, checked against want = K K_in n_live
+ * before anything is allocated: exactly one of W<l> (dense) or the pair
+ * W<l>M + W<l>V (sparse) must be there, with the sizes want implies.  For the
+ * sparse form *ret_nnz is the value count, which the bitmap must match. */
+static int weights_form(const nc_mf_reader *rd, uint32_t l, uint64_t want,
+                        int *ret_sparse, size_t *ret_nnz)
+{
+    const int has_w = nc_mf_get(rd, TAG_W(l), NULL, NULL, NULL) == 0;
+    const int has_m = nc_mf_get(rd, TAG_WM(l), NULL, NULL, NULL) == 0;
+    const int has_v = nc_mf_get(rd, TAG_WV(l), NULL, NULL, NULL) == 0;
+    size_t n_w, n_m, n_v;
+    if (has_w && !has_m && !has_v) {
+        if (nc_mf_count(rd, TAG_W(l), NC_MF_TYPE_F32, &n_w) < 0 || n_w != want)
+            return -EBADMSG;
+        *ret_sparse = 0;
+        *ret_nnz = 0;
+        return 0;
+    }
+    if (has_w || !has_m || !has_v)     /* both forms, or half a sparse one */
+        return -EBADMSG;
+    if (nc_mf_count(rd, TAG_WM(l), NC_MF_TYPE_U32, &n_m) < 0 ||
+        n_m != want / 32u + (want % 32u != 0) ||
+        nc_mf_count(rd, TAG_WV(l), NC_MF_TYPE_F32, &n_v) < 0 || n_v > want)
+        return -EBADMSG;
+    *ret_sparse = 1;
+    *ret_nnz = n_v;
+    return 0;
+}
+
+/* Set bits of a word (no compiler builtins: core is plain C11). */
+static uint32_t popcount32(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0fu;
+    return (x * 0x01010101u) >> 24;
+}
+
+/* Stage l's sparse weights into a (zeroed, [rows][ks] with rows = K_in
+ * n_live): the bitmap's popcount must equal the value count nnz, its bits
+ * past the K rows weights (the last word's pad lanes) must be 0, and every
+ * value must be > 0 (finite is the container's check), since a zero would
+ * be a second spelling of an implicit one.  File index j = k rows + i goes
+ * to a[i ks + k]. */
+static int read_sparse(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t rows,
+                       size_t nnz, float *a)
+{
+    const size_t n = (size_t)K * rows, words = bitmap_words(n);
+    const size_t ks = nc_neocog_kstride(K);
+    uint32_t *bm = malloc((words ? words : 1) * sizeof(uint32_t));
+    float *val = malloc((nnz ? nnz : 1) * sizeof(float));
+    int r = -ENOMEM;
+    if (!bm || !val)
+        goto out;
+    if ((r = get_u32(rd, TAG_WM(l), bm, words)) < 0 ||
+        (r = get_f32(rd, TAG_WV(l), val, nnz)) < 0)
+        goto out;
+    r = -EBADMSG;
+    size_t count = 0;
+    for (size_t i = 0; i < words; i++)
+        count += popcount32(bm[i]);
+    if (count != nnz || (n % 32u && bm[words - 1] >> (n % 32u) != 0))
+        goto out;
+    for (size_t i = 0; i < nnz; i++)
+        if (!(val[i] > 0.0f))
+            goto out;
+    size_t m = 0;
+    for (size_t wi = 0; wi < words; wi++)
+        for (uint32_t x = bm[wi], b = 0; x; x >>= 1, b++) {
+            if (!(x & 1u))
+                continue;
+            const size_t j = wi * 32u + b, k = j / rows;
+            a[(j - k * rows) * ks + k] = val[m++];
+        }
+    r = 0;
+out:
+    free(bm);
+    free(val);
+    return r;
 }
 
 int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
@@ -179,11 +337,15 @@ int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
     r = nc_neocog_new(&A, &net);
     if (r < 0)
         return r == -ENOMEM ? r : -EBADMSG;
+    int sparse[NC_NEOCOG_MAX_STAGES];
+    size_t nnz[NC_NEOCOG_MAX_STAGES];
     for (size_t l = 0; l < L; l++) {
-        size_t n_w, n_b, want = (size_t)planes[l] * (l == 0 ? 2u : planes[l - 1]) *
-                                net->s_ix[l]->n_live;
-        if (nc_mf_count(rd, TAG_W(l), NC_MF_TYPE_F32, &n_w) < 0 || n_w != want ||
-            nc_mf_count(rd, TAG_B(l), NC_MF_TYPE_F32, &n_b) < 0 || n_b != planes[l]) {
+        size_t n_b;
+        uint64_t want = (uint64_t)planes[l] * (l == 0 ? 2u : planes[l - 1]) *
+                        net->s_ix[l]->n_live;
+        if ((r = weights_form(rd, (uint32_t)l, want, &sparse[l], &nnz[l])) < 0)
+            goto fail;
+        if (nc_mf_count(rd, TAG_B(l), NC_MF_TYPE_F32, &n_b) < 0 || n_b != planes[l]) {
             r = -EBADMSG;
             goto fail;
         }
@@ -210,24 +372,35 @@ int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
         const uint32_t K = planes[l], kin = nc_neocog_k_in(net, (uint32_t)l);
         const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
         const size_t n = (size_t)K * kin * nl;
+        size_t n_dense;
+        if (sparse[l]) {
+            if ((r = read_sparse(rd, (uint32_t)l, K, (size_t)kin * nl, nnz[l],
+                                 net->a[l])) < 0)
+                goto fail;
+            n_dense = K;        /* wt below holds b only */
+        } else {
+            n_dense = n > K ? n : K;
+        }
         free(wt);
-        wt = malloc((n > K ? n : K) * sizeof(float));
+        wt = malloc(n_dense * sizeof(float));
         if (!wt) {
             r = -ENOMEM;
             goto fail;
         }
-        if ((r = get_f32(rd, TAG_W(l), wt, n)) < 0)
-            goto fail;
-        for (uint32_t k = 0; k < K; k++)
-            for (uint32_t kap = 0; kap < kin; kap++)
-                for (uint32_t t = 0; t < nl; t++) {
-                    float v = wt[((size_t)k * kin + kap) * nl + t];
-                    if (!(v >= 0.0f)) {     /* a >= 0; NaN fails too */
-                        r = -EBADMSG;
-                        goto fail;
+        if (!sparse[l]) {
+            if ((r = get_f32(rd, TAG_W(l), wt, n)) < 0)
+                goto fail;
+            for (uint32_t k = 0; k < K; k++)
+                for (uint32_t kap = 0; kap < kin; kap++)
+                    for (uint32_t t = 0; t < nl; t++) {
+                        float v = wt[((size_t)k * kin + kap) * nl + t];
+                        if (!(v >= 0.0f)) {     /* a >= 0; NaN fails too */
+                            r = -EBADMSG;
+                            goto fail;
+                        }
+                        net->a[l][((size_t)kap * nl + t) * ks + k] = v;
                     }
-                    net->a[l][((size_t)kap * nl + t) * ks + k] = v;
-                }
+        }
         if ((r = get_f32(rd, TAG_B(l), wt, K)) < 0)
             goto fail;
         for (uint32_t k = 0; k < K; k++) {
@@ -279,5 +452,25 @@ int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
         *ret_info = *info;
     free(info);
     *ret_net = net;
+    return 0;
+}
+
+int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t)
+{
+    if (!r || !ret_top_t)
+        return -EINVAL;
+    uint32_t t;
+    size_t n;
+    int e = nc_mf_count(r, NC_NEOCOG_TAG_IV, NC_MF_TYPE_U32, &n);
+    if (e == -ENOENT) {
+        *ret_top_t = 0;
+        return 0;
+    }
+    /* a mark that is there but unreadable must not quietly mean "max
+     * response": the file would answer differently from what it says */
+    if (e < 0 || n != 1 || nc_mf_get_u32(r, NC_NEOCOG_TAG_IV, &t, 1) < 0 ||
+        t < 1 || t > 256)
+        return -EBADMSG;
+    *ret_top_t = t;
     return 0;
 }

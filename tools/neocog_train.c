@@ -3,6 +3,8 @@
  *   neocog-train cnn [OPTIONS]           train a seed 000 CNN column (train_cnn.c)
  *   neocog-train neocognitron [OPTIONS]  train the neocognitron (train_neocog.c)
  *   neocog-train eval [OPTIONS]          measure a model file (train_eval.c)
+ *   neocog-train convert IN OUT          rewrite a neocognitron file with the
+ *                                        compact weights (train_convert.c)
  *
  * Each subcommand is one entry in the table below and one tools/train_<name>.c.
  *
@@ -31,6 +33,7 @@ static const subcommand subcommands[] = {
     { "cnn", train_cnn_main, "train a CNN column (seed 000) on MNIST" },
     { "neocognitron", train_neocog_main, "train the neocognitron stage by stage on MNIST" },
     { "eval", train_eval_main, "measure a model file (CNN or neocognitron) on MNIST" },
+    { "convert", train_convert_main, "rewrite a neocognitron file with compact (sparse) weights" },
 };
 
 static void usage(FILE *f)

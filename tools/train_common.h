@@ -29,6 +29,7 @@ typedef struct train_cmdline {
 int train_cnn_main(int argc, char **argv, const train_cmdline *cmd);
 int train_neocog_main(int argc, char **argv, const train_cmdline *cmd);  /* train_neocog.c */
 int train_eval_main(int argc, char **argv, const train_cmdline *cmd);    /* train_eval.c */
+int train_convert_main(int argc, char **argv, const train_cmdline *cmd); /* train_convert.c */
 
 /* ---- neocognitron evaluation (train_eval.c), shared by neocognitron and
  * eval: digits [first, first + count) of d through prep and the network,
@@ -54,8 +55,9 @@ int train_neo_evaluate(train_neo_run *run);
 float train_margin(const float *score, uint32_t n);
 
 /* The model-file section that marks a neocognitron as answering with the
- * interpolating-vector classifier: u32 [top_t]. */
-#define TRAIN_TAG_IV NC_MF_TAG('N', 'I', 'V', 'T')
+ * interpolating-vector classifier: u32 [top_t] (documented in core/neocog.h,
+ * which the CPU engine reads it through). */
+#define TRAIN_TAG_IV NC_NEOCOG_TAG_IV
 
 /* Monotonic seconds. */
 double train_now(void);

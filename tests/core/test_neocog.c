@@ -1,6 +1,7 @@
 /* tests/core/test_neocog.c — the neocognitron CPU engine: geometry, inverse
  * index tables, the F/S/G forms against the plain reference, training maths,
- * plane growth, model files, and the full network on real digits.
+ * plane growth, model files (dense and sparse weights, the NIVT mark), the
+ * full network on real digits, and the CPU engine's answer on them.
  *
  * Tolerance of every form comparison: |x - ref| <= 1e-5 * (1 + |ref|), i.e.
  * relative 1e-5 with an absolute floor of 1e-5 for cells near 0 (float
@@ -9,6 +10,7 @@
  * through up to eight layers. */
 #include "test.h"
 
+#include "backend.h"
 #include "dataset.h"
 #include "fileio.h"
 #include "image.h"
@@ -463,11 +465,92 @@ static int same_net(const nc_neocog *x, const nc_neocog *y)
 enum spoil {
     SP_NONE, SP_PLANES, SP_NEG_WEIGHT, SP_THETA, SP_LABEL, SP_NO_B3, SP_CHAIN,
     SP_KMAX, SP_INFO_CLASSES, SP_STG_SHORT, SP_W_TYPE, SP_NAN_B, SP_ZERO_PLANES,
+    /* sparse weights only (stage 4, "W4M " / "W4V ", whose 4 x 5 x 69 weights
+     * leave pad bits in the bitmap's last word): */
+    SP_SP_BIT_CLEARED,  /* one bitmap bit cleared: popcount < values */
+    SP_SP_EXTRA_VALUE,  /* one value too many: popcount < values */
+    SP_SP_BIT_SET,      /* one more bit, no value for it: popcount > values */
+    SP_SP_ZERO_VALUE,   /* an explicit 0 among the values */
+    SP_SP_NAN_VALUE,    /* NaN among the values */
+    SP_SP_PAD_BIT,      /* a bit past the last weight, with a value for it */
+    SP_SP_BOTH_FORMS,   /* W4 dense as well */
+    SP_SP_NO_VALUES,    /* bitmap without W4V */
+    SP_SP_NO_BITMAP,    /* W4V without bitmap */
+    SP_SP_SHORT_BITMAP, /* bitmap one word short */
+    SP_SP_MASK_TYPE,    /* bitmap stored as f32 */
     SP_N
 };
+#define SP_FIRST_SPARSE SP_SP_BIT_CLEARED
 
-/* Write net like nc_neocog_write does, section by section, spoiling one. */
-static int write_spoiled(const nc_neocog *net, int how, uint8_t **buf, size_t *len)
+/* Put stage l's weights wt (file order, n of them) in the sparse form of
+ * neocog.h, spoiled as `how` says (the caller passes SP_NONE for the stages
+ * it leaves intact). */
+static int put_sparse(nc_mf_writer *w, uint32_t l, const float *wt, size_t n, int how)
+{
+    const uint32_t tm = NC_MF_TAG('W', '1' + l, 'M', ' ');
+    const uint32_t tv = NC_MF_TAG('W', '1' + l, 'V', ' ');
+    size_t words = (n + 31) / 32, m = 0;
+    uint32_t *bm = calloc(words + 1, sizeof(uint32_t));
+    float *val = malloc((n + 2) * sizeof(float));
+    uint32_t *raw = malloc((n + 2) * sizeof(uint32_t));
+    int r = 0;
+    if (!bm || !val || !raw) {
+        free(bm);
+        free(val);
+        free(raw);
+        return -ENOMEM;
+    }
+    for (size_t j = 0; j < n; j++)
+        if (wt[j] != 0.0f) {
+            bm[j / 32] |= 1u << (j % 32);
+            val[m++] = wt[j];
+        }
+    size_t first = 0;               /* index of the first set bit */
+    while (!(bm[first / 32] >> (first % 32) & 1u))
+        first++;
+    if (how == SP_SP_BIT_CLEARED) bm[first / 32] &= ~(1u << (first % 32));
+    if (how == SP_SP_EXTRA_VALUE) val[m++] = 0.25f;
+    if (how == SP_SP_BIT_SET) {     /* the first zero weight gets a bit */
+        size_t j = 0;
+        while (wt[j] != 0.0f)
+            j++;
+        bm[j / 32] |= 1u << (j % 32);
+    }
+    if (how == SP_SP_ZERO_VALUE) val[m / 2] = 0.0f;
+    if (how == SP_SP_PAD_BIT) {
+        CHECK_MSG(n % 32 != 0, "no pad bits to spoil (n = %zu)", n);
+        bm[n / 32] |= 1u << (n % 32);
+        val[m++] = 0.5f;
+    }
+    if (how == SP_SP_SHORT_BITMAP) words--;
+    if (how == SP_SP_MASK_TYPE)
+        r |= nc_mf_put(w, tm, NC_MF_TYPE_F32, bm, words * 4);
+    else if (how != SP_SP_NO_BITMAP)
+        r |= nc_mf_put_u32(w, tm, bm, words);
+    if (how == SP_W_TYPE) {         /* values stored as u32 */
+        for (size_t i = 0; i < m; i++)
+            memcpy(&raw[i], &val[i], 4);
+        r |= nc_mf_put(w, tv, NC_MF_TYPE_U32, raw, m * 4);
+    } else if (how == SP_SP_NAN_VALUE) {   /* the writer refuses NaN: bytes by hand */
+        for (size_t i = 0; i < m; i++)
+            memcpy(&raw[i], &val[i], 4);
+        raw[m / 2] = 0x7fc00000u;
+        r |= nc_mf_put(w, tv, NC_MF_TYPE_F32, raw, m * 4);
+    } else if (how != SP_SP_NO_VALUES) {
+        r |= nc_mf_put_f32(w, tv, val, m);
+    }
+    if (how == SP_SP_BOTH_FORMS)
+        r |= nc_mf_put_f32(w, NC_MF_TAG('W', '1' + l, ' ', ' '), wt, n);
+    free(bm);
+    free(val);
+    free(raw);
+    return r;
+}
+
+/* Write net like nc_neocog_write does, section by section, spoiling one;
+ * the weights dense, or sparse (every stage). */
+static int write_spoiled(const nc_neocog *net, int how, int sparse, uint8_t **buf,
+                         size_t *len)
 {
     const nc_neocog_arch *A = &net->arch;
     uint32_t stg[6 + 44], n_stg = 0, planes[4];
@@ -511,7 +594,10 @@ static int write_spoiled(const nc_neocog *net, int how, uint8_t **buf, size_t *l
                 for (uint32_t t = 0; t < nl; t++)
                     wt[((size_t)k * kin + kap) * nl + t] = net->a[l][((size_t)kap * nl + t) * ks + k];
         if (how == SP_NEG_WEIGHT && l == 2) wt[n / 2] = -0.5f;
-        if (how == SP_W_TYPE && l == 1)
+        if (sparse)
+            r |= put_sparse(w, l, wt, n, (l == 3 && how >= SP_FIRST_SPARSE) ||
+                                         (l == 1 && how == SP_W_TYPE) ? how : SP_NONE);
+        else if (how == SP_W_TYPE && l == 1)
             r |= nc_mf_put(w, NC_MF_TAG('W', '2', ' ', ' '), NC_MF_TYPE_U32, wt, n * 4);
         else
             r |= nc_mf_put_f32(w, NC_MF_TAG('W', '1' + l, ' ', ' '), wt, n);
@@ -535,25 +621,10 @@ static int write_spoiled(const nc_neocog *net, int how, uint8_t **buf, size_t *l
     return r ? (r < 0 ? r : -EINVAL) : 0;
 }
 
-static void test_file(void)
+/* Every truncation and 2000 random flips of one to four bits fail cleanly
+ * (the container's CRC; a flip that still loads must have changed nothing). */
+static void check_damage(const uint8_t *buf, size_t len)
 {
-    nc_neocog *net = small_net(), *back = NULL;
-    REQUIRE(net != NULL);
-    nc_model_info info, info_back;
-    fill_info(&info, 10);
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    REQUIRE(nc_neocog_save(net, &info, &buf, &len) == 0);
-    CHECK_INT_EQ(nc_neocog_load(buf, len, &back, &info_back), 0);
-    REQUIRE(back != NULL);
-    CHECK(same_net(net, back));
-    CHECK_INT_EQ(info_back.n_classes, 10);
-    CHECK(strcmp(info_back.data, info.data) == 0);
-    CHECK_INT_EQ(info_back.prep.box, 40);
-    nc_neocog_free(back);
-    back = NULL;
-
-    /* every truncation fails cleanly */
     int bad = 0;
     for (size_t cut = 0; cut < len; cut++) {
         nc_neocog *x = NULL;
@@ -562,8 +633,8 @@ static void test_file(void)
         nc_neocog_free(x);
     }
     CHECK_INT_EQ(bad, 0);
-    /* 2000 random flips of one to four bits */
     uint8_t *cp = malloc(len);
+    REQUIRE(cp != NULL);
     for (int it = 0; it < 2000; it++) {
         memcpy(cp, buf, len);
         int nb = 1 + (int)(nc_test_next(&rng) % 4);
@@ -578,27 +649,165 @@ static void test_file(void)
     }
     CHECK_INT_EQ(bad, 0);
     free(cp);
+}
 
-    /* valid containers with inconsistent sections */
-    for (int how = 0; how < SP_N; how++) {
-        uint8_t *sb = NULL;
-        size_t sl = 0;
-        int r = write_spoiled(net, how, &sb, &sl);
-        if (r < 0) {    /* the writer itself refused (e.g. NaN): fine */
-            CHECK(how != SP_NONE);
-            continue;
+/* Which form nc_neocog_save gave stage l: 1 sparse, 0 dense, -1 neither or
+ * both (never right). */
+static int stage_form(const uint8_t *buf, size_t len, uint32_t l)
+{
+    nc_mf_reader *rd = NULL;
+    if (nc_mf_open(buf, len, &rd) < 0)
+        return -1;
+    int d = nc_mf_get(rd, NC_MF_TAG('W', '1' + l, ' ', ' '), NULL, NULL, NULL) == 0;
+    int m = nc_mf_get(rd, NC_MF_TAG('W', '1' + l, 'M', ' '), NULL, NULL, NULL) == 0;
+    int v = nc_mf_get(rd, NC_MF_TAG('W', '1' + l, 'V', ' '), NULL, NULL, NULL) == 0;
+    nc_mf_close(rd);
+    return d && !m && !v ? 0 : !d && m && v ? 1 : -1;
+}
+
+/* Save net, check the forms chosen (want[l]: 1 sparse, 0 dense, -1 either),
+ * load it back and compare bit for bit.  Returns the file (caller frees). */
+static uint8_t *round_trip(const nc_neocog *net, const int *want, size_t *ret_len)
+{
+    nc_model_info info, info_back;
+    fill_info(&info, 10);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_neocog *back = NULL;
+    *ret_len = 0;
+    CHECK_INT_EQ(nc_neocog_save(net, &info, &buf, &len), 0);
+    if (!buf)
+        return NULL;
+    for (uint32_t l = 0; l < 4; l++) {
+        int f = stage_form(buf, len, l);
+        CHECK_MSG(f >= 0 && (want[l] < 0 || f == want[l]), "stage %u form %d, want %d",
+                  l + 1, f, want[l]);
+    }
+    CHECK_INT_EQ(nc_neocog_load(buf, len, &back, &info_back), 0);
+    if (!back)
+        return buf;
+    CHECK(same_net(net, back));
+    CHECK_INT_EQ(info_back.n_classes, 10);
+    CHECK(strcmp(info_back.data, info.data) == 0);
+    CHECK_INT_EQ(info_back.prep.box, 40);
+    nc_neocog_free(back);
+    *ret_len = len;
+    return buf;
+}
+
+static void test_file(void)
+{
+    nc_neocog *net = small_net();
+    REQUIRE(net != NULL);
+    nc_model_info info;
+    fill_info(&info, 10);
+    size_t len = 0, dlen = 0, zlen = 0;
+
+    /* half the weights zero: stages 2-4 go sparse */
+    const int want_sparse[4] = { -1, 1, 1, 1 };
+    uint8_t *buf = round_trip(net, want_sparse, &len);
+
+    /* every weight > 0: all dense */
+    nc_neocog *dense = small_net();
+    REQUIRE(dense != NULL);
+    for (uint32_t l = 0; l < 4; l++) {
+        uint32_t ks = nc_neocog_kstride(dense->n_planes[l]);
+        size_t rows = (size_t)nc_neocog_k_in(dense, l) * dense->s_ix[l]->n_live;
+        for (size_t i = 0; i < rows; i++)
+            for (uint32_t k = 0; k < dense->n_planes[l]; k++)
+                dense->a[l][i * ks + k] = 0.01f + urand();
+    }
+    const int want_dense[4] = { 0, 0, 0, 0 };
+    uint8_t *dbuf = round_trip(dense, want_dense, &dlen);
+    REQUIRE(buf != NULL && dbuf != NULL);
+    CHECK(dlen > len);
+
+    /* a -0.0 cannot be left implicit (it would come back +0.0): that stage
+     * goes dense and keeps its sign bit; a stage of zeros alone is sparse
+     * with an empty value section */
+    nc_neocog *odd = small_net();
+    REQUIRE(odd != NULL);
+    {
+        uint32_t ks = nc_neocog_kstride(odd->n_planes[2]);
+        size_t rows = (size_t)nc_neocog_k_in(odd, 2) * odd->s_ix[2]->n_live, i = 0;
+        while (odd->a[2][i * ks] != 0.0f)
+            i++;
+        odd->a[2][i * ks] = -0.0f;
+        ks = nc_neocog_kstride(odd->n_planes[3]);
+        rows = (size_t)nc_neocog_k_in(odd, 3) * odd->s_ix[3]->n_live;
+        memset(odd->a[3], 0, rows * ks * sizeof(float));
+    }
+    const int want_odd[4] = { -1, 1, 0, 1 };
+    uint8_t *zbuf = round_trip(odd, want_odd, &zlen);
+    free(zbuf);
+    nc_neocog_free(odd);
+
+    check_damage(buf, len);
+    check_damage(dbuf, dlen);
+
+    /* valid containers with inconsistent sections, weights in either form */
+    for (int sparse = 0; sparse < 2; sparse++)
+        for (int how = 0; how < SP_N; how++) {
+            if (!sparse && how >= SP_FIRST_SPARSE)
+                continue;
+            uint8_t *sb = NULL;
+            size_t sl = 0;
+            int r = write_spoiled(net, how, sparse, &sb, &sl);
+            if (r < 0) {    /* the writer itself refused (e.g. NaN): fine */
+                CHECK(how != SP_NONE);
+                continue;
+            }
+            nc_neocog *x = NULL;
+            r = nc_neocog_load(sb, sl, &x, NULL);
+            if (how == SP_NONE) {
+                CHECK_INT_EQ(r, 0);
+                CHECK(x && same_net(net, x));
+            } else {
+                CHECK_MSG(r == -EBADMSG, "spoil %d (%s) gave %d", how,
+                          sparse ? "sparse" : "dense", r);
+                CHECK(x == NULL);
+            }
+            nc_neocog_free(x);
+            free(sb);
         }
-        nc_neocog *x = NULL;
-        r = nc_neocog_load(sb, sl, &x, NULL);
-        if (how == SP_NONE) {
-            CHECK_INT_EQ(r, 0);
-            CHECK(x && same_net(net, x));
-        } else {
-            CHECK_MSG(r == -EBADMSG, "spoil %d gave %d", how, r);
-            CHECK(x == NULL);
+
+    /* the classifier mark: absent 0, one u32 in 1..256, else -EBADMSG */
+    {
+        const uint32_t iv_tag = NC_NEOCOG_TAG_IV;
+        const uint32_t vals[][2] = { { 1, 12 }, { 1, 1 }, { 1, 256 }, { 1, 0 }, { 1, 257 },
+                                     { 2, 12 }, { 0, 0 } };
+        const int ok[] = { 12, 1, 256, -1, -1, -1, -1 };
+        for (size_t c = 0; c < NC_ARRAY_LEN(vals) + 1; c++) {
+            nc_mf_writer *w = NULL;
+            uint8_t *ib = NULL;
+            size_t il = 0;
+            REQUIRE(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w) == 0);
+            REQUIRE(nc_neocog_write(net, w) == 0);
+            REQUIRE(nc_mf_put_info(w, &info) == 0);
+            uint32_t v2[2] = { 0, 0 };
+            if (c < NC_ARRAY_LEN(vals)) {
+                v2[0] = vals[c][1];
+                v2[1] = vals[c][1];
+                REQUIRE(nc_mf_put_u32(w, iv_tag, v2, vals[c][0]) == 0);
+            }
+            REQUIRE(nc_mf_finish(w, &ib, &il) == 0);
+            nc_mf_writer_free(w);
+            nc_mf_reader *rd = NULL;
+            REQUIRE(nc_mf_open(ib, il, &rd) == 0);
+            uint32_t t = 99;
+            int r = nc_neocog_read_iv(rd, &t);
+            if (c == NC_ARRAY_LEN(vals)) {
+                CHECK_INT_EQ(r, 0);
+                CHECK_INT_EQ(t, 0);
+            } else if (ok[c] > 0) {
+                CHECK_INT_EQ(r, 0);
+                CHECK_INT_EQ(t, ok[c]);
+            } else {
+                CHECK_MSG(r == -EBADMSG, "NIVT case %zu gave %d", c, r);
+            }
+            nc_mf_close(rd);
+            free(ib);
         }
-        nc_neocog_free(x);
-        free(sb);
     }
 
     /* an empty stage cannot be saved */
@@ -611,6 +820,8 @@ static void test_file(void)
     CHECK_INT_EQ(nc_neocog_save(empty, &info, &eb, &el), -EINVAL);
     nc_neocog_free(empty);
     free(buf);
+    free(dbuf);
+    nc_neocog_free(dense);
     nc_neocog_free(net);
 }
 
@@ -653,6 +864,66 @@ static int load_digits(uint32_t n, float **ret_x, uint8_t **ret_lab)
     *ret_x = x;
     *ret_lab = lab;
     return (int)got;
+}
+
+/* The CPU engine (core/backend_cpu.c) on a model file of net, n digits x:
+ * without NIVT its raw scores are nc_neocog_forward's UC4 maxima, with NIVT
+ * the interpolating-vector scores, bit for bit; a malformed NIVT fails the
+ * file. */
+static void check_backend(const nc_neocog *net, const float *x, uint32_t n)
+{
+    nc_model_info info;
+    fill_info(&info, 10);
+    nc_neocog_state *st = NULL;
+    nc_neocog_iv *iv = NULL;
+    float *out = malloc((size_t)n * 10 * sizeof(float));
+    REQUIRE(out && nc_neocog_state_new(net, &st) == 0);
+    REQUIRE(nc_neocog_iv_new(net, 4, &iv) == 0);
+    const uint32_t marks[] = { 0, 4, 300 };     /* none, IV top 4, invalid */
+    int differs = 0;
+    for (size_t c = 0; c < NC_ARRAY_LEN(marks); c++) {
+        nc_mf_writer *w = NULL;
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        REQUIRE(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w) == 0);
+        REQUIRE(nc_neocog_write(net, w) == 0 && nc_mf_put_info(w, &info) == 0);
+        if (marks[c])
+            REQUIRE(nc_mf_put_u32(w, NC_NEOCOG_TAG_IV, &marks[c], 1) == 0);
+        REQUIRE(nc_mf_finish(w, &buf, &len) == 0);
+        nc_mf_writer_free(w);
+        nc_backend *be = NULL;
+        int r = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
+        free(buf);
+        if (marks[c] > 256) {
+            CHECK_MSG(r == -EBADMSG && be == NULL, "NIVT %u: open gave %d", marks[c], r);
+            nc_backend_close(be);
+            continue;
+        }
+        CHECK_INT_EQ(r, 0);
+        if (r < 0)
+            continue;
+        void *wk = NULL;
+        CHECK_INT_EQ(be->ops->worker_new(be->impl, 8, &wk), 0);
+        CHECK_INT_EQ(be->ops->forward(be->impl, wk, x, n, out), 0);
+        for (uint32_t d = 0; d < n; d++) {
+            nc_neocog_result res, rv;
+            CHECK_INT_EQ(nc_neocog_forward(net, st, x + (size_t)d * 65 * 65,
+                                           NC_NEOCOG_FORM_F, &res), 0);
+            CHECK_INT_EQ(nc_neocog_iv_classify(iv, net, st, &rv), 0);
+            const nc_neocog_result *want = marks[c] ? &rv : &res;
+            CHECK_MSG(!memcmp(out + (size_t)d * 10, want->score, 10 * sizeof(float)),
+                      "digit %u NIVT %u: engine scores differ", d, marks[c]);
+            CHECK_INT_EQ(nc_backend_label(NC_MF_KIND_NEOCOG, out + (size_t)d * 10, 10),
+                         want->label);
+            differs += memcmp(rv.score, res.score, sizeof(rv.score)) != 0;
+        }
+        be->ops->worker_free(wk);
+        nc_backend_close(be);
+    }
+    CHECK(differs > 0);     /* the two answers really are different paths */
+    nc_neocog_iv_free(iv);
+    nc_neocog_state_free(st);
+    free(out);
 }
 
 static void test_digits(void)
@@ -742,6 +1013,8 @@ static void test_digits(void)
     CHECK_INT_EQ(rf.label, rr.label);
     for (uint32_t c = 0; c < 10; c++)
         CHECK_NEAR(rf.score[c], rr.score[c], 1e-4, 1e-4);
+
+    check_backend(net, x, n_check);
 
     /* growth after a state was fitted: forward re-fits */
     CHECK_INT_EQ(nc_neocog_add_plane(net, 1, 0, NULL), 0);

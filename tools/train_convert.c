@@ -1,0 +1,225 @@
+/* tools/train_convert.c — `neocog-train convert IN OUT`: rewrite a
+ * neocognitron model file with the current writer, i.e. each stage's weights
+ * in whichever form (dense or sparse, core/neocog.h) is smaller.
+ *
+ * Layer: tools.  Nothing about the model changes: the network is read and
+ * written by core, and every other section (INFO and provenance, NIVT, and
+ * any section this tool does not know) is copied byte for byte, so the
+ * `command` provenance still names the command that trained the model.
+ * Before OUT is written the new image is read back and checked: the same
+ * network bit for bit, and every section of IN that is not a weight section
+ * present in OUT with the same type and bytes. */
+#include "train_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "fileio.h"
+#include "modelfile.h"
+
+#define CONVERT_MAX_BYTES ((size_t)1 << 31)
+
+/* Container layout of core/modelfile.h, needed only to list the sections:
+ * the reader finds them by tag but has no way to enumerate them. */
+#define MF_HEADER_LEN 32u
+#define MF_SECTION_HEADER_LEN 16u
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/* Tags of IN in file order.  Only called after nc_mf_open accepted buf, which
+ * has checked every length walked here. */
+static uint32_t list_tags(const uint8_t *buf, uint32_t *tags, uint32_t cap)
+{
+    const uint32_t n = le32(buf + 16);
+    size_t off = MF_HEADER_LEN;
+    uint32_t i;
+    for (i = 0; i < n && i < cap; i++) {
+        uint64_t plen = (uint64_t)le32(buf + off + 8) | (uint64_t)le32(buf + off + 12) << 32;
+        tags[i] = le32(buf + off);
+        off += MF_SECTION_HEADER_LEN + (size_t)plen + (size_t)((8u - (plen & 7u)) & 7u);
+    }
+    return i;
+}
+
+/* Byte i (0 = first character) of a tag. */
+static unsigned tag_ch(uint32_t tag, unsigned i)
+{
+    return (tag >> (8 * i)) & 0xffu;
+}
+
+/* A stage's weights: "W<l>  " (dense), "W<l>M ", "W<l>V " (sparse).  They may
+ * change form, so they are compared through the network, not byte by byte. */
+static int is_weight_tag(uint32_t tag)
+{
+    return tag_ch(tag, 0) == 'W' && tag_ch(tag, 1) >= '1' &&
+           tag_ch(tag, 1) < '1' + NC_NEOCOG_MAX_STAGES &&
+           (tag_ch(tag, 2) == ' ' || tag_ch(tag, 2) == 'M' || tag_ch(tag, 2) == 'V') &&
+           tag_ch(tag, 3) == ' ';
+}
+
+/* Sections nc_neocog_write produces: regenerated, not copied. */
+static int is_net_tag(uint32_t tag)
+{
+    static const uint32_t fixed[] = {
+        NC_MF_TAG('N', 'S', 'T', 'G'), NC_MF_TAG('N', 'S', 'T', 'F'),
+        NC_MF_TAG('N', 'P', 'L', 'N'), NC_MF_TAG('N', 'L', 'B', 'L'),
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(fixed); i++)
+        if (tag == fixed[i])
+            return 1;
+    const int is_b = tag_ch(tag, 0) == 'B' && tag_ch(tag, 1) >= '1' &&
+                     tag_ch(tag, 1) < '1' + NC_NEOCOG_MAX_STAGES &&
+                     tag_ch(tag, 2) == ' ' && tag_ch(tag, 3) == ' ';
+    return is_b || is_weight_tag(tag);
+}
+
+/* Same network, bit for bit (arch, planes, labels, every weight and b). */
+static int same_net(const nc_neocog *x, const nc_neocog *y)
+{
+    const uint32_t L = x->arch.n_stages;
+    return !memcmp(&x->arch, &y->arch, sizeof(x->arch)) &&
+           !memcmp(x->n_planes, y->n_planes, sizeof(x->n_planes)) &&
+           x->n_params == y->n_params &&
+           !memcmp(x->params, y->params, x->n_params * sizeof(float)) &&
+           !memcmp(x->labels, y->labels, x->n_planes[L - 1] * sizeof(uint32_t));
+}
+
+/* Section tag as text, for messages. */
+static const char *tag_str(uint32_t tag, char *dst)
+{
+    for (unsigned i = 0; i < 4; i++)
+        dst[i] = (char)tag_ch(tag, i);
+    dst[4] = '\0';
+    return dst;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: neocog-train convert IN OUT\n"
+        "\n"
+        "Rewrite the neocognitron model file IN as OUT with each stage's weights in\n"
+        "the smaller of the dense and sparse forms.  The network comes back bit for\n"
+        "bit and every other section (provenance, NIVT, ...) is copied unchanged.\n"
+        "OUT may be IN (written atomically).\n");
+}
+
+int train_convert_main(int argc, char **argv, const train_cmdline *cmd)
+{
+    (void)cmd;      /* the file keeps its own provenance: nothing is added */
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return TRAIN_EXIT_OK;
+    }
+    if (argc != 3) {
+        usage(stderr);
+        return TRAIN_EXIT_USAGE;
+    }
+    const char *in_path = argv[1], *out_path = argv[2];
+    int status = TRAIN_EXIT_FAIL, err;
+    uint8_t *buf = NULL, *obuf = NULL;
+    size_t len = 0, olen = 0;
+    nc_mf_reader *rd = NULL, *ord = NULL;
+    nc_mf_writer *w = NULL;
+    nc_neocog *net = NULL, *back = NULL;
+    uint32_t tags[NC_MF_MAX_SECTIONS], n_tags = 0, n_copied = 0;
+    char tb[5];
+
+    if ((err = nc_file_read(in_path, CONVERT_MAX_BYTES, &buf, &len)) ||
+        (err = nc_mf_open(buf, len, &rd))) {
+        fprintf(stderr, "neocog-train convert: %s: %s\n", in_path, nc_strerror(err));
+        goto out;
+    }
+    if (nc_mf_kind_of(rd) != NC_MF_KIND_NEOCOG) {
+        fprintf(stderr, "neocog-train convert: %s: not a neocognitron model\n", in_path);
+        goto out;
+    }
+    if ((err = nc_neocog_read(rd, &net))) {
+        fprintf(stderr, "neocog-train convert: %s: %s\n", in_path, nc_strerror(err));
+        goto out;
+    }
+    n_tags = list_tags(buf, tags, NC_MF_MAX_SECTIONS);
+
+    /* the network first, as the trainer writes it, then every other section
+     * in IN's order, exactly as stored */
+    err = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w);
+    if (!err)
+        err = nc_neocog_write(net, w);
+    for (uint32_t i = 0; !err && i < n_tags; i++) {
+        uint32_t type;
+        const void *data;
+        size_t n;
+        if (is_net_tag(tags[i]))
+            continue;
+        err = nc_mf_get(rd, tags[i], &type, &data, &n);
+        if (!err)
+            err = nc_mf_put(w, tags[i], type, data, n);
+        n_copied += !err;
+    }
+    if (!err)
+        err = nc_mf_finish(w, &obuf, &olen);
+    if (err) {
+        fprintf(stderr, "neocog-train convert: writing: %s\n", nc_strerror(err));
+        goto out;
+    }
+
+    /* read the new image back before anything is written */
+    if ((err = nc_mf_open(obuf, olen, &ord)) || (err = nc_neocog_read(ord, &back))) {
+        fprintf(stderr, "neocog-train convert: the new file does not load: %s\n",
+                nc_strerror(err));
+        goto out;
+    }
+    if (!same_net(net, back)) {
+        fprintf(stderr, "neocog-train convert: the network did not round-trip\n");
+        goto out;
+    }
+    for (uint32_t i = 0; i < n_tags; i++) {
+        uint32_t t0, t1;
+        const void *d0, *d1;
+        size_t n0, n1;
+        if (is_weight_tag(tags[i]))
+            continue;
+        if (nc_mf_get(rd, tags[i], &t0, &d0, &n0) || nc_mf_get(ord, tags[i], &t1, &d1, &n1) ||
+            t0 != t1 || n0 != n1 || (n0 && memcmp(d0, d1, n0))) {
+            fprintf(stderr, "neocog-train convert: section %s changed\n", tag_str(tags[i], tb));
+            goto out;
+        }
+    }
+
+    if ((err = nc_file_write_atomic(out_path, obuf, olen))) {
+        fprintf(stderr, "neocog-train convert: %s: %s\n", out_path, nc_strerror(err));
+        goto out;
+    }
+    for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+        const uint32_t K = net->n_planes[l], ks = nc_neocog_kstride(K);
+        const size_t rows = (size_t)nc_neocog_k_in(net, l) * net->s_ix[l]->n_live;
+        size_t nnz = 0;
+        for (size_t r = 0; r < rows; r++)
+            for (uint32_t k = 0; k < K; k++)
+                nnz += net->a[l][r * ks + k] != 0.0f;
+        const int sparse = nc_mf_get(ord, NC_MF_TAG('W', '1' + l, 'M', ' '), NULL, NULL,
+                                     NULL) == 0;
+        fprintf(stderr, "  stage %u: %zu weights, %.1f%% non-zero, %s\n", l + 1,
+                (size_t)K * rows, 100.0 * (double)nnz / (double)(K * rows),
+                sparse ? "sparse" : "dense");
+    }
+    fprintf(stderr, "neocog-train convert: %s (%zu bytes) -> %s (%zu bytes), "
+            "network identical, %u other sections copied\n", in_path, len, out_path, olen,
+            n_copied);
+    status = TRAIN_EXIT_OK;
+out:
+    nc_neocog_free(back);
+    nc_neocog_free(net);
+    nc_mf_close(ord);
+    nc_mf_close(rd);
+    nc_mf_writer_free(w);
+    free(obuf);
+    free(buf);
+    return status;
+}
