@@ -12,7 +12,10 @@
 #include "nc_config.h"
 #include "nc_daemon_paths.h"
 
-typedef enum { T_STR, T_U32, T_U64, T_MODE, T_DOUBLE } key_type;
+typedef enum { T_STR, T_U32, T_U64, T_MODE, T_DOUBLE, T_CHOICE } key_type;
+
+/* Values of the one T_CHOICE key, default_model, in nc_default_model order. */
+static const char *const choice_names[] = { "cnn", "neocognitron", "ensemble" };
 
 typedef struct key_def {
     const char *name;
@@ -60,6 +63,9 @@ static const key_def keys[] = {
     U32(drain_timeout_s, 0, 86400, "SIGTERM: give in-flight work this long (default 30)"),
     { "reject_threshold", T_DOUBLE, offsetof(nc_config, reject_threshold), 0, 0, 0,
       "confidence below which an answer is a reject, 0..1 (default 0)" },
+    { "default_model", T_CHOICE, offsetof(nc_config, default_model), 0, 0, 0,
+      "model for requests that name none: cnn, neocognitron or ensemble; falls back to "
+      "the loaded one (default cnn)" },
     U32(log_level, 0, 7, "syslog priority of the chattiest line logged (default 6, info)"),
 };
 
@@ -125,6 +131,7 @@ void nc_config_defaults(nc_config *c)
     c->frame_timeout_ms = 10000;
     c->drain_timeout_s = 30;
     c->reject_threshold = 0.0;
+    c->default_model = NC_DEFAULT_CNN;
     c->log_level = 6;
 }
 
@@ -159,6 +166,15 @@ int nc_config_set(nc_config *c, const char *key, const char *value,
         }
         memcpy(field, value, strlen(value) + 1);
         return 0;
+    }
+    if (d->type == T_CHOICE) {
+        for (uint32_t i = 0; i < sizeof choice_names / sizeof choice_names[0]; i++)
+            if (!strcmp(value, choice_names[i])) {
+                *(uint32_t *)field = i;
+                return 0;
+            }
+        say(why, why_len, "%s: '%s' is not cnn, neocognitron or ensemble", d->name, value);
+        return -EINVAL;
     }
     if (d->type == T_DOUBLE) {
         char *end;
@@ -343,6 +359,9 @@ void nc_config_print(const nc_config *c, FILE *to)
         case T_U64: fprintf(to, "%s = %" PRIu64 "\n", d->name, *(const uint64_t *)field); break;
         case T_MODE: fprintf(to, "%s = %04" PRIo32 "\n", d->name, *(const uint32_t *)field); break;
         case T_DOUBLE: fprintf(to, "%s = %g\n", d->name, *(const double *)field); break;
+        case T_CHOICE:
+            fprintf(to, "%s = %s\n", d->name, choice_names[*(const uint32_t *)field]);
+            break;
         }
     }
 }

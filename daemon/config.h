@@ -13,6 +13,16 @@
 
 #define NC_CONFIG_PATH_MAX 4096
 
+/* What a request for MODEL_DEFAULT gets.  CNN by default: it is the most
+ * accurate shipped model and the cheapest; the ensemble rule is not yet
+ * chosen on validation data (issue 6), so it is opt-in.  When the preferred
+ * model is not loaded, the request falls back to whichever one is. */
+typedef enum nc_default_model {
+    NC_DEFAULT_CNN = 0,
+    NC_DEFAULT_NEOCOGNITRON = 1,
+    NC_DEFAULT_ENSEMBLE = 2,
+} nc_default_model;
+
 typedef struct nc_config {
     char listen_tcp[256];       /* host:port, [v6]:port, or "none" */
     char listen_unix[NC_CONFIG_PATH_MAX];   /* path or "none" */
@@ -37,6 +47,7 @@ typedef struct nc_config {
     uint32_t frame_timeout_ms;  /* a started frame must complete within */
     uint32_t drain_timeout_s;   /* SIGTERM: force exit after */
     double reject_threshold;    /* confidence below it: reject */
+    uint32_t default_model;     /* nc_default_model: what MODEL_DEFAULT asks for */
     uint32_t log_level;         /* syslog priority, 0..7 */
 } nc_config;
 

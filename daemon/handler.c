@@ -224,6 +224,18 @@ static int check_image(const nc_server *s, const Neocog__Image *im, uint32_t i, 
     return 0;
 }
 
+/* MODEL_DEFAULT: the configured model when it is loaded, else whichever
+ * network is (the CNN first).  Nothing loaded falls through to the
+ * UNAVAILABLE check below. */
+static uint32_t default_model(uint32_t want, int have_cnn, int have_neo)
+{
+    if (want == NC_DEFAULT_ENSEMBLE && have_cnn && have_neo)
+        return NEOCOG__MODEL__MODEL_ENSEMBLE;
+    if (want == NC_DEFAULT_NEOCOGNITRON && have_neo)
+        return NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+    return have_cnn ? NEOCOG__MODEL__MODEL_CNN : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+}
+
 static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
 {
     nc_server *s = c->srv;
@@ -249,8 +261,7 @@ static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
     const nc_models *g = s->models;
     int have_cnn = g->slot[NC_SLOT_CNN] != NULL, have_neo = g->slot[NC_SLOT_NEOCOG] != NULL;
     if (model == NEOCOG__MODEL__MODEL_DEFAULT)
-        model = have_cnn && have_neo ? NEOCOG__MODEL__MODEL_ENSEMBLE
-              : have_cnn ? NEOCOG__MODEL__MODEL_CNN : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+        model = default_model(s->cfg.default_model, have_cnn, have_neo);
     if ((model != NEOCOG__MODEL__MODEL_NEOCOGNITRON && !have_cnn) ||
         (model != NEOCOG__MODEL__MODEL_CNN && !have_neo)) {
         int slot = !have_cnn && model != NEOCOG__MODEL__MODEL_NEOCOGNITRON ? NC_SLOT_CNN
