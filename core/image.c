@@ -247,3 +247,21 @@ int nc_image_binarise(const nc_image *src, uint8_t threshold, nc_image *dst)
     }
     return 0;
 }
+
+int nc_image_border_is_light(const nc_image *img)
+{
+    if (nc_image_check(img))
+        return 0;
+    uint64_t sum = 0, n = 0;
+    const uint8_t *last = img->pixels + (size_t)(img->height - 1) * img->stride;
+    for (uint32_t x = 0; x < img->width; x++) {
+        sum += (uint64_t)img->pixels[x] + last[x];
+        n += 2;
+    }
+    for (uint32_t y = 0; y < img->height; y++) {
+        const uint8_t *row = img->pixels + (size_t)y * img->stride;
+        sum += (uint64_t)row[0] + row[img->width - 1];
+        n += 2;
+    }
+    return sum > 128 * n;
+}

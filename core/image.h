@@ -58,6 +58,13 @@ int nc_image_crop(const nc_image *img, nc_rect r, nc_image *ret_view);
 /* p -> 255 - p, in place. */
 int nc_image_invert(nc_image *img);
 
+/* Polarity of a digit crop: 1 when its one-pixel border is light on average
+ * (mean above 128: dark ink on paper, as scanners and cameras give), else 0.
+ * The border is paper in any crop of a single character, so it decides
+ * better than the whole image's mean, which thick strokes can tip.  A NULL
+ * or empty image gives 0. */
+int nc_image_border_is_light(const nc_image *img);
+
 /* Smallest rectangle holding every pixel > threshold; -ENOENT if none. */
 int nc_image_bbox(const nc_image *img, uint8_t threshold, nc_rect *ret_box);
 

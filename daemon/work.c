@@ -81,21 +81,6 @@ void nc_work_free(nc_work *w)
     free(w);
 }
 
-int nc_work_border_is_light(const nc_image *img)
-{
-    uint64_t sum = 0, n = 0;
-    for (uint32_t x = 0; x < img->width; x++) {
-        sum += img->pixels[x] + img->pixels[(size_t)(img->height - 1) * img->stride + x];
-        n += 2;
-    }
-    for (uint32_t y = 0; y < img->height; y++) {
-        sum += img->pixels[(size_t)y * img->stride] +
-               img->pixels[(size_t)y * img->stride + img->width - 1];
-        n += 2;
-    }
-    return sum > 128 * n;
-}
-
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
@@ -307,7 +292,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         }
         int invert = im->polarity == NEOCOG__POLARITY__POLARITY_DARK_INK ? 1
                    : im->polarity == NEOCOG__POLARITY__POLARITY_LIGHT_INK ? 0
-                   : nc_work_border_is_light(img);
+                   : nc_image_border_is_light(img);
         /* Segmentation decides polarity itself (frames are mostly dark ink
          * on paper whose border says little) and hands back light-ink
          * patches, so only a whole-image request is inverted here. */

@@ -21,7 +21,4 @@ void nc_work_free(nc_work *w);                  /* NULL is fine */
  * fields and takes a reference on gen for each task. */
 void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n);
 
-/* POLARITY_AUTO's rule: 1 if the border is light (dark ink on paper). */
-int nc_work_border_is_light(const nc_image *img);
-
 #endif

@@ -71,29 +71,12 @@ out:
     return err;
 }
 
-/* Camera and scanner images are dark ink on light paper, MNIST the reverse:
- * decide by the border, which is paper in any digit crop. */
-static int border_is_light(const nc_image *img)
-{
-    uint64_t sum = 0, n = 0;
-    for (uint32_t x = 0; x < img->width; x++) {
-        sum += img->pixels[x] + img->pixels[(size_t)(img->height - 1) * img->stride + x];
-        n += 2;
-    }
-    for (uint32_t y = 0; y < img->height; y++) {
-        sum += img->pixels[(size_t)y * img->stride] +
-               img->pixels[(size_t)y * img->stride + img->width - 1];
-        n += 2;
-    }
-    return sum > 128 * n;
-}
-
 /* Scores of every class into score[]; *ret_label -1 on reject. */
 static int model_run(model *m, const nc_image *img, int invert, float *score,
                      int *ret_label)
 {
     nc_prep p = m->info.prep;
-    p.invert = invert < 0 ? (uint32_t)border_is_light(img) : (uint32_t)invert;
+    p.invert = invert < 0 ? (uint32_t)nc_image_border_is_light(img) : (uint32_t)invert;
     size_t n = nc_prep_out_len(&p);
     float *in = malloc(n * sizeof *in);
     if (!in)

@@ -763,6 +763,29 @@ static size_t gunzip_head(const uint8_t *in, size_t in_len, uint8_t *out, size_t
 
 /* The fixture is already in MNIST's normal form, so normalising it again
  * should change little: any shift or resize would show as large error. */
+/* Polarity by the border: paper around dark ink reads light even when the
+ * strokes darken most of the image; a stride wider than the width is
+ * honoured (the bytes past the width are never read). */
+static void test_border_is_light(void)
+{
+    nc_image *clean = image_or_null(20, 30), *paper = image_or_null(20, 30);
+    REQUIRE(clean && paper);
+    fill_rect(clean, 5, 5, 10, 20, 255);
+    memset(paper->pixels, 220, (size_t)20 * 30);
+    fill_rect(paper, 1, 1, 18, 28, 10);     /* ink over all but the border */
+    CHECK_INT_EQ(nc_image_border_is_light(clean), 0);
+    CHECK_INT_EQ(nc_image_border_is_light(paper), 1);
+    CHECK_INT_EQ(nc_image_border_is_light(NULL), 0);
+    uint8_t wide[3 * 8];
+    memset(wide, 255, sizeof wide);
+    for (int y = 0; y < 3; y++)
+        memset(wide + y * 8, 0, 4);         /* 4 dark columns, 4 padding bytes */
+    nc_image view = { 4, 3, 8, wide };
+    CHECK_INT_EQ(nc_image_border_is_light(&view), 0);
+    nc_image_free(clean);
+    nc_image_free(paper);
+}
+
 static void test_prep_mnist_fixture(void)
 {
     const char *dir = getenv("NC_TEST_DATA");
@@ -837,6 +860,7 @@ int main(void)
     test_prep_rectangle();
     test_prep_com();
     test_prep_invert();
+    test_border_is_light();
     test_prep_mnist_fixture();
     return nc_test_finish();
 }
