@@ -23,17 +23,9 @@ static int load_digits(const char *dir, nc_dataset *ret)
     char ipath[4096], lpath[4096];
     snprintf(ipath, sizeof ipath, "%s/mnist-t1k-images-idx3-ubyte.gz", dir);
     snprintf(lpath, sizeof lpath, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir);
-    uint8_t *ib = NULL, *lb = NULL;
-    size_t il = 0, ll = 0;
-    int err = nc_file_read(ipath, 64u << 20, &ib, &il);
-    if (!err)
-        err = nc_file_read(lpath, 64u << 20, &lb, &ll);
-    if (!err)
-        err = nc_dataset_parse(ib, il, lb, ll, ret);
+    int err = nc_file_read_idx(ipath, lpath, 64u << 20, ret);
     if (err)
         fprintf(stderr, "neocog-bench-gpu: %s: %s\n", ipath, nc_strerror(err));
-    free(ib);
-    free(lb);
     return err;
 }
 

@@ -15,4 +15,12 @@ int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *
 /* Write buf to path atomically: a temporary file beside it, fsync, rename. */
 int nc_file_write_atomic(const char *path, const uint8_t *buf, size_t len);
 
+/* Read an IDX image file and its label file (gzip or plain) and parse them
+ * with core's nc_dataset_parse.  labels_path may be NULL.  Errors as above,
+ * or core's codes for a malformed file.  (fileio_idx.c: links core's dataset
+ * module only into programs that call it.) */
+struct nc_dataset;
+int nc_file_read_idx(const char *images_path, const char *labels_path, size_t max_bytes,
+                     struct nc_dataset *ret);
+
 #endif
