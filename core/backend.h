@@ -87,7 +87,9 @@ void nc_backend_close(nc_backend *be);          /* NULL is fine */
 
 /* Best class from raw scores, or -1 (reject) when the model said nothing:
  * CNN: the largest output (first on ties), never -1.  Neocognitron: the
- * largest UC4 response if it is > 0, else -1 (no cell fired). */
+ * largest per-class score if it is > 0, else -1 (nothing fired); the scores
+ * are UC4's max responses, or the interpolating-vector classifier's cosines
+ * when the model file asks for that classifier (NIVT section). */
 int32_t nc_backend_label(uint32_t kind, const float *raw, uint32_t n_classes);
 
 /* Calibrated scores: p[k] >= 0, summing to 1, comparable across models.
@@ -95,8 +97,9 @@ int32_t nc_backend_label(uint32_t kind, const float *raw, uint32_t n_classes);
  * fits it on validation data:
  *   CNN:          softmax(NC_BACKEND_CNN_BETA * y), y the scaled-tanh
  *                 outputs (a clean +1 / -1 answer gives p ~ 0.98);
- *   neocognitron: p = s / sum(s), the UC4 responses normalised; when no
- *                 cell fired (sum 0) p is uniform and -ENOENT is returned
+ *   neocognitron: p = s / sum(s), its per-class scores normalised (UC4
+ *                 responses or interpolating-vector cosines); when nothing
+ *                 fired (sum 0) p is uniform and -ENOENT is returned
  *                 so the caller can treat it as "no opinion".
  * p is written in every case; -EINVAL for bad arguments. */
 #define NC_BACKEND_CNN_BETA 3.0f
