@@ -13,7 +13,13 @@
  * Variants: the S-layer kernel of every stage follows e->variant; AUTO (the
  * default) runs the sparse kernels below e->auto_min characters and the
  * GEMM path (gpu/neocog_gemm.cuh) from there on.  Under GEMM a stage keeps
- * the sparse kernel where the tuner found it faster (use_gemm[l] = 0). */
+ * the sparse kernel where the tuner found it faster (use_gemm[l] = 0).
+ *
+ * Limits: a stage whose S-layer the chosen kernel cannot take (too many
+ * planes for its block, too much shared memory: nc_gpu_neocog_s_check says
+ * -E2BIG or -EINVAL) runs the GEMM path instead, which takes any plane count
+ * up to core's cap; a C-layer the chosen kernel refuses runs the other C
+ * kernel.  So every net core can build runs, whatever variant is set. */
 #include "neocog_engine.h"
 
 #include <errno.h>
@@ -40,6 +46,9 @@ struct nc_gpu_neocog {
     uint32_t n_stages, n_classes, in_size, in_cells;
     uint32_t k[NC_NEOCOG_MAX_STAGES];
     uint32_t block[NC_GPU_NEOCOG_N_VARIANTS][NC_NEOCOG_MAX_STAGES];
+    /* whether the variant's kernel takes stage l at its block: 0 not known
+     * yet, 1 yes, 2 no (the GEMM path runs instead) */
+    int8_t s_fit[NC_GPU_NEOCOG_N_VARIANTS][NC_NEOCOG_MAX_STAGES];
     nc_gpu_neocog_g_args g;
     nc_gpu_neocog_s_args s[NC_NEOCOG_MAX_STAGES];
     nc_gpu_neocog_c_args c[NC_NEOCOG_MAX_STAGES];
@@ -281,6 +290,7 @@ extern "C" int nc_gpu_neocog_set_block(nc_gpu_neocog *e, int variant, uint32_t l
         return -EINVAL;
     e->block[variant][l] = per_block ? per_block
                                      : nc_gpu_neocog_s_default_block(variant, e->k[l]);
+    e->s_fit[variant][l] = 0;
     drop_graphs(e);
     return 0;
 }
@@ -311,6 +321,22 @@ static int eff_variant(const nc_gpu_neocog *e, uint32_t n)
     return n >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE;
 }
 
+/* 1 when variant v's kernel takes stage l's S-layer at its block (any batch
+ * up to the chunk), 0 when it does not (the caller runs the GEMM path), or a
+ * negative errno (a CUDA failure). */
+static int s_fits(nc_gpu_neocog *e, int v, uint32_t l)
+{
+    if (v == NC_GPU_NEOCOG_GEMM)
+        return 1;
+    if (!e->s_fit[v][l]) {
+        const int r = nc_gpu_neocog_s_check(&e->s[l], e->chunk_cap, v, e->block[v][l]);
+        if (r < 0 && r != -E2BIG && r != -EINVAL)
+            return r;
+        e->s_fit[v][l] = r == 0 ? 1 : 2;
+    }
+    return e->s_fit[v][l] == 1;
+}
+
 static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float *in,
                      float *scores, int32_t *labels, cudaStream_t st)
 {
@@ -319,24 +345,36 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
     const uint32_t l = (uint32_t)(layer - 1) / 2;
     if ((layer - 1) % 2 == 0) {
         const int last = l + 1 == e->n_stages;
-        if (v == NC_GPU_NEOCOG_GEMM) {
-            if (e->use_gemm[l])
-                return nc_gpu_neocog_gemm_forward(e->gemm[l], e->act[layer - 1],
-                                                  e->occ[layer - 1], e->act[layer],
-                                                  last ? NULL : e->occ[layer], n, st);
+        if (v == NC_GPU_NEOCOG_GEMM && !e->use_gemm[l])
             v = NC_GPU_NEOCOG_SPARSE;
-        }
+        const int fit = s_fits(e, v, l);
+        if (fit < 0)
+            return fit;
+        if (v == NC_GPU_NEOCOG_GEMM || !fit)
+            return nc_gpu_neocog_gemm_forward(e->gemm[l], e->act[layer - 1],
+                                              e->occ[layer - 1], e->act[layer],
+                                              last ? NULL : e->occ[layer], n, st);
         return nc_gpu_neocog_s_forward(&e->s[l], e->act[layer - 1], e->occ[layer - 1],
                                        e->act[layer], last ? NULL : e->occ[layer], n,
                                        v, e->block[v][l], st);
     }
-    if (l + 1 < e->n_stages)
-        return nc_gpu_neocog_c_forward_kind(&e->c[l],
-                                            n >= e->c_min ? e->c_kind[l]
-                                                          : NC_GPU_NEOCOG_C_STAGED,
-                                            e->act[layer - 1],
-                                            e->occ[layer - 1], e->act[layer], e->occ[layer],
-                                            n, 0, st);
+    if (l + 1 < e->n_stages) {
+        /* a kernel refuses a layer before it queues anything (-EINVAL,
+         * -E2BIG: the staged one past 1024 lanes or its shared memory);
+         * the other kernel then runs it */
+        const int kind = n >= e->c_min ? e->c_kind[l] : NC_GPU_NEOCOG_C_STAGED;
+        int r = nc_gpu_neocog_c_forward_kind(&e->c[l], kind, e->act[layer - 1],
+                                             e->occ[layer - 1], e->act[layer],
+                                             e->occ[layer], n, 0, st);
+        if (r == -EINVAL || r == -E2BIG)
+            r = nc_gpu_neocog_c_forward_kind(&e->c[l],
+                                             kind == NC_GPU_NEOCOG_C_STAGED
+                                                 ? NC_GPU_NEOCOG_C_DIRECT
+                                                 : NC_GPU_NEOCOG_C_STAGED,
+                                             e->act[layer - 1], e->occ[layer - 1],
+                                             e->act[layer], e->occ[layer], n, 0, st);
+        return r;
+    }
     const uint32_t ns = e->layer_size[layer - 1];
     return nc_gpu_neocog_class_forward(e->act[layer - 1], ns * ns, e->k[l],
                                        e->d_plane_label, e->n_classes, scores, labels, n,
@@ -663,6 +701,11 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         float mg = 0.0f, ms = 0.0f;
         e->use_gemm[l] = 1;
+        const int fit = s_fits(e, NC_GPU_NEOCOG_SPARSE, l);
+        if (fit <= 0) {         /* the sparse kernel cannot take it: GEMM */
+            r = fit < 0 ? fit : 0;
+            continue;
+        }
         r = time_s(e, NC_GPU_NEOCOG_GEMM, 1 + 2 * (int)l, n, 3, &mg);
         if (r == 0)
             r = time_s(e, NC_GPU_NEOCOG_SPARSE, 1 + 2 * (int)l, n, 3, &ms);
@@ -691,26 +734,29 @@ static int tune(nc_gpu_neocog *e, int variant, uint32_t n)
         return tune_gemm(e, n);
     int r = run_net(e, variant, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
-        const uint32_t ks = nc_neocog_kstride(e->k[l]);
-        const uint32_t per = variant == NC_GPU_NEOCOG_SPARSE ? (ks + 31) / 32 * 32 : ks;
         uint32_t best_p = e->block[variant][l];
         float best = 1e30f;
         for (size_t i = 0; r == 0 && i < sizeof cand / sizeof cand[0]; i++) {
-            if (cand[i] * per > 1024 || cand[i] > (uint32_t)e->s[l].g.n_out)
+            if (cand[i] > (uint32_t)e->s[l].g.n_out)
                 continue;
+            /* only blocks the kernel takes (threads, shared memory): a
+             * refused one would time the GEMM path run in its place */
+            const int c = nc_gpu_neocog_s_check(&e->s[l], e->chunk_cap, variant, cand[i]);
+            if (c == -E2BIG || c == -EINVAL)
+                continue;
+            if ((r = c) < 0)
+                break;
             e->block[variant][l] = cand[i];
+            e->s_fit[variant][l] = 1;
             float ms = 0.0f;
             r = time_s(e, variant, 1 + 2 * (int)l, n, 3, &ms);
-            if (r == -E2BIG) {  /* too much shared memory for this many */
-                r = 0;
-                continue;
-            }
             if (r == 0 && ms < best) {
                 best = ms;
                 best_p = cand[i];
             }
         }
         e->block[variant][l] = best_p;
+        e->s_fit[variant][l] = 0;
     }
     drop_graphs(e);
     return r;
@@ -724,6 +770,22 @@ extern "C" int nc_gpu_neocog_tune(nc_gpu_neocog *e, int variant, uint32_t n)
     if (variant < 0 || variant > NC_GPU_NEOCOG_AUTO || n < 1 || n > e->chunk)
         return -EINVAL;
     return fail(e, tune(e, variant, n));
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_chunk(const nc_gpu_neocog *e)
+{
+    return e ? e->chunk : 0;
+}
+
+extern "C" int nc_gpu_neocog_stage_s_variant(nc_gpu_neocog *e, int variant, uint32_t l)
+{
+    if (!e || variant < 0 || variant >= NC_GPU_NEOCOG_N_VARIANTS || l >= e->n_stages)
+        return -EINVAL;
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    const int fit = s_fits(e, variant, l);
+    return fit < 0 ? fail(e, fit) : fit ? variant : NC_GPU_NEOCOG_GEMM;
 }
 
 extern "C" int nc_gpu_neocog_set_auto(nc_gpu_neocog *e, uint32_t from)

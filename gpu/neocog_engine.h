@@ -88,6 +88,14 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * kernel, whichever is faster at n; then AUTO's threshold, the smallest
  * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never). */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
+/* Characters per pass now (the activations download_layer reads are those
+ * of the last pass: after a forward of n <= chunk, all n). */
+uint32_t nc_gpu_neocog_get_chunk(const nc_gpu_neocog *eng);
+/* The S-layer kernel stage l really runs when variant (not AUTO) is asked
+ * for: variant itself, or NC_GPU_NEOCOG_GEMM where that variant's kernel
+ * cannot take the stage (too many planes for its block or too much shared
+ * memory; nc_gpu_neocog_s_check).  Negative errno on bad arguments. */
+int nc_gpu_neocog_stage_s_variant(nc_gpu_neocog *eng, int variant, uint32_t l);
 /* AUTO's threshold: GEMM for batches >= from. */
 int nc_gpu_neocog_set_auto(nc_gpu_neocog *eng, uint32_t from);
 uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *eng);

@@ -32,7 +32,11 @@
  *           segments, e_k += u * a[offset + k].  A segment holds
  *           S_SPARSE_CAP entries: rounds repeat until every cell is scanned,
  *           so any density is exact.  ks = 8 or 16: the warp splits the list
- *           into 32 / ks slices added with shuffles. */
+ *           into 32 / ks slices added with shuffles.  When P teams of
+ *           lanes(ks) would pass 512 threads (ks > 256 at P = 2: the
+ *           shipped model's US4, 1471 planes), the planes are split over
+ *           gridDim.y blocks of kc planes (a multiple of 32), each block
+ *           scanning the same cells for its own planes. */
 #include "neocog_s.cuh"
 
 #include <errno.h>
@@ -246,7 +250,7 @@ static __global__ void __launch_bounds__(S_SPARSE_MAX_THREADS, 3)
 s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
                 const float *__restrict__ in, const uint8_t *__restrict__ occ_in,
                 float *__restrict__ out, uint8_t *__restrict__ occ_out, uint32_t P,
-                uint32_t T)
+                uint32_t T, uint32_t kc)
 {
     extern __shared__ float2 ent[];     /* [P * T][cap] */
     const nc_gpu_neocog_geom &g = s.g;
@@ -359,9 +363,13 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     bool done = j * 32u >= n_cell;
     float vv = 0.0f;
 
-    const uint32_t S = nc_dev_slices(ks), gl = tid - p * T * 32u;
-    const uint32_t k = S > 1 ? gl % ks : gl, slice = S > 1 ? gl / ks : 0;
-    const bool lane_k = live && k < ks;
+    /* this block's planes: kb .. kb + kc - 1 (kc = ks unless the planes are
+     * split over gridDim.y blocks, kc then a multiple of 32) */
+    const uint32_t kb = blockIdx.y * kc;
+    const uint32_t S = nc_dev_slices(kc), gl = tid - p * T * 32u;
+    const uint32_t kl = S > 1 ? gl % kc : gl, slice = S > 1 ? gl / kc : 0;
+    const uint32_t k = kb + kl;
+    const bool lane_k = live && kl < kc && k < ks;
     const float *a = s.a + (lane_k ? k : 0);
     float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
 
@@ -447,12 +455,12 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     __syncthreads();
     if (live) {                                 /* uniform per warp */
         float e = (e0 + e1) + (e2 + e3);
-        for (uint32_t o = ks; o < 32u && S > 1; o <<= 1)
+        for (uint32_t o = kc; o < 32u && S > 1; o <<= 1)
             e += __shfl_xor_sync(0xffffffffu, e, o);
         float v2 = 0.0f;
         for (uint32_t jj = 0; jj < T; jj++)
             v2 += v2s[p * T + jj];
-        if (k < ks && slice == 0) {
+        if (kl < kc && k < ks && slice == 0) {
             const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
             out[((b * g.n_out + oy) * g.n_out + ox) * ks + k] = val;
             if (val > 0.0f)
@@ -460,8 +468,13 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
         }
     }
     __syncthreads();
-    if (occ_out && tid < P && ox0 + (int)tid < g.n_out)
-        occ_out[(b * g.n_out + oy) * g.n_out + ox0 + tid] = (uint8_t)flag[tid];
+    if (occ_out && tid < P && ox0 + (int)tid < g.n_out) {
+        uint8_t *po = occ_out + (b * g.n_out + oy) * g.n_out + ox0 + tid;
+        if (gridDim.y == 1)
+            *po = (uint8_t)flag[tid];
+        else if (flag[tid])
+            *po = 1;            /* planes split: the launcher cleared the map */
+    }
 }
 
 /* ---- launcher --------------------------------------------------------------- */
@@ -477,14 +490,15 @@ extern "C" uint32_t nc_gpu_neocog_s_default_block(int variant, uint32_t k_out)
     }
 }
 
-extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const float *in,
-                                       const uint8_t *occ_in, float *out,
-                                       uint8_t *occ_out, uint32_t batch, int variant,
-                                       uint32_t per_block, cudaStream_t stream)
+/* Every check of nc_gpu_neocog_s_forward and, unless dry, the launch.  dry:
+ * in, out may be NULL; nothing is queued. */
+static int s_launch(const nc_gpu_neocog_s_args *s, const float *in, const uint8_t *occ_in,
+                    float *out, uint8_t *occ_out, uint32_t batch, int variant,
+                    uint32_t per_block, cudaStream_t stream, bool dry)
 {
-    if (!s || !in || !out || batch < 1 || s->k_in < 1 || s->k_in > s->in_stride ||
-        s->k_out < 1 || s->k_out > NC_NEOCOG_MAX_PLANES || !s->a || !s->b ||
-        s->g.n_out < 1 || !(s->theta > 0.0f && s->theta < 1.0f))
+    if (!s || (!dry && (!in || !out)) || batch < 1 || s->k_in < 1 ||
+        s->k_in > s->in_stride || s->k_out < 1 || s->k_out > NC_NEOCOG_MAX_PLANES ||
+        !s->a || !s->b || s->g.n_out < 1 || !(s->theta > 0.0f && s->theta < 1.0f))
         return -EINVAL;
     const uint32_t ks = nc_dev_kstride(s->k_out);
     const uint32_t n_o = (uint32_t)(s->g.n_out * s->g.n_out);
@@ -497,6 +511,10 @@ extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const floa
     switch (variant) {
     case NC_GPU_NEOCOG_T1: {
         const size_t n_cells = (size_t)batch * n_o * ks;
+        if ((n_cells + 255) / 256 > 0x7fffffffu)
+            return -E2BIG;
+        if (dry)
+            return 0;
         if (occ_out)
             NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
         s_t1_kernel<<<(unsigned)((n_cells + 255) / 256), 256, 0, stream>>>(*s, in, out,
@@ -505,7 +523,9 @@ extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const floa
     }
     case NC_GPU_NEOCOG_T1_T3:
         if (ks > 1024)
-            return -EINVAL;
+            return -E2BIG;      /* a block per position holds every plane */
+        if (dry)
+            return 0;
         s_t3_kernel<<<(unsigned)((size_t)batch * n_o), ks, 0, stream>>>(*s, in, out, occ_out);
         break;
     case NC_GPU_NEOCOG_T1_T4:
@@ -513,37 +533,58 @@ extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const floa
         const size_t smem = (size_t)s->g.win * (P + s->g.win - 1) * s->k_in * sizeof(float) +
                             P * sizeof(int);
         if (P * ks > 1024)
-            return -EINVAL;
+            return -E2BIG;      /* P * ks threads */
         if (variant == NC_GPU_NEOCOG_T1_T4) {
             if ((r = nc_dev_smem_allow((const void *)s_t4_kernel<false>, smem)) < 0)
                 return r;
+            if (dry)
+                return 0;
             s_t4_kernel<false><<<(unsigned)n_blocks, P * ks, smem, stream>>>(*s, in, out,
                                                                              occ_out, P);
         } else {
             if ((r = nc_dev_smem_allow((const void *)s_t4_kernel<true>, smem)) < 0)
                 return r;
+            if (dry)
+                return 0;
             s_t4_kernel<true><<<(unsigned)n_blocks, P * ks, smem, stream>>>(*s, in, out,
                                                                             occ_out, P);
         }
         break;
     }
     case NC_GPU_NEOCOG_SPARSE: {
-        const uint32_t T = nc_dev_lanes(ks) / 32u;
         const uint32_t nl = (uint32_t)s->g.n_live;
         /* even out the row chunks: P no larger than asked, as few chunks */
         const uint32_t Pe = (s->g.n_out + n_chunk - 1) / n_chunk;
         const uint32_t nce = (s->g.n_out + Pe - 1) / Pe;
+        /* planes per block: all of them while Pe teams of lanes(ks) fit the
+         * block; else split over gridDim.y blocks of kc planes (a multiple
+         * of 32, as even as it goes), each block scanning the same cells */
+        uint32_t kc = ks, T = nc_dev_lanes(ks) / 32u;
+        if (Pe * T * 32u > S_SPARSE_MAX_THREADS) {
+            const uint32_t per = (S_SPARSE_MAX_THREADS / Pe) & ~31u;
+            if (per < 32u)
+                return -E2BIG;     /* the tuner skips it */
+            const uint32_t nk = (ks + per - 1) / per;
+            kc = ((ks + nk - 1) / nk + 31u) & ~31u;
+            T = kc / 32u;
+        }
+        const uint32_t n_kc = (ks + kc - 1) / kc;
         const size_t smem = s_sparse_smem(Pe, T, s->g.win, s->k_in, nl);
-        if (Pe * T * 32u > S_SPARSE_MAX_THREADS)
-            return -E2BIG;     /* the tuner skips it */
         if (s->g.step != 1 || s->in_stride % 4 != 0 || Pe + s->g.win - 1 > 64 ||
-            s->g.win > 32 ||
-            ((uintptr_t)in & 15) != 0 || (uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
+            s->g.win > 32 || (!dry && ((uintptr_t)in & 15) != 0) ||
+            (uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
             return -EINVAL;
+        if ((size_t)batch * s->g.n_out * nce > 0x7fffffffu || n_kc > 65535u)
+            return -E2BIG;
         if ((r = nc_dev_smem_allow((const void *)s_sparse_kernel, smem)) < 0)
             return r;
-        s_sparse_kernel<<<(unsigned)((size_t)batch * s->g.n_out * nce), Pe * T * 32u, smem,
-                          stream>>>(*s, in, occ_in, out, occ_out, Pe, T);
+        if (dry)
+            return 0;
+        if (occ_out && n_kc > 1)
+            NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
+        const dim3 grid((unsigned)((size_t)batch * s->g.n_out * nce), n_kc);
+        s_sparse_kernel<<<grid, Pe * T * 32u, smem, stream>>>(*s, in, occ_in, out, occ_out,
+                                                              Pe, T, kc);
         break;
     }
     default:
@@ -551,4 +592,18 @@ extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const floa
     }
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
+}
+
+extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const float *in,
+                                       const uint8_t *occ_in, float *out,
+                                       uint8_t *occ_out, uint32_t batch, int variant,
+                                       uint32_t per_block, cudaStream_t stream)
+{
+    return s_launch(s, in, occ_in, out, occ_out, batch, variant, per_block, stream, false);
+}
+
+extern "C" int nc_gpu_neocog_s_check(const nc_gpu_neocog_s_args *s, uint32_t batch,
+                                     int variant, uint32_t per_block)
+{
+    return s_launch(s, NULL, NULL, NULL, NULL, batch, variant, per_block, 0, true);
 }

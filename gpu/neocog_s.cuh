@@ -25,6 +25,15 @@ int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const float *in,
                             uint32_t batch, int variant, uint32_t per_block,
                             cudaStream_t stream);
 
+/* 0 when nc_gpu_neocog_s_forward would launch variant on s for batch
+ * characters (the device's limits: threads per block, shared memory, grid);
+ * -E2BIG when this plane count, window or block is too large for that
+ * variant's kernel, -EINVAL for arguments no variant takes, -EIO on a CUDA
+ * failure.  Queues nothing.  The GEMM path (neocog_gemm.cuh) takes any plane
+ * count up to NC_NEOCOG_MAX_PLANES. */
+int nc_gpu_neocog_s_check(const nc_gpu_neocog_s_args *s, uint32_t batch, int variant,
+                          uint32_t per_block);
+
 /* Default positions per block of variant for an S-layer with k_out planes. */
 uint32_t nc_gpu_neocog_s_default_block(int variant, uint32_t k_out);
 

@@ -17,6 +17,11 @@
  * argument checks (unknown device -ENODEV, a worker of another instance
  * -EINVAL).  Exit 77 without a device or without the fixtures.
  *
+ * The shipped neocognitron (models/neocognitron.ncm: 16/33/254/1471 planes,
+ * answered by the interpolating-vector classifier its NIVT mark asks for)
+ * is checked the same way on 200 fixture digits at batches 1, 33 and 200
+ * (its CPU forward is ~15 ms a digit, so fewer than the others).
+ *
  * NC_TEST_BACKEND_CPU_ONLY=1 runs every check with the CPU table on both
  * sides: it tests this test on a machine without a GPU. */
 #include "test.h"
@@ -258,7 +263,77 @@ static void test_model(const char *name, const uint8_t *buf, size_t len, int dev
     nc_backend_close(cpu);
 }
 
+/* The shipped neocognitron against the CPU table: batches 1, 33, 200. */
+static void test_shipped(const uint8_t *buf, size_t len, int device)
+{
+    static const uint32_t sb[] = { 1, 33, 200 };
+    nc_backend *cpu = NULL, *gpu = NULL;
+    REQUIRE(nc_backend_open(&nc_backend_cpu, buf, len, 0, &cpu) == 0);
+    int r = nc_backend_open(under_test, buf, len, device, &gpu);
+    CHECK_MSG(r == 0, "shipped neocognitron: open on device %d: %d (%s)", device, r,
+              under_test == &nc_backend_gpu ? nc_backend_gpu_last_error() : "");
+    if (r) {
+        nc_backend_close(cpu);
+        return;
+    }
+    void *wc = NULL, *wg = NULL;
+    REQUIRE(cpu->ops->worker_new(cpu->impl, 64, &wc) == 0);
+    REQUIRE(gpu->ops->worker_new(gpu->impl, 64, &wg) == 0);
+    const uint32_t nc = cpu->info.n_classes, maxn = 200;
+    float *oc = malloc((size_t)maxn * nc * sizeof *oc), *og = malloc((size_t)maxn * nc * sizeof *og);
+    REQUIRE(oc && og);
+    int fails = 0;
+    uint32_t right = 0, total = 0;
+    for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
+        const uint32_t n = sb[bi], off = bi == 2 ? 0 : 500 + 40 * (uint32_t)bi;
+        float *in = make_inputs(cpu, off, n);
+        REQUIRE(in);
+        for (size_t i = 0; i < (size_t)n * nc; i++)
+            og[i] = NAN;
+        CHECK_INT_EQ(forward(cpu, wc, in, n, oc), 0);
+        r = forward(gpu, wg, in, n, og);
+        CHECK_MSG(r == 0, "shipped batch %u: forward %d (%s)", n, r,
+                  under_test == &nc_backend_gpu ? nc_backend_gpu_last_error() : "");
+        char what[128];
+        snprintf(what, sizeof what, "shipped neocognitron device %d batch %u", device, n);
+        fails += compare(what, cpu->kind, og, oc, n, nc);
+        uint32_t same = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const int32_t lg = nc_backend_label(cpu->kind, og + (size_t)i * nc, nc);
+            same += lg == nc_backend_label(cpu->kind, oc + (size_t)i * nc, nc);
+            right += lg == (int32_t)ds.labels[(off + i) % ds.count];
+        }
+        total += n;
+        fprintf(stderr, "  shipped neocognitron on device %d batch %u: %u of %u labels as "
+                "the CPU's\n", device, n, same, n);
+        free(in);
+    }
+    fprintf(stderr, "  shipped neocognitron on device %d: batches 1/33/200: %s (%u of %u "
+            "right)\n", device, fails ? "DIFFER" : "same as the CPU", right, total);
+    cpu->ops->worker_free(wc);
+    gpu->ops->worker_free(wg);
+    free(oc);
+    free(og);
+    nc_backend_close(gpu);
+    nc_backend_close(cpu);
+}
+
 /* ---- the models ---------------------------------------------------------------- */
+
+/* models/neocognitron.ncm: under NC_SOURCE_ROOT, else next to NC_TEST_DATA
+ * (tests/data/../../models), else ./models. */
+static int read_shipped(uint8_t **buf, size_t *len)
+{
+    const char *root = getenv("NC_SOURCE_ROOT"), *data = getenv("NC_TEST_DATA");
+    char path[1024];
+    if (root)
+        snprintf(path, sizeof path, "%s/models/neocognitron.ncm", root);
+    else if (data)
+        snprintf(path, sizeof path, "%s/../../models/neocognitron.ncm", data);
+    else
+        snprintf(path, sizeof path, "models/neocognitron.ncm");
+    return nc_file_read(path, 256u << 20, buf, len);
+}
 
 static int read_cnn(uint8_t **buf, size_t *len)
 {
@@ -331,12 +406,14 @@ int main(void)
         fprintf(stderr, "fixture digits not available: skipped\n");
         return NC_TEST_SKIP;
     }
-    uint8_t *cnn = NULL, *neo = NULL;
-    size_t cnn_len = 0, neo_len = 0;
+    uint8_t *cnn = NULL, *neo = NULL, *shipped = NULL;
+    size_t cnn_len = 0, neo_len = 0, shipped_len = 0;
     int r = read_cnn(&cnn, &cnn_len);
     CHECK_MSG(r == 0, "models/cnn-column.ncm: %d", r);
     r = make_neocog(&neo, &neo_len);
     CHECK_MSG(r == 0, "cannot build the neocognitron: %d", r);
+    r = read_shipped(&shipped, &shipped_len);
+    CHECK_MSG(r == 0, "models/neocognitron.ncm: %d", r);
 
     if (under_test == &nc_backend_gpu) {
         nc_backend *be = NULL;
@@ -352,9 +429,12 @@ int main(void)
             test_model("cnn", cnn, cnn_len, d);
         if (neo)
             test_model("neocognitron", neo, neo_len, d);
+        if (shipped)
+            test_shipped(shipped, shipped_len, d);
     }
     free(cnn);
     free(neo);
+    free(shipped);
     nc_dataset_fini(&ds);
     return nc_test_finish();
 }

@@ -13,7 +13,15 @@
  * labels on every fixture digit, through the graph path (batches <= 64) and
  * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog_gemm)
  * is a layer variant like the others here: every S-layer, both inputs,
- * every batch, poisoned outputs and occupancy.  Exit 77 without a device. */
+ * every batch, poisoned outputs and occupancy.
+ *
+ * Large plane counts: the shipped model (models/neocognitron.ncm, K =
+ * 16/33/254/1471) runs the same layer parity on real digits at batches 1,
+ * 33 and 200 in every variant that claims the layer (nc_gpu_neocog_s_check;
+ * the sparse kernel splits US4's planes over blocks, T1-T3/T4/T5 refuse it
+ * with -E2BIG), then the engine in every variant (a refused stage runs the
+ * GEMM path) must give core's max-response labels and scores.  Exit 77
+ * without a device. */
 #include "test.h"
 
 #include <cuda_runtime_api.h>
@@ -38,7 +46,13 @@
 
 #define POOL 37
 #define TOL 1e-5
-static const uint32_t batches[] = { 1, 3, 31, 33, 1000 };
+static const uint32_t batches_small[] = { 1, 3, 31, 33, 1000 };
+static const uint32_t batches_big[] = { 1, 33, 200 };
+/* the batches test_layers runs, and whether it adds random inputs */
+static const uint32_t *batches = batches_small;
+static size_t n_batches = NC_ARRAY_LEN(batches_small);
+static int with_random = 1;
+static int refused;             /* S-layer variants that refused a layer */
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -363,29 +377,48 @@ static void test_layers(void)
                    lc.in_floats * sizeof(float));
             CHECK_INT_EQ(nc_neocog_layer_out(net, pool_st[p], layer, &out, NULL, NULL, NULL), 0);
             memcpy(ref_real + p * out_n, out, out_n * sizeof(float));
-            random_input(&lc, in_rand + p * lc.in_floats);
-            cpu_layer(&lc, in_rand + p * lc.in_floats, ref_rand + p * out_n);
+            if (with_random) {
+                random_input(&lc, in_rand + p * lc.in_floats);
+                cpu_layer(&lc, in_rand + p * lc.in_floats, ref_rand + p * out_n);
+            }
         }
         static const char *name[9] = { "UG", "US1", "UC1", "US2", "UC2", "US3", "UC3",
                                        "US4", "UC4" };
         const int is_s = layer % 2 == 1;
         const int is_c = layer % 2 == 0 && layer >= 2 && layer <= 6;
         const int n_var = is_s ? NC_GPU_NEOCOG_N_VARIANTS : is_c ? NC_GPU_NEOCOG_C_N_KINDS : 1;
-        int before = nc_test_failures;
-        for (int v = 0; v < n_var; v++)
-            for (size_t bi = 0; bi < NC_ARRAY_LEN(batches); bi++) {
+        int before = nc_test_failures, n_run = 0;
+        for (int v = 0; v < n_var; v++) {
+            if (is_s && v != NC_GPU_NEOCOG_GEMM) {
+                const int c = nc_gpu_neocog_s_check(&lc.s, batches[n_batches - 1], v, 0);
+                CHECK_MSG(c == 0 || c == -E2BIG, "%s %s: check %d", name[layer],
+                          nc_gpu_neocog_variant_name(v), c);
+                if (c < 0) {
+                    fprintf(stderr, "  %-3s: %s refuses %u planes (%d): the engine runs "
+                            "GEMM there\n", name[layer], nc_gpu_neocog_variant_name(v),
+                            lc.s.k_out, c);
+                    refused++;
+                    continue;
+                }
+            }
+            n_run++;
+            for (size_t bi = 0; bi < n_batches; bi++) {
                 char tag[96];
                 snprintf(tag, sizeof tag, "%s %s digits", name[layer],
                          is_s ? nc_gpu_neocog_variant_name(v)
                               : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
                 run_case(tag, &lc, v, in_real, ref_real, batches[bi]);
+                if (!with_random)
+                    continue;
                 snprintf(tag, sizeof tag, "%s %s random", name[layer],
                          is_s ? nc_gpu_neocog_variant_name(v)
                               : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
                 run_case(tag, &lc, v, in_rand, ref_rand, batches[bi]);
             }
-        fprintf(stderr, "  %-3s: %d variant(s) x batches 1/3/31/33/1000 x digits+random: %s\n",
-                name[layer], n_var, nc_test_failures == before ? "ok" : "FAILED");
+        }
+        fprintf(stderr, "  %-3s: %d variant(s) x %zu batches x %s: %s\n", name[layer],
+                n_run, n_batches, with_random ? "digits+random" : "digits",
+                nc_test_failures == before ? "ok" : "FAILED");
         free(in_real);
         free(ref_real);
         free(in_rand);
@@ -508,6 +541,135 @@ static void test_engine(void)
     free(gpu);
 }
 
+/* ---- large plane counts: the shipped model ---------------------------------- */
+
+static void free_net_side(void)
+{
+    for (int p = 0; p < POOL; p++) {
+        nc_neocog_state_free(pool_st[p]);
+        pool_st[p] = NULL;
+    }
+    for (int l = 0; l < 4; l++) {
+        cudaFree(d_a[l]);
+        cudaFree(d_b[l]);
+        d_a[l] = d_b[l] = NULL;
+    }
+    cudaFree(d_plane_label);
+    d_plane_label = NULL;
+}
+
+/* The engine on the shipped net: every variant (a stage its kernel refuses
+ * runs GEMM), batches 1 and 33 (graphs) and 74 (the pool twice, through the
+ * chunked path), against core's max-response answers left in pool_st. */
+static void test_big_engine(void)
+{
+    nc_gpu_neocog *eng = NULL;
+    int r = nc_gpu_neocog_new(net, 0, 256, &eng);
+    CHECK_MSG(r == 0, "big engine: %d (%s)", r, nc_gpu_last_error());
+    if (r < 0)
+        return;
+    float *in = malloc((size_t)2 * POOL * 65 * 65 * sizeof(float));
+    nc_neocog_result *gpu = calloc(2 * POOL, sizeof *gpu);
+    REQUIRE(in && gpu);
+    for (int p = 0; p < 2 * POOL; p++)
+        memcpy(in + (size_t)p * 65 * 65, pool_st[p % POOL]->u0, 65 * 65 * sizeof(float));
+    for (int v = 0; v <= NC_GPU_NEOCOG_AUTO; v++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, v), 0);
+        if (v < NC_GPU_NEOCOG_N_VARIANTS)
+            fprintf(stderr, "  big engine %-6s: US1..US4 run %s/%s/%s/%s\n",
+                    nc_gpu_neocog_variant_name(v),
+                    nc_gpu_neocog_variant_name(nc_gpu_neocog_stage_s_variant(eng, v, 0)),
+                    nc_gpu_neocog_variant_name(nc_gpu_neocog_stage_s_variant(eng, v, 1)),
+                    nc_gpu_neocog_variant_name(nc_gpu_neocog_stage_s_variant(eng, v, 2)),
+                    nc_gpu_neocog_variant_name(nc_gpu_neocog_stage_s_variant(eng, v, 3)));
+        const uint32_t sizes[] = { 1, 33, 2 * POOL };
+        for (size_t si = 0; si < NC_ARRAY_LEN(sizes); si++) {
+            const uint32_t m = sizes[si], off = si == 0 ? 5 : 0;
+            r = nc_gpu_neocog_forward(eng, in + (size_t)off * 65 * 65, m, gpu);
+            CHECK_MSG(r == 0, "big engine %s x%u: %d (%s)", nc_gpu_neocog_variant_name(v), m,
+                      r, nc_gpu_last_error());
+            uint32_t diff = 0;
+            double d2 = 0.0, r2 = 0.0;
+            for (uint32_t i = 0; r == 0 && i < m; i++) {
+                const nc_neocog_state *c = pool_st[(off + i) % POOL];
+                diff += gpu[i].label != c->label;
+                for (uint32_t k = 0; k < net->arch.n_classes; k++) {
+                    double d = (double)gpu[i].score[k] - c->score[k];
+                    d2 += d * d;
+                    r2 += (double)c->score[k] * c->score[k];
+                }
+            }
+            double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+            CHECK_MSG(diff == 0 && rel <= 1e-4,
+                      "big engine %s batch %u: %u labels differ from core, rel err %.3g",
+                      nc_gpu_neocog_variant_name(v), m, diff, rel);
+            if (m == 2 * POOL)
+                fprintf(stderr, "  big engine %-6s batches 1/33/%u: %u labels differ, "
+                        "scores rel err %.2g\n", nc_gpu_neocog_variant_name(v), 2 * POOL,
+                        diff, rel);
+        }
+    }
+    /* the tuners skip what a kernel refuses and keep the answers */
+    CHECK_INT_EQ(nc_gpu_neocog_upload(eng, in, 33), 0);
+    for (int v = NC_GPU_NEOCOG_T1_T4; v <= NC_GPU_NEOCOG_AUTO; v++) {
+        r = nc_gpu_neocog_tune(eng, v, 33);
+        CHECK_MSG(r == 0, "big engine: tune %s: %d (%s)", nc_gpu_neocog_variant_name(v), r,
+                  nc_gpu_last_error());
+    }
+    CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_AUTO), 0);
+    for (uint32_t m = 1; m <= 33; m += 32) {
+        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, in, m, gpu), 0);
+        for (uint32_t i = 0; i < m; i++)
+            CHECK_INT_EQ(gpu[i].label, pool_st[i]->label);
+    }
+    fprintf(stderr, "  big engine tuned at 33: GEMM per stage %d/%d/%d/%d, AUTO from %u\n",
+            nc_gpu_neocog_stage_uses_gemm(eng, 0), nc_gpu_neocog_stage_uses_gemm(eng, 1),
+            nc_gpu_neocog_stage_uses_gemm(eng, 2), nc_gpu_neocog_stage_uses_gemm(eng, 3),
+            nc_gpu_neocog_get_auto(eng));
+    nc_gpu_neocog_free(eng);
+    free(in);
+    free(gpu);
+}
+
+static void test_big(void)
+{
+    const char *root = getenv("NC_SOURCE_ROOT"), *data = getenv("NC_TEST_DATA");
+    char path[1024];
+    if (root)
+        snprintf(path, sizeof path, "%s/models/neocognitron.ncm", root);
+    else
+        snprintf(path, sizeof path, "%s/../../models/neocognitron.ncm", data ? data : "tests/data");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_model_info info;
+    nc_neocog *big = NULL;
+    int r = nc_file_read(path, 256u << 20, &buf, &len);
+    if (r == 0)
+        r = nc_neocog_load(buf, len, &big, &info);
+    free(buf);
+    CHECK_MSG(r == 0, "%s: %d", path, r);
+    if (r)
+        return;
+    free_net_side();
+    nc_neocog_free(net);
+    net = big;
+    REQUIRE(upload_weights() == 0);
+    fprintf(stderr, "  shipped net: planes %u/%u/%u/%u\n", net->n_planes[0], net->n_planes[1],
+            net->n_planes[2], net->n_planes[3]);
+    nc_neocog_result res;
+    for (int p = 0; p < POOL; p++)
+        REQUIRE(nc_neocog_state_new(net, &pool_st[p]) == 0 &&
+                nc_neocog_forward(net, pool_st[p], digits + (size_t)(400 + p) * 65 * 65,
+                                  NC_NEOCOG_FORM_F, &res) == 0);
+    batches = batches_big;
+    n_batches = NC_ARRAY_LEN(batches_big);
+    with_random = 0;
+    refused = 0;
+    test_layers();
+    fprintf(stderr, "  shipped net: %d S-layer variant(s) refused a layer\n", refused);
+    test_big_engine();
+}
+
 int main(void)
 {
     int n_dev = 0;
@@ -542,14 +704,10 @@ int main(void)
                               NC_NEOCOG_FORM_F, &res) < 0)
             return 1;
     test_layers();
+    CHECK_MSG(refused == 0, "%d S-layer variant(s) refused the seeded net", refused);
     test_engine();
-    for (int p = 0; p < POOL; p++)
-        nc_neocog_state_free(pool_st[p]);
-    for (int l = 0; l < 4; l++) {
-        cudaFree(d_a[l]);
-        cudaFree(d_b[l]);
-    }
-    cudaFree(d_plane_label);
+    test_big();
+    free_net_side();
     nc_neocog_free(net);
     free(digits);
     free(digit_label);
