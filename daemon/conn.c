@@ -109,8 +109,11 @@ static void frame_error(nc_conn *c, int err)
                  (unsigned)c->hdr.length, c->srv->cfg.max_frame_bytes);
     else
         snprintf(msg, sizeof msg, "%s", nc_frame_strerror(err));
-    nc_handle_error(c, 0, err == -EMSGSIZE ? NEOCOG__CODE__RESOURCE_EXHAUSTED
-                                           : NEOCOG__CODE__INVALID_ARGUMENT, msg);
+    /* Too big and out of memory (a failed pullup) are resource problems,
+     * not a malformed stream. */
+    nc_handle_error(c, 0, err == -EMSGSIZE || err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                                              : NEOCOG__CODE__INVALID_ARGUMENT,
+                    msg);
     bufferevent_disable(c->bev, EV_READ);
     evtimer_del(c->frame_timer);
     conn_set_state(c, NC_CONN_CLOSING);
@@ -307,9 +310,24 @@ void nc_conn_send(nc_conn *c, const Neocog__Reply *reply)
         return;
     size_t n = protobuf_c_message_get_packed_size(&reply->base);
     struct evbuffer *out = bufferevent_get_output(c->bev);
+    Neocog__Reply small = NEOCOG__REPLY__INIT;    /* used past the if: declared here */
+    char why[128];
     if (n > c->srv->cfg.max_frame_bytes) {
+        /* Dropping the reply would leave the client waiting forever for
+         * this id: answer it with a short error instead (the short text
+         * fits the 64-byte minimum limit). */
         nc_log(NC_LOG_WARNING, "reply of %zu bytes exceeds the frame limit", n);
-        return;
+        small.id = reply->id;
+        small.code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
+        snprintf(why, sizeof why, "reply of %zu bytes exceeds the frame limit of %u bytes "
+                 "(max_frame_bytes)", n, c->srv->cfg.max_frame_bytes);
+        small.message = why;
+        if (protobuf_c_message_get_packed_size(&small.base) > c->srv->cfg.max_frame_bytes)
+            small.message = (char *)"reply too large";
+        if (protobuf_c_message_get_packed_size(&small.base) > c->srv->cfg.max_frame_bytes)
+            return;
+        reply = &small;
+        n = protobuf_c_message_get_packed_size(&reply->base);
     }
     struct evbuffer_iovec v;
     if (evbuffer_reserve_space(out, (ev_ssize_t)(NC_FRAME_HEADER_LEN + n), &v, 1) < 1)

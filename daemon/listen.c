@@ -75,6 +75,19 @@ int nc_listen_unix(const char *path, uint32_t mode, int *ret_fd, char *why, size
             snprintf(why, why_len, "%s exists and is not a socket", path);
             return -EEXIST;
         }
+        /* Unlink only a socket nobody listens on any more: unlinking a
+         * live one would steal it from a running daemon (whose clients
+         * then reach us, and whose exit would unlink ours). */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (probe >= 0) {
+            int r = connect(probe, (struct sockaddr *)&sa, sizeof sa);
+            int e = r < 0 ? errno : 0;
+            close(probe);
+            if (r == 0 || e == EAGAIN || e == EINPROGRESS) {
+                snprintf(why, why_len, "%s: another process is listening on it", path);
+                return -EADDRINUSE;
+            }
+        }
         unlink(path);       /* left over from an earlier run */
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -790,8 +791,111 @@ static void test_unix_and_queue(void)
     CHECK(m && strstr(nc_msg_reply(m)->message, "queue full"));
     nc_msg_free(m);
     close(fd);
+    /* A second daemon on the same path must refuse to start, not unlink
+     * the live socket and take it over. */
+    nc_daemon d2b;
+    CHECK_MSG(nc_daemon_start(&d2b, bin, dir, 0, args) != 0,
+              "a second daemon took over a live Unix socket");
+    CHECK_MSG(nc_daemon_stop(&d2b, 5000) != 0, "second daemon exited 0");
+    fd = nc_connect_unix(sock);
+    req_init(&b, 42, 1);
+    set_raw(&b.im[0], digit(4));
+    m = fd >= 0 ? nc_roundtrip(fd, &b.rq) : NULL;
+    CHECK_MSG(reply_code(m) == NEOCOG__CODE__OK, "first daemon lost its socket");
+    nc_msg_free(m);
+    if (fd >= 0)
+        close(fd);
     CHECK_INT_EQ(nc_daemon_stop(&d2, 20000), 0);
     CHECK_MSG(access(sock, F_OK) != 0, "socket file left behind");
+}
+
+/* ---- clients that vanish while their batches run ---------------------------------------- */
+
+/* Many connections pipeline requests (more than the queue holds, so some
+ * are refused at once) and close without reading, half of them with a
+ * reset.  Their batches finish after the connection is gone: the daemon
+ * must drop those replies, free every connection (status counts only ours
+ * again) and keep serving.  Under ASan a use-after-free or double free on
+ * the close path aborts the daemon here. */
+static void test_disconnect_in_flight(void)
+{
+    enum { N_CONN = 16, N_REQ = 10, N_IMG = 32 };
+    req_buf b;
+    req_init(&b, 1, N_IMG);
+    for (int i = 0; i < N_IMG; i++)
+        set_raw(&b.im[i], digit(i % N_DIGITS));
+    uint8_t *frame;
+    size_t len;
+    REQUIRE(nc_msg_frame(&b.rq.base, 0, &frame, &len) == 0);
+    for (int c = 0; c < N_CONN; c++) {
+        int fd = nc_connect_tcp(dmn.port);
+        REQUIRE(fd >= 0);
+        for (int r = 0; r < N_REQ; r++)
+            CHECK(nc_send_all(fd, frame, len) == 0);
+        if (c % 2) {
+            struct linger lg = { 1, 0 };    /* close with RST */
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        }
+        close(fd);
+    }
+    free(frame);
+    uint32_t conns = 0;
+    for (int i = 0; i < 500; i++) {
+        nc_msg *m = status_of();
+        conns = m && nc_msg_reply(m)->status ? nc_msg_reply(m)->status->connections : 99;
+        nc_msg_free(m);
+        if (conns == 1)
+            break;
+        struct timespec ts = { 0, 20000000 };
+        nanosleep(&ts, NULL);
+    }
+    CHECK_MSG(conns == 1, "closed clients still counted: %u connections", conns);
+    still_serving("clients closed with batches in flight");
+}
+
+/* ---- a reply above max_frame_bytes ------------------------------------------------------- */
+
+/* The daemon must answer with an error for that id, not drop the reply and
+ * leave the client waiting forever. */
+static void test_reply_too_large(void)
+{
+    char sock[300];
+    snprintf(sock, sizeof sock, "%s/big.sock", dir);
+    const char *args[] = { "--cnn-model", model_path, "--listen-tcp", "none",
+                           "--listen-unix", sock, "--http", "none", "--workers", "1",
+                           "--max-frame-bytes", "1024", "--models", dir, "--log-level", "3",
+                           NULL };
+    nc_daemon d3;
+    REQUIRE(nc_daemon_start(&d3, bin, dir, 0, args) == 0);
+    int fd = nc_connect_unix(sock);
+    CHECK(fd >= 0);
+    /* 64 tiny images: a small request, a reply of several KiB. */
+    static const uint8_t px[4] = { 0, 255, 255, 0 };
+    req_buf b;
+    req_init(&b, 50, 64);
+    b.rr.top_k = 10;
+    for (int i = 0; i < 64; i++) {
+        b.im[i].format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+        b.im[i].data.data = (uint8_t *)px;
+        b.im[i].data.len = sizeof px;
+        b.im[i].width = 2;
+        b.im[i].height = 2;
+    }
+    REQUIRE(protobuf_c_message_get_packed_size(&b.rq.base) < 1024);
+    nc_msg *m = NULL;
+    CHECK(fd >= 0 && nc_send_msg(fd, &b.rq.base) == 0);
+    int err = fd >= 0 ? nc_recv_reply(fd, 10000, &m) : -1;
+    CHECK_MSG(err == 0, "oversized reply: no answer (%d)", err);
+    if (!err) {
+        const Neocog__Reply *r = nc_msg_reply(m);
+        CHECK_MSG(r->id == 50 && r->code == NEOCOG__CODE__RESOURCE_EXHAUSTED &&
+                  strstr(r->message, "frame limit"), "oversized reply: id %llu %s '%s'",
+                  (unsigned long long)r->id, nc_msg_code_name(r->code), r->message);
+    }
+    nc_msg_free(m);
+    if (fd >= 0)
+        close(fd);
+    CHECK_INT_EQ(nc_daemon_stop(&d3, 20000), 0);
 }
 
 int main(int argc, char **argv)
@@ -841,6 +945,8 @@ int main(int argc, char **argv)
     test_info();
     test_reload();
     test_unix_and_queue();
+    test_disconnect_in_flight();
+    test_reply_too_large();
 
     /* SIGTERM while 300 pipelined requests are in flight: all answered. */
     nc_daemon_drain_notify(&dmn);

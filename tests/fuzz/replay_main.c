@@ -60,8 +60,14 @@ int main(int argc, char **argv)
             continue;
         }
         DIR *d = opendir(argv[i]);
+        if (!d) {
+            /* An unreadable corpus must fail, not replay nothing and pass. */
+            perror(argv[i]);
+            failed = 1;
+            continue;
+        }
         struct dirent *e;
-        while (d && (e = readdir(d))) {
+        while ((e = readdir(d))) {
             if (e->d_name[0] == '.')
                 continue;
             char path[4096];
@@ -69,9 +75,9 @@ int main(int argc, char **argv)
             failed |= run_file(path);
             runs++;
         }
-        if (d)
-            closedir(d);
+        closedir(d);
     }
     fprintf(stderr, "replayed %d inputs\n", runs);
-    return failed;
+    /* An empty or missing corpus tests nothing: say so with a failure. */
+    return failed || runs == 0;
 }
