@@ -18,6 +18,17 @@ int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
+        if (len == cap && cap >= max_bytes && buf) {
+            /* Full at the cap: only a further byte makes the file too big
+             * (a file of exactly max_bytes is allowed).  Probe into the
+             * spare byte kept for the NUL. */
+            ssize_t n = read(fd, buf + len, 1);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) { err = -errno; goto out; }
+            if (n == 0) break;
+            err = -EFBIG;
+            goto out;
+        }
         if (len == cap) {
             if (cap >= max_bytes) { err = -EFBIG; goto out; }
             size_t ncap = cap ? cap * 2 : 65536;

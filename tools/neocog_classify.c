@@ -64,6 +64,17 @@ static int model_load(const char *path, model *m)
     } else {
         err = -ENOTSUP;
     }
+    /* model_run sizes the network input by the stored preprocessing, and the
+     * forward pass reads n_inputs floats from it: a CRC-valid file whose
+     * prep disagrees with its network would make it read past the buffer.
+     * The loaders do not check this pairing (the backend does); so check it
+     * here too. */
+    if (!err) {
+        size_t want = m->cnn ? m->cnn->n_inputs
+                             : (size_t)m->neo->arch.in_size * m->neo->arch.in_size;
+        if (nc_prep_check(&m->info.prep) || nc_prep_out_len(&m->info.prep) != want)
+            err = -EBADMSG;
+    }
 out:
     if (err)
         fprintf(stderr, "neocog-classify: %s: %s\n", path, nc_strerror(err));

@@ -351,6 +351,15 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     if (kind == NC_MF_KIND_NEOCOG) {
         if ((err = nc_neocog_load(buf, len, &neo, &info)))
             goto fail;
+        /* neo_worker sizes each input by the stored preprocessing and the
+         * forward pass reads in_size^2 floats from it: a file whose prep
+         * disagrees with its network would overrun that buffer (the CNN
+         * path goes through nc_backend_open, which checks this). */
+        if (nc_prep_check(&info.prep) ||
+            nc_prep_out_len(&info.prep) != (size_t)neo->arch.in_size * neo->arch.in_size) {
+            err = -EBADMSG;
+            goto fail;
+        }
         if (!max_resp && nc_mf_get_u32(rd, TRAIN_TAG_IV, &iv_t, 1) == 0) {
             if ((err = nc_neocog_iv_new(neo, iv_t, &iv)))
                 goto fail;
@@ -413,6 +422,17 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     /* ---- the numbers ---- */
+    /* IDX labels may be any byte (dataset.h: checking them is the caller's
+     * job).  One outside the model's classes would make the error count
+     * (taken modulo the class cap below) disagree with the --sheet pass,
+     * which compares raw labels and could then write past worst[errors]. */
+    for (uint32_t i = 0; i < count; i++)
+        if (ds.labels[first + i] >= n_classes) {
+            fprintf(stderr, "neocog-train eval: label of digit %u is %u, the model has "
+                    "%u classes\n", first + i, ds.labels[first + i], n_classes);
+            err = -EBADMSG;
+            goto fail;
+        }
     uint32_t conf_m[NC_MF_MAX_CLASSES][NC_MF_MAX_CLASSES + 1];
     uint32_t per[NC_MF_MAX_CLASSES] = { 0 }, per_err[NC_MF_MAX_CLASSES] = { 0 }, errors = 0;
     memset(conf_m, 0, sizeof(conf_m));

@@ -94,7 +94,9 @@ static void test_fixture(void)
         return;
     }
 
-    nc_dataset d;
+    /* zeroed: a failed parse leaves d unwritten, and the double-fini check
+     * below must then free NULLs, not stack garbage */
+    nc_dataset d = { 0 };
     e = nc_dataset_parse(img_gz, img_gz_len, lab_gz, lab_gz_len, &d);
     CHECK_INT_EQ(e, 0);
     if (e == 0) {
