@@ -33,4 +33,17 @@ int nc_neocog__set_planes(nc_neocog *net, const uint32_t *planes,
  * nc_neocog_index_new uses). */
 int nc_neocog__tap_live(uint32_t win, float radius, uint32_t ty, uint32_t tx);
 
+/* Pieces of the spec's plane creation shared by the initialiser
+ * (neocog_train.c) and the learner (neocog_learn.c), defined in the latter. */
+/* Plane stride of stage l's input layer in a state (UG: 8). */
+uint32_t nc_neocog_in_stride_(const nc_neocog *net, uint32_t l);
+/* Seed map over stage l's S positions: the window sum of c(nu) * sum_kappa u,
+ * normalised to its maximum, minus cut, clipped at 0.  Returns the maximum
+ * before normalising (0: no input at all). */
+float nc_neocog_seed_map_(const nc_neocog *net, uint32_t l, const float *in, float cut,
+                          float *m);
+/* m -= gain * (0.7^((r/d)^2) taper over r <= d, normalised to sum 1) * resp,
+ * clipped at 0 (radius capped at 8 cells). */
+void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float gain);
+
 #endif

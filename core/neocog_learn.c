@@ -108,7 +108,7 @@ void nc_neocog_learner_free(nc_neocog_learner *lr)
 
 /* ---- pieces ------------------------------------------------------------------ */
 
-static uint32_t in_stride(const nc_neocog *net, uint32_t l)
+uint32_t nc_neocog_in_stride_(const nc_neocog *net, uint32_t l)
 {
     return l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]);
 }
@@ -132,7 +132,7 @@ static int run_below(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     for (int layer = 0; layer <= (int)(2 * l); layer++)
         if ((r = nc_neocog_run_layer(net, lr->st, layer, form)) < 0)
             return r;
-    const size_t n = (size_t)in_size(net, l) * in_size(net, l) * in_stride(net, l);
+    const size_t n = (size_t)in_size(net, l) * in_size(net, l) * nc_neocog_in_stride_(net, l);
     if ((r = grow_f(&lr->in, &lr->cap_in, n)) < 0)
         return r;
     memcpy(lr->in, l == 0 ? lr->st->ug : lr->st->uc[l - 1], n * sizeof(float));
@@ -146,7 +146,7 @@ static int s_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t K = net->n_planes[l];
     nc_neocog_s_args a = {
-        .ix = ix, .k_in = nc_neocog_k_in(net, l), .in_stride = in_stride(net, l),
+        .ix = ix, .k_in = nc_neocog_k_in(net, l), .in_stride = nc_neocog_in_stride_(net, l),
         .k_out = K, .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
     };
     int r = grow_f(out, cap, (size_t)ix->n_out * ix->n_out * nc_neocog_kstride(K));
@@ -162,7 +162,7 @@ static void plane_resp(const nc_neocog *net, uint32_t l, uint32_t k, float theta
                        const float *in, float *resp)
 {
     const nc_neocog_index *ix = net->s_ix[l];
-    const uint32_t stride = in_stride(net, l), kin = nc_neocog_k_in(net, l);
+    const uint32_t stride = nc_neocog_in_stride_(net, l), kin = nc_neocog_k_in(net, l);
     const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
     const double th = theta;
     for (size_t o = 0; o < (size_t)ix->n_out * ix->n_out; o++) {
@@ -185,11 +185,11 @@ static void plane_resp(const nc_neocog *net, uint32_t l, uint32_t k, float theta
  * stage l's S positions, normalised to its maximum, minus cut, clipped at 0.
  * Normalising puts the map in the units of the responses that inhibit it.
  * Returns the maximum before normalising (0: no input at all). */
-static float seed_map(const nc_neocog *net, uint32_t l, const float *in, float cut,
-                      float *m)
+float nc_neocog_seed_map_(const nc_neocog *net, uint32_t l, const float *in, float cut,
+                          float *m)
 {
     const nc_neocog_index *ix = net->s_ix[l];
-    const uint32_t stride = in_stride(net, l), kin = nc_neocog_k_in(net, l);
+    const uint32_t stride = nc_neocog_in_stride_(net, l), kin = nc_neocog_k_in(net, l);
     const size_t n_o = (size_t)ix->n_out * ix->n_out;
     float mx = 0.0f;
     for (size_t o = 0; o < n_o; o++) {
@@ -213,7 +213,7 @@ static float seed_map(const nc_neocog *net, uint32_t l, const float *in, float c
 
 /* m -= gain * (0.7^((r/d)^2) taper over r <= d, normalised to sum 1) * resp,
  * clipped at 0: what planes already respond to counts as explained. */
-static void inhibit(float *m, const float *resp, uint32_t n, float d, float gain)
+void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float gain)
 {
     const int R = (int)d;
     double w[2 * 8 + 1][2 * 8 + 1], wsum = 0.0;
@@ -221,7 +221,7 @@ static void inhibit(float *m, const float *resp, uint32_t n, float d, float gain
     for (int dy = -RR; dy <= RR; dy++)
         for (int dx = -RR; dx <= RR; dx++) {
             double r2 = (double)dy * dy + (double)dx * dx;
-            double v = r2 <= (double)d * d ? pow(0.7, r2 / ((double)d * d)) : 0.0;
+            double v = r2 <= d * d ? pow(0.7, r2 / (d * d)) : 0.0;
             w[dy + RR][dx + RR] = v;
             wsum += v;
         }
@@ -372,7 +372,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     const size_t n_o = (size_t)n * n;
     const float th = net->arch.stage[l].theta;
     const float th_i = o->theta_inhib[l] > 0.0f ? o->theta_inhib[l] : th;
-    if (!(seed_map(net, l, lr->in, o->seed_cut, lr->m) > 0.0f))
+    if (!(nc_neocog_seed_map_(net, l, lr->in, o->seed_cut, lr->m) > 0.0f))
         return 0;                       /* nothing reaches this stage */
 
     if (o->add_if_silent) {
@@ -428,7 +428,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                 s += lr->ri[p * ks + k];
             lr->resp[p] = s;
         }
-        inhibit(lr->m, lr->resp, n, o->d, o->inhib_gain);
+        nc_neocog_inhibit_(lr->m, lr->resp, n, o->d, o->inhib_gain);
     }
     for (;;) {
         size_t best = argmax(lr->m, n_o);
@@ -443,7 +443,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
             return r;
         ret->created++;
         plane_resp(net, l, k, th_i, lr->in, lr->resp);
-        inhibit(lr->m, lr->resp, n, o->d, o->inhib_gain);
+        nc_neocog_inhibit_(lr->m, lr->resp, n, o->d, o->inhib_gain);
         /* without this the same spot can seed planes without end (spec) */
         zero_disc(lr->m, n, best, o->d);
     }
@@ -493,7 +493,7 @@ int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
             }
         }
     }
-    if (!(seed_map(net, l, lr->in, o->seed_cut, lr->m) > 0.0f))
+    if (!(nc_neocog_seed_map_(net, l, lr->in, o->seed_cut, lr->m) > 0.0f))
         return 0;
     if (K >= net->arch.stage[l].k_max) {
         ret->at_k_max = 1;
@@ -626,7 +626,7 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
         return -EINVAL;
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t ks = nc_neocog_kstride(K), kin = nc_neocog_k_in(net, l);
-    const uint32_t stride = in_stride(net, l), T = iv->top_t, C = iv->n_classes;
+    const uint32_t stride = nc_neocog_in_stride_(net, l), T = iv->top_t, C = iv->n_classes;
     const double th = net->arch.stage[l].theta;
     const float *in = st->uc[l - 1], *us = st->us[l];
     float top_s[NC_NEOCOG_MAX_CLASSES][256];

@@ -14,12 +14,6 @@
 #define NC_NEOCOG_SEED_D 3.1        /* lateral inhibition radius, S cells (spec) */
 #define NC_NEOCOG_SEED_B 100.0f     /* b of a freshly seeded plane: cosine regime */
 
-/* Stride of stage l's input layer in a state. */
-static uint32_t in_stride(const nc_neocog *net, uint32_t l)
-{
-    return l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]);
-}
-
 /* b_k = sqrt(sum_kappa sum_t a_k(t, kappa)^2 / c(t)) (spec, after Reinforce). */
 static void update_b(nc_neocog *net, uint32_t l, uint32_t k)
 {
@@ -43,7 +37,7 @@ int nc_neocog_reinforce(nc_neocog *net, uint32_t l, uint32_t k,
         return -EINVAL;
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t ks = nc_neocog_kstride(net->n_planes[l]), kin = nc_neocog_k_in(net, l);
-    const uint32_t stride = in_stride(net, l);
+    const uint32_t stride = nc_neocog_in_stride_(net, l);
     /* a_k(nu, kappa) += q c(nu) u(n + nu, kappa) for every live tap in the
      * (edge-clipped) window at (y, x) and every input plane */
     for (int32_t j = ix->gat_ptr[y * ix->n_out + x]; j < ix->gat_ptr[y * ix->n_out + x + 1]; j++) {
@@ -106,69 +100,12 @@ int nc_neocog_train_us1(nc_neocog *net, uint32_t n_orient, float q)
 
 /* ---- the seeded-from-data initialiser --------------------------------------- */
 
-/* Seed map of input activity over stage l's S positions (spec step 2):
- * m(o) = sum over the window of c(nu) * sum_kappa u, normalised to its
- * maximum, minus 0.4, clipped at 0.  Returns the maximum before normalising. */
-static float seed_map(const nc_neocog *net, uint32_t l, const float *in, float *m)
-{
-    const nc_neocog_index *ix = net->s_ix[l];
-    const uint32_t stride = in_stride(net, l), kin = nc_neocog_k_in(net, l);
-    const size_t n_o = (size_t)ix->n_out * ix->n_out;
-    float mx = 0.0f;
-    for (size_t o = 0; o < n_o; o++) {
-        double s = 0.0;
-        for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++) {
-            const float *u = in + (size_t)ix->gat_in[j] * stride;
-            double su = 0.0;
-            for (uint32_t kap = 0; kap < kin; kap++)
-                su += u[kap];
-            s += net->s_c[l][ix->gat_tap[j]] * su;
-        }
-        m[o] = (float)s;
-        if (m[o] > mx)
-            mx = m[o];
-    }
-    for (size_t o = 0; o < n_o; o++) {
-        float v = mx > 0.0f ? m[o] / mx - 0.4f : 0.0f;
-        m[o] = v > 0.0f ? v : 0.0f;
-    }
-    return mx;
-}
-
-/* m -= 4 * (normalised 0.7^((r/D)^2) taper, r <= D) * resp, clipped at 0:
- * what planes already respond to counts as explained. */
-static void inhibit(float *m, const float *resp, uint32_t n)
-{
-    const int R = (int)NC_NEOCOG_SEED_D;
-    double w[2 * 3 + 1][2 * 3 + 1], wsum = 0.0;
-    for (int dy = -R; dy <= R; dy++)
-        for (int dx = -R; dx <= R; dx++) {
-            double r2 = (double)dy * dy + (double)dx * dx;
-            double v = r2 <= NC_NEOCOG_SEED_D * NC_NEOCOG_SEED_D
-                ? pow(0.7, r2 / (NC_NEOCOG_SEED_D * NC_NEOCOG_SEED_D)) : 0.0;
-            w[dy + R][dx + R] = v;
-            wsum += v;
-        }
-    for (int y = 0; y < (int)n; y++)
-        for (int x = 0; x < (int)n; x++) {
-            double s = 0.0;
-            for (int dy = -R; dy <= R; dy++)
-                for (int dx = -R; dx <= R; dx++) {
-                    int yy = y + dy, xx = x + dx;
-                    if (yy >= 0 && yy < (int)n && xx >= 0 && xx < (int)n)
-                        s += w[dy + R][dx + R] * resp[yy * n + xx];
-                }
-            float v = m[y * n + x] - (float)(4.0 * s / wsum);
-            m[y * n + x] = v > 0.0f ? v : 0.0f;
-        }
-}
-
 /* Response of plane k alone at every position (gather, seed eq. 1-3). */
 static void plane_response(const nc_neocog *net, uint32_t l, uint32_t k,
                            const float *in, float *resp)
 {
     const nc_neocog_index *ix = net->s_ix[l];
-    const uint32_t stride = in_stride(net, l), kin = nc_neocog_k_in(net, l);
+    const uint32_t stride = nc_neocog_in_stride_(net, l), kin = nc_neocog_k_in(net, l);
     const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
     const double th = net->arch.stage[l].theta;
     for (size_t o = 0; o < (size_t)ix->n_out * ix->n_out; o++) {
@@ -255,7 +192,7 @@ int nc_neocog_seed_from_digits(nc_neocog *net, const float *digits,
                     goto out;
                 /* run_layer may have re-fitted st; take the input after it */
                 const float *in = st->uc[l - 1];
-                if (seed_map(net, l, in, m) <= 0.0f)
+                if (nc_neocog_seed_map_(net, l, in, 0.4f, m) <= 0.0f)
                     continue;           /* nothing reaches this stage */
                 if (last) {
                     /* supervised top: open a plane where the answer is wrong */
@@ -292,7 +229,7 @@ int nc_neocog_seed_from_digits(nc_neocog *net, const float *digits,
                             s += st->us[l][o * ks + k];
                         resp[o] = s;
                     }
-                    inhibit(m, resp, ns);
+                    nc_neocog_inhibit_(m, resp, ns, NC_NEOCOG_SEED_D, 4.0f);
                 }
                 while (net->n_planes[l] < target[l]) {
                     size_t best = 0;
@@ -307,7 +244,7 @@ int nc_neocog_seed_from_digits(nc_neocog *net, const float *digits,
                         goto out;
                     /* the new plane explains its own neighbourhood */
                     plane_response(net, l, k, in, resp);
-                    inhibit(m, resp, ns);
+                    nc_neocog_inhibit_(m, resp, ns, NC_NEOCOG_SEED_D, 4.0f);
                     const int by = (int)(best / ns), bx = (int)(best % ns);
                     for (int y = 0; y < (int)ns; y++)
                         for (int x = 0; x < (int)ns; x++)
