@@ -93,6 +93,17 @@ static void maybe_close_draining(nc_conn *c)
         conn_close(c);
 }
 
+/* A client that shut its sending side (shutdown(SHUT_WR), `nc -N`) still
+ * wants the answers to what it sent: close once every request is answered
+ * and flushed.  A blocked connection still has whole frames to run. */
+static void maybe_close_finished(nc_conn *c)
+{
+    if (c->peer_eof && c->state != NC_CONN_CLOSED && c->state != NC_CONN_CLOSING &&
+        c->state != NC_CONN_BLOCKED && c->in_flight == 0 &&
+        evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        conn_close(c);
+}
+
 static int should_block(const nc_conn *c)
 {
     return c->in_flight >= c->srv->cfg.max_inflight_per_conn ||
@@ -210,7 +221,8 @@ static void drive_machine(nc_conn *c)
             if (should_block(c))
                 return;
             conn_set_state(c, NC_CONN_READ_HEADER);
-            bufferevent_enable(c->bev, EV_READ);
+            if (!c->peer_eof)
+                bufferevent_enable(c->bev, EV_READ);
             break;
         default:
             return;
@@ -233,21 +245,32 @@ static void on_write(struct bufferevent *bev, void *arg)
         conn_close(c);
         return;
     }
+    nc_conn_ref(c);     /* either call may close (and so free) c: hold it */
     if (c->state == NC_CONN_BLOCKED)
         drive_machine(c);
     else
         maybe_close_draining(c);
+    maybe_close_finished(c);
+    nc_conn_unref(c);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     nc_conn *c = arg;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        if ((what & BEV_EVENT_ERROR) && nc_log_get_level() >= NC_LOG_DEBUG)
+    if (what & BEV_EVENT_ERROR) {
+        if (nc_log_get_level() >= NC_LOG_DEBUG)
             nc_log(NC_LOG_DEBUG, "conn %s: %s", c->peer,
                    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
         conn_close(c);
+    } else if (what & BEV_EVENT_EOF) {
+        /* Half close: nothing more will arrive, so a partial frame never
+         * completes (no timer for it); whole frames still queued behind
+         * backpressure and requests in flight are answered first. */
+        c->peer_eof = 1;
+        bufferevent_disable(c->bev, EV_READ);
+        evtimer_del(c->frame_timer);
+        maybe_close_finished(c);
     }
 }
 
@@ -346,6 +369,7 @@ void nc_conn_request_done(nc_conn *c)
         drive_machine(c);
     else if (c->state != NC_CONN_CLOSED && c->state != NC_CONN_CLOSING)
         maybe_close_draining(c);
+    maybe_close_finished(c);        /* usually waits for on_write's flush */
     nc_conn_unref(c);
 }
 

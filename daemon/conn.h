@@ -40,6 +40,8 @@ struct nc_conn {
     uint32_t in_flight;         /* requests queued or running */
     uint32_t refs;              /* 1 for the socket + 1 per request */
     atomic_int closed;          /* read by workers: skip work of a gone client */
+    int peer_eof;               /* client shut its sending side: answer what it
+                                   sent, then close */
     char peer[80];
     nc_conn *prev, *next;
 };

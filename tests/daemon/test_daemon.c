@@ -853,6 +853,45 @@ static void test_disconnect_in_flight(void)
     still_serving("clients closed with batches in flight");
 }
 
+/* ---- half close ---------------------------------------------------------------------------- */
+
+/* A client that sends its requests and then shuts its sending side (as
+ * `nc -N` or a script does) still gets every answer, then an orderly close. */
+static void test_half_close(void)
+{
+    enum { N_REQ = 40 };
+    int fd = nc_connect_tcp(dmn.port);
+    REQUIRE(fd >= 0);
+    for (int i = 0; i < N_REQ; i++) {
+        req_buf b;
+        req_init(&b, 500 + (uint64_t)i, 1);
+        set_raw(&b.im[0], digit(i % N_DIGITS));
+        CHECK(nc_send_msg(fd, &b.rq.base) == 0);
+    }
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    int ok = 0;
+    for (int i = 0; i < N_REQ; i++) {
+        nc_msg *m = NULL;
+        if (nc_recv_reply(fd, 30000, &m)) {
+            CHECK_MSG(0, "half close: reply %d of %d missing", i, N_REQ);
+            break;
+        }
+        const Neocog__Reply *r = nc_msg_reply(m);
+        uint64_t k = r->id - 500;
+        if (r->code == NEOCOG__CODE__OK && k < N_REQ &&
+            r->recognize->results[0]->label == expect_label[k % N_DIGITS])
+            ok++;
+        nc_msg_free(m);
+    }
+    CHECK_INT_EQ(ok, N_REQ);
+    char byte;
+    struct timeval tv = { 10, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    CHECK_MSG(recv(fd, &byte, 1, 0) == 0, "half close: the daemon did not close after the answers");
+    close(fd);
+    still_serving("a half-closed client");
+}
+
 /* ---- a reply above max_frame_bytes ------------------------------------------------------- */
 
 /* The daemon must answer with an error for that id, not drop the reply and
@@ -946,6 +985,7 @@ int main(int argc, char **argv)
     test_reload();
     test_unix_and_queue();
     test_disconnect_in_flight();
+    test_half_close();
     test_reply_too_large();
 
     /* SIGTERM while 300 pipelined requests are in flight: all answered. */
