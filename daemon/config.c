@@ -60,6 +60,8 @@ static const key_def keys[] = {
                                                       "0 = none (default 0)"),
     U32(frame_timeout_ms, 1, 3600000, "a frame once started must arrive within, ms "
                                       "(default 10000)"),
+    U32(write_timeout_ms, 0, 3600000, "a client that takes none of its pending replies for "
+                                      "this long is disconnected, ms; 0 = never (default 30000)"),
     U32(drain_timeout_s, 0, 86400, "SIGTERM: give in-flight work this long (default 30)"),
     { "reject_threshold", T_DOUBLE, offsetof(nc_config, reject_threshold), 0, 0, 0,
       "confidence below which an answer is a reject, 0..1 (default 0)" },
@@ -129,6 +131,7 @@ void nc_config_defaults(nc_config *c)
     c->max_image_pixels = UINT64_C(16) << 20;
     c->default_deadline_us = 0;
     c->frame_timeout_ms = 10000;
+    c->write_timeout_ms = 30000;
     c->drain_timeout_s = 30;
     c->reject_threshold = 0.0;
     c->default_model = NC_DEFAULT_CNN;

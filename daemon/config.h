@@ -45,6 +45,7 @@ typedef struct nc_config {
     uint64_t max_image_pixels;  /* width * height */
     uint64_t default_deadline_us;           /* 0: none */
     uint32_t frame_timeout_ms;  /* a started frame must complete within */
+    uint32_t write_timeout_ms;  /* replies unread this long: disconnect; 0 never */
     uint32_t drain_timeout_s;   /* SIGTERM: force exit after */
     double reject_threshold;    /* confidence below it: reject */
     uint32_t default_model;     /* nc_default_model: what MODEL_DEFAULT asks for */

@@ -258,7 +258,12 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     nc_conn *c = arg;
-    if (what & BEV_EVENT_ERROR) {
+    if (what & BEV_EVENT_TIMEOUT) {
+        /* Only the write side has a timeout: replies sat unread. */
+        nc_log(NC_LOG_INFO, "conn %s: took no replies for %u ms: disconnected", c->peer,
+               c->srv->cfg.write_timeout_ms);
+        conn_close(c);
+    } else if (what & BEV_EVENT_ERROR) {
         if (nc_log_get_level() >= NC_LOG_DEBUG)
             nc_log(NC_LOG_DEBUG, "conn %s: %s", c->peer,
                    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
@@ -317,6 +322,13 @@ void nc_conn_accept(nc_server *s, evutil_socket_t fd, const char *peer)
         return;
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    if (s->cfg.write_timeout_ms) {
+        /* A client that stops reading would otherwise pin its unsent
+         * replies (up to NC_CONN_MAX_OUTPUT) for as long as it lives. */
+        struct timeval wt = { s->cfg.write_timeout_ms / 1000,
+                              (s->cfg.write_timeout_ms % 1000) * 1000 };
+        bufferevent_set_timeouts(c->bev, NULL, &wt);
+    }
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->next = s->conns;
     if (s->conns)

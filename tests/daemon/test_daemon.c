@@ -892,6 +892,62 @@ static void test_half_close(void)
     still_serving("a half-closed client");
 }
 
+/* ---- a client that never reads ------------------------------------------------------------ */
+
+/* Connections of d on its Unix socket sock, as its status reports them. */
+static uint32_t conns_of(const char *sock)
+{
+    Neocog__Request rq = NEOCOG__REQUEST__INIT;
+    Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
+    rq.id = 31;
+    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
+    rq.status = &sr;
+    int fd = nc_connect_unix(sock);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
+    if (fd >= 0)
+        close(fd);
+    uint32_t n = m && nc_msg_reply(m)->status ? nc_msg_reply(m)->status->connections : 99;
+    nc_msg_free(m);
+    return n;
+}
+
+/* Replies that sit unread past write_timeout_ms cost the daemon memory: the
+ * client is disconnected, and everyone else is still served. */
+static void test_write_timeout(void)
+{
+    char sock[300];
+    snprintf(sock, sizeof sock, "%s/wt.sock", dir);
+    const char *args[] = { "--cnn-model", model_path, "--listen-tcp", "none",
+                           "--listen-unix", sock, "--http", "none", "--workers", "1",
+                           "--write-timeout-ms", "300", "--models", dir, "--log-level", "3",
+                           NULL };
+    nc_daemon d4;
+    REQUIRE(nc_daemon_start(&d4, bin, dir, 0, args) == 0);
+    int fd = nc_connect_unix(sock);
+    CHECK(fd >= 0);
+    /* 60 requests of 64 digits with their top 10: far more reply bytes than
+     * the socket buffers hold, and this client reads none of them. */
+    req_buf b;
+    req_init(&b, 60, 64);
+    b.rr.top_k = 10;
+    for (int i = 0; i < 64; i++)
+        set_raw(&b.im[i], digit(i % N_DIGITS));
+    for (int r = 0; r < 60 && fd >= 0; r++) {
+        b.rq.id = 60 + (uint64_t)r;
+        CHECK(nc_send_msg(fd, &b.rq.base) == 0);
+    }
+    uint32_t conns = 99;
+    for (int i = 0; i < 250 && conns != 1; i++) {
+        struct timespec ts = { 0, 40000000 };
+        nanosleep(&ts, NULL);
+        conns = conns_of(sock);     /* the status connection itself is 1 */
+    }
+    CHECK_MSG(conns == 1, "a client reading nothing is still connected (%u connections)", conns);
+    if (fd >= 0)
+        close(fd);
+    CHECK_INT_EQ(nc_daemon_stop(&d4, 20000), 0);
+}
+
 /* ---- a reply above max_frame_bytes ------------------------------------------------------- */
 
 /* The daemon must answer with an error for that id, not drop the reply and
@@ -986,6 +1042,7 @@ int main(int argc, char **argv)
     test_unix_and_queue();
     test_disconnect_in_flight();
     test_half_close();
+    test_write_timeout();
     test_reply_too_large();
 
     /* SIGTERM while 300 pipelined requests are in flight: all answered. */
