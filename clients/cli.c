@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image.h"            /* nc_pgm_number */
 #include "neocog_client.h"
 
 /* ---- numbers ----------------------------------------------------------------- */
@@ -379,33 +380,6 @@ const char *nc_cli_image_kind_name(nc_cli_image_kind k)
     return "?";
 }
 
-/* A PGM header number after whitespace and '#' comments. */
-static int pgm_number(const uint8_t *d, size_t len, size_t *pos, uint32_t *ret)
-{
-    size_t p = *pos;
-    for (;;) {
-        while (p < len && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r'))
-            p++;
-        if (p < len && d[p] == '#') {
-            while (p < len && d[p] != '\n')
-                p++;
-            continue;
-        }
-        break;
-    }
-    if (p >= len || d[p] < '0' || d[p] > '9')
-        return -EBADMSG;
-    uint64_t v = 0;
-    while (p < len && d[p] >= '0' && d[p] <= '9') {
-        v = v * 10 + (uint64_t)(d[p++] - '0');
-        if (v > UINT32_MAX)
-            return -EBADMSG;
-    }
-    *pos = p;
-    *ret = (uint32_t)v;
-    return 0;
-}
-
 static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 static uint32_t be32(const uint8_t *p)
 {
@@ -456,7 +430,7 @@ int nc_cli_sniff_image(const uint8_t *buf, size_t len, nc_cli_image_kind *ret_ki
     static const uint8_t png_magic[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
     if (len >= 2 && buf[0] == 'P' && buf[1] == '5') {
         size_t p = 2;
-        if (pgm_number(buf, len, &p, &w) || pgm_number(buf, len, &p, &h))
+        if (nc_pgm_number(buf, len, &p, &w) || nc_pgm_number(buf, len, &p, &h))
             return -EBADMSG;
         k = NC_CLI_IMAGE_PGM;
     } else if (len >= 8 && !memcmp(buf, png_magic, 8)) {

@@ -265,3 +265,32 @@ int nc_image_border_is_light(const nc_image *img)
     }
     return sum > 128 * n;
 }
+
+int nc_pgm_number(const uint8_t *buf, size_t len, size_t *pos, uint32_t *ret)
+{
+    if (!buf || !pos || !ret)
+        return -EINVAL;
+    size_t p = *pos;
+    for (;;) {
+        while (p < len && (buf[p] == ' ' || buf[p] == '\t' || buf[p] == '\n' || buf[p] == '\r'))
+            p++;
+        if (p < len && buf[p] == '#') {
+            while (p < len && buf[p] != '\n')
+                p++;
+            continue;
+        }
+        break;
+    }
+    if (p >= len || buf[p] < '0' || buf[p] > '9')
+        return -EBADMSG;
+    uint64_t v = 0;
+    while (p < len && buf[p] >= '0' && buf[p] <= '9') {
+        v = v * 10 + (uint64_t)(buf[p] - '0');
+        if (v > 1000000000u)
+            return -ERANGE;
+        p++;
+    }
+    *pos = p;
+    *ret = (uint32_t)v;
+    return 0;
+}

@@ -65,6 +65,13 @@ int nc_image_invert(nc_image *img);
  * or empty image gives 0. */
 int nc_image_border_is_light(const nc_image *img);
 
+/* Next decimal number of a Netpbm (PGM) header at buf[*pos]: whitespace and
+ * '#' comments are skipped first.  On success *ret is the value and *pos the
+ * byte after its last digit.  -EBADMSG when no number is there (malformed or
+ * truncated), -ERANGE above 1e9, so sizes computed from it cannot wrap.  The
+ * one header reader of the daemon, the client and the tools. */
+int nc_pgm_number(const uint8_t *buf, size_t len, size_t *pos, uint32_t *ret);
+
 /* Smallest rectangle holding every pixel > threshold; -ENOENT if none. */
 int nc_image_bbox(const nc_image *img, uint8_t threshold, nc_rect *ret_box);
 

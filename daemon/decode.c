@@ -87,35 +87,6 @@ static int decode_raw(const uint8_t *data, size_t len, uint32_t w, uint32_t h,
 
 /* ---- PGM (P5) ------------------------------------------------------------- */
 
-/* Next header number: skip whitespace and # comments, then decimal digits.
- * Values above 1e9 are refused so arithmetic later cannot wrap. */
-static int pgm_number(const uint8_t *d, size_t len, size_t *pos, uint32_t *ret)
-{
-    size_t p = *pos;
-    for (;;) {
-        while (p < len && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r'))
-            p++;
-        if (p < len && d[p] == '#') {
-            while (p < len && d[p] != '\n')
-                p++;
-            continue;
-        }
-        break;
-    }
-    if (p >= len || d[p] < '0' || d[p] > '9')
-        return -EBADMSG;
-    uint64_t v = 0;
-    while (p < len && d[p] >= '0' && d[p] <= '9') {
-        v = v * 10 + (uint64_t)(d[p] - '0');
-        if (v > 1000000000u)
-            return -ERANGE;
-        p++;
-    }
-    *pos = p;
-    *ret = (uint32_t)v;
-    return 0;
-}
-
 static int decode_pgm(const uint8_t *d, size_t len, const nc_decode_limits *lim,
                       nc_image **ret, char *why, size_t n)
 {
@@ -128,8 +99,8 @@ static int decode_pgm(const uint8_t *d, size_t len, const nc_decode_limits *lim,
     size_t p = 2;
     uint32_t w, h, maxval;
     int err;
-    if ((err = pgm_number(d, len, &p, &w)) || (err = pgm_number(d, len, &p, &h)) ||
-        (err = pgm_number(d, len, &p, &maxval)))
+    if ((err = nc_pgm_number(d, len, &p, &w)) || (err = nc_pgm_number(d, len, &p, &h)) ||
+        (err = nc_pgm_number(d, len, &p, &maxval)))
         return err == -ERANGE ? fail(why, n, -ERANGE, "PGM header number too large")
                               : fail(why, n, -EBADMSG, "PGM header is malformed or truncated");
     /* Exactly one whitespace byte separates the header from the pixels. */

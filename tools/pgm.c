@@ -4,34 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Next decimal field of a PGM header, skipping whitespace and # comments. */
-static int pgm_field(const uint8_t *buf, size_t len, size_t *pos, uint32_t *ret)
-{
-    size_t p = *pos;
-    for (;;) {
-        while (p < len && (buf[p] == ' ' || buf[p] == '\t' || buf[p] == '\n' ||
-                           buf[p] == '\r'))
-            p++;
-        if (p < len && buf[p] == '#') {
-            while (p < len && buf[p] != '\n')
-                p++;
-            continue;
-        }
-        break;
-    }
-    if (p >= len || buf[p] < '0' || buf[p] > '9')
-        return -EBADMSG;
-    uint64_t v = 0;
-    while (p < len && buf[p] >= '0' && buf[p] <= '9') {
-        v = v * 10 + (uint64_t)(buf[p++] - '0');
-        if (v > 0xffffffffu)
-            return -ERANGE;
-    }
-    *pos = p;
-    *ret = (uint32_t)v;
-    return 0;
-}
-
 int nc_pgm_parse(const uint8_t *buf, size_t len, nc_image *ret)
 {
     if (!buf || !ret)
@@ -42,8 +14,8 @@ int nc_pgm_parse(const uint8_t *buf, size_t len, nc_image *ret)
     size_t p = 2;
     uint32_t w, h, maxval;
     int err;
-    if ((err = pgm_field(buf, len, &p, &w)) || (err = pgm_field(buf, len, &p, &h)) ||
-        (err = pgm_field(buf, len, &p, &maxval)))
+    if ((err = nc_pgm_number(buf, len, &p, &w)) || (err = nc_pgm_number(buf, len, &p, &h)) ||
+        (err = nc_pgm_number(buf, len, &p, &maxval)))
         return err;
     if (w == 0 || h == 0 || w > NC_IMAGE_MAX_DIM || h > NC_IMAGE_MAX_DIM)
         return -ERANGE;
@@ -65,7 +37,7 @@ int nc_pgm_parse(const uint8_t *buf, size_t len, nc_image *ret)
     } else {
         for (size_t i = 0; i < n; i++) {
             uint32_t v;
-            if ((err = pgm_field(buf, len, &p, &v))) { free(px); return err == -ERANGE ? -EBADMSG : err; }
+            if ((err = nc_pgm_number(buf, len, &p, &v))) { free(px); return err == -ERANGE ? -EBADMSG : err; }
             if (v > maxval) v = maxval;
             px[i] = (uint8_t)((v * 255 + maxval / 2) / maxval);
         }

@@ -786,6 +786,33 @@ static void test_border_is_light(void)
     nc_image_free(paper);
 }
 
+/* The PGM header reader: comments and whitespace skipped, position after
+ * the digits, malformed and absurd numbers refused, *pos kept on failure. */
+static void test_pgm_number(void)
+{
+    static const char hdr[] = "P5 # a comment\n 28\t#x\n\r29 255 ";
+    const uint8_t *b = (const uint8_t *)hdr;
+    size_t n = sizeof hdr - 1, p = 2;
+    uint32_t v = 0;
+    CHECK_INT_EQ(nc_pgm_number(b, n, &p, &v), 0);
+    CHECK_INT_EQ(v, 28);
+    CHECK_INT_EQ(nc_pgm_number(b, n, &p, &v), 0);
+    CHECK_INT_EQ(v, 29);
+    CHECK_INT_EQ(nc_pgm_number(b, n, &p, &v), 0);
+    CHECK_INT_EQ(v, 255);
+    CHECK_INT_EQ(p, n - 1);
+    CHECK_INT_EQ(nc_pgm_number(b, n, &p, &v), -EBADMSG);   /* only whitespace left */
+    CHECK_INT_EQ(p, n - 1);
+    static const char big[] = "1000000000 1000000001";
+    p = 0;
+    CHECK_INT_EQ(nc_pgm_number((const uint8_t *)big, sizeof big - 1, &p, &v), 0);
+    CHECK_INT_EQ(v, 1000000000u);
+    CHECK_INT_EQ(nc_pgm_number((const uint8_t *)big, sizeof big - 1, &p, &v), -ERANGE);
+    p = 0;
+    CHECK_INT_EQ(nc_pgm_number((const uint8_t *)"x1", 2, &p, &v), -EBADMSG);
+    CHECK_INT_EQ(nc_pgm_number(NULL, 0, &p, &v), -EINVAL);
+}
+
 static void test_prep_mnist_fixture(void)
 {
     const char *dir = getenv("NC_TEST_DATA");
@@ -861,6 +888,7 @@ int main(void)
     test_prep_com();
     test_prep_invert();
     test_border_is_light();
+    test_pgm_number();
     test_prep_mnist_fixture();
     return nc_test_finish();
 }
