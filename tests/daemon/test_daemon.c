@@ -635,18 +635,33 @@ static void test_bad_requests(void)
 
 /* ---- status, health, model info, metrics --------------------------------------------------- */
 
-static nc_msg *status_of(void)
+/* A status request on a fresh connection fd (closed here); NULL if fd < 0. */
+static nc_msg *status_on(int fd)
 {
     Neocog__Request rq = NEOCOG__REQUEST__INIT;
     Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
     rq.id = 30;
     rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
     rq.status = &sr;
-    int fd = nc_connect_tcp(dmn.port);
     nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
     if (fd >= 0)
         close(fd);
     return m;
+}
+
+static nc_msg *status_of(void)
+{
+    return status_on(nc_connect_tcp(dmn.port));
+}
+
+/* Connections as the status asked on fd reports them (the asking one
+ * included); 99 when there is no answer. */
+static uint32_t conns_on(int fd)
+{
+    nc_msg *m = status_on(fd);
+    uint32_t n = m && nc_msg_reply(m)->status ? nc_msg_reply(m)->status->connections : 99;
+    nc_msg_free(m);
+    return n;
 }
 
 static void test_info(void)
@@ -841,9 +856,7 @@ static void test_disconnect_in_flight(void)
     free(frame);
     uint32_t conns = 0;
     for (int i = 0; i < 500; i++) {
-        nc_msg *m = status_of();
-        conns = m && nc_msg_reply(m)->status ? nc_msg_reply(m)->status->connections : 99;
-        nc_msg_free(m);
+        conns = conns_on(nc_connect_tcp(dmn.port));
         if (conns == 1)
             break;
         struct timespec ts = { 0, 20000000 };
@@ -894,23 +907,6 @@ static void test_half_close(void)
 
 /* ---- a client that never reads ------------------------------------------------------------ */
 
-/* Connections of d on its Unix socket sock, as its status reports them. */
-static uint32_t conns_of(const char *sock)
-{
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
-    rq.id = 31;
-    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
-    rq.status = &sr;
-    int fd = nc_connect_unix(sock);
-    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
-    if (fd >= 0)
-        close(fd);
-    uint32_t n = m && nc_msg_reply(m)->status ? nc_msg_reply(m)->status->connections : 99;
-    nc_msg_free(m);
-    return n;
-}
-
 /* Replies that sit unread past write_timeout_ms cost the daemon memory: the
  * client is disconnected, and everyone else is still served. */
 static void test_write_timeout(void)
@@ -940,7 +936,7 @@ static void test_write_timeout(void)
     for (int i = 0; i < 250 && conns != 1; i++) {
         struct timespec ts = { 0, 40000000 };
         nanosleep(&ts, NULL);
-        conns = conns_of(sock);     /* the status connection itself is 1 */
+        conns = conns_on(nc_connect_unix(sock));     /* the status connection itself is 1 */
     }
     CHECK_MSG(conns == 1, "a client reading nothing is still connected (%u connections)", conns);
     if (fd >= 0)
