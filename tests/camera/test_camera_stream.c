@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "run_capture.h"
 #include "test.h"
 
 #define FRAMES 30
@@ -47,36 +48,6 @@ static char dir[64], server[160], stream[128], truth_path[128], pgm_dir[128];
 static char truth[FRAMES][DIGITS + 1];
 static unsigned truth_box[FRAMES][4];
 
-/* Run argv with stdin from in_path (or /dev/null), stdout into a malloc'd
- * string (stderr passes through, for the log); the exit status, -1 if it
- * did not exit. */
-static int run(const char *const *argv, const char *in_path, char **ret_out)
-{
-    char tmpl[] = "/tmp/nc-cam-out-XXXXXX";
-    int out = mkstemp(tmpl);
-    if (out < 0)
-        return -1;
-    unlink(tmpl);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-        dup2(in, 0);
-        dup2(out, 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    off_t len = lseek(out, 0, SEEK_END);
-    char *buf = calloc(1, (size_t)(len > 0 ? len : 0) + 1);
-    if (buf && len > 0)
-        (void)!pread(out, buf, (size_t)len, 0);
-    close(out);
-    *ret_out = buf;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* neocog --server S camera ARGS... */
 static int camera(char **ret_out, const char *in_path, ...)
 {
@@ -88,7 +59,7 @@ static int camera(char **ret_out, const char *in_path, ...)
         argv[n++] = a;
     va_end(ap);
     argv[n] = NULL;
-    return run(argv, in_path, ret_out);
+    return nc_run_capture(argv, in_path, ret_out);
 }
 
 /* ---- the JSONL output ---------------------------------------------------------- */
@@ -509,7 +480,7 @@ int main(int argc, char **argv)
                           "dark", "--out", stream, "--truth", truth_path, "--pgm-dir", pgm_dir,
                           NULL };
     char *gout;
-    int rc = run(gen, NULL, &gout);
+    int rc = nc_run_capture(gen, NULL, &gout);
     free(gout);
     if (rc != 0 || load_truth() != 0) {
         CHECK_MSG(0, "neocog-streamgen failed (%d) or its truth is unreadable", rc);
@@ -533,7 +504,7 @@ int main(int argc, char **argv)
     for (int waited = 0; waited < 60000 && !ready; waited += 100) {
         const char *st[] = { neocog_bin, "--server", server, "status", NULL };
         char *o;
-        ready = run(st, NULL, &o) == 0;
+        ready = nc_run_capture(st, NULL, &o) == 0;
         free(o);
         int ws;
         if (waitpid(pid, &ws, WNOHANG) == pid) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "neocog_client.h"
+#include "run_capture.h"
 #include "test.h"
 
 /* For messages: a failed run may leave no output at all. */
@@ -33,34 +34,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Run argv with stdin from in_path (or /dev/null), stdout captured into a
- * malloc'd string; returns the exit status (-1 if it did not exit). */
-static int run(const char *const *argv, const char *in_path, char **ret_out)
-{
-    char tmpl[] = "/tmp/nc-e2e-out-XXXXXX";
-    int out = mkstemp(tmpl);
-    if (out < 0)
-        return -1;
-    unlink(tmpl);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-        dup2(in, 0);
-        dup2(out, 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    off_t len = lseek(out, 0, SEEK_END);
-    char *buf = calloc(1, (size_t)len + 1);
-    if (buf && len > 0)
-        (void)!pread(out, buf, (size_t)len, 0);
-    close(out);
-    *ret_out = buf;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* neocog --server S ARGS... (up to 16 args, NULL-terminated). */
 static int neocog(char **ret_out, const char *in_path, ...)
 {
@@ -72,7 +45,7 @@ static int neocog(char **ret_out, const char *in_path, ...)
         argv[n++] = a;
     va_end(ap);
     argv[n] = NULL;
-    return run(argv, in_path, ret_out);
+    return nc_run_capture(argv, in_path, ret_out);
 }
 
 static void test_recognize(void)
