@@ -17,11 +17,16 @@
  * Inputs are preprocessed already: n images of nc_prep_out_len(&info.prep)
  * floats each (core/image.h, nc_prep_apply with the prep stored in the
  * model), image after image.  Outputs are n rows of info.n_classes raw
- * scores — the model's own units; nc_backend_calibrate turns them into
- * comparable probabilities. */
+ * scores — the model's own units; nc_backend_probs turns them into
+ * comparable probabilities with the rule fitted for the file (core/calib.h).
+ *
+ * A CNN file may be a committee of columns (core/cnn.h): every engine runs
+ * all its columns and answers with the mean of their outputs, so callers see
+ * one model either way. */
 #ifndef NC_BACKEND_H
 #define NC_BACKEND_H
 
+#include "calib.h"
 #include "common.h"
 #include "modelfile.h"
 
@@ -61,7 +66,8 @@ typedef struct nc_backend_ops {
 } nc_backend_ops;
 
 /* The CPU engine over core/ (backend_cpu.c): CNN through
- * nc_cnn_forward_blas (one product per layer over the whole batch),
+ * nc_cnn_committee_run (nc_cnn_forward_blas per column: one product per
+ * layer over the whole batch),
  * neocognitron through nc_neocog_forward, one image after another (form F,
  * the fastest CPU form). */
 extern const nc_backend_ops nc_backend_cpu;
@@ -74,11 +80,17 @@ typedef struct nc_backend {
     uint32_t kind;          /* nc_mf_kind: CNN or NEOCOG */
     nc_model_info info;
     size_t input_len;       /* floats per preprocessed image */
+    /* Read from the file by nc_backend_open, the same for every engine: */
+    nc_calib calib;         /* the model's fitted rule (fitted 0: plain) */
+    nc_ens_rule ens;        /* CNN files: the ensemble rule stored with it */
+    nc_model_fp fp;         /* which file this is (nc_backend_ensemble_rule) */
 } nc_backend;
 
 /* ops->init plus the checks every caller needs: info.n_classes in
  * 1..NC_MF_MAX_CLASSES and a valid prep (-EBADMSG otherwise).  -ENOTSUP when
- * ops->supports says no to the file's kind. */
+ * ops->supports says no to the file's kind.  Also reads the calibration
+ * sections (core/calib.h); a malformed one fails the file with -EBADMSG
+ * rather than silently serving uncalibrated probabilities. */
 int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
                     int device, nc_backend **ret_be);
 void nc_backend_close(nc_backend *be);          /* NULL is fine */
@@ -92,9 +104,9 @@ void nc_backend_close(nc_backend *be);          /* NULL is fine */
  * when the model file asks for that classifier (NIVT section). */
 int32_t nc_backend_label(uint32_t kind, const float *raw, uint32_t n_classes);
 
-/* Calibrated scores: p[k] >= 0, summing to 1, comparable across models.
- * The rule is provisional and deliberately simple until the training issue
- * fits it on validation data:
+/* The plain calibration rule (core/calib.h, nc_calib_plain): the
+ * provisional rule used before rules were fitted, and still the rule of a
+ * file without a calibration section:
  *   CNN:          softmax(NC_BACKEND_CNN_BETA * y), y the scaled-tanh
  *                 outputs (a clean +1 / -1 answer gives p ~ 0.98);
  *   neocognitron: p = s / sum(s), its per-class scores normalised (UC4
@@ -106,9 +118,29 @@ int32_t nc_backend_label(uint32_t kind, const float *raw, uint32_t n_classes);
 int nc_backend_calibrate(uint32_t kind, const float *raw, uint32_t n_classes,
                          float *p);
 
-/* Ensemble rule: the mean of the two calibrated vectors; if one model had
- * no opinion (see above) the other's vector alone.  n_classes must agree.
- * Returns -ENOENT when neither had an opinion (p then uniform). */
+/* Calibrated scores with the rule of be's file: p[k] >= 0, summing to 1,
+ * comparable across models.  The fitted rule (an inverse temperature fitted
+ * on validation data, core/calib.h) when the file has one, else the plain
+ * rule above.  Same returns as nc_backend_calibrate. */
+int nc_backend_probs(const nc_backend *be, const float *raw, float *p);
+
+/* The confidence below which be's answers should be rejected, chosen on
+ * validation with its fitted rule (e.g. the least confident 1 %); 0 (never)
+ * without one. */
+double nc_backend_reject_threshold(const nc_backend *be);
+
+/* The ensemble rule for this pair of open models: the rule stored in the
+ * CNN file when it was fitted with this very neocognitron file (its
+ * fingerprint), else the plain rule.  Returns 0 (stored rule), -ENOENT (no
+ * rule stored: plain) or -ESTALE (stored for another neocognitron file:
+ * plain; worth a log line).  *ret is usable in every case but -EINVAL. */
+int nc_backend_ensemble_rule(const nc_backend *cnn, const nc_backend *neo,
+                             nc_ens_rule *ret);
+
+/* Plain ensemble rule: the mean of the two calibrated vectors; if one model
+ * had no opinion (see above) the other's vector alone.  n_classes must
+ * agree.  Returns -ENOENT when neither had an opinion (p then uniform).
+ * nc_ens_apply (core/calib.h) applies a fitted rule. */
 int nc_backend_ensemble(const float *p_cnn, int cnn_ok, const float *p_neo,
                         int neo_ok, uint32_t n_classes, float *p);
 

@@ -8,10 +8,12 @@
  * core/neocog.h) is answered with that classifier: its per-class scores
  * (cosines in [0, 1], all 0 when nothing fired) replace the UC4 maxima as
  * the raw scores, so the daemon gives the error the file was chosen and
- * measured for.  Without the mark, UC4's max response as before. */
+ * measured for.  Without the mark, UC4's max response as before.
+ *
+ * A CNN file is loaded as a committee (one column or several, core/cnn.h)
+ * and answered with the mean of its columns' outputs. */
 #include "backend.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "cnn.h"
@@ -19,7 +21,7 @@
 
 typedef struct cpu_impl {
     uint32_t kind;
-    nc_cnn *cnn;
+    nc_cnn_committee *cnn;
     nc_neocog *neo;
     nc_neocog_iv *iv;       /* NULL: answer by max response */
     uint32_t n_inputs, n_classes;
@@ -28,7 +30,7 @@ typedef struct cpu_impl {
 typedef struct cpu_worker {
     const cpu_impl *impl;
     uint32_t max_batch;
-    nc_cnn_work *work;
+    nc_cnn_committee_work *work;
     nc_neocog_state *state;
 } cpu_worker;
 
@@ -37,7 +39,7 @@ static void cpu_free(void *p)
     cpu_impl *impl = p;
     if (!impl)
         return;
-    nc_cnn_free(impl->cnn);
+    nc_cnn_committee_free(impl->cnn);
     nc_neocog_iv_free(impl->iv);
     nc_neocog_free(impl->neo);
     free(impl);
@@ -72,7 +74,7 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     impl->kind = kind;
     nc_model_info info;
     if (kind == NC_MF_KIND_CNN) {
-        if ((err = nc_cnn_load(buf, len, &impl->cnn, &info)))
+        if ((err = nc_cnn_committee_load(buf, len, &impl->cnn, &info)))
             goto fail;
         impl->n_inputs = impl->cnn->n_inputs;
         impl->n_classes = impl->cnn->n_outputs;
@@ -109,7 +111,7 @@ static void cpu_worker_free(void *p)
     cpu_worker *w = p;
     if (!w)
         return;
-    nc_cnn_work_free(w->work);
+    nc_cnn_committee_work_free(w->work);
     nc_neocog_state_free(w->state);
     free(w);
 }
@@ -124,7 +126,7 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
         return -ENOMEM;
     w->impl = impl;
     w->max_batch = max_batch;
-    int err = impl->cnn ? nc_cnn_work_new(impl->cnn, max_batch, &w->work)
+    int err = impl->cnn ? nc_cnn_committee_work_new(impl->cnn, max_batch, &w->work)
                         : nc_neocog_state_new(impl->neo, &w->state);
     if (err) {
         cpu_worker_free(w);
@@ -144,7 +146,7 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         /* Batches larger than the work was sized for go in slices. */
         for (uint32_t i = 0; i < n; i += w->max_batch) {
             uint32_t m = n - i < w->max_batch ? n - i : w->max_batch;
-            int err = nc_cnn_forward_blas(impl->cnn, w->work,
+            int err = nc_cnn_committee_run(impl->cnn, w->work,
                                           in + (size_t)i * impl->n_inputs, m,
                                           out + (size_t)i * impl->n_classes);
             if (err)
@@ -193,7 +195,17 @@ int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
         return -ENOMEM;
     be->ops = ops;
     be->device = device;
-    int err = ops->init(buf, len, device, &be->impl, &be->kind, &be->info);
+    /* The rules first: a malformed one fails the file before any engine
+     * spends time (a GPU warm-up) on it. */
+    nc_mf_reader *r = NULL;
+    int err = nc_mf_open(buf, len, &r);
+    if (!err)
+        err = nc_calib_read(r, &be->calib, &be->ens);
+    if (!err)
+        err = nc_model_fingerprint(buf, len, &be->fp);
+    nc_mf_close(r);
+    if (!err)
+        err = ops->init(buf, len, device, &be->impl, &be->kind, &be->info);
     if (err) {
         free(be);
         return err;
@@ -233,52 +245,31 @@ int32_t nc_backend_label(uint32_t kind, const float *raw, uint32_t n_classes)
 int nc_backend_calibrate(uint32_t kind, const float *raw, uint32_t n_classes,
                          float *p)
 {
-    if (!raw || !p || n_classes == 0 || n_classes > NC_MF_MAX_CLASSES)
+    return nc_calib_plain(kind, raw, n_classes, p);
+}
+
+int nc_backend_probs(const nc_backend *be, const float *raw, float *p)
+{
+    if (!be)
         return -EINVAL;
-    if (kind == NC_MF_KIND_CNN) {
-        /* Subtract the maximum first so exp never overflows. */
-        float m = raw[0];
-        for (uint32_t k = 1; k < n_classes; k++)
-            if (raw[k] > m)
-                m = raw[k];
-        double sum = 0.0;
-        for (uint32_t k = 0; k < n_classes; k++)
-            sum += exp((double)(NC_BACKEND_CNN_BETA * (raw[k] - m)));
-        for (uint32_t k = 0; k < n_classes; k++)
-            p[k] = (float)(exp((double)(NC_BACKEND_CNN_BETA * (raw[k] - m))) / sum);
-        return 0;
-    }
-    if (kind == NC_MF_KIND_NEOCOG) {
-        double sum = 0.0;
-        for (uint32_t k = 0; k < n_classes; k++)
-            sum += raw[k] > 0.0f ? raw[k] : 0.0f;
-        if (!(sum > 0.0)) {
-            for (uint32_t k = 0; k < n_classes; k++)
-                p[k] = 1.0f / (float)n_classes;
-            return -ENOENT;
-        }
-        for (uint32_t k = 0; k < n_classes; k++)
-            p[k] = (float)((raw[k] > 0.0f ? raw[k] : 0.0f) / sum);
-        return 0;
-    }
-    return -EINVAL;
+    return nc_calib_apply(&be->calib, be->kind, raw, be->info.n_classes, p);
+}
+
+double nc_backend_reject_threshold(const nc_backend *be)
+{
+    return be && be->calib.fitted ? be->calib.reject_threshold : 0.0;
+}
+
+int nc_backend_ensemble_rule(const nc_backend *cnn, const nc_backend *neo, nc_ens_rule *ret)
+{
+    if (!ret)
+        return -EINVAL;
+    return nc_ens_select(cnn && cnn->kind == NC_MF_KIND_CNN ? &cnn->ens : NULL,
+                         neo && neo->kind == NC_MF_KIND_NEOCOG ? &neo->fp : NULL, ret);
 }
 
 int nc_backend_ensemble(const float *p_cnn, int cnn_ok, const float *p_neo,
                         int neo_ok, uint32_t n_classes, float *p)
 {
-    if (!p || n_classes == 0 || n_classes > NC_MF_MAX_CLASSES ||
-        (cnn_ok && !p_cnn) || (neo_ok && !p_neo))
-        return -EINVAL;
-    for (uint32_t k = 0; k < n_classes; k++) {
-        if (cnn_ok && neo_ok)
-            p[k] = 0.5f * (p_cnn[k] + p_neo[k]);
-        else if (cnn_ok)
-            p[k] = p_cnn[k];
-        else if (neo_ok)
-            p[k] = p_neo[k];
-        else
-            p[k] = 1.0f / (float)n_classes;
-    }
-    return cnn_ok || neo_ok ? 0 : -ENOENT;
+    return nc_ens_apply(NULL, p_cnn, cnn_ok, p_neo, neo_ok, n_classes, p);
 }

@@ -172,6 +172,12 @@ int nc_cnn_work_set_chunk(nc_cnn_work *w, uint32_t chunk);
 typedef void (*nc_cnn_layer_hook)(void *ctx, uint32_t layer);
 void nc_cnn_work_set_hook(nc_cnn_work *w, nc_cnn_layer_hook hook, void *ctx);
 
+/* After nc_cnn_forward_ref: layer's activations (1 <= layer < n_layers),
+ * image-major [n][maps][height][width], n (the batch) in *ret_n (may be
+ * NULL); valid until the next pass on w.  NULL after any other pass or for a
+ * bad layer.  For tests and tools that look inside the reference. */
+const float *nc_cnn_work_activations(const nc_cnn_work *w, uint32_t layer, uint32_t *ret_n);
+
 /* ---- forward ------------------------------------------------------------- */
 
 /* out[n][n_outputs] = the network on in[n][n_inputs].  1 <= n <= max_batch.
@@ -230,8 +236,76 @@ int nc_cnn_save(const nc_cnn *net, const nc_model_info *info,
 /* Re-parse ARCH and check every section against it (counts, 0/1 tables with
  * a connection per map, zero kernels for cut pairs, finite weights, class
  * count): -EBADMSG for anything inconsistent, never a crash.  ret_info may be
- * NULL. */
+ * NULL.  A committee file of two or more columns (below) is refused with
+ * -ENOTSUP rather than answered by one of its columns: a caller that runs
+ * one net would silently serve a weaker model than the file records. */
 int nc_cnn_load(const uint8_t *buf, size_t len, nc_cnn **ret_net,
                 nc_model_info *ret_info);
+
+/* ---- committees in one model file (cnn_committee.c) ---------------------- */
+
+/* A committee (seed 000's multi-column net) is N >= 1 columns with the same
+ * input size, output size, classes and preprocessing; their architectures
+ * may differ.  Its answer is the mean of the columns' outputs.
+ *
+ * File form (kind NC_MF_KIND_CNN):
+ *   N = 1   exactly the one-column file above (nc_cnn_save): old and new
+ *           readers load it alike;
+ *   N >= 2  NCOL  u32[1]  N (2..NC_CNN_MAX_COLUMNS)
+ *           CL01 .. CLnn  bytes: each column as a complete one-column file
+ *                         (nc_cnn_save's image, with its own CRC and its own
+ *                         info: command, seed, epochs, test error)
+ *           + nc_mf_put_info's sections for the committee itself (classes,
+ *             prep, and the provenance of the bundling: command, data, the
+ *             committee's measured test error)
+ *           and no ARCH / CTAB / WGTS of its own.
+ * Other sections (calibration, core/calib.h) may follow in either form. */
+#define NC_CNN_MAX_COLUMNS 64u
+#define NC_CNN_TAG_NCOL NC_MF_TAG('N', 'C', 'O', 'L')
+
+typedef struct nc_cnn_committee {
+    uint32_t n_columns;
+    nc_cnn **column;                /* [n_columns] */
+    nc_model_info *column_info;     /* [n_columns]: each column's own record
+                                       (one-column file: the file's info) */
+    uint32_t n_inputs, n_outputs;   /* shared by every column */
+} nc_cnn_committee;
+
+/* NULL when column b (net, info) may join a committee whose column a is
+ * (same input and output sizes, classes, labels and preprocessing), else
+ * a short English phrase naming what differs. */
+const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
+                                      const nc_cnn *b, const nc_model_info *ib);
+
+/* Save n columns (nets[i] with its own record col_info[i]) as one file whose
+ * own info is *info (classes and prep must agree with every column).  n == 1
+ * writes nc_cnn_save(nets[0], info): the one-column form, whose only record
+ * is *info (col_info[0] is not stored).  -EINVAL for n outside
+ * 1..NC_CNN_MAX_COLUMNS, columns that disagree, or what nc_cnn_save refuses. */
+int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_info,
+                          uint32_t n, const nc_model_info *info, uint8_t **ret_buf,
+                          size_t *ret_len);
+
+/* Load either form.  Every column is loaded and checked by nc_cnn_load, and
+ * every column must agree with the file's info: -EBADMSG for a missing,
+ * extra, duplicated or disagreeing column, a count outside the range, or
+ * ARCH / WGTS beside NCOL.  ret_info (may be NULL) gets the file's info. */
+int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret_c,
+                          nc_model_info *ret_info);
+void nc_cnn_committee_free(nc_cnn_committee *c);
+
+/* Working memory for running c on batches of up to max_batch images: one
+ * nc_cnn_work per column (the columns may differ in shape).  One per thread. */
+typedef struct nc_cnn_committee_work nc_cnn_committee_work;
+int nc_cnn_committee_work_new(const nc_cnn_committee *c, uint32_t max_batch,
+                              nc_cnn_committee_work **ret_w);
+void nc_cnn_committee_work_free(nc_cnn_committee_work *w);
+
+/* out[n][n_outputs] = the mean of the columns' outputs on in[n][n_inputs]
+ * (BLAS path; summed in column order, then divided by n_columns, as
+ * nc_cnn_committee_forward does, so a one-column committee gives exactly
+ * nc_cnn_forward_blas's output).  1 <= n <= max_batch. */
+int nc_cnn_committee_run(const nc_cnn_committee *c, nc_cnn_committee_work *w,
+                         const float *in, uint32_t n, float *out);
 
 #endif

@@ -543,6 +543,15 @@ void nc_cnn_work_set_hook(nc_cnn_work *w, nc_cnn_layer_hook hook, void *ctx)
     w->hook_ctx = ctx;
 }
 
+const float *nc_cnn_work_activations(const nc_cnn_work *w, uint32_t layer, uint32_t *ret_n)
+{
+    if (!w || w->state != NC_CNN_STATE_REF || layer < 1 || layer >= w->n_layers)
+        return NULL;
+    if (ret_n)
+        *ret_n = w->state_n;
+    return w->act[layer];
+}
+
 int nc_cnn_work_check(const nc_cnn *net, const nc_cnn_work *w, uint32_t n)
 {
     if (!net || !w || n < 1 || n > w->max_batch || net->n_layers != w->n_layers ||

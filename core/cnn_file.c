@@ -6,6 +6,7 @@
  *                (absent when the network has no convolution)
  *   WGTS  f32    nc_cnn.params, n_params values
  *   + nc_mf_put_info's sections (classes, preprocessing, provenance).
+ * A file with NCOL is a committee (cnn_committee.c), refused here.
  * nc_mf_open has already proven the container intact (CRC, lengths); here the
  * sections are checked against each other, since a file written by a buggy
  * or hostile writer can be CRC-valid and still wrong. */
@@ -108,6 +109,12 @@ int nc_cnn_load(const uint8_t *buf, size_t len, nc_cnn **ret_net, nc_model_info 
     if (err)
         return err;
     char arch[NC_CNN_ARCH_MAX], canon[NC_CNN_ARCH_MAX];
+    /* a committee of several columns: nc_cnn_committee_load's (see cnn.h) */
+    if (nc_mf_kind_of(r) == NC_MF_KIND_CNN &&
+        nc_mf_get(r, NC_CNN_TAG_NCOL, NULL, NULL, NULL) == 0) {
+        err = -ENOTSUP;
+        goto out;
+    }
     if (nc_mf_kind_of(r) != NC_MF_KIND_CNN ||
         nc_mf_get_str(r, TAG_ARCH, arch, sizeof arch)) {
         err = -EBADMSG;

@@ -430,6 +430,30 @@ int nc_mf_get(const nc_mf_reader *r, uint32_t tag, uint32_t *ret_type,
     return 0;
 }
 
+uint32_t nc_mf_section_count(const nc_mf_reader *r)
+{
+    return r ? r->n : 0;
+}
+
+int nc_mf_section_at(const nc_mf_reader *r, uint32_t i, uint32_t *ret_tag,
+                     uint32_t *ret_type, const void **ret_data, size_t *ret_n_bytes)
+{
+    if (!r)
+        return -EINVAL;
+    if (i >= r->n)
+        return -ENOENT;
+    const mf_section_in *s = &r->sec[i];
+    if (ret_tag)
+        *ret_tag = s->tag;
+    if (ret_type)
+        *ret_type = s->type;
+    if (ret_data)
+        *ret_data = s->data;
+    if (ret_n_bytes)
+        *ret_n_bytes = s->len;
+    return 0;
+}
+
 int nc_mf_get_str(const nc_mf_reader *r, uint32_t tag, char *dst, size_t cap)
 {
     if (!r || !dst || cap == 0)

@@ -105,6 +105,11 @@ uint32_t nc_mf_kind_of(const nc_mf_reader *r);
 /* Borrow a section's payload; -ENOENT when absent. */
 int nc_mf_get(const nc_mf_reader *r, uint32_t tag, uint32_t *ret_type,
               const void **ret_data, size_t *ret_n_bytes);
+/* Added: the sections in file order, for tools that copy a file and
+ * replace some of it.  -ENOENT when i >= nc_mf_section_count(r). */
+uint32_t nc_mf_section_count(const nc_mf_reader *r);
+int nc_mf_section_at(const nc_mf_reader *r, uint32_t i, uint32_t *ret_tag,
+                     uint32_t *ret_type, const void **ret_data, size_t *ret_n_bytes);
 /* Copy a text section into dst (NUL-terminated); -EBADMSG if it holds a NUL
  * or does not fit in cap bytes. */
 int nc_mf_get_str(const nc_mf_reader *r, uint32_t tag, char *dst, size_t cap);

@@ -11,7 +11,13 @@
  * core's nc_neocog_iv_classify scores each character from them (the same
  * code on the same activations, so the scores agree with the CPU table's
  * to float rounding of the device layers).  Without the mark, UC4's max
- * response from the device. */
+ * response from the device.
+ *
+ * A CNN file is loaded as a committee (core/cnn.h: one column or several):
+ * one CNN engine per column, each run over the whole batch in turn, and the
+ * outputs averaged on the host in the order and arithmetic of core's
+ * nc_cnn_committee_run, so the answer is the CPU table's to float rounding
+ * of the device layers. */
 #include <cuda_runtime_api.h>
 
 #include <errno.h>
@@ -88,8 +94,11 @@ typedef struct gpu_impl {
     uint32_t kind;
     int device;
     uint32_t n_inputs, n_classes;
-    nc_cnn *cnn;                    /* host net (the CNN engine's source) */
-    nc_gpu_cnn *gcnn;
+    nc_cnn_committee *cnn;          /* host columns (the engines' source) */
+    nc_gpu_cnn **gcnn;              /* [n_cols]: one engine per column */
+    uint32_t n_cols;
+    float *col_out;                 /* [MAX_BATCH][n_classes], under lock:
+                                       columns 2.. before they are summed */
     nc_gpu_neocog *gneo;
     nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
     /* NIVT: the host net, core's classifier and a state it reads (the
@@ -124,9 +133,12 @@ static void gpu_free(void *p)
     gpu_impl *impl = (gpu_impl *)p;
     if (!impl)
         return;
-    nc_gpu_cnn_free(impl->gcnn);
+    for (uint32_t c = 0; impl->gcnn && c < impl->n_cols; c++)
+        nc_gpu_cnn_free(impl->gcnn[c]);
+    free(impl->gcnn);
+    free(impl->col_out);
     nc_gpu_neocog_free(impl->gneo);
-    nc_cnn_free(impl->cnn);
+    nc_cnn_committee_free(impl->cnn);
     nc_neocog_state_free(impl->iv_st);
     nc_neocog_iv_free(impl->iv);
     nc_neocog_free(impl->neo);
@@ -203,10 +215,12 @@ static int warm(gpu_impl *impl)
     float *out = (float *)calloc((size_t)maxb * impl->n_classes, sizeof(float));
     int err = in && out ? 0 : -ENOMEM;
     if (impl->gcnn) {
-        for (uint32_t n = 1; !err && n <= NC_GPU_CNN_GRAPH_MAX; n++)
-            err = nc_gpu_cnn_forward(impl->gcnn, in, n, out);
-        for (uint32_t n = 2 * NC_GPU_CNN_GRAPH_MAX; !err && n <= maxb; n *= 2)
-            err = nc_gpu_cnn_forward(impl->gcnn, in, n, out);
+        for (uint32_t c = 0; c < impl->n_cols; c++) {
+            for (uint32_t n = 1; !err && n <= NC_GPU_CNN_GRAPH_MAX; n++)
+                err = nc_gpu_cnn_forward(impl->gcnn[c], in, n, out);
+            for (uint32_t n = 2 * NC_GPU_CNN_GRAPH_MAX; !err && n <= maxb; n *= 2)
+                err = nc_gpu_cnn_forward(impl->gcnn[c], in, n, out);
+        }
         if (err)
             fail(err, "cuda:%d: CNN warm-up", impl->device);
     } else {
@@ -242,9 +256,18 @@ static int make_engine(gpu_impl *impl, nc_neocog *neo)
     int have_mem = cudaMemGetInfo(&free0, &total) == cudaSuccess;
     int err;
     if (impl->kind == NC_MF_KIND_CNN) {
-        err = nc_gpu_cnn_new(impl->cnn, dev, NC_BACKEND_GPU_MAX_BATCH, &impl->gcnn);
-        if (err)
-            return fail(err, "cuda:%d: cannot make the CNN engine", dev);
+        const uint32_t n = impl->cnn->n_columns;
+        impl->gcnn = (nc_gpu_cnn **)calloc(n, sizeof *impl->gcnn);
+        if (!impl->gcnn)
+            return -ENOMEM;
+        impl->n_cols = n;
+        for (uint32_t c = 0; c < n; c++) {
+            err = nc_gpu_cnn_new(impl->cnn->column[c], dev, NC_BACKEND_GPU_MAX_BATCH,
+                                 &impl->gcnn[c]);
+            if (err)
+                return fail(err, "cuda:%d: cannot make the CNN engine of column %u of %u",
+                            dev, c + 1, n);
+        }
     } else {
         err = nc_gpu_neocog_new(neo, dev, NC_BACKEND_GPU_MAX_BATCH, &impl->gneo);
         if (err)
@@ -292,12 +315,18 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     nc_model_info info;
     nc_neocog *neo = NULL;
     if (kind == NC_MF_KIND_CNN) {
-        if ((err = nc_cnn_load(buf, len, &impl->cnn, &info))) {
+        if ((err = nc_cnn_committee_load(buf, len, &impl->cnn, &info))) {
             fail(err, "CNN model file");
             goto out;
         }
         impl->n_inputs = impl->cnn->n_inputs;
         impl->n_classes = impl->cnn->n_outputs;
+        if (impl->cnn->n_columns > 1 &&
+            !(impl->col_out = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
+                                              impl->n_classes * sizeof(float)))) {
+            err = -ENOMEM;
+            goto out;
+        }
     } else {
         if ((err = nc_neocog_load(buf, len, &neo, &info))) {
             fail(err, "neocognitron model file");
@@ -368,6 +397,27 @@ static int gpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
     return 0;
 }
 
+/* A committee's mean over m <= NC_BACKEND_GPU_MAX_BATCH images: summed in
+ * column order, then divided, as core's nc_cnn_committee_run.  Under
+ * impl->lock (or before the instance is shared). */
+static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
+{
+    const size_t len = (size_t)m * impl->n_classes;
+    for (uint32_t c = 0; c < impl->n_cols; c++) {
+        int err = nc_gpu_cnn_forward(impl->gcnn[c], x, m, c ? impl->col_out : y);
+        if (err)
+            return fail(err, "cuda:%d: CNN forward of %u images (column %u of %u)",
+                        impl->device, m, c + 1, impl->n_cols);
+        if (c)
+            for (size_t k = 0; k < len; k++)
+                y[k] += impl->col_out[k];
+    }
+    if (impl->n_cols > 1)
+        for (size_t k = 0; k < len; k++)
+            y[k] /= (float)impl->n_cols;
+    return 0;
+}
+
 /* Under impl->lock. */
 static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out)
 {
@@ -377,8 +427,8 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
         float *y = out + (size_t)i * impl->n_classes;
         int err;
         if (impl->gcnn) {
-            if ((err = nc_gpu_cnn_forward(impl->gcnn, x, m, y)))
-                return fail(err, "cuda:%d: CNN forward of %u images", impl->device, m);
+            if ((err = committee_forward(impl, x, m, y)))
+                return err;
         } else if (impl->iv) {
             if ((err = iv_forward(impl, x, m, y)))
                 return err;

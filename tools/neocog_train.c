@@ -5,6 +5,10 @@
  *   neocog-train eval [OPTIONS]          measure a model file (train_eval.c)
  *   neocog-train convert IN OUT          rewrite a neocognitron file with the
  *                                        compact weights (train_convert.c)
+ *   neocog-train committee [OPTIONS]     bundle CNN columns into one file
+ *                                        (train_committee.c)
+ *   neocog-train calibrate [OPTIONS]     fit calibration / ensemble rules on
+ *                                        validation (train_calibrate.c)
  *
  * Each subcommand is one entry in the table below and one tools/train_<name>.c.
  *
@@ -12,6 +16,7 @@
  * subcommands share (data loading, argument parsing, time); core/ does all
  * the maths and never touches a file. */
 #include "train_common.h"
+#include "train_calib.h"    /* committee, calibrate */
 
 #include <errno.h>
 #include <math.h>
@@ -34,6 +39,9 @@ static const subcommand subcommands[] = {
     { "neocognitron", train_neocog_main, "train the neocognitron stage by stage on MNIST" },
     { "eval", train_eval_main, "measure a model file (CNN or neocognitron) on MNIST" },
     { "convert", train_convert_main, "rewrite a neocognitron file with compact (sparse) weights" },
+    { "committee", train_committee_main, "bundle CNN column files into one committee file" },
+    { "calibrate", train_calibrate_main,
+      "fit calibration, reject threshold and ensemble rule on validation" },
 };
 
 static void usage(FILE *f)

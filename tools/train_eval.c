@@ -8,10 +8,19 @@
  * "nothing fired" go first), throughput, and writes the most confident
  * misrecognitions as a PNG sheet.
  *
- * CNN files run through the CPU engine table (core/backend.h).  Neocognitron
- * files run through nc_neocog_forward here, so that a file carrying the
- * interpolating-vector mark (TRAIN_TAG_IV) answers with that classifier. */
+ * Every file runs through the CPU engine table (core/backend.h, via
+ * train_scores.c): a CNN committee answers with its columns' mean, a
+ * neocognitron with the interpolating-vector mark (TRAIN_TAG_IV) with that
+ * classifier.  With --max-response a neocognitron runs through
+ * nc_neocog_forward here instead, ignoring the mark.
+ *
+ * From the raw scores it also reports the calibrated model (core/calib.h:
+ * the rule the file holds, else the plain one): error at 0.5 / 1 / 2 %
+ * rejection of the least calibrated-confident answers, and what the stored
+ * reject threshold does; with --ensemble NEOCOG (a CNN model) the same for
+ * the CNN + neocognitron ensemble under the rule the daemon would pick. */
 #include "train_common.h"
+#include "train_calib.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +31,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cnn.h"
 #include "fileio.h"
 #include "modelfile.h"
 
@@ -229,7 +239,9 @@ static void usage(FILE *f)
         "  --sheet FILE      write the most confident misrecognitions as PNG\n"
         "  --sheet-max N     tiles on the sheet (100)\n"
         "  --max-response    neocognitron: ignore an interpolating-vector mark\n"
-        "  --threads N       threads (neocognitron; default 1)\n"
+        "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
+        "                    neocognitron file (the rule the daemon would use)\n"
+        "  --threads N       threads (default 1)\n"
         "  -h, --help        this text\n");
 }
 
@@ -246,11 +258,117 @@ static int by_conf_asc(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* The calibrated figures of be's raw scores raw[n][K] on digits with true
+ * labels lab[n] (see the top of the file); with ens_path also the ensemble
+ * with that neocognitron, run over the same digits [first, first + n) of
+ * ds. */
+static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const float *raw,
+                             const uint8_t *ok, const uint8_t *lab, uint32_t n,
+                             uint32_t threads, const char *ens_path, const nc_dataset *ds,
+                             uint32_t first)
+{
+    const uint32_t K = be->info.n_classes;
+    int32_t *ans = malloc(n * sizeof *ans);
+    float *conf = malloc(n * sizeof *conf);
+    float *p_cnn = malloc((size_t)n * K * sizeof *p_cnn);
+    uint8_t *op_cnn = malloc(n);
+    float *raw_neo = NULL, *p_neo = NULL;
+    uint8_t *ok_neo = NULL, *op_neo = NULL;
+    nc_backend *neo = NULL;
+    char note[4096];
+    int err = ans && conf && p_cnn && op_cnn ? 0 : -ENOMEM;
+    if (err)
+        goto out;
+    printf("\ncalibrated  ");
+    if (be->calib.fitted) {
+        printf("beta %.4g, fitted on %.0f validation digits (mean NLL %.5f -> %.5f there)\n",
+               be->calib.beta, be->calib.n_valid, be->calib.nll_plain, be->calib.nll_fitted);
+        if (nc_mf_get_str(rd, NC_CALIB_TAG_NOTE, note, sizeof note) == 0)
+            printf("            %s\n", note);
+    } else {
+        printf("no calibration section: the plain rule\n");
+    }
+    train_calibrated(&be->calib, be->kind, K, raw, ok, n, ans, conf, p_cnn, op_cnn);
+    double nll;
+    if (nc_calib_nll(be->kind, be->calib.fitted ? be->calib.beta
+                               : be->kind == NC_MF_KIND_CNN ? NC_CALIB_PLAIN_BETA_CNN
+                                                            : NC_CALIB_PLAIN_BETA_NEOCOG,
+                     raw, lab, n, K, &nll) == 0)
+        printf("            mean NLL here %.5f\n", nll);
+    if ((err = train_report_rejection("calibrated ", ans, conf, lab, n)))
+        goto out;
+    if (be->calib.fitted)
+        train_report_threshold("calibrated ", be->calib.reject_threshold, ans, conf, lab, n);
+    if (!ens_path)
+        goto out;
+
+    if (be->kind != NC_MF_KIND_CNN) {
+        fprintf(stderr, "neocog-train eval: --ensemble needs a CNN --model\n");
+        err = -EINVAL;
+        goto out;
+    }
+    if ((err = train_open_model("neocog-train eval", ens_path, &neo, NULL, NULL)))
+        goto out;
+    if (neo->kind != NC_MF_KIND_NEOCOG || neo->info.n_classes != K) {
+        fprintf(stderr, "neocog-train eval: %s: not a neocognitron with %u classes\n",
+                ens_path, K);
+        err = -EINVAL;
+        goto out;
+    }
+    raw_neo = malloc((size_t)n * K * sizeof *raw_neo);
+    p_neo = malloc((size_t)n * K * sizeof *p_neo);
+    ok_neo = malloc(n);
+    op_neo = malloc(n);
+    if (!raw_neo || !p_neo || !ok_neo || !op_neo) {
+        err = -ENOMEM;
+        goto out;
+    }
+    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0 };
+    if ((err = train_scores_run(&sn)))
+        goto out;
+    train_calibrated(&neo->calib, NC_MF_KIND_NEOCOG, K, raw_neo, ok_neo, n, ans, conf, p_neo,
+                     op_neo);
+    const uint32_t neo_errors = train_count_errors(ans, lab, n);
+    nc_ens_rule rule;
+    int which = nc_backend_ensemble_rule(be, neo, &rule);
+    printf("\nensemble    with %s (%s neocognitron rule; error alone %.2f%%, %.1f digits/s)\n",
+           ens_path, neo->calib.fitted ? "its fitted" : "the plain", 100.0 * neo_errors / n,
+           n / sn.seconds);
+    if (which == 0)
+        printf("            stored rule: w_cnn %.4f, fitted on %.0f validation digits\n",
+               rule.w_cnn, rule.n_valid);
+    else if (which == -ESTALE)
+        printf("            the CNN file's rule was fitted with another neocognitron file "
+               "(CRC %08x, %llu bytes; this one %08x, %llu bytes): the plain mean\n",
+               be->ens.partner.crc, (unsigned long long)be->ens.partner.len, neo->fp.crc,
+               (unsigned long long)neo->fp.len);
+    else
+        printf("            no stored rule: the plain mean\n");
+    train_ensembled(&rule, p_cnn, op_cnn, p_neo, op_neo, n, K, ans, conf);
+    const uint32_t e = train_count_errors(ans, lab, n);
+    printf("ensemble    error %.2f%% (%u / %u)\n", 100.0 * e / n, e, n);
+    if ((err = train_report_rejection("ensemble   ", ans, conf, lab, n)))
+        goto out;
+    if (rule.fitted)
+        train_report_threshold("ensemble   ", rule.reject_threshold, ans, conf, lab, n);
+out:
+    nc_backend_close(neo);
+    free(ans);
+    free(conf);
+    free(p_cnn);
+    free(op_cnn);
+    free(raw_neo);
+    free(p_neo);
+    free(ok_neo);
+    free(op_neo);
+    return err;
+}
+
 int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
     enum { O_MODEL = 256, O_DATA, O_SET, O_FIRST, O_COUNT, O_SHEET, O_SHEETMAX, O_MAXR,
-           O_THREADS };
+           O_THREADS, O_ENS };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "data", required_argument, NULL, O_DATA },
@@ -261,10 +379,11 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         { "sheet-max", required_argument, NULL, O_SHEETMAX },
         { "max-response", no_argument, NULL, O_MAXR },
         { "threads", required_argument, NULL, O_THREADS },
+        { "ensemble", required_argument, NULL, O_ENS },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL;
+    const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL, *ensemble = NULL;
     uint32_t first = 0, count = 0, sheet_max = 100, threads = 1;
     int max_resp = 0, c, bad = 0;
     optind = 1;
@@ -280,6 +399,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         case O_SHEETMAX: err = train_parse_u32(optarg, &sheet_max); break;
         case O_THREADS: err = train_parse_u32(optarg, &threads); break;
         case O_MAXR: max_resp = 1; break;
+        case O_ENS: ensemble = optarg; break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;
         }
@@ -311,11 +431,10 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     nc_dataset ds = { 0 };
     nc_model_info info;
     nc_neocog *neo = NULL;
-    nc_neocog_iv *iv = NULL;
     nc_backend *be = NULL;
-    void *worker = NULL;
     int32_t *ans = NULL, *ans2 = NULL;
-    float *conf = NULL, *conf2 = NULL, *in = NULL, *out = NULL;
+    float *conf = NULL, *conf2 = NULL, *raw = NULL;
+    uint8_t *ok = NULL;
     conf_idx *ci = NULL;
     uint32_t *worst = NULL;
     int32_t *worst_ans = NULL;
@@ -348,31 +467,26 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t n_classes;
     double secs;
     const char *rule;
-    if (kind == NC_MF_KIND_NEOCOG) {
+    if (kind == NC_MF_KIND_NEOCOG && max_resp) {
         if ((err = nc_neocog_load(buf, len, &neo, &info)))
             goto fail;
         /* neo_worker sizes each input by the stored preprocessing and the
          * forward pass reads in_size^2 floats from it: a file whose prep
-         * disagrees with its network would overrun that buffer (the CNN
+         * disagrees with its network would overrun that buffer (the other
          * path goes through nc_backend_open, which checks this). */
         if (nc_prep_check(&info.prep) ||
             nc_prep_out_len(&info.prep) != (size_t)neo->arch.in_size * neo->arch.in_size) {
             err = -EBADMSG;
             goto fail;
         }
-        if (!max_resp && nc_mf_get_u32(rd, TRAIN_TAG_IV, &iv_t, 1) == 0) {
-            if ((err = nc_neocog_iv_new(neo, iv_t, &iv)))
-                goto fail;
-        }
-        train_neo_run run = { .net = neo, .iv = iv, .d = &ds, .first = first, .count = count,
+        train_neo_run run = { .net = neo, .iv = NULL, .d = &ds, .first = first, .count = count,
                               .prep = info.prep, .threads = threads,
-                              .answer = iv ? ans2 : ans, .conf = iv ? conf2 : conf,
-                              .answer_iv = ans, .conf_iv = conf };
+                              .answer = ans, .conf = conf };
         if ((err = train_neo_evaluate(&run)))
             goto fail;
         secs = run.seconds;
         n_classes = neo->arch.n_classes;
-        rule = iv ? "interpolating vectors" : "max response";
+        rule = "max response";
         fprintf(stderr, "neocognitron: planes %u/%u/%u/%u, theta %.2f/%.2f/%.2f/%.2f\n",
                 neo->n_planes[0], neo->n_planes[1], neo->n_planes[2], neo->n_planes[3],
                 (double)neo->arch.stage[0].theta, (double)neo->arch.stage[1].theta,
@@ -382,43 +496,34 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             goto fail;
         info = be->info;
         n_classes = info.n_classes;
-        const uint32_t B = 250;
-        if ((err = be->ops->worker_new(be->impl, B, &worker)))
-            goto fail;
-        in = malloc((size_t)B * be->input_len * sizeof(float));
-        out = malloc((size_t)B * n_classes * sizeof(float));
-        if (!in || !out) {
+        raw = malloc((size_t)count * n_classes * sizeof(float));
+        ok = malloc(count);
+        if (!raw || !ok) {
             err = -ENOMEM;
             goto fail;
         }
-        double t0 = train_now();
-        for (uint32_t i = 0; i < count; i += B) {
-            uint32_t n = count - i < B ? count - i : B;
-            for (uint32_t b = 0; b < n; b++) {
-                const uint32_t k = first + i + b;
-                nc_image im = { ds.cols, ds.rows, ds.cols,
-                                ds.pixels + (size_t)k * ds.rows * ds.cols };
-                float *dst = in + (size_t)b * be->input_len;
-                err = nc_prep_apply(&im, &info.prep, dst);
-                if (err == -ENOENT) {
-                    memset(dst, 0, be->input_len * sizeof(float));
-                    err = 0;
-                }
-                if (err)
-                    goto fail;
-            }
-            if ((err = be->ops->forward(be->impl, worker, in, n, out)))
-                goto fail;
-            for (uint32_t b = 0; b < n; b++) {
-                const float *raw = out + (size_t)b * n_classes;
-                float p[NC_MF_MAX_CLASSES];
-                ans[i + b] = nc_backend_label(be->kind, raw, n_classes);
-                nc_backend_calibrate(be->kind, raw, n_classes, p);
-                conf[i + b] = ans[i + b] < 0 ? -1.0f : train_margin(p, n_classes);
+        train_scores sc = { be, &ds, first, count, threads, raw, ok, 0.0 };
+        if ((err = train_scores_run(&sc)))
+            goto fail;
+        secs = sc.seconds;
+        for (uint32_t i = 0; i < count; i++) {
+            const float *r = raw + (size_t)i * n_classes;
+            float p[NC_MF_MAX_CLASSES];
+            ans[i] = nc_backend_label(be->kind, r, n_classes);
+            if (ans[i] < 0) {
+                conf[i] = -1.0f;
+            } else if (kind == NC_MF_KIND_CNN) {
+                nc_backend_calibrate(be->kind, r, n_classes, p);
+                conf[i] = train_margin(p, n_classes);
+            } else {
+                conf[i] = train_margin(r, n_classes);
             }
         }
-        secs = train_now() - t0;
-        rule = "largest output";
+        if (kind == NC_MF_KIND_NEOCOG)
+            rule = nc_mf_get_u32(rd, TRAIN_TAG_IV, &iv_t, 1) == 0 ? "interpolating vectors"
+                                                                  : "max response";
+        else
+            rule = "largest output";
     }
 
     /* ---- the numbers ---- */
@@ -458,9 +563,11 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     printf("command     %s\n", info.command);
     printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
     printf("error       %.2f%% (%u / %u)\n", 100.0 * errors / count, errors, count);
+    uint32_t n_cols = 1;
+    if (kind == NC_MF_KIND_CNN && nc_mf_get_u32(rd, NC_CNN_TAG_NCOL, &n_cols, 1) == 0)
+        printf("committee   %u columns, answer by their mean\n", n_cols);
     printf("throughput  %.1f digits/s (%u thread%s, preprocessing included)\n",
-           count / secs, kind == NC_MF_KIND_NEOCOG ? threads : 1,
-           kind == NC_MF_KIND_NEOCOG && threads > 1 ? "s" : "");
+           count / secs, threads, threads > 1 ? "s" : "");
     qsort(ci, count, sizeof(conf_idx), by_conf_asc);
     static const double rej[3] = { 0.005, 0.01, 0.02 };
     for (int r = 0; r < 3; r++) {
@@ -473,6 +580,9 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                100.0 * rej[r], n_rej, count > n_rej ? 100.0 * e / (count - n_rej) : 0.0,
                e, count - n_rej);
     }
+    if (be && (err = report_calibrated(be, rd, raw, ok, ds.labels + first, count, threads,
+                                       ensemble, &ds, first)))
+        goto fail;
     printf("\nper class   digits  errors   error\n");
     for (uint32_t t = 0; t < n_classes; t++)
         printf("  %-8s %7u %7u  %5.2f%%\n", info.labels[t], per[t], per_err[t],
@@ -521,16 +631,13 @@ out:
     free(worst);
     free(worst_ans);
     free(ci);
-    free(in);
-    free(out);
+    free(raw);
+    free(ok);
     free(ans);
     free(ans2);
     free(conf);
     free(conf2);
-    if (be && worker)
-        be->ops->worker_free(worker);
     nc_backend_close(be);
-    nc_neocog_iv_free(iv);
     nc_neocog_free(neo);
     nc_mf_close(rd);
     nc_dataset_fini(&ds);

@@ -1,0 +1,294 @@
+/* core/cnn_committee.c — committees of CNN columns in one model file, and
+ * running them (see cnn.h, "committees").
+ *
+ * Layer: core.  Each column of a file with two or more is stored as a
+ * complete one-column file inside a section: the column keeps its own
+ * record (command, seed, epochs, test error) and its own CRC, and the
+ * column loader (nc_cnn_load) checks it exactly as it checks a file of its
+ * own, so there is one set of checks for a column wherever it lives. */
+#include "cnn_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* "CL01".."CL64" */
+static uint32_t column_tag(uint32_t i)
+{
+    return NC_MF_TAG('C', 'L', '0' + (i + 1) / 10, '0' + (i + 1) % 10);
+}
+
+/* 1-based column index of a CLnn tag (CL00 gives 0), -1 if the tag is not
+ * one. */
+static int column_of_tag(uint32_t tag)
+{
+    const unsigned c0 = tag & 0xffu, c1 = tag >> 8 & 0xffu, c2 = tag >> 16 & 0xffu,
+                   c3 = tag >> 24 & 0xffu;
+    if (c0 != 'C' || c1 != 'L' || c2 < '0' || c2 > '9' || c3 < '0' || c3 > '9')
+        return -1;
+    return (int)((c2 - '0') * 10 + (c3 - '0'));
+}
+
+static int prep_equal(const nc_prep *a, const nc_prep *b)
+{
+    return a->kind == b->kind && a->size == b->size && a->box == b->box && a->pad == b->pad &&
+           a->invert == b->invert && a->threshold == b->threshold;
+}
+
+/* Classes, labels and prep of two records. */
+static const char *info_mismatch(const nc_model_info *ia, const nc_model_info *ib)
+{
+    if (ia->n_classes != ib->n_classes)
+        return "a different number of classes";
+    for (uint32_t k = 0; k < ia->n_classes; k++)
+        if (strcmp(ia->labels[k], ib->labels[k]))
+            return "different class labels";
+    if (!prep_equal(&ia->prep, &ib->prep))
+        return "a different preprocessing (prep)";
+    return NULL;
+}
+
+const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
+                                      const nc_cnn *b, const nc_model_info *ib)
+{
+    if (!a || !ia || !b || !ib)
+        return "a missing column";
+    if (a->n_inputs != b->n_inputs || a->layers[0].maps != b->layers[0].maps ||
+        a->layers[0].height != b->layers[0].height || a->layers[0].width != b->layers[0].width)
+        return "a different input size";
+    if (a->n_outputs != b->n_outputs)
+        return "a different number of outputs";
+    return info_mismatch(ia, ib);
+}
+
+int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_info,
+                          uint32_t n, const nc_model_info *info, uint8_t **ret_buf,
+                          size_t *ret_len)
+{
+    if (!nets || !info || !ret_buf || !ret_len || n < 1 || n > NC_CNN_MAX_COLUMNS ||
+        (n > 1 && !col_info))
+        return -EINVAL;
+    if (n == 1)
+        return nc_cnn_save(nets[0], info, ret_buf, ret_len);
+    for (uint32_t i = 0; i < n; i++)
+        if (!nets[i] || nc_cnn_committee_mismatch(nets[0], &col_info[0], nets[i], &col_info[i]) ||
+            info_mismatch(info, &col_info[i]))
+            return -EINVAL;
+    nc_mf_writer *mw = NULL;
+    int err = nc_mf_writer_new(NC_MF_KIND_CNN, &mw);
+    if (err)
+        return err;
+    const uint32_t count = n;
+    err = nc_mf_put_u32(mw, NC_CNN_TAG_NCOL, &count, 1);
+    for (uint32_t i = 0; !err && i < n; i++) {
+        uint8_t *cb = NULL;
+        size_t cl = 0;
+        if (!(err = nc_cnn_save(nets[i], &col_info[i], &cb, &cl)))
+            err = nc_mf_put(mw, column_tag(i), NC_MF_TYPE_BYTES, cb, cl);
+        free(cb);
+    }
+    if (!err)
+        err = nc_mf_put_info(mw, info);
+    if (!err)
+        err = nc_mf_finish(mw, ret_buf, ret_len);
+    nc_mf_writer_free(mw);
+    return err;
+}
+
+void nc_cnn_committee_free(nc_cnn_committee *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; c->column && i < c->n_columns; i++)
+        nc_cnn_free(c->column[i]);
+    free(c->column);
+    free(c->column_info);
+    free(c);
+}
+
+static nc_cnn_committee *committee_alloc(uint32_t n)
+{
+    nc_cnn_committee *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->column = calloc(n, sizeof *c->column);
+    c->column_info = calloc(n, sizeof *c->column_info);
+    if (!c->column || !c->column_info) {
+        nc_cnn_committee_free(c);
+        return NULL;
+    }
+    c->n_columns = n;
+    return c;
+}
+
+/* Anything the file says that cannot be a committee is corrupt data. */
+static int bad(int err)
+{
+    return err == -ENOMEM ? err : -EBADMSG;
+}
+
+/* The columns of a file with NCOL, checked against its info *info. */
+static int load_columns(const nc_mf_reader *r, const nc_model_info *info,
+                        nc_cnn_committee **ret_c)
+{
+    uint32_t n;
+    size_t count;
+    if (nc_mf_count(r, NC_CNN_TAG_NCOL, NC_MF_TYPE_U32, &count) || count != 1 ||
+        nc_mf_get_u32(r, NC_CNN_TAG_NCOL, &n, 1) || n < 2 || n > NC_CNN_MAX_COLUMNS)
+        return -EBADMSG;
+    /* one file form per committee: no net of its own beside the columns,
+     * and no column section beyond N */
+    if (nc_mf_get(r, NC_MF_TAG('A', 'R', 'C', 'H'), NULL, NULL, NULL) != -ENOENT ||
+        nc_mf_get(r, NC_MF_TAG('W', 'G', 'T', 'S'), NULL, NULL, NULL) != -ENOENT ||
+        nc_mf_get(r, NC_MF_TAG('C', 'T', 'A', 'B'), NULL, NULL, NULL) != -ENOENT)
+        return -EBADMSG;
+    for (uint32_t s = 0; s < nc_mf_section_count(r); s++) {
+        uint32_t tag;
+        if (nc_mf_section_at(r, s, &tag, NULL, NULL, NULL))
+            return -EBADMSG;
+        const int col = column_of_tag(tag);
+        if (col == 0 || col > (int)n)
+            return -EBADMSG;
+    }
+    nc_cnn_committee *c = committee_alloc(n);
+    if (!c)
+        return -ENOMEM;
+    int err = 0;
+    for (uint32_t i = 0; !err && i < n; i++) {
+        uint32_t type;
+        const void *data;
+        size_t len;
+        if (nc_mf_get(r, column_tag(i), &type, &data, &len) || type != NC_MF_TYPE_BYTES) {
+            err = -EBADMSG;
+            break;
+        }
+        /* a nested committee comes back -ENOTSUP: corrupt here */
+        if ((err = nc_cnn_load(data, len, &c->column[i], &c->column_info[i]))) {
+            err = bad(err);
+            break;
+        }
+        if (nc_cnn_committee_mismatch(c->column[0], &c->column_info[0], c->column[i],
+                                      &c->column_info[i]) ||
+            info_mismatch(info, &c->column_info[i]))
+            err = -EBADMSG;
+    }
+    if (err) {
+        nc_cnn_committee_free(c);
+        return err;
+    }
+    *ret_c = c;
+    return 0;
+}
+
+int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret_c,
+                          nc_model_info *ret_info)
+{
+    if (!buf || !ret_c)
+        return -EINVAL;
+    nc_mf_reader *r = NULL;
+    nc_cnn_committee *c = NULL;
+    nc_model_info *info = calloc(1, sizeof *info);      /* ~3 KiB: off the stack */
+    if (!info)
+        return -ENOMEM;
+    int err = nc_mf_open(buf, len, &r);
+    if (err)
+        goto out;
+    if (nc_mf_kind_of(r) != NC_MF_KIND_CNN) {
+        err = -EBADMSG;
+        goto out;
+    }
+    if (nc_mf_get(r, NC_CNN_TAG_NCOL, NULL, NULL, NULL) == -ENOENT) {
+        /* the one-column form */
+        if (!(c = committee_alloc(1))) {
+            err = -ENOMEM;
+            goto out;
+        }
+        if ((err = nc_cnn_load(buf, len, &c->column[0], info)))
+            goto out;
+        c->column_info[0] = *info;
+    } else {
+        if ((err = nc_mf_get_info(r, info))) {
+            err = bad(err);
+            goto out;
+        }
+        if ((err = load_columns(r, info, &c)))
+            goto out;
+    }
+    if (c->column[0]->n_outputs != info->n_classes) {
+        err = -EBADMSG;
+        goto out;
+    }
+    c->n_inputs = c->column[0]->n_inputs;
+    c->n_outputs = c->column[0]->n_outputs;
+    if (ret_info)
+        *ret_info = *info;
+    *ret_c = c;
+    c = NULL;
+out:
+    nc_cnn_committee_free(c);
+    nc_mf_close(r);
+    free(info);
+    return err;
+}
+
+/* ---- running --------------------------------------------------------------------- */
+
+struct nc_cnn_committee_work {
+    uint32_t n_columns, max_batch;
+    const nc_cnn_committee *c;
+    nc_cnn_work *w[];
+};
+
+void nc_cnn_committee_work_free(nc_cnn_committee_work *w)
+{
+    if (!w)
+        return;
+    for (uint32_t i = 0; i < w->n_columns; i++)
+        nc_cnn_work_free(w->w[i]);
+    free(w);
+}
+
+int nc_cnn_committee_work_new(const nc_cnn_committee *c, uint32_t max_batch,
+                              nc_cnn_committee_work **ret_w)
+{
+    if (!c || !ret_w || c->n_columns < 1 || c->n_columns > NC_CNN_MAX_COLUMNS)
+        return -EINVAL;
+    nc_cnn_committee_work *w = calloc(1, sizeof *w + c->n_columns * sizeof w->w[0]);
+    if (!w)
+        return -ENOMEM;
+    w->n_columns = c->n_columns;
+    w->max_batch = max_batch;
+    w->c = c;
+    for (uint32_t i = 0; i < c->n_columns; i++) {
+        int err = nc_cnn_work_new(c->column[i], max_batch, &w->w[i]);
+        if (err) {
+            nc_cnn_committee_work_free(w);
+            return err;
+        }
+    }
+    *ret_w = w;
+    return 0;
+}
+
+int nc_cnn_committee_run(const nc_cnn_committee *c, nc_cnn_committee_work *w,
+                         const float *in, uint32_t n, float *out)
+{
+    if (!c || !w || w->c != c || !in || !out || n == 0 || n > w->max_batch)
+        return -EINVAL;
+    const size_t len = (size_t)n * c->n_outputs;
+    if (c->n_columns == 1)
+        return nc_cnn_forward_blas(c->column[0], w->w[0], in, n, out);
+    for (uint32_t i = 0; i < c->n_columns; i++) {
+        const nc_cnn *net = c->column[i];
+        int err = nc_cnn_forward_blas(net, w->w[i], in, n, NULL);
+        if (err)
+            return err;
+        /* the output layer is fully connected: its activations are the
+         * outputs, image after image */
+        const float *y = w->w[i]->act[net->n_layers - 1];
+        for (size_t k = 0; k < len; k++)
+            out[k] = (i ? out[k] : 0.0f) + y[k];
+    }
+    for (size_t k = 0; k < len; k++)
+        out[k] /= (float)c->n_columns;
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* tools/train_calib.h — what the committee, calibrate and eval subcommands
+ * share: running a model file over MNIST digits for its raw scores, and the
+ * rejection report.
+ *
+ * Layer: tools.  The subcommands of issue 6 are declared here rather than in
+ * train_common.h, beside the helpers only they use. */
+#ifndef NC_TRAIN_CALIB_H
+#define NC_TRAIN_CALIB_H
+
+#include "train_common.h"
+
+#include "backend.h"
+
+int train_committee_main(int argc, char **argv, const train_cmdline *cmd); /* train_committee.c */
+int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* train_calibrate.c */
+
+/* The validation split: MNIST training digits [50000, 60000).  Every rule
+ * is fitted on it; the test set is only ever measured. */
+#define TRAIN_VALID_FIRST 50000u
+#define TRAIN_VALID_COUNT 10000u
+
+/* Model files are read whole; the shipped neocognitron is 14 MB. */
+#define TRAIN_MODEL_MAX_BYTES ((size_t)1 << 31)
+
+/* Read a model file and open it on the CPU engine table.  *ret_buf (may be
+ * NULL) keeps the file image for the caller; else it is freed.  Prints what
+ * went wrong, prefixed with who. */
+int train_open_model(const char *who, const char *path, nc_backend **ret_be,
+                     uint8_t **ret_buf, size_t *ret_len);
+
+/* Raw scores of be on digits [first, first + count) of d, prep as stored
+ * in the model, split over threads (each its own worker; OpenBLAS is held
+ * to one thread when there are several).  A digit whose prep finds no ink
+ * runs as zeros and gets ok 0 (the daemon gives it no opinion). */
+typedef struct train_scores {
+    const nc_backend *be;
+    const nc_dataset *d;
+    uint32_t first, count, threads;
+    float *raw;                 /* [count][n_classes], the caller's */
+    uint8_t *ok;                /* [count], the caller's */
+    double seconds;             /* wall time */
+} train_scores;
+int train_scores_run(train_scores *s);
+
+/* Labels of d [first, first + count) all below n_classes?  Prints the first
+ * one that is not. */
+int train_labels_ok(const char *who, const nc_dataset *d, uint32_t first, uint32_t count,
+                    uint32_t n_classes);
+
+/* Print "  <what>: reject 0.5% ...: error ..." lines: the error among the
+ * accepted digits when the least confident 0.5 / 1 / 2 % of the answers are
+ * rejected (answers ans[n], confidences conf[n], true labels lab[n]). */
+int train_report_rejection(const char *what, const int32_t *ans, const float *conf,
+                           const uint8_t *lab, uint32_t n);
+
+/* Print what a stored threshold t does on these digits: the fraction it
+ * rejects and the error among the rest. */
+void train_report_threshold(const char *what, double t, const int32_t *ans, const float *conf,
+                            const uint8_t *lab, uint32_t n);
+
+/* Calibrated answers from raw scores of a model of kind with n_classes:
+ * p = nc_calib_apply(cal, ...) (cal NULL or not fitted: the plain rule),
+ * answer = argmax p (-1 with no opinion: ok[i] 0 or nothing fired),
+ * confidence = max p (0 with no opinion).  p_out[n][n_classes] and
+ * ok_out[n] (the opinion flags) may be NULL. */
+void train_calibrated(const nc_calib *cal, uint32_t kind, uint32_t n_classes,
+                      const float *raw, const uint8_t *ok, uint32_t n, int32_t *ans,
+                      float *conf, float *p_out, uint8_t *ok_out);
+
+/* The same for the ensemble of two calibrated sets of rows under rule (NULL
+ * or not fitted: the plain mean). */
+void train_ensembled(const nc_ens_rule *rule, const float *p_cnn, const uint8_t *cnn_ok,
+                     const float *p_neo, const uint8_t *neo_ok, uint32_t n,
+                     uint32_t n_classes, int32_t *ans, float *conf);
+
+/* Errors of ans[n] against lab[n]. */
+uint32_t train_count_errors(const int32_t *ans, const uint8_t *lab, uint32_t n);
+
+#endif

@@ -1,0 +1,316 @@
+/* tools/train_calibrate.c — `neocog-train calibrate`: fit a model file's
+ * calibration rule (and, for a CNN, the ensemble rule with a neocognitron
+ * file) on the validation split and write a copy of the file that carries
+ * them (core/calib.h).
+ *
+ * Layer: tools.  Validation is MNIST training digits 50000-59999, which no
+ * trainer here learns from; the test set is not read at all.  The output is
+ * the input file, every section copied byte for byte, minus any earlier
+ * rule sections, plus the new ones; it is read back through the engine table
+ * before it is written, so a file that the daemon would refuse never lands. */
+#include "train_calib.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: neocog-train calibrate --model IN --out OUT [OPTIONS]\n"
+        "\n"
+        "Fit the model's calibration (an inverse temperature beta, by minimising the\n"
+        "negative log-likelihood) and a reject threshold on the validation split,\n"
+        "MNIST training digits 50000-59999, and write IN with them as OUT.  With\n"
+        "--ensemble (IN a CNN) also fit the weight of the CNN + neocognitron ensemble\n"
+        "and its reject threshold; the rule is bound to that neocognitron file.\n"
+        "Calibrate the neocognitron file first, then the CNN with --ensemble.\n"
+        "\n"
+        "  --model FILE      model file to calibrate (CNN, committee or neocognitron)\n"
+        "  --out FILE        where to write the calibrated copy (may equal --model)\n"
+        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
+        "  --ensemble FILE   the neocognitron file to fit the ensemble rule with\n"
+        "  --reject-rate R   fraction of validation digits the thresholds reject\n"
+        "                    (default 0.01; 0 for no threshold)\n"
+        "  --count N         validation digits to use from 50000 (default 10000)\n"
+        "  --threads N       threads (default 1)\n"
+        "  -h, --help        this text\n");
+}
+
+#define WHO "neocog-train calibrate"
+
+/* The file image of IN with its rule sections replaced. */
+static int rewrite(const uint8_t *buf, size_t len, const nc_calib *cal, const char *cal_note,
+                   const nc_ens_rule *ens, const char *ens_note, uint8_t **ret_buf,
+                   size_t *ret_len)
+{
+    nc_mf_reader *r = NULL;
+    nc_mf_writer *w = NULL;
+    int err = nc_mf_open(buf, len, &r);
+    if (!err)
+        err = nc_mf_writer_new(nc_mf_kind_of(r), &w);
+    for (uint32_t i = 0; !err && i < nc_mf_section_count(r); i++) {
+        uint32_t tag, type;
+        const void *data;
+        size_t n;
+        if (!(err = nc_mf_section_at(r, i, &tag, &type, &data, &n)) && !nc_calib_is_tag(tag))
+            err = nc_mf_put(w, tag, type, data, n);
+    }
+    if (!err)
+        err = nc_calib_write(w, cal, cal_note, ens, ens_note);
+    if (!err)
+        err = nc_mf_finish(w, ret_buf, ret_len);
+    nc_mf_writer_free(w);
+    nc_mf_close(r);
+    return err;
+}
+
+typedef struct opts {
+    const char *model, *out, *data, *ensemble;
+    float rate;
+    uint32_t count, threads;
+} opts;
+
+static int parse(int argc, char **argv, opts *o)
+{
+    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS };
+    static const struct option longopts[] = {
+        { "model", required_argument, NULL, O_MODEL },
+        { "out", required_argument, NULL, O_OUT },
+        { "data", required_argument, NULL, O_DATA },
+        { "ensemble", required_argument, NULL, O_ENS },
+        { "reject-rate", required_argument, NULL, O_RATE },
+        { "count", required_argument, NULL, O_COUNT },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    *o = (opts){ .rate = (float)NC_CALIB_REJECT_RATE, .count = TRAIN_VALID_COUNT, .threads = 1 };
+    int c, bad = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int err = 0;
+        switch (c) {
+        case O_MODEL: o->model = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_DATA: o->data = optarg; break;
+        case O_ENS: o->ensemble = optarg; break;
+        case O_RATE: err = train_parse_float(optarg, &o->rate); break;
+        case O_COUNT: err = train_parse_u32(optarg, &o->count); break;
+        case O_THREADS: err = train_parse_u32(optarg, &o->threads); break;
+        case 'h': usage(stdout); return 1;
+        default: usage(stderr); return -1;
+        }
+        if (err) {
+            fprintf(stderr, WHO ": not a valid value: '%s'\n", optarg);
+            bad = 1;
+        }
+    }
+    if (!bad && (!o->model || !o->out || optind < argc)) {
+        fprintf(stderr, WHO ": need --model IN and --out OUT\n");
+        bad = 1;
+    }
+    if (!bad && (!(o->rate >= 0.0f && o->rate <= 0.5f) || o->count == 0 ||
+                 o->count > TRAIN_VALID_COUNT || o->threads == 0 || o->threads > 64)) {
+        fprintf(stderr, WHO ": --reject-rate 0..0.5, --count 1..%u, --threads 1..64\n",
+                TRAIN_VALID_COUNT);
+        bad = 1;
+    }
+    if (!bad && !train_data_dir(o->data)) {
+        fprintf(stderr, WHO ": no data: pass --data DIR or set NC_MNIST_DIR\n");
+        bad = 1;
+    }
+    if (bad) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
+{
+    opts o;
+    int pr = parse(argc, argv, &o);
+    if (pr)
+        return pr > 0 ? TRAIN_EXIT_OK : TRAIN_EXIT_USAGE;
+    int status = TRAIN_EXIT_FAIL, err = 0;
+    uint8_t *buf = NULL, *obuf = NULL;
+    size_t len = 0, olen = 0;
+    nc_backend *be = NULL, *neo = NULL, *back = NULL;
+    nc_dataset ds = { 0 };
+    float *raw = NULL, *raw_neo = NULL, *p_cnn = NULL, *p_neo = NULL, *conf = NULL;
+    uint8_t *ok = NULL, *ok_neo = NULL, *op_cnn = NULL, *op_neo = NULL;
+    int32_t *ans = NULL;
+    char command[1024], cal_note[2048], ens_note[2048] = "";
+    const uint32_t first = TRAIN_VALID_FIRST, n = o.count;
+
+    if (train_join_argv(cmd, command, sizeof command))
+        fprintf(stderr, WHO ": note: the command is too long to record whole\n");
+    if (train_open_model(WHO, o.model, &be, &buf, &len))
+        goto out;
+    const uint32_t kind = be->kind, K = be->info.n_classes;
+    if (o.ensemble) {
+        if (kind != NC_MF_KIND_CNN) {
+            fprintf(stderr, WHO ": --ensemble: the ensemble rule lives in the CNN file; "
+                    "%s is not one\n", o.model);
+            goto out;
+        }
+        if (train_open_model(WHO, o.ensemble, &neo, NULL, NULL))
+            goto out;
+        if (neo->kind != NC_MF_KIND_NEOCOG || neo->info.n_classes != K) {
+            fprintf(stderr, WHO ": %s: not a neocognitron with the CNN's %u classes\n",
+                    o.ensemble, K);
+            goto out;
+        }
+    }
+    if (train_load_mnist(train_data_dir(o.data), "train", &ds))
+        goto out;
+    if (ds.count < first + n) {
+        fprintf(stderr, WHO ": the training set has %u digits; validation needs %u-%u\n",
+                ds.count, first, first + n - 1);
+        goto out;
+    }
+    const uint8_t *lab = ds.labels + first;
+    if (train_labels_ok(WHO, &ds, first, n, K))
+        goto out;
+    const size_t rows = (size_t)n * K;
+    raw = malloc(rows * sizeof *raw);
+    p_cnn = malloc(rows * sizeof *p_cnn);
+    conf = malloc(n * sizeof *conf);
+    ok = malloc(n);
+    op_cnn = malloc(n);
+    ans = malloc(n * sizeof *ans);
+    if (!raw || !p_cnn || !conf || !ok || !op_cnn || !ans) {
+        err = -ENOMEM;
+        goto fail;
+    }
+
+    /* ---- the model's own rule ---- */
+    train_scores sc = { be, &ds, first, n, o.threads, raw, ok, 0.0 };
+    if ((err = train_scores_run(&sc)))
+        goto fail;
+    const double plain_beta =
+        kind == NC_MF_KIND_CNN ? NC_CALIB_PLAIN_BETA_CNN : NC_CALIB_PLAIN_BETA_NEOCOG;
+    nc_calib cal = { .fitted = 1, .reject_rate = o.rate, .n_valid = n };
+    if ((err = nc_calib_nll(kind, plain_beta, raw, lab, n, K, &cal.nll_plain)) ||
+        (err = nc_calib_fit_beta(kind, raw, lab, n, K, &cal.beta, &cal.nll_fitted)))
+        goto fail;
+    train_calibrated(&cal, kind, K, raw, ok, n, ans, conf, p_cnn, op_cnn);
+    if ((err = nc_calib_threshold(conf, n, o.rate, &cal.reject_threshold)))
+        goto fail;
+    const uint32_t errors = train_count_errors(ans, lab, n);
+    cal.valid_error = (double)errors / n;
+    printf("model       %s (%s)\n", o.model, kind == NC_MF_KIND_CNN ? "CNN" : "neocognitron");
+    printf("validation  MNIST train %u-%u (%u digits), %.1f digits/s\n", first, first + n - 1,
+           n, n / sc.seconds);
+    printf("error       %.2f%% (%u / %u)\n", 100.0 * cal.valid_error, errors, n);
+    printf("rule        beta %.4g (plain %.4g): mean NLL %.5f -> %.5f\n", cal.beta, plain_beta,
+           cal.nll_plain, cal.nll_fitted);
+    train_report_threshold("validation ", cal.reject_threshold, ans, conf, lab, n);
+    snprintf(cal_note, sizeof cal_note,
+             "fitted by: %s; data: MNIST train %u-%u (%u digits, validation); beta %.6g "
+             "(plain %.6g), mean NLL %.5f -> %.5f; reject threshold %.6f for %.2f%% of "
+             "validation; validation error %.4f%%",
+             command, first, first + n - 1, n, cal.beta, plain_beta, cal.nll_plain,
+             cal.nll_fitted, cal.reject_threshold, 100.0 * o.rate, 100.0 * cal.valid_error);
+
+    /* ---- the ensemble's rule ---- */
+    nc_ens_rule ens = { 0 };
+    if (neo) {
+        raw_neo = malloc(rows * sizeof *raw_neo);
+        p_neo = malloc(rows * sizeof *p_neo);
+        ok_neo = malloc(n);
+        op_neo = malloc(n);
+        int32_t *a2 = ans;
+        if (!raw_neo || !p_neo || !ok_neo || !op_neo) {
+            err = -ENOMEM;
+            goto fail;
+        }
+        train_scores sn = { neo, &ds, first, n, o.threads, raw_neo, ok_neo, 0.0 };
+        fprintf(stderr, WHO ": running %s over the validation digits...\n", o.ensemble);
+        if ((err = train_scores_run(&sn)))
+            goto fail;
+        /* the neocognitron through its own file's rule, as the daemon does */
+        train_calibrated(&neo->calib, NC_MF_KIND_NEOCOG, K, raw_neo, ok_neo, n, a2, conf,
+                         p_neo, op_neo);
+        const uint32_t neo_errors = train_count_errors(a2, lab, n);
+        ens = (nc_ens_rule){ .fitted = 1, .partner = neo->fp, .reject_rate = o.rate,
+                             .n_valid = n };
+        if ((err = nc_ens_nll(0.5, p_cnn, op_cnn, p_neo, op_neo, lab, n, K, &ens.nll_plain)) ||
+            (err = nc_ens_fit_weight(p_cnn, op_cnn, p_neo, op_neo, lab, n, K, &ens.w_cnn,
+                                     &ens.nll_fitted)))
+            goto fail;
+        nc_ens_rule plain = { 0 };
+        train_ensembled(&plain, p_cnn, op_cnn, p_neo, op_neo, n, K, a2, conf);
+        const uint32_t plain_errors = train_count_errors(a2, lab, n);
+        train_ensembled(&ens, p_cnn, op_cnn, p_neo, op_neo, n, K, a2, conf);
+        if ((err = nc_calib_threshold(conf, n, o.rate, &ens.reject_threshold)))
+            goto fail;
+        const uint32_t ens_errors = train_count_errors(a2, lab, n);
+        ens.valid_error = (double)ens_errors / n;
+        printf("\nensemble    with %s (%s rule, CRC %08x, %llu bytes), %.1f digits/s\n",
+               o.ensemble, neo->calib.fitted ? "its fitted" : "the plain", neo->fp.crc,
+               (unsigned long long)neo->fp.len, n / sn.seconds);
+        printf("neocog      error %.2f%% (%u / %u)\n", 100.0 * neo_errors / n, neo_errors, n);
+        printf("plain mean  error %.2f%% (%u / %u), mean NLL %.5f\n", 100.0 * plain_errors / n,
+               plain_errors, n, ens.nll_plain);
+        printf("fitted      w_cnn %.4f: error %.2f%% (%u / %u), mean NLL %.5f\n", ens.w_cnn,
+               100.0 * ens.valid_error, ens_errors, n, ens.nll_fitted);
+        train_report_threshold("validation ", ens.reject_threshold, a2, conf, lab, n);
+        snprintf(ens_note, sizeof ens_note,
+                 "fitted by: %s; partner: %s (CRC-32 %08x, %llu bytes); data: MNIST train "
+                 "%u-%u (%u digits, validation); p = w p_cnn + (1 - w) p_neo, w %.6f chosen "
+                 "by mean NLL (%.5f; plain w 0.5: %.5f); reject threshold %.6f for %.2f%% "
+                 "of validation; validation error %.4f%% (plain %.4f%%)",
+                 command, o.ensemble, neo->fp.crc, (unsigned long long)neo->fp.len, first,
+                 first + n - 1, n, ens.w_cnn, ens.nll_fitted, ens.nll_plain,
+                 ens.reject_threshold, 100.0 * o.rate, 100.0 * ens.valid_error,
+                 100.0 * plain_errors / n);
+    } else if (be->ens.fitted) {
+        fprintf(stderr, WHO ": note: %s held an ensemble rule fitted with the old "
+                "calibration; it is dropped (pass --ensemble to fit a new one)\n", o.model);
+    }
+
+    /* ---- the new file, read back before it is written ---- */
+    if ((err = rewrite(buf, len, &cal, cal_note, &ens, ens_note, &obuf, &olen)))
+        goto fail;
+    if ((err = nc_backend_open(&nc_backend_cpu, obuf, olen, 0, &back)))
+        goto fail;
+    if (!back->calib.fitted || back->calib.beta != cal.beta ||
+        back->ens.fitted != ens.fitted || back->kind != kind) {
+        fprintf(stderr, WHO ": the written file does not read back as written\n");
+        goto out;
+    }
+    if ((err = nc_file_write_atomic(o.out, obuf, olen))) {
+        fprintf(stderr, WHO ": writing %s: %s\n", o.out, nc_strerror(err));
+        goto out;
+    }
+    printf("\nwrote       %s (%zu bytes)\n", o.out, olen);
+    status = TRAIN_EXIT_OK;
+    goto out;
+fail:
+    fprintf(stderr, WHO ": %s\n", nc_strerror(err));
+out:
+    nc_backend_close(back);
+    nc_backend_close(neo);
+    nc_backend_close(be);
+    nc_dataset_fini(&ds);
+    free(buf);
+    free(obuf);
+    free(raw);
+    free(raw_neo);
+    free(p_cnn);
+    free(p_neo);
+    free(conf);
+    free(ok);
+    free(ok_neo);
+    free(op_cnn);
+    free(op_neo);
+    free(ans);
+    return status;
+}

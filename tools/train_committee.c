@@ -1,0 +1,273 @@
+/* tools/train_committee.c — `neocog-train committee`: bundle CNN column
+ * files into one committee file (core/cnn.h, "committees") and measure it.
+ *
+ * Layer: tools.  The columns are checked to agree (input and output sizes,
+ * classes and labels, preprocessing) and to be distinct; each keeps its own
+ * record inside the file.  A committee file given as a column contributes
+ * all its columns, so a committee can grow one column at a time.  The
+ * committee's error is measured once on the MNIST test set and recorded; the
+ * test set chooses nothing here (there is nothing to choose: the committee
+ * is the mean of all the columns given). */
+#include "train_calib.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn.h"
+#include "fileio.h"
+
+#define WHO "neocog-train committee"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: neocog-train committee --out OUT [OPTIONS] COLUMN.ncm...\n"
+        "\n"
+        "Bundle CNN column files (same input, classes and preprocessing; the\n"
+        "architectures may differ) into one committee model file that answers with\n"
+        "the mean of the columns' outputs, measure its error on MNIST t10k and record\n"
+        "it with the command.  Each column keeps its own record (command, seed,\n"
+        "epochs, test error).  Calibrate the result afterwards (neocog-train\n"
+        "calibrate): the bundling writes no calibration.\n"
+        "\n"
+        "  --out FILE        the committee file to write\n"
+        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
+        "  --threads N       threads for the measurement (default 1)\n"
+        "  -h, --help        this text\n");
+}
+
+typedef struct columns {
+    uint32_t n;
+    const nc_cnn *net[NC_CNN_MAX_COLUMNS];
+    nc_model_info *info;                    /* [NC_CNN_MAX_COLUMNS] */
+    const char *from[NC_CNN_MAX_COLUMNS];   /* file each came from */
+    nc_cnn_committee *file[NC_CNN_MAX_COLUMNS];
+    uint32_t n_files;
+} columns;
+
+static int same_net(const nc_cnn *a, const nc_cnn *b)
+{
+    char sa[NC_CNN_ARCH_MAX], sb[NC_CNN_ARCH_MAX];
+    return !nc_cnn_arch_format(a, sa, sizeof sa) && !nc_cnn_arch_format(b, sb, sizeof sb) &&
+           !strcmp(sa, sb) && a->n_params == b->n_params &&
+           !memcmp(a->params, b->params, a->n_params * sizeof(float));
+}
+
+/* Read one column file (or committee) and append its columns. */
+static int add_file(columns *cs, const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_cnn_committee *c = NULL;
+    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    if (!err)
+        err = nc_cnn_committee_load(buf, len, &c, NULL);
+    free(buf);
+    if (err) {
+        fprintf(stderr, WHO ": %s: %s%s\n", path, nc_strerror(err),
+                err == -EBADMSG ? " (not a CNN model file, or a corrupt one)" : "");
+        return err;
+    }
+    if (cs->n_files == NC_CNN_MAX_COLUMNS) {
+        nc_cnn_committee_free(c);
+        fprintf(stderr, WHO ": more than %u columns\n", NC_CNN_MAX_COLUMNS);
+        return -ERANGE;
+    }
+    cs->file[cs->n_files++] = c;
+    for (uint32_t i = 0; i < c->n_columns; i++) {
+        if (cs->n == NC_CNN_MAX_COLUMNS) {
+            fprintf(stderr, WHO ": more than %u columns\n", NC_CNN_MAX_COLUMNS);
+            return -ERANGE;
+        }
+        const char *why = cs->n ? nc_cnn_committee_mismatch(cs->net[0], &cs->info[0],
+                                                            c->column[i], &c->column_info[i])
+                                : NULL;
+        if (why) {
+            fprintf(stderr, WHO ": %s (column %u) has %s than %s\n", path, i + 1, why,
+                    cs->from[0]);
+            return -EINVAL;
+        }
+        for (uint32_t j = 0; j < cs->n; j++)
+            if (same_net(cs->net[j], c->column[i])) {
+                fprintf(stderr, WHO ": %s (column %u) is the same network as column %u "
+                        "(from %s): a copy adds nothing to a committee\n", path, i + 1, j + 1,
+                        cs->from[j]);
+                return -EINVAL;
+            }
+        cs->net[cs->n] = c->column[i];
+        cs->info[cs->n] = c->column_info[i];
+        cs->from[cs->n] = path;
+        cs->n++;
+    }
+    return 0;
+}
+
+/* The committee's own record: classes and prep from the columns, the
+ * bundling command, and the data the columns were trained on. */
+static void committee_info(const columns *cs, const char *command, nc_model_info *info)
+{
+    *info = cs->info[0];
+    int same_data = 1;
+    for (uint32_t i = 1; i < cs->n; i++)
+        same_data &= !strcmp(cs->info[i].data, cs->info[0].data);
+    if (cs->n > 1) {
+        if (same_data)
+            snprintf(info->data, sizeof info->data, "committee of %u columns, each: %.200s",
+                     cs->n, cs->info[0].data);
+        else
+            snprintf(info->data, sizeof info->data,
+                     "committee of %u columns trained on different data (see each column)",
+                     cs->n);
+        info->epochs = 0;       /* each column records its own */
+        info->seed = 0;
+    }
+    /* one column is the one-column file again: its own record stays, but
+     * for the error, which is measured anew */
+    if (cs->n > 1) {
+        snprintf(info->command, sizeof info->command, "%s", command);
+        train_utc_iso(info->created, sizeof info->created);
+    }
+    info->test_error = -1.0;
+    info->test_set[0] = '\0';
+}
+
+int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
+{
+    enum { O_OUT = 256, O_DATA, O_THREADS };
+    static const struct option longopts[] = {
+        { "out", required_argument, NULL, O_OUT },
+        { "data", required_argument, NULL, O_DATA },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *out_path = NULL, *data = NULL;
+    uint32_t threads = 1;
+    int c, bad = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_OUT: out_path = optarg; break;
+        case O_DATA: data = optarg; break;
+        case O_THREADS:
+            if (train_parse_u32(optarg, &threads) || threads == 0 || threads > 64) {
+                fprintf(stderr, WHO ": --threads must be 1..64\n");
+                bad = 1;
+            }
+            break;
+        case 'h': usage(stdout); return TRAIN_EXIT_OK;
+        default: usage(stderr); return TRAIN_EXIT_USAGE;
+        }
+    }
+    if (!bad && (!out_path || optind >= argc)) {
+        fprintf(stderr, WHO ": need --out FILE and at least one column file\n");
+        bad = 1;
+    }
+    const char *dir = train_data_dir(data);
+    if (!bad && !dir) {
+        fprintf(stderr, WHO ": no data: pass --data DIR or set NC_MNIST_DIR\n");
+        bad = 1;
+    }
+    if (bad) {
+        usage(stderr);
+        return TRAIN_EXIT_USAGE;
+    }
+
+    int status = TRAIN_EXIT_FAIL, err = 0;
+    columns cs = { 0 };
+    nc_model_info *info = calloc(1, sizeof *info);
+    cs.info = calloc(NC_CNN_MAX_COLUMNS, sizeof *cs.info);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_backend *be = NULL;
+    nc_dataset ds = { 0 };
+    float *raw = NULL;
+    uint8_t *ok = NULL;
+    int32_t *ans = NULL;
+    float *conf = NULL;
+    char command[1024];
+    if (!info || !cs.info) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    for (int a = optind; a < argc; a++)
+        if (add_file(&cs, argv[a]))
+            goto out;
+    if (train_join_argv(cmd, command, sizeof command))
+        fprintf(stderr, WHO ": note: the command is too long to record whole\n");
+    committee_info(&cs, command, info);
+    const uint32_t K = info->n_classes;
+
+    /* The committee as the engines will run it: saved, then opened from
+     * the file image through the CPU table. */
+    if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)) ||
+        (err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be)))
+        goto fail;
+    if (train_load_mnist(dir, "t10k", &ds))
+        goto out;
+    const uint32_t n = ds.count;
+    if (train_labels_ok(WHO, &ds, 0, n, K))
+        goto out;
+    raw = malloc((size_t)n * K * sizeof *raw);
+    ok = malloc(n);
+    ans = malloc(n * sizeof *ans);
+    conf = malloc(n * sizeof *conf);
+    if (!raw || !ok || !ans || !conf) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0 };
+    if ((err = train_scores_run(&sc)))
+        goto fail;
+    for (uint32_t i = 0; i < n; i++)
+        ans[i] = nc_backend_label(NC_MF_KIND_CNN, raw + (size_t)i * K, K);
+    const uint32_t errors = train_count_errors(ans, ds.labels, n);
+
+    printf("committee   %u column%s\n", cs.n, cs.n == 1 ? "" : "s");
+    for (uint32_t i = 0; i < cs.n; i++) {
+        char arch[NC_CNN_ARCH_MAX];
+        if (nc_cnn_arch_format(cs.net[i], arch, sizeof arch))
+            arch[0] = '\0';
+        printf("  %2u  %s  %s, seed %llu, %u epochs, recorded test error ", i + 1, cs.from[i],
+               arch, (unsigned long long)cs.info[i].seed, cs.info[i].epochs);
+        if (cs.info[i].test_error < 0)
+            printf("unknown\n");
+        else
+            printf("%.2f%% (%s)\n", 100.0 * cs.info[i].test_error, cs.info[i].test_set);
+    }
+    printf("test        MNIST t10k: error %.2f%% (%u / %u), %.1f digits/s\n",
+           100.0 * errors / n, errors, n, n / sc.seconds);
+
+    /* the measured error goes into the record: save again */
+    info->test_error = (double)errors / n;
+    snprintf(info->test_set, sizeof info->test_set, "MNIST t10k (%u)", n);
+    free(buf);
+    buf = NULL;
+    if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)))
+        goto fail;
+    if ((err = nc_file_write_atomic(out_path, buf, len))) {
+        fprintf(stderr, WHO ": writing %s: %s\n", out_path, nc_strerror(err));
+        goto out;
+    }
+    printf("wrote       %s (%zu bytes)\n", out_path, len);
+    status = TRAIN_EXIT_OK;
+    goto out;
+fail:
+    fprintf(stderr, WHO ": %s\n", nc_strerror(err));
+out:
+    nc_backend_close(be);
+    for (uint32_t i = 0; i < cs.n_files; i++)
+        nc_cnn_committee_free(cs.file[i]);
+    nc_dataset_fini(&ds);
+    free(cs.info);
+    free(info);
+    free(buf);
+    free(raw);
+    free(ok);
+    free(ans);
+    free(conf);
+    return status;
+}
