@@ -186,6 +186,13 @@ fail:
     return err;
 }
 
+const float *nc_deform_kernel(const nc_deform *d, uint32_t *ret_radius)
+{
+    if (ret_radius)
+        *ret_radius = d && d->elastic ? d->radius : 0;
+    return d && d->elastic ? d->kernel : NULL;
+}
+
 /* field[height][width] = alpha * (G * U) for a fresh uniform field U over
  * the grown grid (see deform.h), smoothed horizontally then vertically. */
 static void elastic_field(nc_deform *d, nc_deform_rng *rng, float *field)

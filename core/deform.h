@@ -162,6 +162,11 @@ int nc_deform_new(const nc_deform_params *p, uint32_t width, uint32_t height,
                   nc_deform **ret_d);
 void nc_deform_free(nc_deform *d);
 
+/* The elastic part's smoothing kernel: 2 r + 1 floats, normalised, radius r
+ * in *ret_radius; NULL (and r = 0) when d has no elastic part.  For the GPU
+ * twin (gpu/deform.cuh), which must smooth with exactly these floats. */
+const float *nc_deform_kernel(const nc_deform *d, uint32_t *ret_radius);
+
 /* Draw one random deformation from rng (see Random draws) and apply it:
  * out = the deformed in, both width x height of d.  out must not overlap in.
  * The only failure is -EINVAL for a NULL argument, checked before any draw,

@@ -19,7 +19,7 @@ static __global__ void act_backward_kernel(const float *y, const float *dy, floa
 
 static __global__ void loss_kernel(const float *__restrict__ out, const uint8_t *__restrict__ labels,
                                    uint32_t n, uint32_t k_n, float *__restrict__ d_out,
-                                   double *__restrict__ ret_sum)
+                                   double *__restrict__ ret_sum, double *__restrict__ acc)
 {
     __shared__ double loss_s[256], err_s[256];
     double loss = 0.0, errors = 0.0;
@@ -48,6 +48,10 @@ static __global__ void loss_kernel(const float *__restrict__ out, const uint8_t 
     if (threadIdx.x == 0) {
         ret_sum[0] = loss_s[0];
         ret_sum[1] = err_s[0];
+        if (acc) {
+            acc[0] += loss_s[0];
+            acc[1] += err_s[0];
+        }
     }
 }
 
@@ -68,9 +72,10 @@ extern "C" int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *d
 }
 
 extern "C" int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t n, uint32_t k_n,
-                               float *d_out, double *ret_sum, cudaStream_t stream)
+                               float *d_out, double *ret_sum, double *acc,
+                               cudaStream_t stream)
 {
-    loss_kernel<<<1, 256, 0, stream>>>(out, labels, n, k_n, d_out, ret_sum);
+    loss_kernel<<<1, 256, 0, stream>>>(out, labels, n, k_n, d_out, ret_sum, acc);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

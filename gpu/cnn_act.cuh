@@ -21,9 +21,11 @@ int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t c
 
 /* d_out = y - t (t = +1 at the label, -1 elsewhere) for out[n][k_n];
  * ret_sum[0] = E = 1/2 sum (y - t)^2 and ret_sum[1] = images whose largest
- * output is not the label (as doubles, one device block's sum). */
+ * output is not the label (as doubles, one device block's sum).  acc (may be
+ * NULL) gets both added to acc[0] and acc[1], so a run of steps can total its
+ * loss on the device without a wait per step. */
 int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t n, uint32_t k_n,
-                    float *d_out, double *ret_sum, cudaStream_t stream);
+                    float *d_out, double *ret_sum, double *acc, cudaStream_t stream);
 
 /* params[i] -= lr * grads[i]. */
 int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, float lr,

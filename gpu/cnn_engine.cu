@@ -20,6 +20,7 @@
 #include "cnn_pool.cuh"
 #include "cnn_unroll.cuh"
 #include "cuda_check.cuh"
+#include "deform.cuh"
 
 #define BUCKETS 17u                         /* batch sizes 1, 2, 4, ... 65536 */
 #define UNROLL_CAP ((size_t)64 << 20)       /* floats of unrolling scratch, at most */
@@ -41,6 +42,19 @@ struct nc_gpu_cnn {
     size_t part_cap, unroll_cap;
     uint8_t *d_labels;
     double *d_loss;
+    float *d_run;                           /* nc_gpu_cnn_train_batches' images, */
+    uint8_t *d_run_labels;                  /* grown on demand */
+    size_t run_cap;                         /* images d_run holds */
+    double *d_acc;                          /* loss, errors summed over a run */
+    float *d_train;                         /* nc_gpu_cnn_set_train_data's images */
+    uint8_t *h_train_labels;                /* and labels (host: gathered there) */
+    uint32_t n_train;
+    nc_gpu_deform *deform;                  /* their deformation (NONE: a copy) */
+    uint32_t *d_index;                      /* per run: source image, rng state, */
+    uint64_t *d_state;                      /* run_cap each */
+    uint32_t *h_index;                      /* pinned staging of the three */
+    uint64_t *h_state;
+    uint8_t *h_run_labels;
     void *d_blas_ws;
     float *h_in, *h_out;                    /* pinned */
     uint8_t *h_labels;
@@ -188,7 +202,9 @@ extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
     if (g->stream)
         cudaStreamDestroy(g->stream);
     void *dev[] = {g->d_params, g->d_grads, g->d_lists, g->d_in, g->d_delta[0], g->d_delta[1],
-                   g->d_part, g->d_unroll, g->d_feat, g->d_labels, g->d_loss, g->d_blas_ws};
+                   g->d_part, g->d_unroll, g->d_feat, g->d_labels, g->d_loss, g->d_blas_ws,
+                   g->d_run, g->d_run_labels, g->d_acc, g->d_train, g->d_index,
+                   g->d_state};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         cudaFree(dev[i]);
     for (uint32_t l = 0; l < NC_CNN_MAX_LAYERS; l++)
@@ -197,6 +213,11 @@ extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
     cudaFreeHost(g->h_out);
     cudaFreeHost(g->h_labels);
     cudaFreeHost(g->h_loss);
+    cudaFreeHost(g->h_index);
+    cudaFreeHost(g->h_state);
+    cudaFreeHost(g->h_run_labels);
+    nc_gpu_deform_free(g->deform);
+    free(g->h_train_labels);
     free(g);
 }
 
@@ -702,7 +723,7 @@ static int train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uin
     if ((err = forward_layers(g, g->d_in, n, out, bk)))
         return err;
     if ((err = nc_gpu_cnn_loss(out, g->d_labels, n, g->n_outputs, g->d_delta[0], g->d_loss,
-                               g->stream)))
+                               NULL, g->stream)))
         return err;
     if ((err = backward_device(g, n)))
         return err;
@@ -729,6 +750,197 @@ extern "C" int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8
         return g->failed;
     g->state_n = 0;
     return note(g, train_step(g, in, labels, n, lr, ret_loss));
+}
+
+/* Room for n images (and labels) of a training run on the device. */
+static int ensure_run_cap(nc_gpu_cnn *g, uint32_t n)
+{
+    if (!g->d_acc)
+        NC_CUDA_CHECK(cudaMalloc(&g->d_acc, 2 * sizeof(double)));
+    if (n <= g->run_cap)
+        return 0;
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    cudaFree(g->d_run);
+    cudaFree(g->d_run_labels);
+    cudaFree(g->d_index);
+    cudaFree(g->d_state);
+    cudaFreeHost(g->h_index);
+    cudaFreeHost(g->h_state);
+    cudaFreeHost(g->h_run_labels);
+    g->d_run = NULL;
+    g->d_run_labels = NULL;
+    g->d_index = NULL;
+    g->d_state = NULL;
+    g->h_index = NULL;
+    g->h_state = NULL;
+    g->h_run_labels = NULL;
+    g->run_cap = 0;
+    NC_CUDA_CHECK(cudaMalloc(&g->d_run, (size_t)n * g->n_inputs * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_run_labels, n));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_index, (size_t)n * sizeof(uint32_t)));
+    NC_CUDA_CHECK(cudaMalloc(&g->d_state, (size_t)n * sizeof(uint64_t)));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_index, (size_t)n * sizeof(uint32_t), cudaHostAllocDefault));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_state, (size_t)n * sizeof(uint64_t), cudaHostAllocDefault));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_run_labels, n, cudaHostAllocDefault));
+    g->run_cap = n;
+    return 0;
+}
+
+/* Room for a run of n and both batch sizes it will use tuned (tuning runs
+ * forwards of its own, so it must come before a run's images arrive). */
+static int run_prepare(nc_gpu_cnn *g, uint32_t n, uint32_t batch)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    int err = ensure_run_cap(g, n);
+    if (!err)
+        err = ensure_tuned(g, batch);
+    if (!err && n % batch)
+        err = ensure_tuned(g, n % batch);
+    return err;
+}
+
+/* The SGD steps over d_run / d_run_labels, enqueued after whatever filled
+ * them on the same stream; waits for the last. */
+static int run_steps(nc_gpu_cnn *g, uint32_t n, uint32_t batch, float lr, double *ret_loss,
+                     uint32_t *ret_errors)
+{
+    int err;
+    NC_CUDA_CHECK(cudaMemsetAsync(g->d_acc, 0, 2 * sizeof(double), g->stream));
+    float *out = g->d_act[g->n_layers - 1];
+    for (uint32_t i = 0; i < n; i += batch) {
+        const uint32_t nb = n - i < batch ? n - i : batch;
+        const float *x = g->d_run + (size_t)i * g->n_inputs;
+        g->state_in = x;
+        if ((err = forward_layers(g, x, nb, out, bucket_of(nb))) ||
+            (err = nc_gpu_cnn_loss(out, g->d_run_labels + i, nb, g->n_outputs, g->d_delta[0],
+                                   g->d_loss, g->d_acc, g->stream)) ||
+            (err = backward_device(g, nb)) ||
+            (err = nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream)))
+            return err;
+    }
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->h_loss, g->d_acc, 2 * sizeof(double),
+                                  cudaMemcpyDeviceToHost, g->stream));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    if (ret_loss)
+        *ret_loss = g->h_loss[0];
+    if (ret_errors)
+        *ret_errors = (uint32_t)g->h_loss[1];
+    return 0;
+}
+
+static int train_batches(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
+                         uint32_t batch, float lr, double *ret_loss, uint32_t *ret_errors)
+{
+    int err = run_prepare(g, n, batch);
+    if (err)
+        return err;
+    /* Same stream as every step: the copies wait for the previous run's
+     * steps, and the steps for the copies. */
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_run, in, (size_t)n * g->n_inputs * sizeof(float),
+                                  cudaMemcpyHostToDevice, g->stream));
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_run_labels, labels, n, cudaMemcpyHostToDevice,
+                                  g->stream));
+    return run_steps(g, n, batch, lr, ret_loss, ret_errors);
+}
+
+static int set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t count,
+                          const nc_deform_params *deform)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    cudaFree(g->d_train);
+    g->d_train = NULL;
+    free(g->h_train_labels);
+    g->h_train_labels = NULL;
+    nc_gpu_deform_free(g->deform);
+    g->deform = NULL;
+    g->n_train = 0;
+    const nc_deform_params none = NC_DEFORM_NONE;
+    const nc_gpu_cnn_layer *L0 = &g->L[0];
+    int err = nc_gpu_deform_new(deform ? deform : &none, L0->width, L0->height * L0->maps,
+                                &g->deform);
+    if (err)
+        return err;
+    if (!(g->h_train_labels = (uint8_t *)malloc(count)))
+        return -ENOMEM;
+    memcpy(g->h_train_labels, labels, count);
+    NC_CUDA_CHECK(cudaMalloc(&g->d_train, (size_t)count * g->n_inputs * sizeof(float)));
+    NC_CUDA_CHECK(cudaMemcpy(g->d_train, in, (size_t)count * g->n_inputs * sizeof(float),
+                             cudaMemcpyHostToDevice));
+    g->n_train = count;
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
+                                         uint32_t count, const nc_deform_params *deform)
+{
+    if (!g || !in || !labels || count < 1)
+        return -EINVAL;
+    for (uint32_t i = 0; i < count; i++)
+        if (labels[i] >= g->n_outputs)
+            return -EINVAL;
+    if (deform && g->L[0].maps != 1)
+        return -ENOTSUP;        /* core/deform warps one plane */
+    if (g->failed)
+        return g->failed;
+    return note(g, set_train_data(g, in, labels, count, deform));
+}
+
+static int train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *state,
+                         uint32_t n, uint32_t batch, float lr, double *ret_loss,
+                         uint32_t *ret_errors)
+{
+    int err = run_prepare(g, n, batch);
+    if (err)
+        return err;
+    /* The staging buffers may still feed the previous run's copies. */
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    memcpy(g->h_index, index, (size_t)n * sizeof(uint32_t));
+    memcpy(g->h_state, state, (size_t)n * sizeof(uint64_t));
+    for (uint32_t i = 0; i < n; i++)
+        g->h_run_labels[i] = g->h_train_labels[index[i]];
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_index, g->h_index, (size_t)n * sizeof(uint32_t),
+                                  cudaMemcpyHostToDevice, g->stream));
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_state, g->h_state, (size_t)n * sizeof(uint64_t),
+                                  cudaMemcpyHostToDevice, g->stream));
+    NC_CUDA_CHECK(cudaMemcpyAsync(g->d_run_labels, g->h_run_labels, n, cudaMemcpyHostToDevice,
+                                  g->stream));
+    if ((err = nc_gpu_deform_apply(g->deform, g->d_train, g->d_index, g->d_state, n, g->d_run,
+                                   g->stream)))
+        return err;
+    return run_steps(g, n, batch, lr, ret_loss, ret_errors);
+}
+
+extern "C" int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index,
+                                        const uint64_t *state, uint32_t n, uint32_t batch,
+                                        float lr, double *ret_loss, uint32_t *ret_errors)
+{
+    if (!g || !index || !state || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr))
+        return -EINVAL;
+    if (!g->n_train)
+        return -EINVAL;         /* no nc_gpu_cnn_set_train_data yet */
+    for (uint32_t i = 0; i < n; i++)
+        if (index[i] >= g->n_train)
+            return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    g->state_n = 0;
+    return note(g, train_indexed(g, index, state, n, batch, lr, ret_loss, ret_errors));
+}
+
+extern "C" int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
+                                        uint32_t n, uint32_t batch, float lr, double *ret_loss,
+                                        uint32_t *ret_errors)
+{
+    if (!g || !in || !labels || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr))
+        return -EINVAL;
+    for (uint32_t b = 0; b < n; b++)
+        if (labels[b] >= g->n_outputs)
+            return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    g->state_n = 0;
+    return note(g, train_batches(g, in, labels, n, batch, lr, ret_loss, ret_errors));
 }
 
 static int poison(nc_gpu_cnn *g)

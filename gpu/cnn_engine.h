@@ -32,6 +32,7 @@ extern "C" {
 #endif
 
 #include "cnn.h"   /* core/ has no C++ guards of its own */
+#include "deform.h"
 
 #define NC_GPU_CNN_GRAPH_MAX 16u
 
@@ -74,6 +75,33 @@ int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *gr
  * step) is the loss before the step. */
 int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
                           float lr, double *ret_loss);
+
+/* n images (host memory, any n) trained in order as mini-batches of
+ * `batch` (<= max_batch; the last one may be smaller): the same SGD steps as
+ * n / batch calls of nc_gpu_cnn_train_step, but with one upload and no wait
+ * between steps, so a trainer's host threads can prepare the next images
+ * meanwhile.  Waits for the last step.  ret_loss / ret_errors (may be NULL):
+ * the loss and the misclassified images summed over the steps, each measured
+ * before its step. */
+int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
+                             uint32_t batch, float lr, double *ret_loss, uint32_t *ret_errors);
+
+/* Training images resident on the device for nc_gpu_cnn_train_indexed:
+ * count images of n_inputs floats (host memory, any) and their labels,
+ * copied; deform (may be NULL: none) the core/deform parameters every
+ * presentation is deformed with (single-map inputs only: -ENOTSUP).
+ * Replaces earlier data. */
+int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
+                              uint32_t count, const nc_deform_params *deform);
+
+/* As nc_gpu_cnn_train_batches, for images already on the device: image i of
+ * the run is training image index[i], deformed on the device as
+ * nc_deform_apply would deform it with an nc_deform_rng whose state is
+ * state[i] (gpu/deform.cuh; equal to float rounding).  index and state:
+ * host arrays of n. */
+int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *state,
+                             uint32_t n, uint32_t batch, float lr, double *ret_loss,
+                             uint32_t *ret_errors);
 
 /* Fill every activation, delta, gradient and scratch buffer with NaN, so a
  * test sees anything a kernel forgot to write. */

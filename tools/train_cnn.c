@@ -25,7 +25,11 @@
  *    freshly distorted by core/deform with NC_DEFORM_MNIST (affine +
  *    elastic); validation and test digits never are.
  *  - Weights uniform in [-0.05, 0.05] from --seed (nc_cnn_init_weights).
- *  - Mini-batch SGD on the BLAS path.  nc_cnn sums gradients over a batch
+ *  - Mini-batch SGD on the BLAS path, or with --gpu N on the CUDA engine
+ *    (gpu/cnn_engine.h: the training digits resident on the device, which
+ *    deforms them itself with gpu/deform, the twin of core/deform, and runs
+ *    a chunk of steps without waiting; the same steps as the CPU's to float
+ *    rounding, as tests/gpu/test_deform checks).  nc_cnn sums gradients over a batch
  *    (not averages), so --lr keeps the seed's on-line meaning, a step per
  *    image: a batch of B moves the weights about as far as B on-line steps
  *    would, and no rescaling with --batch is needed.  Batch 16 (default)
@@ -34,9 +38,13 @@
  *  - Learning rate lr * decay^e in epoch e (0-based).  The seed's MNIST runs
  *    go from 1e-3 to 3e-5 in 500 epochs (decay 0.993); its NORB/CIFAR runs
  *    use 0.95, the default here, which suits runs of tens of epochs.
- *  - The training order is reshuffled every epoch; shuffling and
- *    distortions share one splitmix64 stream seeded from --seed, so a run is
- *    reproducible and a resumed run continues the same stream.
+ *  - The training order is reshuffled every epoch from one splitmix64
+ *    stream seeded from --seed; the same stream then gives the epoch's
+ *    deformation seed, and the image at position p of the epoch draws its
+ *    deformation from a stream of its own hashed from that seed and p
+ *    (image_rng), so --threads workers (CPU) or one block per image (GPU)
+ *    deform exactly the same images.  A run is reproducible whatever the
+ *    thread count, and a resumed run continues the same streams.
  *  - After each epoch the validation error is measured; the weights of the
  *    epoch with the lowest validation error (the earliest on ties) are the
  *    ones saved ("test for best validation", seed 000 §4).  With
@@ -49,6 +57,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +68,11 @@
 #include "fileio.h"
 #include "image.h"
 #include "modelfile.h"
+#include "nc_config.h"
+#if NC_HAVE_CUDA
+#include "cnn_engine.h"
+#include "device.h"
+#endif
 
 /* OpenBLAS's thread control.  Declared here rather than taken from cblas.h
  * so that another CBLAS header cannot hide it. */
@@ -70,6 +84,7 @@ void openblas_set_num_threads(int num_threads);
 #define EVAL_BATCH 250u
 #define MAX_EPOCHS 100000u
 #define CKPT_MAX_BYTES ((size_t)1 << 31)
+#define MAX_THREADS 64u
 
 /* Checkpoint sections (not info tags: see modelfile.h). */
 #define TAG_CK_NET  NC_MF_TAG('C', 'K', 'N', 'T')  /* bytes: current net, a model file */
@@ -94,6 +109,7 @@ typedef struct options {
     int resume;
     uint64_t seed;
     uint32_t threads;
+    int gpu;                /* CUDA device, or -1: the CPU */
 } options;
 
 /* One row of the per-epoch table. */
@@ -128,7 +144,10 @@ static void usage(FILE *f)
         "  --deform          deform training digits (default)\n"
         "  --no-deform       train on the digits as they are\n"
         "  --seed N          weights, order and deformations (default 1)\n"
-        "  --threads N       OpenBLAS threads (default 1)\n"
+        "  --threads N       threads that deform the next images while a batch\n"
+        "                    trains; OpenBLAS threads too on the CPU (default 1)\n"
+        "  --gpu N           train on CUDA device N (the results match the CPU's\n"
+        "                    to float rounding; default: the CPU)\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -137,7 +156,7 @@ static void usage(FILE *f)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID,
-           O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME };
+           O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -154,12 +173,14 @@ static int parse_options(int argc, char **argv, options *o)
         { "threads", required_argument, NULL, O_THREADS },
         { "checkpoint", required_argument, NULL, O_CKPT },
         { "resume", no_argument, NULL, O_RESUME },
+        { "gpu", required_argument, NULL, O_GPU },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     *o = (options){
         .arch = DEFAULT_ARCH, .epochs = 10, .batch = 16, .lr = 1e-3f,
         .lr_decay = 0.95f, .validation = 10000, .deform = 1, .seed = 1, .threads = 1,
+        .gpu = -1,
     };
     int c, bad = 0;
     optind = 1;
@@ -182,6 +203,15 @@ static int parse_options(int argc, char **argv, options *o)
         case O_SEED: name = "--seed"; err = train_parse_u64(optarg, &o->seed); break;
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
+        case O_GPU: {
+            uint32_t d = 0;
+            name = "--gpu";
+            err = train_parse_u32(optarg, &d);
+            if (!err && d > 1024)
+                err = -ERANGE;
+            o->gpu = (int)d;
+            break;
+        }
         case 'h': usage(stdout); return 1;
         default: return -EINVAL;     /* getopt printed why */
         }
@@ -214,8 +244,12 @@ static int parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "neocog-train cnn: --validation must leave training digits\n");
         bad = 1;
     }
-    if (!bad && (o->threads == 0 || o->threads > 1024)) {
-        fprintf(stderr, "neocog-train cnn: --threads must be 1..1024\n");
+    if (!bad && (o->threads == 0 || o->threads > MAX_THREADS)) {
+        fprintf(stderr, "neocog-train cnn: --threads must be 1..%u\n", MAX_THREADS);
+        bad = 1;
+    }
+    if (!bad && o->gpu >= 0 && !NC_HAVE_CUDA) {
+        fprintf(stderr, "neocog-train cnn: --gpu: this build has no CUDA engine\n");
         bad = 1;
     }
     if (!bad && o->resume && !o->checkpoint) {
@@ -255,8 +289,9 @@ static int prepare_inputs(const nc_dataset *d, const nc_prep *p, float **ret_inp
     return 0;
 }
 
-/* Errors of net on inputs [first, first + count) (no deformation). */
-static int count_errors(const nc_cnn *net, nc_cnn_work *w, const float *inputs,
+/* Errors of net on inputs [first, first + count) (no deformation), on the
+ * GPU engine g when there is one (it holds net's current params). */
+static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float *inputs,
                         const uint8_t *labels, uint32_t plane, uint32_t first,
                         uint32_t count, float *out, uint32_t *ret_errors)
 {
@@ -264,7 +299,15 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, const float *inputs,
     for (uint32_t i = 0; i < count; i += EVAL_BATCH) {
         uint32_t n = count - i < EVAL_BATCH ? count - i : EVAL_BATCH;
         uint32_t e = 0;
-        int err = nc_cnn_forward_blas(net, w, inputs + (size_t)(first + i) * plane, n, out);
+        const float *in = inputs + (size_t)(first + i) * plane;
+        int err;
+#if NC_HAVE_CUDA
+        if (g)
+            err = nc_gpu_cnn_forward(g, in, n, out);
+        else
+#endif
+            err = nc_cnn_forward_blas(net, w, in, n, out);
+        (void)g;
         if (!err)
             err = nc_cnn_loss(net, out, labels + first + i, n, NULL, NULL, &e);
         if (err)
@@ -415,6 +458,11 @@ out:
 
 /* ---- one epoch -------------------------------------------------------------- */
 
+/* Images are prepared CHUNK_MIN (rounded up to whole mini-batches) at a time
+ * by --threads worker threads, the next chunk while the current one trains,
+ * so the GPU (or BLAS) never waits for deformations. */
+#define CHUNK_MIN 4096u
+
 typedef struct trainer {
     const options *o;
     const nc_dataset *train;
@@ -423,64 +471,198 @@ typedef struct trainer {
     uint32_t side;
     nc_cnn *net;
     nc_cnn_work *w;
-    nc_deform *deform;      /* NULL without --deform */
+    nc_deform **deform;     /* [o->threads]; NULL without --deform */
     uint32_t *order;        /* [n_train] */
-    float *in, *out, *d_out, *grads;
-    uint8_t *labels;        /* [batch] */
+    uint32_t chunk;         /* images per chunk, a multiple of the batch */
+    float *chunk_in[2];     /* [chunk][plane], one being filled, one trained */
+    uint8_t *chunk_labels[2];
+    float *out, *d_out, *grads;
+    void *gpu;              /* nc_gpu_cnn; NULL: train on the CPU */
+    uint64_t *state;        /* [chunk]: the GPU's per-image rng states */
     int live;               /* stderr is a terminal: show a live line */
 } trainer;
+
+/* The deformation stream of the image at position pos of an epoch: its own
+ * splitmix64 state, hashed from the epoch's seed and pos, so that any number
+ * of threads draws exactly the same images (core/deform's draws of one image
+ * are sequential; images are independent). */
+static nc_deform_rng image_rng(uint64_t epoch_seed, uint32_t pos)
+{
+    nc_deform_rng h = { epoch_seed + pos };
+    return (nc_deform_rng){ nc_deform_rng_next(&h) };
+}
+
+typedef struct fill_job {
+    const trainer *t;
+    nc_deform *deform;      /* this thread's scratch; NULL: copy */
+    uint64_t epoch_seed;
+    uint32_t first, count;  /* positions in the epoch's order */
+    uint32_t base;          /* position of the chunk's first image */
+    float *in;              /* the chunk's buffers */
+    uint8_t *labels;
+    int err;
+} fill_job;
+
+static void *fill_run(void *arg)
+{
+    fill_job *j = arg;
+    const trainer *t = j->t;
+    const uint32_t plane = t->side * t->side;
+    for (uint32_t pos = j->first; pos < j->first + j->count && !j->err; pos++) {
+        const uint32_t k = t->order[pos];
+        const float *src = t->inputs + (size_t)k * plane;
+        float *dst = j->in + (size_t)(pos - j->base) * plane;
+        j->labels[pos - j->base] = t->train->labels[k];
+        if (j->deform) {
+            nc_deform_rng r = image_rng(j->epoch_seed, pos);
+            j->err = nc_deform_apply(j->deform, &r, src, dst);
+        } else {
+            memcpy(dst, src, plane * sizeof(float));
+        }
+    }
+    return NULL;
+}
+
+/* Images [first, first + count) of the epoch's order into buffer slot,
+ * split over the worker threads, which are started here and joined by
+ * fill_join.  A thread that cannot start leaves its share to the caller's
+ * thread (in fill_join), so nothing is lost. */
+typedef struct filler {
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS];
+    fill_job job[MAX_THREADS];
+    uint32_t n_jobs;
+} filler;
+
+static void fill_start(filler *f, const trainer *t, uint64_t epoch_seed, uint32_t first,
+                       uint32_t count, int slot)
+{
+    uint32_t n = t->o->threads < count ? t->o->threads : count;
+    f->n_jobs = n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a = (uint32_t)((uint64_t)count * i / n), b = (uint32_t)((uint64_t)count * (i + 1) / n);
+        f->job[i] = (fill_job){ .t = t, .deform = t->deform ? t->deform[i] : NULL,
+                                .epoch_seed = epoch_seed, .first = first + a, .count = b - a,
+                                .base = first, .in = t->chunk_in[slot],
+                                .labels = t->chunk_labels[slot] };
+        f->started[i] = pthread_create(&f->tid[i], NULL, fill_run, &f->job[i]) == 0;
+    }
+}
+
+static int fill_join(filler *f)
+{
+    int err = 0;
+    for (uint32_t i = 0; i < f->n_jobs; i++) {
+        if (f->started[i])
+            pthread_join(f->tid[i], NULL);
+        else
+            fill_run(&f->job[i]);
+        if (!err)
+            err = f->job[i].err;
+    }
+    f->n_jobs = 0;
+    return err;
+}
+
+/* One SGD step per mini-batch of the chunk's n images; loss and errors
+ * added to *loss, *errors. */
+static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
+                       uint32_t *errors)
+{
+    const uint32_t plane = t->side * t->side, B = t->o->batch;
+    for (uint32_t i = 0; i < n; i += B) {
+        const uint32_t nb = n - i < B ? n - i : B;
+        const float *in = t->chunk_in[slot] + (size_t)i * plane;
+        const uint8_t *labels = t->chunk_labels[slot] + i;
+        /* nc_cnn_train_step without hiding the outputs, so the training
+         * error comes for free. */
+        double l = 0.0;
+        uint32_t e = 0;
+        int err = nc_cnn_forward_blas(t->net, t->w, in, nb, t->out);
+        if (!err)
+            err = nc_cnn_loss(t->net, t->out, labels, nb, t->d_out, &l, &e);
+        if (!err)
+            err = nc_cnn_backward_blas(t->net, t->w, in, nb, t->d_out, t->grads);
+        if (!err)
+            err = nc_cnn_sgd(t->net, t->grads, lr);
+        if (err)
+            return err;
+        if (!isfinite(l))
+            return -ERANGE;         /* diverged: a smaller --lr is needed */
+        *loss += l;
+        *errors += e;
+    }
+    return 0;
+}
+
+#if NC_HAVE_CUDA
+/* The GPU's epoch: the training images live on the device, which deforms
+ * them itself (gpu/deform.cuh) from the same per-image streams, so the host
+ * only sends positions and stream states, a chunk at a time. */
+static int train_chunk_gpu(trainer *t, uint64_t epoch_seed, uint32_t first, uint32_t n,
+                           float lr, double *loss, uint32_t *errors)
+{
+    for (uint32_t i = 0; i < n; i++)
+        t->state[i] = image_rng(epoch_seed, first + i).state;
+    double l = 0.0;
+    uint32_t e = 0;
+    int err = nc_gpu_cnn_train_indexed(t->gpu, t->order + first, t->state, n, t->o->batch, lr,
+                                       &l, &e);
+    if (err)
+        return err;
+    *loss += l;
+    *errors += e;
+    return isfinite(l) ? 0 : -ERANGE;
+}
+#endif
 
 static int train_epoch(trainer *t, run_state *st, float lr, double *ret_loss,
                        uint32_t *ret_errors)
 {
-    const uint32_t side = t->side, plane = side * side, B = t->o->batch;
     double loss_sum = 0.0, t0 = train_now(), last_live = t0;
     uint32_t errors = 0;
 
-    /* Fisher-Yates shuffle from the run's stream. */
+    /* Fisher-Yates shuffle from the run's stream, then the epoch's seed for
+     * the deformations from the same stream. */
     for (uint32_t i = t->n_train - 1; i > 0; i--) {
         uint32_t j = nc_deform_rng_below(&st->rng, i + 1);
         uint32_t tmp = t->order[i];
         t->order[i] = t->order[j];
         t->order[j] = tmp;
     }
-    for (uint32_t i = 0; i < t->n_train; i += B) {
-        uint32_t n = t->n_train - i < B ? t->n_train - i : B;
-        for (uint32_t b = 0; b < n; b++) {
-            uint32_t k = t->order[i + b];
-            float *dst = t->in + (size_t)b * plane;
-            t->labels[b] = t->train->labels[k];
-            const float *src = t->inputs + (size_t)k * plane;
-            if (t->deform) {
-                int err = nc_deform_apply(t->deform, &st->rng, src, dst);
-                if (err)
-                    return err;
-            } else {
-                memcpy(dst, src, plane * sizeof(float));
-            }
+    const uint64_t epoch_seed = nc_deform_rng_next(&st->rng);
+
+    filler f = { .n_jobs = 0 };
+    int slot = 0, err = 0;
+    uint32_t first_n = t->n_train < t->chunk ? t->n_train : t->chunk;
+    if (!t->gpu)
+        fill_start(&f, t, epoch_seed, 0, first_n, slot);
+    for (uint32_t c = 0; c < t->n_train; c += t->chunk) {
+        const uint32_t n = t->n_train - c < t->chunk ? t->n_train - c : t->chunk;
+#if NC_HAVE_CUDA
+        if (t->gpu) {
+            if ((err = train_chunk_gpu(t, epoch_seed, c, n, lr, &loss_sum, &errors)))
+                break;
+            goto progress;
         }
-        /* nc_cnn_train_step without hiding the outputs, so the training
-         * error comes for free. */
-        double loss = 0.0;
-        uint32_t e = 0;
-        int err = nc_cnn_forward_blas(t->net, t->w, t->in, n, t->out);
-        if (!err)
-            err = nc_cnn_loss(t->net, t->out, t->labels, n, t->d_out, &loss, &e);
-        if (!err)
-            err = nc_cnn_backward_blas(t->net, t->w, t->in, n, t->d_out, t->grads);
-        if (!err)
-            err = nc_cnn_sgd(t->net, t->grads, lr);
-        if (err)
-            return err;
-        if (!isfinite(loss))
-            return -ERANGE;         /* diverged: a smaller --lr is needed */
-        loss_sum += loss;
-        errors += e;
+#endif
+        if ((err = fill_join(&f)))
+            break;
+        const uint32_t next = c + t->chunk;
+        if (next < t->n_train)
+            fill_start(&f, t, epoch_seed, next,
+                       t->n_train - next < t->chunk ? t->n_train - next : t->chunk, !slot);
+        if ((err = train_chunk(t, slot, n, lr, &loss_sum, &errors)))
+            break;
+        slot = !slot;
+#if NC_HAVE_CUDA
+progress:
+#endif
 
         if (t->live) {
             double now = train_now();
             if (now - last_live >= 0.5) {
-                uint32_t done = i + n;
+                uint32_t done = c + n;
                 double rate = done / (now - t0);
                 char eta[32];
                 train_format_duration((t->n_train - done) / rate, eta, sizeof(eta));
@@ -491,8 +673,13 @@ static int train_epoch(trainer *t, run_state *st, float lr, double *ret_loss,
             }
         }
     }
+    int join_err = fill_join(&f);   /* a chunk still being filled after a failure */
+    if (!err)
+        err = join_err;
     if (t->live)
         fprintf(stderr, "\r%*s\r", 100, "");
+    if (err)
+        return err;
     *ret_loss = loss_sum / t->n_train;
     *ret_errors = errors;
     return 0;
@@ -596,21 +783,33 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     if ((err = nc_cnn_work_new(net, o.batch, &w)) || (err = nc_cnn_work_new(net, EVAL_BATCH, &ew)))
         goto fail;
     t.w = w;
+    t.chunk = (CHUNK_MIN + o.batch - 1) / o.batch * o.batch;
     t.order = malloc((size_t)t.n_train * sizeof(uint32_t));
-    t.in = malloc((size_t)o.batch * plane * sizeof(float));
     t.out = malloc((size_t)max_batch * 10 * sizeof(float));
     t.d_out = malloc((size_t)o.batch * 10 * sizeof(float));
     t.grads = malloc(net->n_params * sizeof(float));
-    t.labels = malloc(o.batch);
     st.hist = calloc((size_t)o.epochs * HIST_COLS, sizeof(double));
-    if (!t.order || !t.in || !t.out || !t.d_out || !t.grads || !t.labels || !st.hist) {
+    for (int i = 0; i < 2; i++) {
+        t.chunk_in[i] = malloc((size_t)t.chunk * plane * sizeof(float));
+        t.chunk_labels[i] = malloc(t.chunk);
+    }
+    t.state = malloc((size_t)t.chunk * sizeof(uint64_t));
+    if (!t.order || !t.out || !t.d_out || !t.grads || !st.hist || !t.chunk_in[0] ||
+        !t.chunk_in[1] || !t.chunk_labels[0] || !t.chunk_labels[1] || !t.state) {
         err = -ENOMEM;
         goto fail;
     }
     for (uint32_t i = 0; i < t.n_train; i++)
         t.order[i] = i;
-    if (o.deform && (err = nc_deform_new(&NC_DEFORM_MNIST, t.side, t.side, &t.deform)))
-        goto fail;
+    if (o.deform) {
+        if (!(t.deform = calloc(o.threads, sizeof(*t.deform)))) {
+            err = -ENOMEM;
+            goto fail;
+        }
+        for (uint32_t i = 0; i < o.threads; i++)
+            if ((err = nc_deform_new(&NC_DEFORM_MNIST, t.side, t.side, &t.deform[i])))
+                goto fail;
+    }
 
     if ((err = prepare_inputs(&train, &info.prep, &train_inputs)))
         goto fail;
@@ -629,14 +828,36 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         if (st.epochs_done >= o.epochs)
             fprintf(stderr, "nothing left to train: --epochs %u\n", o.epochs);
     }
+    void *gpu = NULL;       /* the engine, for count_errors */
+#if NC_HAVE_CUDA
+    if (o.gpu >= 0) {
+        /* Made after a resume, so it starts from the checkpoint's params. */
+        nc_gpu_device_info di;
+        nc_gpu_cnn *g = NULL;
+        const nc_deform_params dp = NC_DEFORM_MNIST;
+        err = nc_gpu_cnn_new(net, o.gpu, max_batch, &g);
+        t.gpu = g;
+        if (!err)
+            err = nc_gpu_cnn_set_train_data(g, train_inputs, train.labels, t.n_train,
+                                            o.deform ? &dp : NULL);
+        if (err) {
+            fprintf(stderr, "neocog-train cnn: --gpu %d: %s (%s)\n", o.gpu, nc_strerror(err),
+                    nc_gpu_last_error());
+            goto out;
+        }
+        gpu = t.gpu;
+        if (nc_gpu_device_info_get(o.gpu, &di) == 0)
+            fprintf(stderr, "  GPU %d: %s\n", o.gpu, di.name);
+    }
+#endif
 
     char arch[NC_CNN_ARCH_MAX];
     nc_cnn_arch_format(net, arch, sizeof(arch));
     fprintf(stderr, "neocog-train cnn: %s, %zu parameters\n", arch, net->n_params);
     fprintf(stderr, "  data %s: %s\n", dir, info.data);
-    fprintf(stderr, "  epochs %u, batch %u, lr %g decay %g, seed %llu, %u BLAS thread%s\n",
+    fprintf(stderr, "  epochs %u, batch %u, lr %g decay %g, seed %llu, %u thread%s, on %s\n",
             o.epochs, o.batch, (double)o.lr, (double)o.lr_decay, (unsigned long long)o.seed,
-            o.threads, o.threads == 1 ? "" : "s");
+            o.threads, o.threads == 1 ? "" : "s", gpu ? "the GPU" : "the CPU");
     if (o.deform) {
         const nc_deform_params *p = &NC_DEFORM_MNIST;
         fprintf(stderr, "  deformations: shift %g px, rotation %g deg, scale %g, shear %g, "
@@ -660,9 +881,15 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             t.order[i] = i;
         if ((err = train_epoch(&t, &st, lr, &loss, &train_errors)))
             goto fail;
+#if NC_HAVE_CUDA
+        /* net mirrors the device after every epoch: best and checkpoints
+         * copy it. */
+        if (t.gpu && (err = nc_gpu_cnn_download(t.gpu, net)))
+            goto fail;
+#endif
         double t_train = train_now() - t0;
         if (o.validation &&
-            (err = count_errors(net, ew, train_inputs, train.labels, plane, valid_first,
+            (err = count_errors(net, ew, gpu, train_inputs, train.labels, plane, valid_first,
                                 o.validation, t.out, &valid_errors)))
             goto fail;
         double secs = train_now() - t0;
@@ -719,7 +946,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     float *test_inputs = NULL;
     if ((err = prepare_inputs(&test, &info.prep, &test_inputs)))
         goto fail;
-    err = count_errors(best, ew, test_inputs, test.labels, plane, 0, test.count, t.out,
+    err = count_errors(best, ew, NULL, test_inputs, test.labels, plane, 0, test.count, t.out,
                        &test_errors);
     free(test_inputs);
     if (err)
@@ -749,17 +976,30 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
 
 fail:
     fprintf(stderr, "neocog-train cnn: %s\n", nc_strerror(err));
+#if NC_HAVE_CUDA
+    if (t.gpu)
+        fprintf(stderr, "neocog-train cnn: GPU: %s\n", nc_gpu_last_error());
+#endif
 out:
     free(model);
     free(st.hist);
     free(t.order);
-    free(t.in);
     free(t.out);
     free(t.d_out);
     free(t.grads);
     free(train_inputs);
-    free(t.labels);
-    nc_deform_free(t.deform);
+    for (int i = 0; i < 2; i++) {
+        free(t.chunk_in[i]);
+        free(t.chunk_labels[i]);
+    }
+    if (t.deform)
+        for (uint32_t i = 0; i < o.threads; i++)
+            nc_deform_free(t.deform[i]);
+    free(t.deform);
+    free(t.state);
+#if NC_HAVE_CUDA
+    nc_gpu_cnn_free(t.gpu);
+#endif
     nc_cnn_work_free(w);
     nc_cnn_work_free(ew);
     nc_cnn_free(net);

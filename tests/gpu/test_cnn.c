@@ -4,8 +4,10 @@
  * factors, rectangular kernels and partial tables, one with kernels smaller
  * than their step, one fully connected on the input) and awkward batch sizes:
  * every forward path's outputs against nc_cnn_forward_ref, then all
- * gradients of nc_gpu_cnn_backward against nc_cnn_backward_ref, and a GPU
- * training step against nc_cnn_train_step.  Tolerance: relative error 1e-4,
+ * gradients of nc_gpu_cnn_backward against nc_cnn_backward_ref (on batches
+ * without max-pooling near-ties: see TIE_GAP), a GPU training step against
+ * nc_cnn_train_step, and a run of mini-batches (nc_gpu_cnn_train_batches)
+ * against the same steps on the CPU.  Tolerance: relative error 1e-4,
  * both as ||gpu - ref|| / ||ref|| and as max |gpu - ref| / max |ref|, per
  * output block and per layer's weights and biases.  Every device buffer and
  * the host outputs are poisoned with NaN before each run.  Skips (77)
@@ -71,31 +73,75 @@ static void compare(const char *what, const float *got, const float *ref, size_t
     compare_tol(what, got, ref, count, TOL);
 }
 
-/* Gradients compared layer by layer, weights and biases apart.  Below a
- * max-pooling layer, a large batch (n > 65) is held to POOL_TOL: over 10^6
- * pooling regions a few hold two values that float (GPU) and double (core)
- * forward passes order differently, and each such flip sends one delta to
- * another pixel; nets without pooling are held to TOL at n = 1000. */
-#define POOL_TOL 2e-3
-static void compare_grads_n(const char *tag, const nc_cnn *net, const float *got,
-                            const float *ref, uint32_t n)
+/* Max-pooling passes its delta to the largest input of each region.  Where
+ * the two largest lie closer than TIE_GAP, the float GPU forward and core's
+ * double-accumulated one may rank them differently and route the delta to
+ * different pixels: a true answer either way, but not the same one.  Over
+ * the ~10^6 regions of a batch of 1000 a few such near-ties occur (they held
+ * gradients below a pooling layer to 2e-3 before this).  So a batch whose
+ * gradients are compared is made free of them: every image with a near-tie
+ * in the reference forward is redrawn, and the count is printed.  Activations
+ * differ between the two forwards by ~1e-7 here, far below TIE_GAP. */
+#define TIE_GAP 1e-5f
+
+static int region_has_tie(const float *x, uint32_t in_w, uint32_t kx, uint32_t ky)
 {
-    uint32_t top_pool = 0;
-    for (uint32_t l = 1; l < net->n_layers; l++)
-        if (net->layers[l].kind == NC_CNN_KIND_POOL)
-            top_pool = l;
+    float a = -INFINITY, b = -INFINITY;     /* largest, second largest */
+    for (uint32_t i = 0; i < ky; i++)
+        for (uint32_t j = 0; j < kx; j++) {
+            float v = x[(size_t)i * in_w + j];
+            if (v > a) {
+                b = a;
+                a = v;
+            } else if (v > b) {
+                b = v;
+            }
+        }
+    return a - b < TIE_GAP;
+}
+
+static int image_has_tie(const nc_cnn *net, const nc_cnn_work *w, const float *in, uint32_t b)
+{
     for (uint32_t l = 1; l < net->n_layers; l++) {
-        const nc_cnn_layer *L = &net->layers[l];
-        if (!L->weights)
+        const nc_cnn_layer *L = &net->layers[l], *P = &net->layers[l - 1];
+        if (L->kind != NC_CNN_KIND_POOL)
             continue;
-        const double tol = n > 65 && l < top_pool ? POOL_TOL : TOL;
-        char what[320];
-        size_t w0 = (size_t)(L->weights - net->params), b0 = (size_t)(L->bias - net->params);
-        snprintf(what, sizeof what, "%s layer %u weights", tag, l);
-        compare_tol(what, got + w0, ref + w0, L->n_weights, tol);
-        snprintf(what, sizeof what, "%s layer %u biases", tag, l);
-        compare_tol(what, got + b0, ref + b0, L->maps, tol);
+        const float *x = l == 1 ? in : nc_cnn_work_activations(w, l - 1, NULL);
+        if (!x)
+            return 1;
+        x += (size_t)b * P->n_out;
+        for (uint32_t m = 0; m < L->maps; m++)
+            for (uint32_t oy = 0; oy < L->height; oy++)
+                for (uint32_t ox = 0; ox < L->width; ox++)
+                    if (region_has_tie(x + ((size_t)m * P->height + oy * L->kernel_y) * P->width +
+                                           ox * L->kernel_x,
+                                       P->width, L->kernel_x, L->kernel_y))
+                        return 1;
     }
+    return 0;
+}
+
+/* Redraw images of in[n] until the reference forward has no near-tie;
+ * leaves the reference outputs of the final batch in ref.  Returns the
+ * number of redraws. */
+static uint32_t redraw_near_ties(const nc_cnn *net, nc_cnn_work *w, nc_test_rng *rng, float *in,
+                                 uint32_t n, float *ref)
+{
+    uint32_t redrawn = 0;
+    for (int round = 0; round < 50; round++) {
+        CHECK_INT_EQ(nc_cnn_forward_ref(net, w, in, n, ref), 0);
+        uint32_t count = 0;
+        for (uint32_t b = 0; b < n; b++)
+            if (image_has_tie(net, w, in, b)) {
+                fill(rng, in + (size_t)b * net->n_inputs, net->n_inputs, -1.0, 1.0);
+                count++;
+            }
+        if (!count)
+            return redrawn;
+        redrawn += count;
+    }
+    CHECK_MSG(0, "near-ties did not go away in 50 rounds");
+    return redrawn;
 }
 
 static void compare_grads(const char *tag, const nc_cnn *net, const float *got, const float *ref)
@@ -151,8 +197,14 @@ static void test_net(const char *arch, const uint32_t *batches, size_t n_batches
         const uint32_t n = batches[bi];
         fill(&rng, in, (size_t)n * net->n_inputs, -1.0, 1.0);
         fill(&rng, d_out, (size_t)n * net->n_outputs, -1.0, 1.0);
-        CHECK_INT_EQ(nc_cnn_forward_ref(net, w, in, n, ref), 0);
         const int do_back = (int)n <= with_backward_max;
+        CHECK_INT_EQ(nc_cnn_forward_ref(net, w, in, n, ref), 0);
+        if (do_back) {
+            uint32_t redrawn = redraw_near_ties(net, w, &rng, in, n, ref);
+            if (redrawn)
+                fprintf(stderr, "%s n=%u: %u image(s) redrawn for pooling near-ties\n", arch,
+                        n, redrawn);
+        }
         if (do_back)
             CHECK_INT_EQ(nc_cnn_backward_ref(net, w, in, n, d_out, gref), 0);
         for (int p = NC_GPU_CNN_PATH_AUTO; p <= NC_GPU_CNN_PATH_FUSED_BIG; p++) {
@@ -183,7 +235,7 @@ static void test_net(const char *arch, const uint32_t *batches, size_t n_batches
             err = nc_gpu_cnn_backward(g, d_out, n, ggpu);
             CHECK_MSG(err == 0, "backward %s n=%u: %d (%s)", path_name(p), n, err,
                       nc_gpu_last_error());
-            compare_grads_n(tag, net, ggpu, gref, n);
+            compare_grads(tag, net, ggpu, gref);
         }
         fprintf(stderr, "%s n=%u: checked\n", arch, n);
     }
@@ -259,6 +311,82 @@ done:
     free(labels);
 }
 
+/* A run of mini-batches on the device (nc_gpu_cnn_train_batches) against the
+ * same steps one by one on the CPU: loss and errors summed over the steps,
+ * and every param's total change after them.  n is not a multiple of the
+ * batch, so the short last step is covered. */
+static void test_train_batches(const char *arch, uint32_t n, uint32_t batch)
+{
+    nc_cnn *cpu = NULL, *gpu = NULL;
+    REQUIRE(nc_cnn_new(arch, &cpu) == 0);
+    REQUIRE(nc_cnn_new(arch, &gpu) == 0);
+    REQUIRE(nc_cnn_init_uniform(cpu, 13, 0.15f) == 0);
+    memcpy(gpu->params, cpu->params, cpu->n_params * sizeof(float));
+    const size_t P = cpu->n_params;
+    float *before = malloc(P * sizeof(float)), *grads = malloc(P * sizeof(float));
+    float *d_cpu = malloc(P * sizeof(float)), *d_gpu = malloc(P * sizeof(float));
+    float *in = malloc((size_t)n * cpu->n_inputs * sizeof(float));
+    float *out = malloc((size_t)batch * cpu->n_outputs * sizeof(float));
+    float *d_out = malloc((size_t)batch * cpu->n_outputs * sizeof(float));
+    uint8_t *labels = malloc(n);
+    nc_cnn_work *w = NULL;
+    nc_gpu_cnn *g = NULL;
+    if (!before || !grads || !d_cpu || !d_gpu || !in || !out || !d_out || !labels ||
+        nc_cnn_work_new(cpu, batch, &w) || nc_gpu_cnn_new(gpu, 0, batch, &g)) {
+        CHECK_MSG(0, "setup of the training run: %s", nc_gpu_last_error());
+        goto done;
+    }
+    nc_test_rng rng = {777};
+    fill(&rng, in, (size_t)n * cpu->n_inputs, -1.0, 1.0);
+    for (uint32_t b = 0; b < n; b++)
+        labels[b] = (uint8_t)(nc_test_next(&rng) % cpu->n_outputs);
+    memcpy(before, cpu->params, P * sizeof(float));
+    const float lr = 0.005f;
+    double loss_cpu = 0.0, loss_gpu = -1.0;
+    uint32_t err_cpu = 0, err_gpu = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i += batch) {
+        const uint32_t nb = n - i < batch ? n - i : batch;
+        const float *x = in + (size_t)i * cpu->n_inputs;
+        double l = 0.0;
+        uint32_t e = 0;
+        CHECK_INT_EQ(nc_cnn_forward_ref(cpu, w, x, nb, out), 0);
+        CHECK_INT_EQ(nc_cnn_loss(cpu, out, labels + i, nb, d_out, &l, &e), 0);
+        CHECK_INT_EQ(nc_cnn_backward_ref(cpu, w, x, nb, d_out, grads), 0);
+        CHECK_INT_EQ(nc_cnn_sgd(cpu, grads, lr), 0);
+        loss_cpu += l;
+        err_cpu += e;
+    }
+    CHECK_INT_EQ(nc_gpu_cnn_train_batches(g, in, labels, n, batch + 1, lr, NULL, NULL), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_poison(g), 0);
+    int err = nc_gpu_cnn_train_batches(g, in, labels, n, batch, lr, &loss_gpu, &err_gpu);
+    CHECK_MSG(err == 0, "train_batches: %d (%s)", err, nc_gpu_last_error());
+    CHECK_INT_EQ(nc_gpu_cnn_download(g, gpu), 0);
+    CHECK_NEAR(loss_gpu, loss_cpu, 0, TOL);
+    CHECK_INT_EQ(err_gpu, err_cpu);
+    for (size_t i = 0; i < P; i++) {
+        d_cpu[i] = cpu->params[i] - before[i];
+        d_gpu[i] = gpu->params[i] - before[i];
+    }
+    char tag[160];
+    snprintf(tag, sizeof tag, "%s train batches n=%u batch %u", arch, n, batch);
+    compare_grads(tag, cpu, d_gpu, d_cpu);
+    fprintf(stderr, "%s: %u steps of <= %u, loss cpu %.6f gpu %.6f, errors %u / %u\n", arch,
+            (n + batch - 1) / batch, batch, loss_cpu, loss_gpu, err_cpu, err_gpu);
+done:
+    nc_gpu_cnn_free(g);
+    nc_cnn_work_free(w);
+    nc_cnn_free(cpu);
+    nc_cnn_free(gpu);
+    free(before);
+    free(grads);
+    free(d_cpu);
+    free(d_gpu);
+    free(in);
+    free(out);
+    free(d_out);
+    free(labels);
+}
+
 int main(void)
 {
     int count = 0;
@@ -290,5 +418,7 @@ int main(void)
     test_net("3x5x4-6N-2N", small_b, 5, 65);
     test_train_step("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 33);
     test_train_step("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 31);
+    test_train_batches("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16);
+    test_train_batches("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 45, 8);
     return nc_test_finish();
 }
