@@ -6,22 +6,18 @@
  * the slot, one being recognised, so nothing is allocated per frame once
  * the buffers have grown to the frame size.
  *
- * What the protocol cannot carry (proto/neocog.proto has no ROI and no
- * expected digit count in Image) is done here:
- *   --roi     the frame is cropped before sending (JPEG, PNG and PGM frames
- *             are decoded to grey first), and boxes are moved back to frame
- *             coordinates;
- *   --digits  the expected count is applied to the answer: extra digits,
- *             least confident first, are dropped, and a frame with fewer is
- *             flagged (count_ok false).  core/segment could use the count
- *             to cut or merge digits (nc_segment_params.expected_count);
- *             that needs a field in Image. */
+ * The ROI and the expected digit count travel in the request (Image.roi,
+ * Image.expected_digits): the daemon segments only inside the ROI (boxes
+ * come back in frame coordinates) and fits the count, so frames are sent as
+ * they came.  Two checks stay here for daemons older than those fields,
+ * which skip them: digits whose box centre lies outside the ROI are
+ * dropped, and extra digits beyond --digits go least confident first; a
+ * frame with fewer is flagged (count_ok false). */
 #include "camera.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <png.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <turbojpeg.h>
 #include <unistd.h>
 
 #include "camera_input.h"
@@ -77,10 +72,10 @@ static void usage(FILE *to)
 "  --size WxH        V4L2 capture size (default 640x480)\n"
 "  --v4l2-format mjpeg|yuyv   insist on one pixel format\n"
 "  --format txt|jsonl  output per frame (default txt); jsonl ends with a summary\n"
-"  --roi X,Y,W,H     only look inside this rectangle (cropped here: the protocol\n"
-"                    has no ROI); boxes stay in frame coordinates\n"
-"  --digits N        N digits expected: extra ones (least confident) are dropped,\n"
-"                    fewer are flagged (applied here: the protocol has no count)\n"
+"  --roi X,Y,W,H     only look inside this rectangle (sent to the daemon, which\n"
+"                    segments only there); boxes stay in frame coordinates\n"
+"  --digits N        N digits expected (sent to the daemon, which cuts or joins\n"
+"                    pieces to fit); a frame with fewer is flagged\n"
 "  --min-conf C      digits less confident than C (0..1) are rejected ('?')\n"
 "  --fps F           pace the source at F frames/s, as a camera would\n"
 "  --drop, --no-drop keep only the newest frame when behind (default: for live\n"
@@ -442,153 +437,6 @@ static void live_stats(stats *st, uint64_t dropped, int tty)
     st->win_start = t;
 }
 
-/* ---- ROI: frames to grey --------------------------------------------------- */
-
-typedef struct grey_buf {
-    uint8_t *px;
-    size_t cap;
-    uint32_t w, h;
-    tjhandle tj;
-} grey_buf;
-
-static int grey_reserve(grey_buf *g, size_t n)
-{
-    if (n <= g->cap)
-        return 0;
-    uint8_t *p = realloc(g->px, n);
-    if (!p)
-        return -ENOMEM;
-    g->px = p;
-    g->cap = n;
-    return 0;
-}
-
-/* Binary PGM, maxval <= 255 (what neocog-streamgen and most tools write). */
-static int pgm_grey(const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
-{
-    const uint8_t *b = f->data;
-    size_t p = 2;
-    unsigned long v[3];
-    for (int i = 0; i < 3; i++) {
-        for (;;) {
-            while (p < f->len && (b[p] == ' ' || b[p] == '\t' || b[p] == '\r' || b[p] == '\n'))
-                p++;
-            if (p < f->len && b[p] == '#') {
-                while (p < f->len && b[p] != '\n')
-                    p++;
-                continue;
-            }
-            break;
-        }
-        if (p >= f->len || b[p] < '0' || b[p] > '9')
-            goto bad;
-        v[i] = 0;
-        while (p < f->len && b[p] >= '0' && b[p] <= '9' && v[i] < 100000)
-            v[i] = v[i] * 10 + (unsigned long)(b[p++] - '0');
-    }
-    p++;                        /* the one whitespace byte after maxval */
-    if (!v[0] || !v[1] || v[0] > 16384 || v[1] > 16384 || !v[2] || v[2] > 255 ||
-        p > f->len || f->len - p < v[0] * v[1])
-        goto bad;
-    if (grey_reserve(g, v[0] * v[1]) < 0)
-        return -ENOMEM;
-    memcpy(g->px, b + p, v[0] * v[1]);
-    g->w = (uint32_t)v[0];
-    g->h = (uint32_t)v[1];
-    return 0;
-bad:
-    snprintf(why, n, "not a readable binary 8-bit PGM");
-    return -EBADMSG;
-}
-
-static int png_grey(const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
-{
-    png_image im;
-    memset(&im, 0, sizeof im);
-    im.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&im, f->data, f->len)) {
-        snprintf(why, n, "corrupt PNG: %s", im.message);
-        return -EBADMSG;
-    }
-    im.format = PNG_FORMAT_GRAY;
-    if (im.width > 16384 || im.height > 16384 ||
-        grey_reserve(g, (size_t)im.width * im.height) < 0) {
-        png_image_free(&im);
-        snprintf(why, n, "PNG too large");
-        return -ENOMEM;
-    }
-    if (!png_image_finish_read(&im, NULL, g->px, 0, NULL)) {
-        snprintf(why, n, "corrupt PNG: %s", im.message);
-        png_image_free(&im);
-        return -EBADMSG;
-    }
-    g->w = im.width;
-    g->h = im.height;
-    return 0;
-}
-
-static int jpeg_grey(const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
-{
-    if (!g->tj && !(g->tj = tjInitDecompress())) {
-        snprintf(why, n, "cannot start the JPEG decoder");
-        return -ENOMEM;
-    }
-    int w, h, ss, cs;
-    if (tjDecompressHeader3(g->tj, f->data, (unsigned long)f->len, &w, &h, &ss, &cs) ||
-        w <= 0 || h <= 0 || w > 16384 || h > 16384) {
-        snprintf(why, n, "corrupt JPEG header: %s", tjGetErrorStr2(g->tj));
-        return -EBADMSG;
-    }
-    if (grey_reserve(g, (size_t)w * (size_t)h) < 0)
-        return -ENOMEM;
-    /* As strict as the daemon: a damaged frame is an error, not a grey smear. */
-    if (tjDecompress2(g->tj, f->data, (unsigned long)f->len, g->px, w, w, h, TJPF_GRAY,
-                      TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)) {
-        snprintf(why, n, "corrupt or truncated JPEG: %s", tjGetErrorStr2(g->tj));
-        return -EBADMSG;
-    }
-    g->w = (uint32_t)w;
-    g->h = (uint32_t)h;
-    return 0;
-}
-
-/* Crop f to the ROI into g (rows packed).  Errors are the frame's. */
-static int crop_roi(const cam_opts *o, const nc_cam_frame *f, grey_buf *g, char *why, size_t n)
-{
-    int err = 0;
-    const uint8_t *px;
-    uint32_t w, h;
-    switch (f->enc) {
-    case NC_CAM_ENC_GREY: px = f->data; w = f->width; h = f->height; break;
-    case NC_CAM_ENC_JPEG: err = jpeg_grey(f, g, why, n); px = g->px; w = g->w; h = g->h; break;
-    case NC_CAM_ENC_PNG: err = png_grey(f, g, why, n); px = g->px; w = g->w; h = g->h; break;
-    default: err = pgm_grey(f, g, why, n); px = g->px; w = g->w; h = g->h; break;
-    }
-    if (err < 0)
-        return err;
-    if ((uint64_t)o->roi_x + o->roi_w > w || (uint64_t)o->roi_y + o->roi_h > h) {
-        snprintf(why, n, "the ROI %u,%u,%u,%u does not fit in the %ux%u frame", o->roi_x,
-                 o->roi_y, o->roi_w, o->roi_h, w, h);
-        return -ERANGE;
-    }
-    /* In place is safe: row y of the crop lies at or before row y of the
-     * source, and memmove copes with the overlap. */
-    uint8_t *dst;
-    if (px == g->px) {
-        dst = g->px;
-    } else {
-        if (grey_reserve(g, (size_t)o->roi_w * o->roi_h) < 0)
-            return -ENOMEM;
-        dst = g->px;
-    }
-    for (uint32_t y = 0; y < o->roi_h; y++)
-        memmove(dst + (size_t)y * o->roi_w, px + (size_t)(o->roi_y + y) * w + o->roi_x,
-                o->roi_w);
-    g->w = o->roi_w;
-    g->h = o->roi_h;
-    return 0;
-}
-
 /* ---- one frame ---------------------------------------------------------------- */
 
 typedef struct digit_out {
@@ -630,18 +478,28 @@ static uint32_t shape_digits(const cam_opts *o, const Neocog__Result *res, digit
         const Neocog__Digit *dg = res->digits[i];
         const Neocog__Box *b = dg->box;
         digit_out *x = &d[n++];
-        x->x = (b ? b->x : 0) + (o->have_roi ? o->roi_x : 0);
-        x->y = (b ? b->y : 0) + (o->have_roi ? o->roi_y : 0);
+        x->x = b ? b->x : 0;
+        x->y = b ? b->y : 0;
         x->w = b ? b->width : 0;
         x->h = b ? b->height : 0;
+        if (o->have_roi) {
+            /* a daemon that skips Image.roi looked at the whole frame */
+            uint64_t cx = x->x + x->w / 2, cy = x->y + x->h / 2;
+            if (cx < o->roi_x || cx >= (uint64_t)o->roi_x + o->roi_w || cy < o->roi_y ||
+                cy >= (uint64_t)o->roi_y + o->roi_h) {
+                n--;
+                continue;
+            }
+        }
         x->label = dg->label;
         x->conf = dg->confidence;
         x->reject = dg->reject || dg->label < 0 || dg->confidence < o->min_conf;
         snprintf(x->text, sizeof x->text, "%s", x->reject ? "?" : dg->text ? dg->text : "?");
     }
     if (o->digits) {
-        /* Too many: the least confident go (a speck or a stroke of a
-         * neighbour read as a digit), order kept. */
+        /* Too many (only from a daemon that skips expected_digits, or a
+         * frame whose pieces could not be fitted): the least confident go,
+         * order kept. */
         while (n > o->digits) {
             uint32_t worst = 0;
             for (uint32_t i = 1; i < n; i++)
@@ -712,10 +570,9 @@ static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_ou
 
 /* Recognise one frame.  0 done (answered or reported), < 0 the connection
  * is gone. */
-static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f, grey_buf *g,
+static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f,
                     stats *st, digit_out *d)
 {
-    char why[256];
     if (!st->t_first)
         st->t_first = f->t_read_ns;
     if (f->bad) {
@@ -723,37 +580,44 @@ static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f, gre
         print_error(o, f, "DATA_LOSS", f->why);
         return 0;
     }
-    nc_client_image im = { .segment = 1 };
+    Neocog__Image im = NEOCOG__IMAGE__INIT;
+    Neocog__Box roi = NEOCOG__BOX__INIT;
+    im.segment = 1;
+    im.expected_digits = o->digits;
     if (o->have_roi) {
-        int err = crop_roi(o, f, g, why, sizeof why);
-        if (err < 0) {
-            st->bad++;
-            print_error(o, f, err == -ERANGE ? "OUT_OF_RANGE" : "INVALID_ARGUMENT", why);
-            return 0;
-        }
+        roi.x = o->roi_x;
+        roi.y = o->roi_y;
+        roi.width = o->roi_w;
+        roi.height = o->roi_h;
+        im.roi = &roi;
+    }
+    if (f->enc == NC_CAM_ENC_GREY) {
         im.format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
-        im.data = g->px;
-        im.len = (size_t)g->w * g->h;
-        im.width = g->w;
-        im.height = g->h;
-    } else if (f->enc == NC_CAM_ENC_GREY) {
-        im.format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
-        im.data = f->data;
-        im.len = f->len;
         im.width = f->width;
         im.height = f->height;
     } else {
         /* JPEG (and a sequence's PNG or PGM) as it came: the daemon decodes
          * it, and the frame crosses the socket at its compressed size. */
         im.format = NEOCOG__IMAGE_FORMAT__FORMAT_AUTO;
-        im.data = f->data;
-        im.len = f->len;
     }
-    nc_client_recognize_opts ro = { .model = o->model, .top_k = 1,
-                                    .deadline_us = o->deadline_us };
+    im.data.data = (uint8_t *)f->data;
+    im.data.len = f->len;
+    Neocog__Image *ims[1] = { &im };
+    Neocog__RecognizeRequest rr = NEOCOG__RECOGNIZE_REQUEST__INIT;
+    rr.model = o->model;
+    rr.top_k = 1;
+    rr.n_images = 1;
+    rr.images = ims;
+    Neocog__Request rq = NEOCOG__REQUEST__INIT;
+    rq.deadline_us = o->deadline_us;
+    rq.kind_case = NEOCOG__REQUEST__KIND_RECOGNIZE;
+    rq.recognize = &rr;
     nc_msg *m = NULL;
-    uint64_t t0 = now_ns();
-    int r = nc_client_recognize(cl, &ro, &im, 1, &m);
+    uint64_t id = 0, t0 = now_ns();
+    int r = nc_client_send_request(cl, &rq, &id);
+    if (r >= 0)
+        /* the library's own default when --timeout is not given */
+        r = nc_client_receive_id(cl, id, o->timeout_ms > 0 ? o->timeout_ms : 30000, &m);
     uint64_t t1 = now_ns();
     if (r == -EMSGSIZE) {
         st->bad++;
@@ -852,7 +716,6 @@ int nc_camera_main(int argc, char **argv, int cmd)
 
     stats *st = calloc(1, sizeof *st);
     digit_out *d = calloc(MAX_DIGITS, sizeof *d);
-    grey_buf g = { 0 };
     int rc = NC_CLI_EXIT_OK;
     if (!st || !d) {
         fprintf(stderr, "neocog: camera: out of memory\n");
@@ -897,7 +760,7 @@ int nc_camera_main(int argc, char **argv, int cmd)
         pthread_mutex_unlock(&mb.mu);
         if (!f)
             break;
-        int r = do_frame(&o, cl, f, &g, st, d);
+        int r = do_frame(&o, cl, f, st, d);
         pthread_mutex_lock(&mb.mu);
         mb.free_list[mb.n_free++] = f;
         uint64_t dropped = mb.dropped;
@@ -953,9 +816,6 @@ out:
         nc_cam_frame_free(&mb.frames[i]);
     pthread_mutex_destroy(&mb.mu);
     pthread_cond_destroy(&mb.cv);
-    if (g.tj)
-        tjDestroy(g.tj);
-    free(g.px);
     free(d);
     free(st);
     nc_client_free(cl);

@@ -3,8 +3,8 @@
  * Layer: core.  Union-find over pixel indices, no recursion, so a blob the
  * size of the whole image costs memory, not stack.
  *
- * Pass 1 (raster order): each foreground pixel p starts as its own set and
- * is joined with its already-visited foreground neighbours W, NW, N, NE.
+ * Pass 1 (raster order): each foreground pixel p joins the sets of its
+ * already-visited foreground neighbours W, NW, N, NE, or starts its own.
  * Sets are always linked larger root under smaller root, so every parent
  * index is <= its child's, and each root is its component's first pixel in
  * raster order.
@@ -39,29 +39,39 @@ static void uf_union(uint32_t *parent, uint32_t a, uint32_t b)
         parent[a] = b;
 }
 
+/* Wu, Otoo and Suzuki's decision tree: N is 8-adjacent to W, NW and NE,
+ * so when N is ink p only joins N's set, with no union at all; otherwise
+ * one of W / NW / NE is its parent and only NE (which touches neither W
+ * nor NW) may need a union.  Most ink pixels thus cost one store.  p's
+ * parent is always an earlier pixel, which keeps the invariant above. */
 static void label_pass1(const nc_image *img, uint32_t *lab)
 {
     const uint32_t w = img->width;
     for (uint32_t y = 0; y < img->height; y++) {
         const uint8_t *row = img->pixels + (size_t)y * img->stride;
+        const uint8_t *up_row = y ? row - img->stride : NULL;
+        uint32_t *L = lab + (size_t)y * w;
         for (uint32_t x = 0; x < w; x++) {
             uint32_t p = y * w + x;
             if (!row[x]) {
-                lab[p] = BACKGROUND;
+                L[x] = BACKGROUND;
                 continue;
             }
-            lab[p] = p;
-            if (x > 0 && lab[p - 1] != BACKGROUND)
-                uf_union(lab, p, p - 1);
-            if (y == 0)
-                continue;
-            uint32_t up = p - w;
-            if (x > 0 && lab[up - 1] != BACKGROUND)
-                uf_union(lab, p, up - 1);
-            if (lab[up] != BACKGROUND)
-                uf_union(lab, p, up);
-            if (x + 1 < w && lab[up + 1] != BACKGROUND)
-                uf_union(lab, p, up + 1);
+            int n = up_row && up_row[x];
+            int nw = up_row && x > 0 && up_row[x - 1];
+            int ne = up_row && x + 1 < w && up_row[x + 1];
+            int west = x > 0 && row[x - 1];
+            if (n) {
+                L[x] = p - w;
+            } else if (west || nw) {
+                L[x] = west ? p - 1 : p - w - 1;
+                if (ne)
+                    uf_union(lab, p, p - w + 1);
+            } else if (ne) {
+                L[x] = p - w + 1;
+            } else {
+                L[x] = p;
+            }
         }
     }
 }
@@ -132,7 +142,10 @@ int nc_image_components(const nc_image *img, uint32_t max_components,
 
     nc_component *comps = NULL;
     uint64_t *sums = NULL;
-    uint32_t *lab = malloc(bytes);
+    /* Label straight into the caller's array when there is one: a camera
+     * frame's labels are megabytes, and a fresh buffer per frame costs page
+     * faults as well as the copy. */
+    uint32_t *lab = ret_labels ? ret_labels : malloc(bytes);
     if (!lab)
         return -ENOMEM;
     label_pass1(img, lab);
@@ -150,8 +163,6 @@ int nc_image_components(const nc_image *img, uint32_t max_components,
         }
         component_stats(lab, img->width, img->height, comps, sums, count);
     }
-    if (ret_labels)
-        memcpy(ret_labels, lab, bytes);
     *ret_comps = comps;
     *ret_count = count;
     comps = NULL;
@@ -159,6 +170,7 @@ int nc_image_components(const nc_image *img, uint32_t max_components,
 out:
     free(comps);
     free(sums);
-    free(lab);
+    if (lab != ret_labels)
+        free(lab);
     return err;
 }

@@ -62,10 +62,23 @@ void nc_segment_params_default(nc_segment_params *ret_params)
         .max_split = 6,
         .max_components = 16384,
         .expected_count = 0,
+        .drop_edge = 1,
         .use_roi = 0,
         .roi = { 0, 0, 0, 0 },
         .prep = NULL,
     };
+}
+
+void nc_segment_params_for_view(nc_segment_params *p, uint32_t view_w, uint32_t view_h,
+                                int explicit_roi)
+{
+    nc_segment_params_default(p);
+    if (view_w >= 2 * (uint64_t)view_h) {
+        p->max_height = view_h;
+        p->drop_edge = 0;
+    }
+    if (explicit_roi)
+        p->drop_edge = 0;
 }
 
 int nc_segment_params_check(const nc_segment_params *p)
@@ -91,7 +104,7 @@ int nc_segment_params_check(const nc_segment_params *p)
         return -ERANGE;
     if (p->expected_count > NC_SEGMENT_MAX_DIGITS)
         return -ERANGE;
-    if (p->use_roi > 1)
+    if (p->use_roi > 1 || p->drop_edge > 1)
         return -EINVAL;
     if (p->prep)
         return nc_prep_check(p->prep);
@@ -186,6 +199,11 @@ static int collect(work *w)
         uint32_t bw = k->box.width, bh = k->box.height;
         w->group_of[c] = NONE;
         if (k->area < p->min_area || bh > max_h)
+            continue;
+        /* Cut by the edge of the view: shadows, vignetting, the paper's
+         * edge; a digit cut in part cannot be read anyway. */
+        if (p->drop_edge && (k->box.x == 0 || k->box.y == 0 ||
+                             k->box.x + bw == w->roi->width || k->box.y + bh == w->roi->height))
             continue;
         if ((double)bw > p->max_aspect * bh)
             continue;               /* a rule, an underline, a border side */
@@ -347,6 +365,74 @@ static uint32_t sorted_live(const work *w, uint32_t *order)
     return k;
 }
 
+/* Mean horizontal run length of a's pixels, x16 (fixed point): the pen's
+ * width for upright strokes, more for slanted or horizontal ones. */
+static uint32_t stroke_runs(const work *w, const piece *a)
+{
+    uint32_t area = 0, runs = 0;
+    for (uint32_t y = a->y0; y < a->y1; y++) {
+        int prev = 0;
+        for (uint32_t x = a->x0; x < a->x1; x++) {
+            int in = piece_has(w, a, x, y);
+            area += (uint32_t)in;
+            runs += (uint32_t)(in && !prev);
+            prev = in;
+        }
+    }
+    return runs ? 16 * area / runs : 0;
+}
+
+/* The line's pen width: median of its pieces' stroke_runs (scratch: npc). */
+static uint32_t line_stroke(const work *w, uint32_t l, uint32_t *scratch)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < w->npc; i++)
+        if (w->pc[i].alive && w->pc[i].line == l)
+            scratch[k++] = stroke_runs(w, &w->pc[i]);
+    return median_u32(scratch, k);
+}
+
+/* A digit broken by the binarisation (the detached bar of a 5, the open
+ * arm of a 4) leaves a piece clearly shorter than its line beside the
+ * rest, overlapping it in columns too little for the merge above.  Such a
+ * fragment joins its nearer neighbour when they nearly touch and their
+ * union is no wider than a broad digit.  Dots (small both ways) are left
+ * alone, so a decimal point is not glued to a digit. */
+static void attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
+{
+    for (int changed = 1; changed;) {
+        changed = 0;
+        uint32_t k = sorted_live(w, order);
+        for (uint32_t i = 0; i < k && !changed; i++) {
+            piece *a = &w->pc[order[i]];
+            double H = heights[a->line];
+            if (!(ph(a) < 0.7 * H) || (pw(a) < 0.25 * H && ph(a) < 0.35 * H))
+                continue;
+            piece *best = NULL;
+            double best_gap = 0.15 * H;
+            for (int side = -1; side <= 1; side += 2) {
+                if ((side < 0 && i == 0) || (side > 0 && i + 1 >= k))
+                    continue;
+                piece *b = &w->pc[order[i + side]];
+                if (b->line != a->line)
+                    continue;
+                double gap = side < 0 ? (double)a->x0 - b->x1 : (double)b->x0 - a->x1;
+                uint32_t uw = umax(a->x1, b->x1) - umin(a->x0, b->x0);
+                uint32_t uh = umax(a->y1, b->y1) - umin(a->y0, b->y0);
+                /* split siblings share a group: not built yet here */
+                if (gap <= best_gap && uw <= 1.15 * H && uh <= w->p->max_rel_height * H) {
+                    best = b;
+                    best_gap = gap;
+                }
+            }
+            if (best) {
+                piece_merge(w, best, a);
+                changed = 1;
+            }
+        }
+    }
+}
+
 /* Cut lines at wide gaps, then merge overlapping pieces (steps 5-6). */
 static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights)
 {
@@ -387,9 +473,15 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
         cur = a;
     }
 
+    for (uint32_t l = 0; l < w->nlines; l++)
+        heights[l] = line_height(w, l, scratch);
+    attach_fragments(w, order, heights);
+
     /* Drop what is too short for its line. */
     for (uint32_t l = 0; l < w->nlines; l++)
         heights[l] = line_height(w, l, scratch);
+    for (uint32_t l = 0; l < w->nlines; l++)
+        scratch[l] = line_stroke(w, l, scratch + w->nlines);
     for (uint32_t i = 0; i < w->npc; i++) {
         piece *a = &w->pc[i];
         if (!a->alive)
@@ -401,6 +493,12 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
         /* A thin stroke standing clearly above and below its neighbours is
          * the side of a box or a ruled column, not a 1. */
         if (pw(a) * 4 < ph(a) && h > 1.12 * H)
+            a->alive = 0;
+        /* A stroke much thinner than the pen that wrote the line is a box
+         * side or a ruled column drawn with another pen, even at digit
+         * height.  On generated frames box sides measure under 0.2 of the
+         * line's median run, upright 1s 0.4 or more. */
+        if (pw(a) * 4 < ph(a) && 4 * stroke_runs(w, a) < scratch[a->line])
             a->alive = 0;
     }
 }
@@ -496,6 +594,10 @@ static int split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *p
          * ever are (a broad 0 or 3 reaches about 1.05), touching pairs
          * almost always. */
         if (pw(a) <= w->p->split_ratio * t || pw(a) <= 1.1 * heights[a->line])
+            continue;
+        /* a broken digit put back together (merged pieces) may be as broad
+         * as attach_fragments allows */
+        if ((a->flags & NC_SEGMENT_DIGIT_MERGED) && pw(a) <= 1.15 * heights[a->line])
             continue;
         long n = lround(pw(a) / t);
         n = n < 2 ? 2 : n > (long)w->p->max_split ? (long)w->p->max_split : n;

@@ -21,7 +21,8 @@
  *              and m - p >= min_contrast, so flat paper (s ~ noise) stays
  *              paper however bright or dark the light is there.
  *  4. 8-connected components (nc_image_components); specks (area <
- *     min_area) and rules/borders (width > max_aspect * height, height >
+ *     min_area), components touching the ROI's edge (with drop_edge) and
+ *     rules/borders (width > max_aspect * height, height >
  *     max_height, or fill below min_fill) are dropped, and so are sparse
  *     components (fill < 0.2), hollow (at most 3% of their pixels in the
  *     middle of their box), whose box holds two or more components at
@@ -122,6 +123,10 @@ typedef struct nc_segment_params {
                                default 16384 */
     uint32_t expected_count;/* digits the caller expects in the ROI, 0 = any;
                                default 0 */
+    uint32_t drop_edge;     /* 1: components touching the ROI's edge are
+                               dropped (shadows, vignetting, the paper's
+                               edge, digits cut by the view); 0 for tight
+                               crops whose digits may touch it.  Default 1 */
     uint32_t use_roi;       /* 1: only look inside roi; default 0 */
     nc_rect roi;            /* must lie inside the frame (-ERANGE) */
     const nc_prep *prep;    /* NULL: patches only; else each patch is also
@@ -130,6 +135,17 @@ typedef struct nc_segment_params {
 
 /* The defaults listed above. */
 void nc_segment_params_default(nc_segment_params *ret_params);
+
+/* The defaults fitted to a view of view_w x view_h pixels (the ROI, or the
+ * whole frame), as the daemon uses them and the patch generator must too.
+ * A camera view drops components taller than 3/4 of it (borders, shadows)
+ * and those touching its edge.  A strip at least twice as wide as high is a
+ * line of characters someone already cropped: its digits fill its height
+ * and touch its edges, so it has no height cap below its own height and
+ * keeps edge pieces; so does a caller's explicit ROI (explicit_roi = 1),
+ * which may be drawn tight. */
+void nc_segment_params_for_view(nc_segment_params *p, uint32_t view_w, uint32_t view_h,
+                                int explicit_roi);
 
 /* 0 if p is a valid setting (-EINVAL / -ERANGE otherwise). */
 int nc_segment_params_check(const nc_segment_params *p);

@@ -10,6 +10,7 @@
 #include "message.h"
 #include "nc_config.h"
 #include "request.h"
+#include "split.h"
 
 /* ---- scratch memory for one reply ------------------------------------------
  * A reply is a tree of small structs; they are allocated from one list of
@@ -199,6 +200,30 @@ static int check_image(const nc_server *s, const Neocog__Image *im, uint32_t i, 
     }
     if (im->data.len == 0) {
         snprintf(why, n, "image %u: no data", i);
+        return -1;
+    }
+    /* Segmentation hints: absurd values are refused here, before queuing;
+     * an ROI outside an encoded image is only known after decoding (the
+     * worker's nc_split_frame_opts refuses it then). */
+    if ((im->expected_digits || im->roi) && !im->segment) {
+        snprintf(why, n, "image %u: roi and expected_digits apply to segmented images only "
+                 "(set segment)", i);
+        return -1;
+    }
+    nc_split_opts so = { .polarity = (int)im->polarity, .expected_digits = im->expected_digits,
+                         .use_roi = im->roi != NULL };
+    if (im->roi)
+        so.roi = (nc_rect){ im->roi->x, im->roi->y, im->roi->width, im->roi->height };
+    char hint[200];
+    if (nc_split_check_opts(&so, NC_MAX_DIGITS, s->cfg.max_image_dim, hint, sizeof hint)) {
+        snprintf(why, n, "image %u: %s", i, hint);
+        return -1;
+    }
+    if (im->format == NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY && im->roi &&
+        ((uint64_t)so.roi.x + so.roi.width > im->width ||
+         (uint64_t)so.roi.y + so.roi.height > im->height)) {
+        snprintf(why, n, "image %u: roi %u,%u %ux%u lies outside the %ux%u image", i, so.roi.x,
+                 so.roi.y, so.roi.width, so.roi.height, im->width, im->height);
         return -1;
     }
     if (im->format == NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY) {

@@ -7,31 +7,64 @@
  * linking it) need not pull in the generated protocol code. */
 enum { POL_AUTO = 0, POL_LIGHT_INK = 1, POL_DARK_INK = 2 };
 
-int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
-                   uint32_t max_digits, nc_segment_result **ret, char *why, size_t why_len)
+int nc_split_check_opts(const nc_split_opts *o, uint32_t max_digits, uint32_t max_dim,
+                        char *why, size_t why_len)
 {
-    nc_segment_params p;
-    nc_segment_params_default(&p);
-    switch (polarity) {
-    case POL_AUTO: p.polarity = NC_SEGMENT_POLARITY_AUTO; break;
-    case POL_LIGHT_INK: p.polarity = NC_SEGMENT_POLARITY_LIGHT_INK; break;
-    case POL_DARK_INK: p.polarity = NC_SEGMENT_POLARITY_DARK_INK; break;
-    default:
-        snprintf(why, why_len, "unknown polarity %d", polarity);
+    if (o->polarity < POL_AUTO || o->polarity > POL_DARK_INK) {
+        snprintf(why, why_len, "unknown polarity %d", o->polarity);
         return -EINVAL;
     }
-    /* core/segment drops components taller than 3/4 of a frame: in a camera
-     * view those are borders and shadows.  A strip at least twice as wide as
-     * it is high is a line of characters the caller has already cropped,
-     * whose digits fill its height; there the only cap is the strip. */
-    if (frame->width >= 2 * (uint64_t)frame->height)
-        p.max_height = frame->height;
+    if (o->expected_digits > max_digits) {
+        snprintf(why, why_len, "expected_digits %u exceeds the limit of %u per image",
+                 o->expected_digits, max_digits);
+        return -ERANGE;
+    }
+    if (!o->use_roi)
+        return 0;
+    const nc_rect *r = &o->roi;
+    if (r->width < NC_SPLIT_MIN_ROI || r->height < NC_SPLIT_MIN_ROI) {
+        snprintf(why, why_len, "roi %ux%u is too small (at least %ux%u)", r->width, r->height,
+                 NC_SPLIT_MIN_ROI, NC_SPLIT_MIN_ROI);
+        return -EINVAL;
+    }
+    /* 64-bit sums: x + width must not wrap to pass the check */
+    if (r->width > max_dim || r->height > max_dim ||
+        (uint64_t)r->x + r->width > max_dim || (uint64_t)r->y + r->height > max_dim) {
+        snprintf(why, why_len, "roi %u,%u %ux%u reaches past the largest image (%u a side)",
+                 r->x, r->y, r->width, r->height, max_dim);
+        return -ERANGE;
+    }
+    return 0;
+}
+
+int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_split_opts *o,
+                        uint32_t max_digits, nc_segment_result **ret, char *why,
+                        size_t why_len)
+{
+    int err = nc_split_check_opts(o, max_digits, NC_SEGMENT_MAX_DIM, why, why_len);
+    if (err < 0)
+        return err;
     if (frame->width > NC_SEGMENT_MAX_DIM || frame->height > NC_SEGMENT_MAX_DIM) {
         snprintf(why, why_len, "%ux%u is too large to segment (%u a side at most)",
                  frame->width, frame->height, NC_SEGMENT_MAX_DIM);
         return -ERANGE;
     }
-    int err = 0;
+    if (o->use_roi && ((uint64_t)o->roi.x + o->roi.width > frame->width ||
+                       (uint64_t)o->roi.y + o->roi.height > frame->height)) {
+        snprintf(why, why_len, "roi %u,%u %ux%u lies outside the %ux%u image", o->roi.x,
+                 o->roi.y, o->roi.width, o->roi.height, frame->width, frame->height);
+        return -ERANGE;
+    }
+    nc_segment_params p;
+    /* the view decides the height cap and the edge rule (see segment.h) */
+    nc_segment_params_for_view(&p, o->use_roi ? o->roi.width : frame->width,
+                               o->use_roi ? o->roi.height : frame->height, o->use_roi);
+    p.polarity = o->polarity == POL_LIGHT_INK ? NC_SEGMENT_POLARITY_LIGHT_INK
+               : o->polarity == POL_DARK_INK ? NC_SEGMENT_POLARITY_DARK_INK
+                                             : NC_SEGMENT_POLARITY_AUTO;
+    p.expected_count = o->expected_digits;
+    p.use_roi = o->use_roi ? 1 : 0;
+    p.roi = o->roi;
     if (!*seg && (err = nc_segmenter_new(seg)) < 0) {
         snprintf(why, why_len, "out of memory");
         return err;
@@ -51,4 +84,11 @@ int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
     }
     *ret = r;
     return 0;
+}
+
+int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
+                   uint32_t max_digits, nc_segment_result **ret, char *why, size_t why_len)
+{
+    nc_split_opts o = { .polarity = polarity };
+    return nc_split_frame_opts(seg, frame, &o, max_digits, ret, why, why_len);
 }

@@ -28,4 +28,29 @@
 int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
                    uint32_t max_digits, nc_segment_result **ret, char *why, size_t why_len);
 
+/* Image's segmentation fields, in plain types (the fuzzer links this file
+ * without the generated protocol code). */
+typedef struct nc_split_opts {
+    int polarity;               /* Neocog__Polarity */
+    uint32_t expected_digits;   /* Image.expected_digits; 0 = any */
+    int use_roi;                /* Image.roi present */
+    nc_rect roi;                /* image coordinates */
+} nc_split_opts;
+
+/* Each ROI side at least this many pixels: less cannot hold a digit. */
+#define NC_SPLIT_MIN_ROI 8u
+
+/* The checks that need no image: polarity, expected_digits <= max_digits,
+ * ROI sides >= NC_SPLIT_MIN_ROI and inside max_dim x max_dim.  0, or
+ * -EINVAL / -ERANGE with why set. */
+int nc_split_check_opts(const nc_split_opts *o, uint32_t max_digits, uint32_t max_dim,
+                        char *why, size_t why_len);
+
+/* nc_split_frame with the request's hints: only the ROI is segmented
+ * (boxes stay in frame coordinates), with expected_digits as core/segment's
+ * expected_count.  An ROI outside frame is -ERANGE. */
+int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_split_opts *o,
+                        uint32_t max_digits, nc_segment_result **ret, char *why,
+                        size_t why_len);
+
 #endif

@@ -190,10 +190,31 @@ static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
     }
 }
 
-/* Answer of one row from the networks' outputs. */
+/* The ensemble rule for gen's pair of models (core/backend.h): the one
+ * fitted on validation and stored in the CNN file when it was fitted with
+ * the neocognitron file now loaded, else the plain mean.  A rule fitted
+ * for another neocognitron file is noted in the log once per pair of
+ * loaded models (the pair's addresses stand for it: a reload makes new
+ * ones). */
+static void ensemble_rule(nc_models *gen, nc_ens_rule *rule)
+{
+    static _Atomic uintptr_t noted;
+    nc_model *cnn = gen->slot[NC_SLOT_CNN], *neo = gen->slot[NC_SLOT_NEOCOG];
+    int err = nc_backend_ensemble_rule(cnn->be, neo->be, rule);
+    uintptr_t pair = (uintptr_t)cnn * 31u + (uintptr_t)neo;
+    if (err == -ESTALE && atomic_exchange(&noted, pair) != pair)
+        nc_log(NC_LOG_NOTICE, "work: %s holds an ensemble rule fitted with another "
+               "neocognitron file than %s; the ensemble uses the plain mean", cnn->path,
+               neo->path);
+}
+
+/* Answer of one row from the networks' outputs: each network's scores
+ * through the rule fitted for its file (nc_backend_probs), the ensemble
+ * through *rule; rejected below the configured threshold, or, when none is
+ * configured (0), below the threshold chosen on validation with the rule. */
 static void answer(nc_work *w, nc_models *gen, uint32_t model, const int need[NC_SLOTS],
-                   size_t r, int32_t *ret_label, float *ret_conf, float *scores,
-                   float *prob, uint32_t *ret_n_classes)
+                   const nc_ens_rule *rule, size_t r, int32_t *ret_label, float *ret_conf,
+                   float *scores, float *prob, uint32_t *ret_n_classes)
 {
     const row *rw = &w->rows[r];
     float p[NC_SLOTS][NC_MF_MAX_CLASSES];
@@ -209,16 +230,19 @@ static void answer(nc_work *w, nc_models *gen, uint32_t model, const int need[NC
         const float *raw = w->slot[s].out + r * n_classes;
         raw_single = raw;
         if (rw->ok[s]) {
-            opinion[s] = nc_backend_calibrate(be->kind, raw, n_classes, p[s]) == 0;
+            opinion[s] = nc_backend_probs(be, raw, p[s]) == 0;
             if (model != NEOCOG__MODEL__MODEL_ENSEMBLE)
                 label = nc_backend_label(be->kind, raw, n_classes);
         } else {
-            nc_backend_calibrate(be->kind, raw, n_classes, p[s]);
+            nc_backend_probs(be, raw, p[s]);
         }
     }
+    double threshold = w->reject_threshold;
     if (model == NEOCOG__MODEL__MODEL_ENSEMBLE) {
-        nc_backend_ensemble(p[NC_SLOT_CNN], opinion[NC_SLOT_CNN], p[NC_SLOT_NEOCOG],
-                            opinion[NC_SLOT_NEOCOG], n_classes, prob);
+        nc_ens_apply(rule, p[NC_SLOT_CNN], opinion[NC_SLOT_CNN], p[NC_SLOT_NEOCOG],
+                     opinion[NC_SLOT_NEOCOG], n_classes, prob);
+        if (!(threshold > 0.0) && rule->fitted)
+            threshold = rule->reject_threshold;
         memcpy(scores, prob, n_classes * sizeof *scores);
         if (opinion[NC_SLOT_CNN] || opinion[NC_SLOT_NEOCOG]) {
             label = 0;
@@ -228,13 +252,15 @@ static void answer(nc_work *w, nc_models *gen, uint32_t model, const int need[NC
         }
     } else {
         int s = need[NC_SLOT_CNN] ? NC_SLOT_CNN : NC_SLOT_NEOCOG;
+        if (!(threshold > 0.0))
+            threshold = nc_backend_reject_threshold(gen->slot[s]->be);
         memcpy(prob, p[s], n_classes * sizeof *prob);
         memcpy(scores, raw_single, n_classes * sizeof *scores);
         if (!opinion[s])
             label = -1;
     }
     float conf = label >= 0 ? prob[label] : 0.0f;
-    if (label >= 0 && conf < w->reject_threshold)
+    if (label >= 0 && nc_calib_rejects(threshold, conf))
         label = -1;
     *ret_label = label;
     *ret_conf = conf;
@@ -301,8 +327,12 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         nc_segment_result *sr = NULL;
         uint32_t n_views = 1;
         if (im->segment) {
-            err = nc_split_frame(&w->seg, img, (int)im->polarity, NC_MAX_DIGITS, &sr, why,
-                                 sizeof why);
+            nc_split_opts so = { .polarity = (int)im->polarity,
+                                 .expected_digits = im->expected_digits,
+                                 .use_roi = im->roi != NULL };
+            if (im->roi)
+                so.roi = (nc_rect){ im->roi->x, im->roi->y, im->roi->width, im->roi->height };
+            err = nc_split_frame_opts(&w->seg, img, &so, NC_MAX_DIGITS, &sr, why, sizeof why);
             if (!err && sr->count && !(t->digits = calloc(sr->count, sizeof *t->digits)))
                 err = -ENOMEM;
             if (err) {
@@ -349,6 +379,9 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         nc_segment_result_free(sr);
         nc_image_free(img);
     }
+    nc_ens_rule rule = { 0 };
+    if (need[NC_SLOT_CNN] && need[NC_SLOT_NEOCOG] && !missing && n_rows)
+        ensemble_rule(gen, &rule);
     /* One forward pass per network over every row of the batch. */
     int fwd_err[NC_SLOTS] = { 0, 0 };
     for (int s = 0; s < NC_SLOTS && n_rows; s++) {
@@ -370,7 +403,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         int32_t label;
         float conf, scores[NC_MF_MAX_CLASSES], prob[NC_MF_MAX_CLASSES];
         uint32_t nc;
-        answer(w, gen, model, need, r, &label, &conf, scores, prob, &nc);
+        answer(w, gen, model, need, &rule, r, &label, &conf, scores, prob, &nc);
         if (w->rows[r].digit >= 0) {
             nc_digit *d = &t->digits[w->rows[r].digit];
             d->label = label;

@@ -5,10 +5,24 @@
  *       [--digits 8] [--strings 2] [--out stream.mjpeg] [--truth truth.tsv]
  *       [--pgm-dir DIR] [--seed S] [--quality Q] [--polarity dark|light|mixed]
  *       [--heights 24-60] [--touch P] [--no-clutter]
+ *       [--set test|train] [--patches PREFIX] [--time]
  *
  * DIR holds the MNIST test set (t10k-images-idx3-ubyte[.gz] and its labels)
- * or the repository's fixture (tests/data, mnist-t1k-*).  Only test digits
- * are used, so models trained on the MNIST training set never saw them.
+ * or the repository's fixture (tests/data, mnist-t1k-*).  By default only
+ * test digits are used, so models trained on the MNIST training set never
+ * saw them; --set train draws from the training set (train-images-idx3-
+ * ubyte[.gz]) instead, which is what --patches wants.
+ *
+ * --patches PREFIX: every frame also goes through a JPEG round trip at its
+ * quality and core/segment with the daemon's parameters; each digit whose
+ * box matches its truth box one to one is prepared MNIST-style (28x28,
+ * light ink, 20-pixel box, centre of mass in the middle) and kept with its
+ * true label; PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte get
+ * them (the MNIST format).  Refused with --set test: patches are training
+ * data, and the test digits must stay unseen.
+ * --time: the daemon's per-frame CPU stages (JPEG decode, binarisation,
+ * component labelling, whole segmentation, preparation of the digits),
+ * fastest of 5 runs per frame, averaged over frames, on stderr.
  * Frames are rendered by streamgen_render.c (see there for what a frame
  * holds); --out writes them as MJPEG (concatenated greyscale JFIFs, what
  * `ffmpeg -f mjpeg` reads) at --quality, or at a per-frame quality drawn
@@ -29,6 +43,8 @@
 #include "dataset.h"
 #include "fileio.h"
 #include "pgm.h"
+#include "segment.h"
+#include "streamgen_patches.h"
 #include "streamgen_render.h"
 
 #define MAX_DATA_BYTES (64u << 20)
@@ -39,7 +55,8 @@ static void usage(void)
         "usage: neocog-streamgen --data DIR --frames N [--size WxH] [--digits D]\n"
         "         [--strings S] [--out FILE.mjpeg|-] [--truth FILE.tsv] [--pgm-dir DIR]\n"
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
-        "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n");
+        "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n"
+        "         [--set test|train] [--patches PREFIX] [--time]\n");
 }
 
 /* Read the first of names[] found in dir. */
@@ -56,22 +73,29 @@ static int read_first(const char *dir, const char *const *names, uint8_t **buf, 
     return err;
 }
 
-static int load_digits(const char *dir, nc_dataset *d)
+static int load_digits(const char *dir, int train, nc_dataset *d)
 {
     static const char *const img_names[] = { "t10k-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte",
                                              "t10k-images.idx3-ubyte", "mnist-t1k-images-idx3-ubyte.gz", NULL };
     static const char *const lab_names[] = { "t10k-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte",
                                              "t10k-labels.idx1-ubyte", "mnist-t1k-labels-idx1-ubyte.gz", NULL };
+    static const char *const train_img[] = { "train-images-idx3-ubyte.gz", "train-images-idx3-ubyte",
+                                             "train-images.idx3-ubyte", NULL };
+    static const char *const train_lab[] = { "train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte",
+                                             "train-labels.idx1-ubyte", NULL };
+    const char *set = train ? "training" : "test";
     uint8_t *ib = NULL, *lb = NULL;
     size_t il = 0, ll = 0;
     char path[4096];
-    int err = read_first(dir, img_names, &ib, &il, path, sizeof path);
+    int err = read_first(dir, train ? train_img : img_names, &ib, &il, path, sizeof path);
     if (err < 0) {
-        fprintf(stderr, "neocog-streamgen: %s: no MNIST test images (%s)\n", dir, strerror(-err));
+        fprintf(stderr, "neocog-streamgen: %s: no MNIST %s images (%s)\n", dir, set,
+                strerror(-err));
         goto out;
     }
-    if ((err = read_first(dir, lab_names, &lb, &ll, path, sizeof path)) < 0) {
-        fprintf(stderr, "neocog-streamgen: %s: no MNIST test labels (%s)\n", dir, strerror(-err));
+    if ((err = read_first(dir, train ? train_lab : lab_names, &lb, &ll, path, sizeof path)) < 0) {
+        fprintf(stderr, "neocog-streamgen: %s: no MNIST %s labels (%s)\n", dir, set,
+                strerror(-err));
         goto out;
     }
     if ((err = nc_dataset_parse(ib, il, lb, ll, d)) < 0)
@@ -96,6 +120,8 @@ static int parse_u32(const char *s, uint32_t *v)
 int main(int argc, char **argv)
 {
     const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
+    const char *patches = NULL;
+    int train = 0, timing = 0;
     uint32_t frames = 0, W = 640, H = 480, quality = 0;
     uint64_t seed = 1;
     nc_render_params rp;
@@ -104,6 +130,7 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
         if (!strcmp(a, "--no-clutter")) { rp.clutter = 0; continue; }
+        if (!strcmp(a, "--time")) { timing = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
         if (!v) { usage(); return 2; }
         i++;
@@ -111,6 +138,12 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--out")) out_path = v;
         else if (!strcmp(a, "--truth")) truth_path = v;
         else if (!strcmp(a, "--pgm-dir")) pgm_dir = v;
+        else if (!strcmp(a, "--patches")) patches = v;
+        else if (!strcmp(a, "--set")) {
+            if (!strcmp(v, "train")) train = 1;
+            else if (!strcmp(v, "test")) train = 0;
+            else bad = 1;
+        }
         else if (!strcmp(a, "--frames")) bad = parse_u32(v, &frames);
         else if (!strcmp(a, "--digits")) bad = parse_u32(v, &rp.digits);
         else if (!strcmp(a, "--strings")) bad = parse_u32(v, &rp.strings);
@@ -131,14 +164,25 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!data || !frames || (!out_path && !pgm_dir) || W < 64 || H < 64 || W > 8192 || H > 8192) {
+    if (!data || !frames || (!out_path && !pgm_dir && !patches && !timing) || W < 64 ||
+        H < 64 || W > 8192 || H > 8192) {
         usage();
+        return 2;
+    }
+    if (patches && !train) {
+        fprintf(stderr, "neocog-streamgen: --patches makes training data: give --set train "
+                        "(the test digits must stay unseen)\n");
         return 2;
     }
 
     nc_dataset d = { 0 };
-    if (load_digits(data, &d) < 0)
+    if (load_digits(data, train, &d) < 0)
         return 1;
+    nc_patch_set ps = { 0 };
+    nc_stage_times times = { 0 };
+    nc_segmenter *seg = NULL;
+    nc_image *decoded = NULL;
+    tjhandle tjd = NULL;
     int rc = 1;
     FILE *out = NULL, *truth = NULL;
     tjhandle tj = NULL;
@@ -150,10 +194,20 @@ int main(int argc, char **argv)
     }
     if (out_path) {
         out = strcmp(out_path, "-") ? fopen(out_path, "wb") : stdout;
-        if (!out || !(tj = tjInitCompress())) {
-            fprintf(stderr, "neocog-streamgen: %s: %s\n", out_path, out ? tjGetErrorStr() : strerror(errno));
+        if (!out) {
+            fprintf(stderr, "neocog-streamgen: %s: %s\n", out_path, strerror(errno));
             goto done;
         }
+    }
+    if ((out || patches || timing) && !(tj = tjInitCompress())) {
+        fprintf(stderr, "neocog-streamgen: %s\n", tjGetErrorStr());
+        goto done;
+    }
+    if ((patches || timing) &&
+        (nc_segmenter_new(&seg) < 0 || nc_image_new(W, H, &decoded) < 0 ||
+         !(tjd = tjInitDecompress()))) {
+        fprintf(stderr, "neocog-streamgen: out of memory\n");
+        goto done;
     }
     if (truth_path) {
         if (!(truth = fopen(truth_path, "w"))) {
@@ -177,7 +231,7 @@ int main(int argc, char **argv)
                             "--strings/--digits/--heights?)\n", f, nc_strerror(err));
             goto done;
         }
-        if (out) {
+        if (tj) {
             /* a buffer handed back in must come with its size; letting
              * TurboJPEG allocate afresh each frame keeps that simple */
             tjFree(jbuf);
@@ -186,8 +240,21 @@ int main(int argc, char **argv)
             int q = quality ? (int)quality : 60 + (int)(rng % 31);
             if (tjCompress2(tj, frame->pixels, (int)W, 0, (int)H, TJPF_GRAY, &jbuf, &jlen,
                             TJSAMP_GRAY, q, TJFLAG_FASTDCT) < 0 ||
-                fwrite(jbuf, 1, jlen, out) != jlen) {
+                (out && fwrite(jbuf, 1, jlen, out) != jlen)) {
                 fprintf(stderr, "neocog-streamgen: frame %u: %s\n", f, tjGetErrorStr());
+                goto done;
+            }
+            /* what the daemon would see of this frame */
+            if (patches &&
+                (tjDecompress2(tjd, jbuf, jlen, decoded->pixels, (int)W, 0, (int)H, TJPF_GRAY,
+                               0) < 0 ||
+                 (err = nc_patches_add(seg, decoded, &t, &ps)) < 0)) {
+                fprintf(stderr, "neocog-streamgen: frame %u: patches: %s\n", f,
+                        err < 0 ? nc_strerror(err) : tjGetErrorStr());
+                goto done;
+            }
+            if (timing && (err = nc_stage_time(seg, jbuf, jlen, decoded, &times)) < 0) {
+                fprintf(stderr, "neocog-streamgen: frame %u: timing: %s\n", f, nc_strerror(err));
                 goto done;
             }
         }
@@ -218,8 +285,33 @@ int main(int argc, char **argv)
             fputc('\n', truth);
         }
     }
+    if (patches) {
+        int err = nc_patches_write(&ps, patches);
+        if (err < 0) {
+            fprintf(stderr, "neocog-streamgen: %s-*-ubyte: %s\n", patches, nc_strerror(err));
+            goto done;
+        }
+        fprintf(stderr, "neocog-streamgen: %u patches from %u frames (%u digits drawn, %u "
+                        "segmented pieces matched no digit one to one) -> %s-images-idx3-ubyte, "
+                        "%s-labels-idx1-ubyte\n", ps.count, ps.frames, ps.digits, ps.unmatched,
+                patches, patches);
+    }
+    if (timing && times.frames) {
+        double n = times.frames;
+        fprintf(stderr, "neocog-streamgen: per frame (%ux%u, %u frames, fastest of 5 runs): "
+                        "JPEG decode %.3f ms, binarise %.3f ms, components %.3f ms, whole "
+                        "segmentation %.3f ms (max %.3f), prep of its digits %.3f ms\n",
+                W, H, times.frames, times.decode_ms / n, times.binarise_ms / n,
+                times.components_ms / n, times.segment_ms / n, times.segment_max_ms,
+                times.prep_ms / n);
+    }
     rc = 0;
 done:
+    nc_patches_free(&ps);
+    nc_segmenter_free(seg);
+    nc_image_free(decoded);
+    if (tjd)
+        tjDestroy(tjd);
     if (out && out != stdout && fclose(out) != 0 && rc == 0) {
         fprintf(stderr, "neocog-streamgen: %s: %s\n", out_path, strerror(errno));
         rc = 1;

@@ -14,7 +14,9 @@
  *     figures and the targets).
  *  4. The same frames as raw grey (--raw), y4m and a PGM folder give the
  *     same strings as each other (the same pixels); an ROI around the truth
- *     string keeps the string and frame coordinates.
+ *     string keeps the string and frame coordinates; an ROI over its right
+ *     half reads its tail; --digits 7 gets 7 digits back; an ROI outside
+ *     the frame is refused by the daemon, frame by frame.
  *  5. A damaged stream: garbage between frames, a truncated frame the
  *     daemon cannot decode, a frame with a broken marker, a frame cut short
  *     at the end: each is counted and skipped, the rest read.
@@ -371,11 +373,36 @@ static void test_other_sources(void)
               "roi box x %u, truth %u", r[0].x0, truth_box[0][0]);
     CHECK(o && strstr(o, "\"count_ok\":true"));
     free(o);
-    /* An ROI outside the frame: every frame reported, the run still ends. */
+    /* An ROI over the right half of the string only: the daemon segments
+     * inside it (the digits cut by its left edge are kept whole or not
+     * at all), so what comes back is a tail of the string, in frame
+     * coordinates, all right of the ROI's left edge. */
+    unsigned half = truth_box[0][0] + truth_box[0][2] / 2;
+    snprintf(roi, sizeof roi, "%u,%u,%u,%u", half, y, x + w - half, h);
+    CHECK_INT_EQ(camera(&o, NULL, "--format", "jsonl", "--frames", "1", "--roi", roi, stream,
+                        NULL), 0);
+    CHECK(parse(o, r, &sr) == 0);
+    size_t tl = strlen(r[0].text), al = strlen(a[0].text);
+    CHECK_MSG(tl >= 3 && tl <= 5 && tl < al && !strcmp(r[0].text, a[0].text + al - tl),
+              "right-half roi %s: %s, whole frame %s", roi, r[0].text, a[0].text);
+    CHECK_MSG(r[0].x0 >= half, "right-half roi: first box x %u left of %u", r[0].x0, half);
+    free(o);
+    /* --digits travels to the daemon: asking for 7 of the 8 digits makes it
+     * join or drop a piece, and the answer has 7. */
+    CHECK_INT_EQ(camera(&o, NULL, "--format", "jsonl", "--frames", "1", "--digits", "7",
+                        stream, NULL), 0);
+    CHECK(parse(o, r, &sr) == 0);
+    CHECK_MSG(strlen(r[0].text) == 7, "--digits 7: %s", r[0].text);
+    CHECK(o && strstr(o, "\"count_ok\":true"));
+    free(o);
+    /* An ROI outside the frame: the daemon refuses each frame
+     * (INVALID_ARGUMENT in the result), every frame is reported, the run
+     * still ends. */
     CHECK_INT_EQ(camera(&o, NULL, "--format", "jsonl", "--frames", "2", "--roi",
                         "600,400,100,100", stream, NULL), 0);
     CHECK(parse(o, r, &sr) == 0);
-    CHECK(r[0].error && r[1].error && sr.bad == 2);
+    CHECK(r[0].error && r[1].error && sr.failed == 2);
+    CHECK(o && strstr(o, "INVALID_ARGUMENT") && strstr(o, "outside"));
     free(o);
     /* Usage errors. */
     CHECK_INT_EQ(camera(&o, NULL, "--roi", "1,2,3", stream, NULL), 2);

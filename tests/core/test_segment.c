@@ -343,6 +343,78 @@ static void test_specks(void)
     nc_image_free(img);
 }
 
+static void fill(nc_image *img, uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1)
+{
+    for (uint32_t y = y0; y < y1; y++)
+        memset(img->pixels + (size_t)y * img->stride + x0, INK, x1 - x0);
+}
+
+/* The clutter that generated frames showed (docs/camera-notes.md): the
+ * 1-pixel side of a box drawn around the string, at digit height, read as
+ * a 1; a shadow's edge cut by the frame read as a digit; the detached bar
+ * of a 5 overlapping its body in columns too little to merge. */
+static void test_clutter(void)
+{
+    nc_rect want[6];
+    /* a box side one pixel wide, as tall as the digits, left of them; the
+     * 1 among the digits (index 2) must stay */
+    nc_image *img = five_digits(want);
+    REQUIRE(img);
+    fill(img, 8, want[0].y, 9, want[0].y + want[0].height);
+    nc_segment_result *r = run(img, NULL);
+    if (r)
+        check_boxes(r, want, 5, "box side");
+    nc_segment_result_free(r);
+    nc_image_free(img);
+
+    /* a dark blob cut by the bottom edge, well below the line: dropped by
+     * default, kept (a line of its own) without drop_edge */
+    img = five_digits(want);
+    REQUIRE(img);
+    fill(img, 200, 128, 222, 160);
+    r = run(img, NULL);
+    if (r)
+        check_boxes(r, want, 5, "edge blob");
+    nc_segment_result_free(r);
+    nc_segment_params p;
+    nc_segment_params_default(&p);
+    p.drop_edge = 0;
+    r = run(img, &p);
+    if (r)
+        CHECK_MSG(r->count == 6, "edge blob kept without drop_edge: %u digits", r->count);
+    nc_segment_result_free(r);
+    nc_image_free(img);
+
+    /* a 5 drawn as a body and a bar above it, apart by one row, the bar
+     * reaching right of the body: one digit */
+    img = paper(480, 160, PAPER);
+    REQUIRE(img);
+    for (uint32_t i = 0; i < 5; i++)
+        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
+    uint32_t top = want[0].y + 2, bottom = want[0].y + want[0].height;
+    fill(img, 384, top + 8, 404, bottom);       /* body */
+    fill(img, 396, top, 420, top + 7);          /* bar */
+    want[5] = (nc_rect){ 384, top, 36, bottom - top };
+    r = run(img, NULL);
+    if (r) {
+        check_boxes(r, want, 6, "broken 5");
+        if (r->count == 6)
+            CHECK(r->digits[5].flags & NC_SEGMENT_DIGIT_MERGED);
+    }
+    nc_segment_result_free(r);
+    nc_image_free(img);
+
+    /* the parameters the daemon derives from the view */
+    nc_segment_params_for_view(&p, 640, 480, 0);
+    CHECK(p.drop_edge == 1 && p.max_height == 0 && p.use_roi == 0);
+    nc_segment_params_for_view(&p, 300, 60, 0);     /* a cropped strip */
+    CHECK(p.drop_edge == 0 && p.max_height == 60);
+    nc_segment_params_for_view(&p, 300, 200, 1);    /* a caller's ROI */
+    CHECK(p.drop_edge == 0 && p.max_height == 0);
+    p.drop_edge = 2;
+    CHECK_INT_EQ(nc_segment_params_check(&p), -EINVAL);
+}
+
 static void test_polarity(void)
 {
     nc_rect want[5];
@@ -613,6 +685,7 @@ int main(void)
     test_touching();
     test_broken();
     test_specks();
+    test_clutter();
     test_polarity();
     test_uneven_light();
     test_empty();

@@ -270,6 +270,129 @@ static void test_segment(void)
     close(fd);
 }
 
+/* Image.roi and Image.expected_digits on the three-digit line: the ROI
+ * limits the segmentation (boxes stay in image coordinates), the count is
+ * fitted, and absurd values are refused with INVALID_ARGUMENT. */
+static nc_msg *segment_line(const uint8_t *line, uint32_t sw, const Neocog__Box *roi,
+                            uint32_t expected, int pgm)
+{
+    static uint8_t pgm_buf[64 + H * (3 * W + 8)];
+    req_buf b;
+    req_init(&b, 170, 1);
+    Neocog__Image *im = &b.im[0];
+    if (pgm) {
+        int n = snprintf((char *)pgm_buf, 64, "P5\n%u %u\n255\n", sw, H);
+        memcpy(pgm_buf + n, line, (size_t)sw * H);
+        im->format = NEOCOG__IMAGE_FORMAT__FORMAT_PGM;
+        im->data.data = pgm_buf;
+        im->data.len = (size_t)n + (size_t)sw * H;
+    } else {
+        im->format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+        im->data.data = (uint8_t *)line;
+        im->data.len = (size_t)sw * H;
+        im->width = sw;
+        im->height = H;
+    }
+    im->segment = 1;
+    im->roi = (Neocog__Box *)roi;
+    im->expected_digits = expected;
+    int fd = nc_connect_tcp(dmn.port);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &b.rq) : NULL;
+    if (fd >= 0)
+        close(fd);
+    return m;
+}
+
+static const Neocog__Result *first_result(const nc_msg *m)
+{
+    if (reply_code(m) != NEOCOG__CODE__OK || !nc_msg_reply(m)->recognize ||
+        nc_msg_reply(m)->recognize->n_results != 1)
+        return NULL;
+    return nc_msg_reply(m)->recognize->results[0];
+}
+
+static void test_segment_hints(void)
+{
+    enum { SW = 3 * W + 8 };
+    static uint8_t line[H * SW];
+    memset(line, 0, sizeof line);
+    for (int k = 0; k < 3; k++)
+        for (int y = 0; y < H; y++)
+            memcpy(line + (size_t)y * SW + k * (W + 4), digit(k) + y * W, W);
+
+    /* ROI over the last two digits: two digits, right of the ROI's edge */
+    Neocog__Box roi = NEOCOG__BOX__INIT;
+    roi.x = W + 2;
+    roi.y = 0;
+    roi.width = SW - (W + 2);
+    roi.height = H;
+    for (int pgm = 0; pgm < 2; pgm++) {
+        nc_msg *m = segment_line(line, SW, &roi, 0, pgm);
+        const Neocog__Result *res = first_result(m);
+        CHECK_MSG(res && res->code == NEOCOG__CODE__OK, "roi (%s): %s", pgm ? "pgm" : "raw",
+                  res ? res->message : m ? nc_msg_reply(m)->message : "no reply");
+        if (res && res->code == NEOCOG__CODE__OK) {
+            CHECK_INT_EQ(res->n_digits, 2);
+            for (size_t k = 0; k < res->n_digits; k++)
+                CHECK_MSG(res->digits[k]->box->x >= roi.x, "roi: digit %zu at x %u", k,
+                          res->digits[k]->box->x);
+        }
+        nc_msg_free(m);
+    }
+    /* expected_digits: 2 joins a pair, 4 cuts the widest digit */
+    for (uint32_t want = 2; want <= 4; want += 2) {
+        nc_msg *m = segment_line(line, SW, NULL, want, 0);
+        const Neocog__Result *res = first_result(m);
+        CHECK_MSG(res && res->code == NEOCOG__CODE__OK, "expected_digits %u", want);
+        if (res)
+            CHECK_MSG(res->n_digits == want, "expected_digits %u: got %zu", want,
+                      res->n_digits);
+        nc_msg_free(m);
+    }
+    /* an ROI outside an encoded image is found after decoding; the only
+     * image failing, the reply says so */
+    Neocog__Box out = roi;
+    out.x = SW - 10;
+    out.width = 20;
+    nc_msg *m = segment_line(line, SW, &out, 0, 1);
+    const Neocog__Reply *rp = m ? nc_msg_reply(m) : NULL;
+    CHECK_MSG(rp && rp->code == NEOCOG__CODE__INVALID_ARGUMENT && rp->message &&
+              strstr(rp->message, "outside"), "roi outside a PGM: %s %s",
+              rp ? nc_msg_code_name(rp->code) : "no reply", rp ? rp->message : "");
+    nc_msg_free(m);
+
+    /* refused before queuing */
+    struct { const char *name; uint32_t x, y, w, h; int has_roi, segment; uint32_t count;
+             const char *text; } bad[] = {
+        { "expected_digits over the limit", 0, 0, 0, 0, 0, 1, 65, "expected_digits 65" },
+        { "expected_digits without segment", 0, 0, 0, 0, 0, 0, 3, "segment" },
+        { "roi without segment", 0, 0, W, H, 1, 0, 0, "segment" },
+        { "empty roi", 0, 0, 0, H, 1, 1, 0, "too small" },
+        { "tiny roi", 0, 0, 7, 7, 1, 1, 0, "too small" },
+        { "roi past the raw image", W, 0, SW, H, 1, 1, 0, "outside" },
+        { "roi past any image", 4000000000u, 0, 500000000u, 100, 1, 1, 0, "reaches past" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        req_buf b;
+        req_init(&b, 180 + i, 1);
+        b.im[0].format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+        b.im[0].data.data = line;
+        b.im[0].data.len = sizeof line;
+        b.im[0].width = SW;
+        b.im[0].height = H;
+        b.im[0].segment = bad[i].segment;
+        b.im[0].expected_digits = bad[i].count;
+        Neocog__Box r = NEOCOG__BOX__INIT;
+        r.x = bad[i].x;
+        r.y = bad[i].y;
+        r.width = bad[i].w;
+        r.height = bad[i].h;
+        if (bad[i].has_roi)
+            b.im[0].roi = &r;
+        expect_error(bad[i].name, &b.rq, NEOCOG__CODE__INVALID_ARGUMENT, bad[i].text);
+    }
+}
+
 /* ---- pipelining ----------------------------------------------------------------- */
 
 typedef struct pipe_job {
@@ -1029,6 +1152,7 @@ int main(int argc, char **argv)
     }
     test_formats();
     test_segment();
+    test_segment_hints();
     pipeline("pipelining", 1000, 0, NULL);
     test_concurrent();
     test_bad_frames();
