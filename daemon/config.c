@@ -64,7 +64,8 @@ static const key_def keys[] = {
                                       "this long is disconnected, ms; 0 = never (default 30000)"),
     U32(drain_timeout_s, 0, 86400, "SIGTERM: give in-flight work this long (default 30)"),
     { "reject_threshold", T_DOUBLE, offsetof(nc_config, reject_threshold), 0, 0, 0,
-      "confidence below which an answer is a reject, 0..1 (default 0)" },
+      "confidence below which an answer is a reject, 0..1; 0 (default): the "
+      "threshold the model file stores (fitted on validation digits), none if it has none" },
     { "default_model", T_CHOICE, offsetof(nc_config, default_model), 0, 0, 0,
       "model for requests that name none: cnn, neocognitron or ensemble; falls back to "
       "the loaded one (default cnn)" },

@@ -228,10 +228,15 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
     uint32_t kind = 0;
     if (!(err = nc_mf_open(buf, len, &r))) {
         kind = nc_mf_kind_of(r);
-        /* The notation, for ModelInfo; a neocognitron has none. */
+        /* The notation, for ModelInfo; a neocognitron has none, a committee
+         * (core/cnn.h) keeps one per column and is named by its size. */
+        uint32_t cols = 0;
         if (kind == NC_MF_KIND_CNN &&
-            nc_mf_get_str(r, NC_MF_TAG('A', 'R', 'C', 'H'), m->arch, sizeof m->arch))
+            nc_mf_get_str(r, NC_MF_TAG('A', 'R', 'C', 'H'), m->arch, sizeof m->arch)) {
             m->arch[0] = '\0';
+            if (nc_mf_get_u32(r, NC_CNN_TAG_NCOL, &cols, 1) == 0)
+                say(m->arch, sizeof m->arch, "committee of %u columns", cols);
+        }
         nc_mf_close(r);
         err = kind_to_slot(kind) == want_slot ? -ENOTSUP : -EMEDIUMTYPE;
         /* The CPU table first: it judges the file, and stays as the fallback. */

@@ -27,16 +27,16 @@
 typedef struct model {
     uint32_t kind;
     nc_model_info info;
-    nc_cnn *cnn;
-    nc_cnn_work *cnn_work;
+    nc_cnn_committee *cnn;          /* one column or a committee */
+    nc_cnn_committee_work *cnn_work;
     nc_neocog *neo;
     nc_neocog_state *neo_state;
 } model;
 
 static void model_fini(model *m)
 {
-    nc_cnn_work_free(m->cnn_work);
-    nc_cnn_free(m->cnn);
+    nc_cnn_committee_work_free(m->cnn_work);
+    nc_cnn_committee_free(m->cnn);
     nc_neocog_state_free(m->neo_state);
     nc_neocog_free(m->neo);
 }
@@ -56,8 +56,8 @@ static int model_load(const char *path, model *m)
     m->kind = nc_mf_kind_of(r);
     nc_mf_close(r);
     if (m->kind == NC_MF_KIND_CNN) {
-        if (!(err = nc_cnn_load(buf, len, &m->cnn, &m->info)))
-            err = nc_cnn_work_new(m->cnn, 1, &m->cnn_work);
+        if (!(err = nc_cnn_committee_load(buf, len, &m->cnn, &m->info)))
+            err = nc_cnn_committee_work_new(m->cnn, 1, &m->cnn_work);
     } else if (m->kind == NC_MF_KIND_NEOCOG) {
         if (!(err = nc_neocog_load(buf, len, &m->neo, &m->info)))
             err = nc_neocog_state_new(m->neo, &m->neo_state);
@@ -96,7 +96,7 @@ static int model_run(model *m, const nc_image *img, int invert, float *score,
     if (err)
         goto out;
     if (m->cnn) {
-        if ((err = nc_cnn_forward_blas(m->cnn, m->cnn_work, in, 1, score)))
+        if ((err = nc_cnn_committee_run(m->cnn, m->cnn_work, in, 1, score)))
             goto out;
         int best = 0;
         for (uint32_t k = 1; k < m->cnn->n_outputs; k++)

@@ -383,6 +383,32 @@ static int make_neocog(uint8_t **buf, size_t *len)
     return r;
 }
 
+/* A committee of three columns, two architectures: the shipped CNN, a copy
+ * with other weights, and a deeper net (random weights: the test compares
+ * the engines, not accuracy), saved as one model file image. */
+static int make_committee(const uint8_t *cnn, size_t cnn_len, uint8_t **buf, size_t *len)
+{
+    nc_cnn *nets[3] = { NULL, NULL, NULL };
+    nc_model_info info, col[3];
+    int r = nc_cnn_load(cnn, cnn_len, &nets[0], &info);
+    if (!r)
+        r = nc_cnn_new("1x29x29-20C4-MP2-40C5-MP3-150N-10N", &nets[1]);
+    if (!r)
+        r = nc_cnn_init_weights(nets[1], 21);
+    if (!r)
+        r = nc_cnn_new("1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N", &nets[2]);
+    if (!r)
+        r = nc_cnn_init_weights(nets[2], 22);
+    if (!r) {
+        for (int i = 0; i < 3; i++)
+            col[i] = info;
+        r = nc_cnn_committee_save((const nc_cnn *const *)nets, col, 3, &info, buf, len);
+    }
+    for (int i = 0; i < 3; i++)
+        nc_cnn_free(nets[i]);
+    return r;
+}
+
 int main(void)
 {
     const char *self = getenv("NC_TEST_BACKEND_CPU_ONLY");
@@ -406,10 +432,14 @@ int main(void)
         fprintf(stderr, "fixture digits not available: skipped\n");
         return NC_TEST_SKIP;
     }
-    uint8_t *cnn = NULL, *neo = NULL, *shipped = NULL;
-    size_t cnn_len = 0, neo_len = 0, shipped_len = 0;
+    uint8_t *cnn = NULL, *neo = NULL, *shipped = NULL, *com = NULL;
+    size_t cnn_len = 0, neo_len = 0, shipped_len = 0, com_len = 0;
     int r = read_cnn(&cnn, &cnn_len);
     CHECK_MSG(r == 0, "models/cnn-column.ncm: %d", r);
+    if (cnn) {
+        r = make_committee(cnn, cnn_len, &com, &com_len);
+        CHECK_MSG(r == 0, "cannot build the committee: %d", r);
+    }
     r = make_neocog(&neo, &neo_len);
     CHECK_MSG(r == 0, "cannot build the neocognitron: %d", r);
     r = read_shipped(&shipped, &shipped_len);
@@ -427,12 +457,15 @@ int main(void)
     for (int d = 0; d < n_dev; d++) {
         if (cnn)
             test_model("cnn", cnn, cnn_len, d);
+        if (com)
+            test_model("cnn committee", com, com_len, d);
         if (neo)
             test_model("neocognitron", neo, neo_len, d);
         if (shipped)
             test_shipped(shipped, shipped_len, d);
     }
     free(cnn);
+    free(com);
     free(neo);
     free(shipped);
     nc_dataset_fini(&ds);

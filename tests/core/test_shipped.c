@@ -1,0 +1,127 @@
+/* tests/core/test_shipped.c — every shipped model (the .ncm files of models/)
+ * against the error its file records.
+ *
+ * The fixture (tests/data) holds the first 1,000 MNIST test digits, part of
+ * the 10,000 on which the recorded test error was measured.  Each model runs
+ * on all of them through the CPU engine table, with its own prep, and must
+ * not do worse than the recorded error allows: errors <= 1000 p + 3 sigma + 1,
+ * sigma = sqrt(1000 p (1 - p)) (binomial sampling noise of 1,000 digits).
+ * A model without a recorded error fails: a shipped file must say how good
+ * it is.  The fitted calibration each file carries must keep its reject rate
+ * near what it was fitted for (at most 4 % of the fixture rejected). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+#include "dataset.h"
+#include "fileio.h"
+#include "image.h"
+#include "test.h"
+
+static nc_dataset ds;
+
+static int load_fixture(void)
+{
+    const char *dir = getenv("NC_TEST_DATA");
+    char pi[1024], pl[1024];
+    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
+    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
+    uint8_t *bi = NULL, *bl = NULL;
+    size_t li = 0, ll = 0;
+    int r = nc_file_read(pi, 64u << 20, &bi, &li);
+    if (r == 0)
+        r = nc_file_read(pl, 64u << 20, &bl, &ll);
+    if (r == 0)
+        r = nc_dataset_parse(bi, li, bl, ll, &ds);
+    free(bi);
+    free(bl);
+    return r;
+}
+
+static void test_model(const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_backend *be = NULL;
+    void *w = NULL;
+    REQUIRE(nc_file_read(path, 256u << 20, &buf, &len) == 0);
+    int r = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
+    free(buf);
+    CHECK_MSG(r == 0, "%s: %d", path, r);
+    if (r)
+        return;
+    const double p = be->info.test_error;
+    CHECK_MSG(p >= 0.0 && p < 1.0, "%s records no test error", path);
+    const uint32_t nc = be->info.n_classes, batch = 100;
+    float *in = calloc((size_t)batch * be->input_len, sizeof *in);
+    float *out = malloc((size_t)batch * nc * sizeof *out), *prob = malloc(nc * sizeof *prob);
+    if (!in || !out || !prob || be->ops->worker_new(be->impl, batch, &w)) {
+        CHECK_MSG(0, "%s: setup", path);
+        goto done;
+    }
+    const double threshold = nc_backend_reject_threshold(be);
+    uint32_t errors = 0, rejected = 0;
+    for (uint32_t i = 0; i < ds.count; i += batch) {
+        const uint32_t n = ds.count - i < batch ? ds.count - i : batch;
+        memset(in, 0, (size_t)n * be->input_len * sizeof *in);
+        for (uint32_t b = 0; b < n; b++) {
+            nc_image img = { ds.cols, ds.rows, ds.cols,
+                             ds.pixels + (size_t)(i + b) * ds.rows * ds.cols };
+            nc_prep_apply(&img, &be->info.prep, in + (size_t)b * be->input_len);
+        }
+        CHECK_INT_EQ(be->ops->forward(be->impl, w, in, n, out), 0);
+        for (uint32_t b = 0; b < n; b++) {
+            const float *raw = out + (size_t)b * nc;
+            errors += nc_backend_label(be->kind, raw, nc) != (int32_t)ds.labels[i + b];
+            nc_backend_probs(be, raw, prob);
+            float top = 0.0f;
+            for (uint32_t k = 0; k < nc; k++)
+                top = prob[k] > top ? prob[k] : top;
+            rejected += threshold > 0.0 && top < threshold;
+        }
+    }
+    const double mean = ds.count * p, allowed = mean + 3.0 * sqrt(mean * (1.0 - p)) + 1.0;
+    CHECK_MSG(errors <= allowed, "%s: %u errors on %u fixture digits, recorded %.2f%% allows %.1f",
+              path, errors, ds.count, 100.0 * p, allowed);
+    CHECK_MSG(rejected <= ds.count / 25, "%s: %u of %u rejected", path, rejected, ds.count);
+    fprintf(stderr, "%s: %u / %u wrong (recorded %.2f%% on %s: %.1f expected, %.1f allowed), "
+            "%u rejected at %.3f\n", path, errors, ds.count, 100.0 * p, be->info.test_set, mean,
+            allowed, rejected, threshold);
+done:
+    if (w)
+        be->ops->worker_free(w);
+    free(in);
+    free(out);
+    free(prob);
+    nc_backend_close(be);
+}
+
+int main(void)
+{
+    if (load_fixture()) {
+        fprintf(stderr, "fixture digits not available: skipped\n");
+        return NC_TEST_SKIP;
+    }
+    const char *root = getenv("NC_SOURCE_ROOT");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/models", root ? root : ".");
+    DIR *d = opendir(dir);
+    CHECK_MSG(d != NULL, "%s: %s", dir, strerror(errno));
+    int models = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".ncm"))
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        test_model(path);
+        models++;
+    }
+    if (d)
+        closedir(d);
+    CHECK_MSG(models >= 2, "only %d shipped model(s) in %s", models, dir);
+    nc_dataset_fini(&ds);
+    return nc_test_finish();
+}
