@@ -458,9 +458,10 @@ out:
 
 /* ---- one epoch -------------------------------------------------------------- */
 
-/* Images are prepared CHUNK_MIN (rounded up to whole mini-batches) at a time
- * by --threads worker threads, the next chunk while the current one trains,
- * so the GPU (or BLAS) never waits for deformations. */
+/* Images go through training CHUNK_MIN (rounded up to whole mini-batches) at
+ * a time.  On the CPU, --threads worker threads deform the next chunk while
+ * BLAS trains the current one; on the GPU the device deforms each chunk
+ * itself, and the host only sends positions and stream states. */
 #define CHUNK_MIN 4096u
 
 typedef struct trainer {
