@@ -18,6 +18,7 @@
 #include "fileio.h"
 #include "image.h"
 #include "modelfile.h"
+#include "fixture.h"
 #include "test.h"
 
 #define COLUMN "1x29x29-20C4-MP2-40C5-MP3-150N-10N"
@@ -728,22 +729,10 @@ static void test_real_digits(void)
     const char *dir = getenv("NC_TEST_DATA");
     if (!dir)
         return;
-    char ip[1024], lp[1024];
-    snprintf(ip, sizeof ip, "%s/mnist-t1k-images-idx3-ubyte.gz", dir);
-    snprintf(lp, sizeof lp, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir);
-    uint8_t *ib = NULL, *lb = NULL;
-    size_t il = 0, ll = 0;
     /* meson sets NC_TEST_DATA and the fixture is committed: a missing or
      * unreadable one is a failure, not a silent skip */
-    if (nc_file_read(ip, 64u << 20, &ib, &il) || nc_file_read(lp, 64u << 20, &lb, &ll)) {
-        CHECK_MSG(0, "no MNIST fixture in %s", dir);
-        free(ib);
-        return;
-    }
     nc_dataset d = {0};
-    int err = nc_dataset_parse(ib, il, lb, ll, &d);
-    free(ib);
-    free(lb);
+    int err = nc_test_fixture(&d);
     if (err) {
         CHECK_MSG(0, "fixture unreadable (%d)", err);
         return;

@@ -8,6 +8,7 @@
  * accumulation in a different order against the double reference).  The
  * full network on real digits gets 1e-4 * (1 + |ref|) because errors pass
  * through up to eight layers. */
+#include "fixture.h"
 #include "test.h"
 
 #include "backend.h"
@@ -830,18 +831,8 @@ static void test_file(void)
 /* Load the first n fixture digits as 65x65 network inputs. */
 static int load_digits(uint32_t n, float **ret_x, uint8_t **ret_lab)
 {
-    const char *dir = getenv("NC_TEST_DATA");
-    char pi[1024], pl[1024];
-    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
-    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
-    uint8_t *bi = NULL, *bl = NULL;
-    size_t li = 0, ll = 0;
     nc_dataset ds = { 0 };
-    int r = nc_file_read(pi, 64u << 20, &bi, &li);
-    if (r == 0) r = nc_file_read(pl, 64u << 20, &bl, &ll);
-    if (r == 0) r = nc_dataset_parse(bi, li, bl, ll, &ds);
-    free(bi);
-    free(bl);
+    int r = nc_test_fixture(&ds);
     if (r < 0)
         return r;
     if (ds.count < n) n = ds.count;

@@ -9,6 +9,7 @@
 #include "dataset.h"
 #include "fileio.h"
 #include "streamgen_render.h"
+#include "fixture.h"
 #include "test.h"
 
 #include <string.h>
@@ -18,22 +19,7 @@ static nc_dataset fx;           /* the fixture: MNIST test digits 0..999 */
 
 static int load_fixture(void)
 {
-    const char *dir = getenv("NC_TEST_DATA");
-    char ip[4096], lp[4096];
-    uint8_t *ib = NULL, *lb = NULL;
-    size_t il, ll;
-    if (!dir)
-        return -ENOENT;
-    snprintf(ip, sizeof ip, "%s/mnist-t1k-images-idx3-ubyte.gz", dir);
-    snprintf(lp, sizeof lp, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir);
-    int err = nc_file_read(ip, 1u << 24, &ib, &il);
-    if (!err)
-        err = nc_file_read(lp, 1u << 24, &lb, &ll);
-    if (!err)
-        err = nc_dataset_parse(ib, il, lb, ll, &fx);
-    free(ib);
-    free(lb);
-    return err;
+    return nc_test_fixture(&fx);
 }
 
 static const uint8_t *digit_px(uint32_t i) { return fx.pixels + (size_t)i * 784; }

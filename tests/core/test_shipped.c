@@ -17,28 +17,11 @@
 #include "backend.h"
 #include "dataset.h"
 #include "fileio.h"
+#include "fixture.h"
 #include "image.h"
 #include "test.h"
 
 static nc_dataset ds;
-
-static int load_fixture(void)
-{
-    const char *dir = getenv("NC_TEST_DATA");
-    char pi[1024], pl[1024];
-    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
-    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
-    uint8_t *bi = NULL, *bl = NULL;
-    size_t li = 0, ll = 0;
-    int r = nc_file_read(pi, 64u << 20, &bi, &li);
-    if (r == 0)
-        r = nc_file_read(pl, 64u << 20, &bl, &ll);
-    if (r == 0)
-        r = nc_dataset_parse(bi, li, bl, ll, &ds);
-    free(bi);
-    free(bl);
-    return r;
-}
 
 static void test_model(const char *path)
 {
@@ -100,7 +83,7 @@ done:
 
 int main(void)
 {
-    if (load_fixture()) {
+    if (nc_test_fixture(&ds)) {
         fprintf(stderr, "fixture digits not available: skipped\n");
         return NC_TEST_SKIP;
     }

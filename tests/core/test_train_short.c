@@ -17,6 +17,7 @@
 #include "dataset.h"
 #include "deform.h"
 #include "fileio.h"
+#include "fixture.h"
 #include "test.h"
 
 #define ARCH "1x29x29-10C4-MP2-10C5-MP3-30N-10N"
@@ -28,22 +29,7 @@
 
 static int load_fixture(nc_dataset *ret)
 {
-    const char *dir = getenv("NC_TEST_DATA");
-    char ip[4096], lp[4096];
-    uint8_t *img = NULL, *lab = NULL;
-    size_t il = 0, ll = 0;
-    if (!dir)
-        return -ENOENT;
-    snprintf(ip, sizeof(ip), "%s/mnist-t1k-images-idx3-ubyte.gz", dir);
-    snprintf(lp, sizeof(lp), "%s/mnist-t1k-labels-idx1-ubyte.gz", dir);
-    int err = nc_file_read(ip, 1u << 24, &img, &il);
-    if (!err)
-        err = nc_file_read(lp, 1u << 24, &lab, &ll);
-    if (!err)
-        err = nc_dataset_parse(img, il, lab, ll, ret);
-    free(img);
-    free(lab);
-    return err;
+    return nc_test_fixture(ret);
 }
 
 /* Digit k: pixels / 255 at the top left of the 29x29 field (the trainer's

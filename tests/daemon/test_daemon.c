@@ -23,6 +23,7 @@
 #include "fileio.h"
 #include "frame.h"
 #include "harness.h"
+#include "fixture.h"
 #include "test.h"
 
 #define N_DIGITS 40
@@ -1122,18 +1123,10 @@ int main(int argc, char **argv)
     const char *data = getenv("NC_TEST_DATA");
     if (!data)
         return NC_TEST_SKIP;
-    char p1[512], p2[512];
-    snprintf(p1, sizeof p1, "%s/mnist-t1k-images-idx3-ubyte.gz", data);
-    snprintf(p2, sizeof p2, "%s/mnist-t1k-labels-idx1-ubyte.gz", data);
-    uint8_t *ib, *lb;
-    size_t il, ll;
-    if (nc_file_read(p1, 1u << 26, &ib, &il) || nc_file_read(p2, 1u << 26, &lb, &ll) ||
-        nc_dataset_parse(ib, il, lb, ll, &mnist)) {
+    if (nc_test_fixture(&mnist)) {
         fprintf(stderr, "cannot read the MNIST fixture\n");
         return 1;
     }
-    free(ib);
-    free(lb);
     snprintf(dir, sizeof dir, "/tmp/neocogd-test-XXXXXX");
     if (!mkdtemp(dir))
         return 1;

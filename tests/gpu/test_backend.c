@@ -24,6 +24,7 @@
  *
  * NC_TEST_BACKEND_CPU_ONLY=1 runs every check with the CPU table on both
  * sides: it tests this test on a machine without a GPU. */
+#include "fixture.h"
 #include "test.h"
 
 #include <errno.h>
@@ -49,23 +50,6 @@ static const nc_backend_ops *under_test = &nc_backend_gpu;
 /* Fixture digits, raw 8-bit. */
 static nc_dataset ds;
 
-static int load_fixture(void)
-{
-    const char *dir = getenv("NC_TEST_DATA");
-    char pi[1024], pl[1024];
-    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
-    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
-    uint8_t *bi = NULL, *bl = NULL;
-    size_t li = 0, ll = 0;
-    int r = nc_file_read(pi, 64u << 20, &bi, &li);
-    if (r == 0)
-        r = nc_file_read(pl, 64u << 20, &bl, &ll);
-    if (r == 0)
-        r = nc_dataset_parse(bi, li, bl, ll, &ds);
-    free(bi);
-    free(bl);
-    return r;
-}
 
 /* n inputs for be: fixture digits off, off+1, ... (cycling), each through
  * the model's own prep; a digit the prep refuses (no ink) stays zero. */
@@ -428,7 +412,7 @@ int main(void)
             fprintf(stderr, "device %d: %s\n", d, desc);
         }
     }
-    if (load_fixture() < 0) {
+    if (nc_test_fixture(&ds) < 0) {
         fprintf(stderr, "fixture digits not available: skipped\n");
         return NC_TEST_SKIP;
     }

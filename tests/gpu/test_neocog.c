@@ -22,6 +22,7 @@
  * with -E2BIG), then the engine in every variant (a refused stage runs the
  * GEMM path) must give core's max-response labels and scores.  Exit 77
  * without a device. */
+#include "fixture.h"
 #include "test.h"
 
 #include <cuda_runtime_api.h>
@@ -69,18 +70,8 @@ static nc_neocog_state *pool_st[POOL];  /* core's forward (F) of digits 0..POOL-
 
 static int load_digits(uint32_t n)
 {
-    const char *dir = getenv("NC_TEST_DATA");
-    char pi[1024], pl[1024];
-    snprintf(pi, sizeof pi, "%s/mnist-t1k-images-idx3-ubyte.gz", dir ? dir : "tests/data");
-    snprintf(pl, sizeof pl, "%s/mnist-t1k-labels-idx1-ubyte.gz", dir ? dir : "tests/data");
-    uint8_t *bi = NULL, *bl = NULL;
-    size_t li = 0, ll = 0;
     nc_dataset ds = { 0 };
-    int r = nc_file_read(pi, 64u << 20, &bi, &li);
-    if (r == 0) r = nc_file_read(pl, 64u << 20, &bl, &ll);
-    if (r == 0) r = nc_dataset_parse(bi, li, bl, ll, &ds);
-    free(bi);
-    free(bl);
+    int r = nc_test_fixture(&ds);
     if (r < 0)
         return r;
     nc_prep p = { .kind = NC_PREP_NEOCOG, .size = 65, .box = 40, .threshold = -1.0f };
