@@ -5,13 +5,15 @@
  *       [--digits 8] [--strings 2] [--out stream.mjpeg] [--truth truth.tsv]
  *       [--pgm-dir DIR] [--seed S] [--quality Q] [--polarity dark|light|mixed]
  *       [--heights 24-60] [--touch P] [--no-clutter]
- *       [--set test|train] [--patches PREFIX] [--time]
+ *       [--set test|train] [--count N] [--patches PREFIX] [--time]
  *
  * DIR holds the MNIST test set (t10k-images-idx3-ubyte[.gz] and its labels)
  * or the repository's fixture (tests/data, mnist-t1k-*).  By default only
  * test digits are used, so models trained on the MNIST training set never
  * saw them; --set train draws from the training set (train-images-idx3-
- * ubyte[.gz]) instead, which is what --patches wants.
+ * ubyte[.gz]) instead, which is what --patches wants.  --count N draws from
+ * the set's first N digits only: `--set train --count 50000` keeps a
+ * trainer's validation digits (50000-59999) out of its patches.
  *
  * --patches PREFIX: every frame also goes through a JPEG round trip at its
  * quality and core/segment with the daemon's parameters; each digit whose
@@ -56,7 +58,7 @@ static void usage(void)
         "         [--strings S] [--out FILE.mjpeg|-] [--truth FILE.tsv] [--pgm-dir DIR]\n"
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
         "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n"
-        "         [--set test|train] [--patches PREFIX] [--time]\n");
+        "         [--set test|train] [--count N] [--patches PREFIX] [--time]\n");
 }
 
 /* Read the first of names[] found in dir. */
@@ -122,7 +124,7 @@ int main(int argc, char **argv)
     const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
     const char *patches = NULL;
     int train = 0, timing = 0;
-    uint32_t frames = 0, W = 640, H = 480, quality = 0;
+    uint32_t frames = 0, W = 640, H = 480, quality = 0, count = 0;
     uint64_t seed = 1;
     nc_render_params rp;
     nc_render_params_default(&rp);
@@ -145,6 +147,7 @@ int main(int argc, char **argv)
             else bad = 1;
         }
         else if (!strcmp(a, "--frames")) bad = parse_u32(v, &frames);
+        else if (!strcmp(a, "--count")) bad = parse_u32(v, &count) || count == 0;
         else if (!strcmp(a, "--digits")) bad = parse_u32(v, &rp.digits);
         else if (!strcmp(a, "--strings")) bad = parse_u32(v, &rp.strings);
         else if (!strcmp(a, "--quality")) bad = parse_u32(v, &quality) || quality < 1 || quality > 100;
@@ -178,6 +181,8 @@ int main(int argc, char **argv)
     nc_dataset d = { 0 };
     if (load_digits(data, train, &d) < 0)
         return 1;
+    if (count && count < d.count)
+        d.count = count;        /* the rest stays allocated; fini frees it all */
     nc_patch_set ps = { 0 };
     nc_stage_times times = { 0 };
     nc_segmenter *seg = NULL;

@@ -110,6 +110,7 @@ typedef struct options {
     uint64_t seed;
     uint32_t threads;
     int gpu;                /* CUDA device, or -1: the CPU */
+    const char *extra;      /* IDX pair prefix of more training images */
 } options;
 
 /* One row of the per-epoch table. */
@@ -148,6 +149,10 @@ static void usage(FILE *f)
         "                    trains; OpenBLAS threads too on the CPU (default 1)\n"
         "  --gpu N           train on CUDA device N (the results match the CPU's\n"
         "                    to float rounding; default: the CPU)\n"
+        "  --extra PREFIX    more 28x28 training images with labels, PREFIX-images-\n"
+        "                    idx3-ubyte and PREFIX-labels-idx1-ubyte (e.g. camera\n"
+        "                    patches from neocog-streamgen --patches), trained with\n"
+        "                    the MNIST digits; validation stays MNIST's\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -156,7 +161,8 @@ static void usage(FILE *f)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID,
-           O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU };
+           O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
+           O_EXTRA };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -174,6 +180,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "checkpoint", required_argument, NULL, O_CKPT },
         { "resume", no_argument, NULL, O_RESUME },
         { "gpu", required_argument, NULL, O_GPU },
+        { "extra", required_argument, NULL, O_EXTRA },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -203,6 +210,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_SEED: name = "--seed"; err = train_parse_u64(optarg, &o->seed); break;
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
+        case O_EXTRA: o->extra = optarg; break;
         case O_GPU: {
             uint32_t d = 0;
             name = "--gpu";
@@ -325,8 +333,9 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
 static void config_string(const options *o, char *dst, size_t cap)
 {
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d seed=%llu", o->arch, o->batch, (double)o->lr, (double)o->lr_decay,
-             o->validation, o->limit, o->deform, (unsigned long long)o->seed);
+             "deform=%d seed=%llu%s%s", o->arch, o->batch, (double)o->lr, (double)o->lr_decay,
+             o->validation, o->limit, o->deform, (unsigned long long)o->seed,
+             o->extra ? " extra=" : "", o->extra ? o->extra : "");
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -466,9 +475,9 @@ out:
 
 typedef struct trainer {
     const options *o;
-    const nc_dataset *train;
-    const float *inputs;    /* [train->count][side * side], preprocessed */
-    uint32_t n_train;       /* digits 0 .. n_train-1 train */
+    const float *inputs;    /* [n_train][side * side], preprocessed */
+    const uint8_t *labels;  /* [n_train] */
+    uint32_t n_train;       /* the pool: MNIST digits 0.., then any --extra */
     uint32_t side;
     nc_cnn *net;
     nc_cnn_work *w;
@@ -513,7 +522,7 @@ static void *fill_run(void *arg)
         const uint32_t k = t->order[pos];
         const float *src = t->inputs + (size_t)k * plane;
         float *dst = j->in + (size_t)(pos - j->base) * plane;
-        j->labels[pos - j->base] = t->train->labels[k];
+        j->labels[pos - j->base] = t->labels[k];
         if (j->deform) {
             nc_deform_rng r = image_rng(j->epoch_seed, pos);
             j->err = nc_deform_apply(j->deform, &r, src, dst);
@@ -686,6 +695,63 @@ progress:
     return 0;
 }
 
+/* ---- extra training images ------------------------------------------------- */
+
+/* --extra PREFIX: PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte, 28x28
+ * digits with labels 0..9, as neocog-streamgen --patches writes them. */
+#define EXTRA_MAX_BYTES ((size_t)1 << 31)
+static int load_extra(const char *prefix, nc_dataset *ret)
+{
+    char pi[1024], pl[1024];
+    snprintf(pi, sizeof(pi), "%s-images-idx3-ubyte", prefix);
+    snprintf(pl, sizeof(pl), "%s-labels-idx1-ubyte", prefix);
+    int err = nc_file_read_idx(pi, pl, EXTRA_MAX_BYTES, ret);
+    if (err) {
+        fprintf(stderr, "neocog-train cnn: --extra %s: %s\n", prefix, nc_strerror(err));
+        return err;
+    }
+    if (ret->rows != MNIST_SIDE || ret->cols != MNIST_SIDE || ret->count == 0) {
+        fprintf(stderr, "neocog-train cnn: --extra %s: not 28x28 images\n", prefix);
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < ret->count; i++)
+        if (ret->labels[i] > 9) {
+            fprintf(stderr, "neocog-train cnn: --extra %s: label %u is %u\n", prefix, i,
+                    ret->labels[i]);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+/* The training pool: MNIST's first n_mnist prepared inputs, then the extra
+ * images through the same prep; t's inputs and labels point at it. */
+static int make_pool(trainer *t, const float *mnist_inputs, const uint8_t *mnist_labels,
+                     uint32_t n_mnist, const nc_dataset *extra, const nc_prep *prep,
+                     float **ret_inputs, uint8_t **ret_labels)
+{
+    const size_t plane = nc_prep_out_len(prep);
+    float *extra_inputs = NULL;
+    int err = prepare_inputs(extra, prep, &extra_inputs);
+    if (err)
+        return err;
+    float *in = malloc(((size_t)n_mnist + extra->count) * plane * sizeof(float));
+    uint8_t *lab = malloc((size_t)n_mnist + extra->count);
+    if (!in || !lab) {
+        free(in);
+        free(lab);
+        free(extra_inputs);
+        return -ENOMEM;
+    }
+    memcpy(in, mnist_inputs, (size_t)n_mnist * plane * sizeof(float));
+    memcpy(in + (size_t)n_mnist * plane, extra_inputs, (size_t)extra->count * plane * sizeof(float));
+    memcpy(lab, mnist_labels, n_mnist);
+    memcpy(lab + n_mnist, extra->labels, extra->count);
+    free(extra_inputs);
+    t->inputs = *ret_inputs = in;
+    t->labels = *ret_labels = lab;
+    return 0;
+}
+
 /* ---- the command ----------------------------------------------------------- */
 
 static void print_table(const run_state *st, uint32_t n_valid)
@@ -716,7 +782,9 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     int status = TRAIN_EXIT_FAIL;
-    nc_dataset train = { 0 }, test = { 0 };
+    nc_dataset train = { 0 }, test = { 0 }, extra = { 0 };
+    float *pool_inputs = NULL;
+    uint8_t *pool_labels = NULL;
     nc_cnn *net = NULL, *best = NULL;
     nc_cnn_work *w = NULL, *ew = NULL;
     float *train_inputs = NULL;
@@ -757,8 +825,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             goto out;
         }
     const uint32_t valid_first = MNIST_TRAIN - o.validation;
-    t.train = &train;
-    t.n_train = o.limit && o.limit < valid_first ? o.limit : valid_first;
+    const uint32_t n_mnist = o.limit && o.limit < valid_first ? o.limit : valid_first;
+    if (o.extra && load_extra(o.extra, &extra))
+        goto out;
+    t.n_train = n_mnist + extra.count;
     t.net = net;
     t.live = isatty(STDERR_FILENO);
 
@@ -767,13 +837,16 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     for (uint32_t k = 0; k < 10; k++)
         snprintf(info.labels[k], sizeof(info.labels[k]), "%u", k);
     info.prep = t.side == 29 ? NC_PREP_CNN_29 : NC_PREP_MNIST_28;
+    char extra_note[160] = "";
+    if (o.extra)
+        snprintf(extra_note, sizeof(extra_note), " + %u images of %s", extra.count, o.extra);
     if (o.validation)
-        snprintf(info.data, sizeof(info.data), "MNIST train 0-%u (validation %u-%u)%s",
-                 t.n_train - 1, valid_first, MNIST_TRAIN - 1,
+        snprintf(info.data, sizeof(info.data), "MNIST train 0-%u%s (validation %u-%u)%s",
+                 n_mnist - 1, extra_note, valid_first, MNIST_TRAIN - 1,
                  o.deform ? ", deformed" : "");
     else
-        snprintf(info.data, sizeof(info.data), "MNIST train 0-%u (no validation)%s",
-                 t.n_train - 1, o.deform ? ", deformed" : "");
+        snprintf(info.data, sizeof(info.data), "MNIST train 0-%u%s (no validation)%s",
+                 n_mnist - 1, extra_note, o.deform ? ", deformed" : "");
     if (train_join_argv(cmd, info.command, sizeof(info.command)))
         fprintf(stderr, "neocog-train cnn: warning: command line truncated in the model file\n");
     info.seed = o.seed;
@@ -815,7 +888,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     if ((err = prepare_inputs(&train, &info.prep, &train_inputs)))
         goto fail;
     t.inputs = train_inputs;
-
+    t.labels = train.labels;
+    if (o.extra && (err = make_pool(&t, train_inputs, train.labels, n_mnist, &extra, &info.prep,
+                                    &pool_inputs, &pool_labels)))
+        goto fail;
     /* Fresh start, or the state after the checkpoint's last epoch. */
     if ((err = nc_cnn_init_weights(net, o.seed)))
         goto fail;
@@ -839,7 +915,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         err = nc_gpu_cnn_new(net, o.gpu, max_batch, &g);
         t.gpu = g;
         if (!err)
-            err = nc_gpu_cnn_set_train_data(g, train_inputs, train.labels, t.n_train,
+            err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_train,
                                             o.deform ? &dp : NULL);
         if (err) {
             fprintf(stderr, "neocog-train cnn: --gpu %d: %s (%s)\n", o.gpu, nc_strerror(err),
@@ -989,6 +1065,9 @@ out:
     free(t.d_out);
     free(t.grads);
     free(train_inputs);
+    free(pool_inputs);
+    free(pool_labels);
+    nc_dataset_fini(&extra);
     for (int i = 0; i < 2; i++) {
         free(t.chunk_in[i]);
         free(t.chunk_labels[i]);
