@@ -5,15 +5,17 @@
  *       [--digits 8] [--strings 2] [--out stream.mjpeg] [--truth truth.tsv]
  *       [--pgm-dir DIR] [--seed S] [--quality Q] [--polarity dark|light|mixed]
  *       [--heights 24-60] [--touch P] [--no-clutter]
- *       [--set test|train] [--count N] [--patches PREFIX] [--time]
+ *       [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]
  *
  * DIR holds the MNIST test set (t10k-images-idx3-ubyte[.gz] and its labels)
  * or the repository's fixture (tests/data, mnist-t1k-*).  By default only
  * test digits are used, so models trained on the MNIST training set never
  * saw them; --set train draws from the training set (train-images-idx3-
  * ubyte[.gz]) instead, which is what --patches wants.  --count N draws from
- * the set's first N digits only: `--set train --count 50000` keeps a
- * trainer's validation digits (50000-59999) out of its patches.
+ * the set's digits K .. K+N-1 only (K from --first, default 0): `--set train
+ * --count 50000` keeps a trainer's validation digits (50000-59999) out of its
+ * patches, and `--set train --first 50000` renders streams of exactly those
+ * validation digits, to choose between models without the test digits.
  *
  * --patches PREFIX: every frame also goes through a JPEG round trip at its
  * quality and core/segment with the daemon's parameters; each digit whose
@@ -58,7 +60,7 @@ static void usage(void)
         "         [--strings S] [--out FILE.mjpeg|-] [--truth FILE.tsv] [--pgm-dir DIR]\n"
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
         "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n"
-        "         [--set test|train] [--count N] [--patches PREFIX] [--time]\n");
+        "         [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]\n");
 }
 
 /* Read the first of names[] found in dir. */
@@ -124,7 +126,7 @@ int main(int argc, char **argv)
     const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
     const char *patches = NULL;
     int train = 0, timing = 0;
-    uint32_t frames = 0, W = 640, H = 480, quality = 0, count = 0;
+    uint32_t frames = 0, W = 640, H = 480, quality = 0, count = 0, first = 0;
     uint64_t seed = 1;
     nc_render_params rp;
     nc_render_params_default(&rp);
@@ -148,6 +150,7 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(a, "--frames")) bad = parse_u32(v, &frames);
         else if (!strcmp(a, "--count")) bad = parse_u32(v, &count) || count == 0;
+        else if (!strcmp(a, "--first")) bad = parse_u32(v, &first);
         else if (!strcmp(a, "--digits")) bad = parse_u32(v, &rp.digits);
         else if (!strcmp(a, "--strings")) bad = parse_u32(v, &rp.strings);
         else if (!strcmp(a, "--quality")) bad = parse_u32(v, &quality) || quality < 1 || quality > 100;
@@ -181,8 +184,19 @@ int main(int argc, char **argv)
     nc_dataset d = { 0 };
     if (load_digits(data, train, &d) < 0)
         return 1;
+    if (first >= d.count) {
+        fprintf(stderr, "neocog-streamgen: --first %u: the set has %u digits\n", first, d.count);
+        nc_dataset_fini(&d);
+        return 2;
+    }
+    if (first) {                /* digits first.. to the front; fini frees it all */
+        const size_t px = (size_t)d.rows * d.cols;
+        d.count -= first;
+        memmove(d.pixels, d.pixels + (size_t)first * px, (size_t)d.count * px);
+        memmove(d.labels, d.labels + first, d.count);
+    }
     if (count && count < d.count)
-        d.count = count;        /* the rest stays allocated; fini frees it all */
+        d.count = count;
     nc_patch_set ps = { 0 };
     nc_stage_times times = { 0 };
     nc_segmenter *seg = NULL;

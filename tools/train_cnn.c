@@ -111,6 +111,7 @@ typedef struct options {
     uint32_t threads;
     int gpu;                /* CUDA device, or -1: the CPU */
     const char *extra;      /* IDX pair prefix of more training images */
+    const char *init;       /* model file to start from instead of random weights */
 } options;
 
 /* One row of the per-epoch table. */
@@ -153,6 +154,8 @@ static void usage(FILE *f)
         "                    idx3-ubyte and PREFIX-labels-idx1-ubyte (e.g. camera\n"
         "                    patches from neocog-streamgen --patches), trained with\n"
         "                    the MNIST digits; validation stays MNIST's\n"
+        "  --init FILE       start from FILE's weights (a model of the same --arch)\n"
+        "                    instead of random ones: fine-tuning\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -162,7 +165,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA };
+           O_EXTRA, O_INIT };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -181,6 +184,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "resume", no_argument, NULL, O_RESUME },
         { "gpu", required_argument, NULL, O_GPU },
         { "extra", required_argument, NULL, O_EXTRA },
+        { "init", required_argument, NULL, O_INIT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -211,6 +215,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
         case O_EXTRA: o->extra = optarg; break;
+        case O_INIT: o->init = optarg; break;
         case O_GPU: {
             uint32_t d = 0;
             name = "--gpu";
@@ -333,9 +338,10 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
 static void config_string(const options *o, char *dst, size_t cap)
 {
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d seed=%llu%s%s", o->arch, o->batch, (double)o->lr, (double)o->lr_decay,
-             o->validation, o->limit, o->deform, (unsigned long long)o->seed,
-             o->extra ? " extra=" : "", o->extra ? o->extra : "");
+             "deform=%d seed=%llu%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             (double)o->lr_decay, o->validation, o->limit, o->deform,
+             (unsigned long long)o->seed, o->extra ? " extra=" : "", o->extra ? o->extra : "",
+             o->init ? " init=" : "", o->init ? o->init : "");
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -695,7 +701,35 @@ progress:
     return 0;
 }
 
-/* ---- extra training images ------------------------------------------------- */
+/* ---- extra training images and a starting point ---------------------------- */
+
+/* --init FILE: its weights into net, which must have the same architecture
+ * (a one-column model file). */
+static int load_init(const char *path, nc_cnn *net)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_cnn *got = NULL;
+    char a[NC_CNN_ARCH_MAX], b[NC_CNN_ARCH_MAX];
+    int err = nc_file_read(path, CKPT_MAX_BYTES, &buf, &len);
+    if (!err)
+        err = nc_cnn_load(buf, len, &got, NULL);
+    free(buf);
+    if (err) {
+        fprintf(stderr, "neocog-train cnn: --init %s: %s\n", path, nc_strerror(err));
+        return err;
+    }
+    nc_cnn_arch_format(got, a, sizeof(a));
+    nc_cnn_arch_format(net, b, sizeof(b));
+    if (strcmp(a, b) || got->n_params != net->n_params) {
+        fprintf(stderr, "neocog-train cnn: --init %s is %s, not %s\n", path, a, b);
+        nc_cnn_free(got);
+        return -EINVAL;
+    }
+    memcpy(net->params, got->params, net->n_params * sizeof(float));
+    nc_cnn_free(got);
+    return 0;
+}
 
 /* --extra PREFIX: PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte, 28x28
  * digits with labels 0..9, as neocog-streamgen --patches writes them. */
@@ -840,6 +874,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     char extra_note[160] = "";
     if (o.extra)
         snprintf(extra_note, sizeof(extra_note), " + %u images of %s", extra.count, o.extra);
+    if (o.init) {
+        size_t used = strlen(extra_note);
+        snprintf(extra_note + used, sizeof(extra_note) - used, ", starting from %s", o.init);
+    }
     if (o.validation)
         snprintf(info.data, sizeof(info.data), "MNIST train 0-%u%s (validation %u-%u)%s",
                  n_mnist - 1, extra_note, valid_first, MNIST_TRAIN - 1,
@@ -895,6 +933,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     /* Fresh start, or the state after the checkpoint's last epoch. */
     if ((err = nc_cnn_init_weights(net, o.seed)))
         goto fail;
+    if (o.init && load_init(o.init, net))
+        goto out;
     memcpy(best->params, net->params, net->n_params * sizeof(float));
     st.rng.state = o.seed ^ 0x6a09e667f3bcc908ull;   /* a stream apart from the weights' */
     if (o.resume) {
