@@ -401,6 +401,7 @@ typedef struct stats {
     nc_hist all, window;        /* latency, ns */
     uint64_t frames;            /* answered by the daemon (ok or not) */
     uint64_t ok, failed, bad, digits;
+    uint64_t rejected;          /* digits shown as '?': flagged, not answered */
     uint64_t t_first, t_last;   /* first frame read, last reply */
     uint64_t win_start, win_frames;
     int live_line;              /* a \r line is on the terminal */
@@ -655,6 +656,8 @@ static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f,
         uint32_t n = shape_digits(o, res, d, &count_ok);
         st->ok++;
         st->digits += n;
+        for (uint32_t i = 0; i < n; i++)
+            st->rejected += d[i].reject != 0;
         print_frame(o, f, d, n, count_ok, t1 - t0, t1 - f->t_read_ns, rp);
     }
     nc_msg_free(m);
@@ -789,17 +792,18 @@ int nc_camera_main(int argc, char **argv, int cmd)
     if (o.format == FMT_JSONL)
         printf("{\"summary\":{\"source\":\"%s\",\"frames\":%" PRIu64 ",\"recognised\":%" PRIu64
                ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"dropped\":%" PRIu64
-               ",\"skipped_bytes\":%" PRIu64 ",\"digits\":%" PRIu64
+               ",\"skipped_bytes\":%" PRIu64 ",\"digits\":%" PRIu64 ",\"rejected\":%" PRIu64
                ",\"latency_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"mean\":%.3f,\"max\":%.3f}"
                ",\"fps\":%.2f,\"seconds\":%.3f}}\n",
                nc_cam_kind_name(nc_cam_source_kind(src)), mb.read + nc_cam_source_device_drops(src),
                st->ok, st->failed, st->bad, dropped, nc_cam_source_skipped(src), st->digits,
-               ms(p50), ms(p99), nc_hist_mean(&st->all) / 1e6, ms(st->all.max), fps, secs);
+               st->rejected, ms(p50), ms(p99), nc_hist_mean(&st->all) / 1e6, ms(st->all.max),
+               fps, secs);
     fprintf(stderr, "neocog: camera: %" PRIu64 " frames: %" PRIu64 " recognised, %" PRIu64
-            " failed, %" PRIu64 " bad, %" PRIu64 " dropped; %" PRIu64 " digits; latency p50 "
-            "%.2f ms, p99 %.2f ms; %.1f fps over %.2f s\n",
+            " failed, %" PRIu64 " bad, %" PRIu64 " dropped; %" PRIu64 " digits (%" PRIu64
+            " rejected as '?'); latency p50 %.2f ms, p99 %.2f ms; %.1f fps over %.2f s\n",
             mb.read + nc_cam_source_device_drops(src), st->ok, st->failed, st->bad, dropped,
-            st->digits, ms(p50), ms(p99), fps, secs);
+            st->digits, st->rejected, ms(p50), ms(p99), fps, secs);
     if (nc_cam_source_skipped(src))
         fprintf(stderr, "neocog: camera: %" PRIu64 " bytes between frames skipped\n",
                 nc_cam_source_skipped(src));

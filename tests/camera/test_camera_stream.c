@@ -75,6 +75,8 @@ typedef struct frame_out {
 
 typedef struct summary {
     long frames, recognised, failed, bad, dropped, skipped;
+    long rejected;              /* the summary's count of '?' digits */
+    long marks;                 /* the '?' in the frames' texts */
     double p50, p99, fps;
 } summary;
 
@@ -107,6 +109,7 @@ static int parse(const char *out, frame_out *fo, summary *sm)
             sm->bad = (long)num_after(line, "\"bad\":");
             sm->dropped = (long)num_after(line, "\"dropped\":");
             sm->skipped = (long)num_after(line, "\"skipped_bytes\":");
+            sm->rejected = (long)num_after(line, "\"rejected\":");
             sm->p50 = num_after(line, "\"p50\":");
             sm->p99 = num_after(line, "\"p99\":");
             sm->fps = num_after(line, "\"fps\":");
@@ -129,6 +132,8 @@ static int parse(const char *out, frame_out *fo, summary *sm)
                 k++;
             }
             o->text[k] = '\0';
+            for (size_t q = 0; q < k; q++)
+                sm->marks += o->text[q] == '?';
         }
         o->latency_ms = num_after(line, "\"latency_ms\":");
         double x = num_after(line, "\"digits\":[{\"x\":");
@@ -297,6 +302,7 @@ static void test_accuracy(void)
     CHECK_INT_EQ(sm.recognised, FRAMES);
     CHECK_INT_EQ(sm.dropped, 0);
     CHECK_INT_EQ(sm.bad, 0);
+    CHECK_INT_EQ(sm.rejected, sm.marks);   /* every '?' shown is counted */
     free(out);
 
     /* txt: one line per frame. */
