@@ -210,10 +210,7 @@ static int check_image(const nc_server *s, const Neocog__Image *im, uint32_t i, 
                  "(set segment)", i);
         return -1;
     }
-    nc_split_opts so = { .polarity = (int)im->polarity, .expected_digits = im->expected_digits,
-                         .use_roi = im->roi != NULL };
-    if (im->roi)
-        so.roi = (nc_rect){ im->roi->x, im->roi->y, im->roi->width, im->roi->height };
+    const nc_split_opts so = nc_request_split_opts(im);
     char hint[200];
     if (nc_split_check_opts(&so, NC_MAX_DIGITS, s->cfg.max_image_dim, hint, sizeof hint)) {
         snprintf(why, n, "image %u: %s", i, hint);

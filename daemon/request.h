@@ -15,6 +15,7 @@
 #include "message.h"
 #include "modelfile.h"
 #include "models.h"
+#include "split.h"
 
 typedef struct nc_conn nc_conn;
 typedef struct nc_request nc_request;
@@ -27,6 +28,17 @@ typedef struct nc_digit {
 } nc_digit;
 
 #define NC_MAX_DIGITS 64
+
+/* An image's segmentation hints (polarity, expected_digits, roi) as
+ * daemon/split takes them: the handler checks them, the worker uses them. */
+static inline nc_split_opts nc_request_split_opts(const Neocog__Image *im)
+{
+    nc_split_opts so = { .polarity = (int)im->polarity, .expected_digits = im->expected_digits,
+                         .use_roi = im->roi != NULL };
+    if (im->roi)
+        so.roi = (nc_rect){ im->roi->x, im->roi->y, im->roi->width, im->roi->height };
+    return so;
+}
 
 typedef struct nc_task {
     struct nc_task *next;           /* queue and completion lists */

@@ -327,11 +327,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         nc_segment_result *sr = NULL;
         uint32_t n_views = 1;
         if (im->segment) {
-            nc_split_opts so = { .polarity = (int)im->polarity,
-                                 .expected_digits = im->expected_digits,
-                                 .use_roi = im->roi != NULL };
-            if (im->roi)
-                so.roi = (nc_rect){ im->roi->x, im->roi->y, im->roi->width, im->roi->height };
+            const nc_split_opts so = nc_request_split_opts(im);
             err = nc_split_frame_opts(&w->seg, img, &so, NC_MAX_DIGITS, &sr, why, sizeof why);
             if (!err && sr->count && !(t->digits = calloc(sr->count, sizeof *t->digits)))
                 err = -ENOMEM;
