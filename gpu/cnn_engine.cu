@@ -702,11 +702,35 @@ extern "C" int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n
     return note(g, backward(g, d_out, n, grads));
 }
 
+/* One SGD step on n device images x with device labels: forward (layer-wise),
+ * loss into d_loss (and added to acc when given), backward, update. */
+static int sgd_step(nc_gpu_cnn *g, const float *x, const uint8_t *d_labels, uint32_t n,
+                    float lr, double *acc)
+{
+    float *out = g->d_act[g->n_layers - 1];
+    int err;
+    g->state_in = x;
+    if ((err = forward_layers(g, x, n, out, bucket_of(n))) ||
+        (err = nc_gpu_cnn_loss(out, d_labels, n, g->n_outputs, g->d_delta[0], g->d_loss, acc,
+                               g->stream)) ||
+        (err = backward_device(g, n)))
+        return err;
+    return nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream);
+}
+
+/* Every label below n_outputs (what the loss kernel indexes with). */
+static int labels_ok(const nc_gpu_cnn *g, const uint8_t *labels, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (labels[i] >= g->n_outputs)
+            return 0;
+    return 1;
+}
+
 static int train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
                       float lr, double *ret_loss)
 {
     NC_CUDA_CHECK(cudaSetDevice(g->device));
-    const unsigned bk = bucket_of(n);
     int err = ensure_tuned(g, n);
     if (err)
         return err;
@@ -718,16 +742,7 @@ static int train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uin
                                   cudaMemcpyHostToDevice, g->stream));
     NC_CUDA_CHECK(cudaMemcpyAsync(g->d_labels, g->h_labels, n, cudaMemcpyHostToDevice,
                                   g->stream));
-    float *out = g->d_act[g->n_layers - 1];
-    g->state_in = g->d_in;
-    if ((err = forward_layers(g, g->d_in, n, out, bk)))
-        return err;
-    if ((err = nc_gpu_cnn_loss(out, g->d_labels, n, g->n_outputs, g->d_delta[0], g->d_loss,
-                               NULL, g->stream)))
-        return err;
-    if ((err = backward_device(g, n)))
-        return err;
-    if ((err = nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream)))
+    if ((err = sgd_step(g, g->d_in, g->d_labels, n, lr, NULL)))
         return err;
     if (ret_loss) {
         NC_CUDA_CHECK(cudaMemcpyAsync(g->h_loss, g->d_loss, 2 * sizeof(double),
@@ -741,11 +756,9 @@ static int train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uin
 extern "C" int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
                                      uint32_t n, float lr, double *ret_loss)
 {
-    if (!g || !in || !labels || n < 1 || n > g->max_batch || !isfinite(lr))
+    if (!g || !in || !labels || n < 1 || n > g->max_batch || !isfinite(lr) ||
+        !labels_ok(g, labels, n))
         return -EINVAL;
-    for (uint32_t b = 0; b < n; b++)
-        if (labels[b] >= g->n_outputs)
-            return -EINVAL;
     if (g->failed)
         return g->failed;
     g->state_n = 0;
@@ -804,18 +817,12 @@ static int run_prepare(nc_gpu_cnn *g, uint32_t n, uint32_t batch)
 static int run_steps(nc_gpu_cnn *g, uint32_t n, uint32_t batch, float lr, double *ret_loss,
                      uint32_t *ret_errors)
 {
-    int err;
     NC_CUDA_CHECK(cudaMemsetAsync(g->d_acc, 0, 2 * sizeof(double), g->stream));
-    float *out = g->d_act[g->n_layers - 1];
     for (uint32_t i = 0; i < n; i += batch) {
         const uint32_t nb = n - i < batch ? n - i : batch;
-        const float *x = g->d_run + (size_t)i * g->n_inputs;
-        g->state_in = x;
-        if ((err = forward_layers(g, x, nb, out, bucket_of(nb))) ||
-            (err = nc_gpu_cnn_loss(out, g->d_run_labels + i, nb, g->n_outputs, g->d_delta[0],
-                                   g->d_loss, g->d_acc, g->stream)) ||
-            (err = backward_device(g, nb)) ||
-            (err = nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream)))
+        int err = sgd_step(g, g->d_run + (size_t)i * g->n_inputs, g->d_run_labels + i, nb, lr,
+                           g->d_acc);
+        if (err)
             return err;
     }
     NC_CUDA_CHECK(cudaMemcpyAsync(g->h_loss, g->d_acc, 2 * sizeof(double),
@@ -874,11 +881,8 @@ static int set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
 extern "C" int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
                                          uint32_t count, const nc_deform_params *deform)
 {
-    if (!g || !in || !labels || count < 1)
+    if (!g || !in || !labels || count < 1 || !labels_ok(g, labels, count))
         return -EINVAL;
-    for (uint32_t i = 0; i < count; i++)
-        if (labels[i] >= g->n_outputs)
-            return -EINVAL;
     if (deform && g->L[0].maps != 1)
         return -ENOTSUP;        /* core/deform warps one plane */
     if (g->failed)
@@ -893,7 +897,8 @@ static int train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *s
     int err = run_prepare(g, n, batch);
     if (err)
         return err;
-    /* The staging buffers may still feed the previous run's copies. */
+    /* A finished run leaves the stream idle, but one that failed part-way
+     * may leave copies from the pinned staging buffers pending. */
     NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     memcpy(g->h_index, index, (size_t)n * sizeof(uint32_t));
     memcpy(g->h_state, state, (size_t)n * sizeof(uint64_t));
@@ -932,11 +937,9 @@ extern "C" int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const ui
                                         uint32_t n, uint32_t batch, float lr, double *ret_loss,
                                         uint32_t *ret_errors)
 {
-    if (!g || !in || !labels || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr))
+    if (!g || !in || !labels || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr) ||
+        !labels_ok(g, labels, n))
         return -EINVAL;
-    for (uint32_t b = 0; b < n; b++)
-        if (labels[b] >= g->n_outputs)
-            return -EINVAL;
     if (g->failed)
         return g->failed;
     g->state_n = 0;
