@@ -17,9 +17,14 @@
  *             kernel weight the block sums da * x over its images and
  *             positions and reduces in shared memory, writing one partial per
  *             split; a second kernel adds the splits in a fixed order, so the
- *             result is deterministic.  Cut pairs write 0. */
+ *             result is deterministic.  Cut pairs write 0.
+ * The launchers run cnn_conv_staged.cu's kernels instead wherever a layer
+ * fits them (every layer of the seed's nets); these are the general case. */
 #include "cnn_conv.cuh"
 
+#include <errno.h>
+
+#include "cnn_conv_staged.cuh"
 #include "cnn_math.cuh"
 #include "cuda_check.cuh"
 
@@ -185,12 +190,18 @@ static uint32_t weights_per_split(const nc_gpu_cnn_layer *L, uint32_t n)
 extern "C" size_t nc_gpu_cnn_conv_weights_scratch(const nc_gpu_cnn_layer *L, uint32_t n)
 {
     const uint32_t per = weights_per_split(L, n);
-    return (size_t)((n + per - 1) / per) * (L->n_weights + L->maps);
+    uint32_t parts = (n + per - 1) / per;
+    if (parts < NC_GPU_CNN_WEIGHT_PARTS)
+        parts = NC_GPU_CNN_WEIGHT_PARTS;        /* the staged kernel's */
+    return (size_t)parts * (L->n_weights + L->maps);
 }
 
 extern "C" int nc_gpu_cnn_conv_forward(const nc_gpu_cnn_layer *L, const float *x, float *y,
                                        uint32_t n, cudaStream_t stream)
 {
+    const int err = nc_gpu_cnn_conv_forward_staged(L, x, y, n, stream);
+    if (err != -E2BIG)
+        return err;
     const uint32_t hw = L->height * L->width;
     dim3 grid((hw + NC_GPU_CNN_BLOCK - 1) / NC_GPU_CNN_BLOCK, L->maps, n < 65535u ? n : 65535u);
     conv_forward_kernel<<<grid, NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, y, n);
@@ -201,6 +212,9 @@ extern "C" int nc_gpu_cnn_conv_forward(const nc_gpu_cnn_layer *L, const float *x
 extern "C" int nc_gpu_cnn_conv_backward(const nc_gpu_cnn_layer *L, const float *da, float *dx,
                                         uint32_t n, cudaStream_t stream)
 {
+    const int err = nc_gpu_cnn_conv_backward_staged(L, da, dx, n, stream);
+    if (err != -E2BIG)
+        return err;
     const uint32_t in_hw = L->in_height * L->in_width;
     dim3 grid((in_hw + NC_GPU_CNN_BLOCK - 1) / NC_GPU_CNN_BLOCK, L->in_maps,
               n < 65535u ? n : 65535u);
@@ -212,11 +226,17 @@ extern "C" int nc_gpu_cnn_conv_backward(const nc_gpu_cnn_layer *L, const float *
 extern "C" int nc_gpu_cnn_conv_weights(const nc_gpu_cnn_layer *L, const float *x, const float *da,
                                        uint32_t n, float *part, cudaStream_t stream)
 {
-    const uint32_t per = weights_per_split(L, n);
-    const uint32_t splits = (n + per - 1) / per;
-    dim3 grid(L->maps * L->in_maps + L->maps, splits);
-    conv_weights_kernel<<<grid, NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, da, n, per, part);
-    NC_CUDA_CHECK(cudaGetLastError());
+    uint32_t splits = 0;
+    const int err = nc_gpu_cnn_conv_weights_staged(L, x, da, n, part, &splits, stream);
+    if (err && err != -E2BIG)
+        return err;
+    if (err) {
+        const uint32_t per = weights_per_split(L, n);
+        splits = (n + per - 1) / per;
+        dim3 grid(L->maps * L->in_maps + L->maps, splits);
+        conv_weights_kernel<<<grid, NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, da, n, per, part);
+        NC_CUDA_CHECK(cudaGetLastError());
+    }
     const uint32_t total = L->n_weights + L->maps;
     conv_weights_reduce_kernel<<<nc_gpu_cnn_blocks(total, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0,
                                  stream>>>(*L, part, splits);
