@@ -138,6 +138,15 @@ int nc_image_components(const nc_image *img, uint32_t max_components,
                         uint32_t *ret_labels, nc_component **ret_comps,
                         uint32_t *ret_count);
 
+/* The same, but ret_labels (required, -EINVAL if NULL) is written only at
+ * the non-zero pixels of img; the others keep what they held.  For callers
+ * that read a label only where img is non-zero: a camera frame is mostly
+ * paper, and its width * height zeros are most of the labelling's memory
+ * traffic. */
+int nc_image_components_ink(const nc_image *img, uint32_t max_components,
+                            uint32_t *ret_labels, nc_component **ret_comps,
+                            uint32_t *ret_count);
+
 /* ---- network input ----------------------------------------------------- */
 
 /* How a raw grey image becomes a network input.  Stored in model files so a

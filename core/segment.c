@@ -9,7 +9,10 @@
  * component c with group_of[c] == piece.group) restricted to the columns
  * [x0, x1).  Merging unions groups; splitting makes pieces that share a
  * group with disjoint column ranges.  Pixel-level work (profiles, tight
- * boxes, patches) scans the labels inside a piece's box. */
+ * boxes, patches) scans the labels inside a piece's box.  Labels are
+ * written only on ink (nc_image_components_ink: the frame's paper would be
+ * a megabyte of zeros per frame), so every read goes through label_at,
+ * which consults the mask first. */
 #include "segment_internal.h"
 
 #include <math.h>
@@ -32,7 +35,8 @@ typedef struct piece {
 typedef struct work {
     const nc_image *roi;
     const nc_segment_params *p;
-    const uint32_t *labels;     /* ROI-sized, 0 = background */
+    const uint32_t *labels;     /* ROI-sized, valid where mask is set */
+    const uint8_t *mask;        /* ROI-sized, non-zero = ink */
     nc_component *comps;
     uint32_t ncomps;
     uint32_t *group_of;         /* per component; NONE = dropped */
@@ -133,9 +137,16 @@ static uint32_t median_u32(uint32_t *v, uint32_t n)
     return v[n / 2];
 }
 
+/* The component label at (x, y), 0 on paper. */
+static uint32_t label_at(const work *w, uint32_t x, uint32_t y)
+{
+    size_t i = (size_t)y * w->roi->width + x;
+    return w->mask[i] ? w->labels[i] : 0;
+}
+
 static int piece_has(const work *w, const piece *a, uint32_t x, uint32_t y)
 {
-    uint32_t l = w->labels[(size_t)y * w->roi->width + x];
+    uint32_t l = label_at(w, x, y);
     return l && w->group_of[l - 1] == a->group && x >= a->x0 && x < a->x1;
 }
 
@@ -232,7 +243,7 @@ static double middle_share(const work *w, const piece *a)
     uint32_t mid = 0, all = 0;
     for (uint32_t y = a->y0; y < a->y1; y++)
         for (uint32_t x = a->x0; x < a->x1; x++) {
-            uint32_t l = w->labels[(size_t)y * w->roi->width + x];
+            uint32_t l = label_at(w, x, y);
             if (l != a->group + 1)
                 continue;
             all++;
@@ -714,29 +725,58 @@ static int line_by_row_x(const void *a, const void *b)
     return p->x0 < q->x0 ? -1 : p->x0 > q->x0;
 }
 
-/* Fill one digit's patch (light ink, 0 = paper). */
-static void make_patch(const work *w, const piece *a, uint32_t light, nc_image *patch,
-                       nc_rect pb)
+/* What a pixel near a digit is, for make_patch. */
+enum { PX_PAPER = 0, PX_OTHER = 1, PX_MINE = 2 };
+
+/* A patch pixel's level from its grey level p: the same for every pixel of
+ * that level, so each of the 256 is worked out (a division and a rounding)
+ * at most once per patch and kept in lut (-1: not yet). */
+static uint8_t patch_level(int16_t lut[256], uint8_t p, uint32_t light, double paper,
+                           double span)
+{
+    if (lut[p] < 0) {
+        double v = light ? 255 - p : p;
+        double s = 255.0 * (paper - v) / span;
+        lut[p] = s <= 0 ? 0 : s >= 255 ? 255 : (uint8_t)lrint(s);
+    }
+    return (uint8_t)lut[p];
+}
+
+/* Fill one digit's patch (light ink, 0 = paper).  The first sweep notes,
+ * for the box widened by 2, what each pixel is (paper, other ink, this
+ * piece's ink) in code, so the second sweep's tests of a pixel and its
+ * 4 neighbours are byte reads, not label and group look-ups.  -ENOMEM is
+ * its only failure. */
+static int make_patch(const work *w, const piece *a, uint32_t light, nc_image *patch,
+                      nc_rect pb)
 {
     const nc_image *roi = w->roi;
     /* Paper level: mean of unlabelled pixels in the box widened by 3. */
     uint32_t qx0 = pb.x > 2 ? pb.x - 2 : 0, qy0 = pb.y > 2 ? pb.y - 2 : 0;
     uint32_t qx1 = umin(roi->width, pb.x + pb.width + 2);
     uint32_t qy1 = umin(roi->height, pb.y + pb.height + 2);
+    const size_t qw = qx1 - qx0;
+    uint8_t *code = malloc(qw * (qy1 - qy0));
+    if (!code)
+        return -ENOMEM;
     double psum = 0;
     uint64_t pn = 0;
     uint32_t hist[256] = { 0 }, nink = 0;
     for (uint32_t y = qy0; y < qy1; y++) {
         const uint8_t *row = roi->pixels + (size_t)y * roi->stride;
+        uint8_t *c = code + (y - qy0) * qw;
         for (uint32_t x = qx0; x < qx1; x++) {
             uint8_t v = light ? 255 - row[x] : row[x];
-            if (!w->labels[(size_t)y * roi->width + x]) {
+            if (!label_at(w, x, y)) {
                 psum += v;
                 pn++;
+                c[x - qx0] = PX_PAPER;
             } else if (piece_has(w, a, x, y)) {
                 hist[v]++;
                 nink++;
-            }
+                c[x - qx0] = PX_MINE;
+            } else
+                c[x - qx0] = PX_OTHER;
         }
     }
     double paper = pn ? psum / pn : 255.0;
@@ -751,27 +791,33 @@ static void make_patch(const work *w, const piece *a, uint32_t light, nc_image *
     double span = paper - ink;
     if (span < 1)
         span = 1;
+    int16_t lut[256];
+    memset(lut, 0xff, sizeof lut);      /* -1: not computed yet */
     for (uint32_t j = 0; j < pb.height; j++) {
         uint32_t y = pb.y + j;
         const uint8_t *row = roi->pixels + (size_t)y * roi->stride;
         uint8_t *out = patch->pixels + (size_t)j * patch->stride;
         for (uint32_t i = 0; i < pb.width; i++) {
             uint32_t x = pb.x + i;
-            int in = piece_has(w, a, x, y);
-            if (!in && !w->labels[(size_t)y * roi->width + x])
-                in = (x > 0 && piece_has(w, a, x - 1, y)) ||
-                     (x + 1 < roi->width && piece_has(w, a, x + 1, y)) ||
-                     (y > 0 && piece_has(w, a, x, y - 1)) ||
-                     (y + 1 < roi->height && piece_has(w, a, x, y + 1));
+            /* the ring and the neighbours tested lie inside the coded box:
+             * it is pb widened by 2, clipped only by the ROI's edges */
+            const uint8_t *c = code + (y - qy0) * qw + (x - qx0);
+            /* paper next to the digit is kept (strokes' soft edges) */
+            int in = c[0] == PX_MINE;
+            if (c[0] == PX_PAPER)
+                in = (x > 0 && c[-1] == PX_MINE) ||
+                     (x + 1 < roi->width && c[1] == PX_MINE) ||
+                     (y > 0 && *(c - qw) == PX_MINE) ||
+                     (y + 1 < roi->height && c[qw] == PX_MINE);
             if (!in) {
                 out[i] = 0;
                 continue;
             }
-            double v = light ? 255 - row[x] : row[x];
-            double s = 255.0 * (paper - v) / span;
-            out[i] = s <= 0 ? 0 : s >= 255 ? 255 : (uint8_t)lrint(s);
+            out[i] = patch_level(lut, row[x], light, paper, span);
         }
     }
+    free(code);
+    return 0;
 }
 
 static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
@@ -864,8 +910,9 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
         d->patch = (nc_image){ d->patch_box.width, d->patch_box.height,
                                d->patch_box.width, r->patch_pixels + off };
         off += (size_t)d->patch_box.width * d->patch_box.height;
-        make_patch(w, &w->pc[scratch[i]], polarity == NC_SEGMENT_POLARITY_LIGHT_INK,
-                   &d->patch, d->patch_box);
+        if (make_patch(w, &w->pc[scratch[i]], polarity == NC_SEGMENT_POLARITY_LIGHT_INK,
+                       &d->patch, d->patch_box) < 0)
+            goto fail;          /* err is still -ENOMEM, its only failure */
         d->box.x += ox; d->box.y += oy;
         d->patch_box.x += ox; d->patch_box.y += oy;
     }
@@ -929,6 +976,15 @@ void nc_segmenter_free(nc_segmenter *seg)
     free(seg->isum);
     free(seg->isq);
     free(seg->thr);
+    free(seg->mean);
+    free(seg->bmean);
+    free(seg->bsq);
+    free(seg->colsum);
+    free(seg->colsq);
+    free(seg->thr_px);
+    free(seg->wsum);
+    free(seg->wsq);
+    free(seg->wn);
     free(seg->mask);
     free(seg->labels);
     free(seg);
@@ -1001,12 +1057,12 @@ int nc_segment_frame(nc_segmenter *seg, const nc_image *frame,
     if ((err = nc_segment_binarise_roi(seg, &roi, &p, &pol)) < 0)
         return err;
 
-    work w = { .roi = &roi, .p = &p, .labels = seg->labels };
+    work w = { .roi = &roi, .p = &p, .labels = seg->labels, .mask = seg->mask };
     uint32_t *order = NULL, *scratch = NULL, *heights = NULL, *prof = NULL;
     double *best_dx = NULL;
     nc_image mask_img = { roi.width, roi.height, roi.width, seg->mask };
-    if ((err = nc_image_components(&mask_img, p.max_components, seg->labels,
-                                   &w.comps, &w.ncomps)) < 0)
+    if ((err = nc_image_components_ink(&mask_img, p.max_components, seg->labels,
+                                       &w.comps, &w.ncomps)) < 0)
         goto out;
     err = -ENOMEM;
     if (!(w.group_of = malloc(((size_t)w.ncomps + 1) * sizeof *w.group_of)))

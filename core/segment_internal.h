@@ -10,9 +10,16 @@
 struct nc_segmenter {
     size_t cap_pixels;          /* capacity of mask and labels */
     size_t cap_blocks;          /* capacity of the block arrays */
+    size_t cap_width;           /* capacity of the row arrays */
     uint64_t *isum;             /* integral of block sums of p, (gw+1)(gh+1) */
     uint64_t *isq;              /* integral of block sums of p^2 */
     int16_t *thr;               /* per block: ink-is-dark q is ink if q < thr */
+    double *bmean, *bsq;        /* per block: window mean of p and of p^2 */
+    float *mean;                /* per block: bmean in float (polarity) */
+    uint32_t *colsum, *colsq;   /* per column: sums of p, p^2 over a band */
+    uint8_t *thr_px;            /* per column: thr of the band's blocks,
+                                   and 16 bytes of slack */
+    double *wsum, *wsq, *wn;    /* per block of one row: window sums, count */
     uint8_t *mask;              /* ROI-sized ink mask, 255 = ink */
     uint32_t *labels;           /* ROI-sized component labels */
 };
