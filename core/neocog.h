@@ -260,6 +260,14 @@ typedef struct nc_neocog_s_args {
 size_t nc_neocog_s_ws_floats(const nc_neocog_index *ix, uint32_t k_out);
 int nc_neocog_s_forward(const nc_neocog_s_args *s, const float *in,
                         float *out, float *ws, int form);
+/* Form F for planes [k0, k1) only (core/neocog_slice.c): of out, the whole
+ * [n_out^2][ks(k_out)] layer, only columns k0..k1-1 are written, each
+ * bit-identical to what nc_neocog_s_forward(s, in, out, ws, FORM_F) gives
+ * there, so ranges computed apart (side by side, by the learner's parts)
+ * make up the same layer.  k0, k1 multiples of 8 with k0 < k1 <= ks(k_out);
+ * ws as for nc_neocog_s_forward, one per concurrent call. */
+int nc_neocog_s_forward_planes(const nc_neocog_s_args *s, const float *in,
+                               float *out, float *ws, uint32_t k0, uint32_t k1);
 /* C-layer: out(n,k) = psi(sum_t d[t] * in(step*n + nu_t, k)), psi(x) =
  * x/(1+x) for x > 0 else 0.  in/out: [n^2][ks(k)]; ws as for S. */
 size_t nc_neocog_c_ws_floats(const nc_neocog_index *ix, uint32_t k);
@@ -418,6 +426,46 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
 int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
                         const float *image, uint32_t label,
                         const nc_neocog_learn_opts *o, nc_neocog_learn_step *ret);
+
+/* ---- parallel learning (core/neocog_learn.c, core/neocog_slice.c) ------------
+ *
+ * Core starts no threads.  A caller that has them lends a learner a runner,
+ * and the supervised last stage then spreads its work over n_parts parts:
+ *  - the frozen lower stages of a batch of patterns (they do not change while
+ *    the last stage learns), one pattern per part at a time;
+ *  - each pattern's last-stage responses, by plane ranges (each part writes
+ *    its own planes, with form F's arithmetic lane for lane).
+ * Every decision (winner, reinforce or open a plane) stays sequential and in
+ * pattern order, so the network learnt is bit-for-bit the same for every
+ * n_parts and every runner, and the same as nc_neocog_learn_sup one pattern
+ * at a time.
+ *
+ * run(ctx, task, arg, n_parts) must call task(arg, p) exactly once for every
+ * p in [0, n_parts), in any order, on any threads, and return 0 once every
+ * call has returned; or return a negative errno having called none (the
+ * learner then calls them itself, in turn). */
+#define NC_NEOCOG_MAX_PARTS 256
+typedef void (*nc_neocog_task_fn)(void *arg, uint32_t part);
+typedef int (*nc_neocog_runner_fn)(void *ctx, nc_neocog_task_fn task, void *arg,
+                                   uint32_t n_parts);
+
+/* Lend lr a runner for n_parts parts (1..NC_NEOCOG_MAX_PARTS).  run NULL:
+ * the parts run in turn on the calling thread (what a new learner does, with
+ * n_parts 1, which also keeps nc_neocog_learn_sup on its plain path).  Once
+ * set, nc_neocog_learn_sup splits the last-stage responses too. */
+int nc_neocog_learner_set_runner(nc_neocog_learner *lr, uint32_t n_parts,
+                                 nc_neocog_runner_fn run, void *ctx);
+
+/* nc_neocog_learn_sup for n patterns in order (images: n x in_size^2 cells;
+ * labels: n classes < n_classes; steps: n results).  The frozen stages of
+ * all n run first, spread over the runner's parts (n_parts states, n inputs
+ * of the last stage held at once: the caller picks n to bound memory, e.g.
+ * 16 per part).  On an error the patterns before the failing one have been
+ * learnt; *ret_done (may be NULL) says how many. */
+int nc_neocog_learn_sup_batch(nc_neocog *net, nc_neocog_learner *lr,
+                              const float *images, const uint32_t *labels,
+                              uint32_t n, const nc_neocog_learn_opts *o,
+                              nc_neocog_learn_step *steps, uint32_t *ret_done);
 
 /* Interpolating-vector classifier (Fukushima 2007), our reading of it.
  * Reference vectors are the last stage's planes X_k (weights a_k in the

@@ -46,4 +46,13 @@ float nc_neocog_seed_map_(const nc_neocog *net, uint32_t l, const float *in, flo
  * clipped at 0 (radius capped at 8 cells). */
 void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float gain);
 
+/* Planes [k0, k1) of an S-layer (neocog_slice.c): form F's arithmetic lane
+ * for lane, so each plane comes out bit-identical to
+ * nc_neocog_s_forward(s, .., NC_NEOCOG_FORM_F).  out is the whole
+ * [n_out^2][ks(k_out)] layer, of which only columns [k0, k1) are written;
+ * v2: n_out^2 floats of scratch.  k0 and k1 multiples of 8, k0 < k1 <=
+ * ks(k_out); arguments as nc_neocog_s_forward checks them. */
+void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *in, float *out,
+                        float *v2, uint32_t k0, uint32_t k1);
+
 #endif

@@ -8,7 +8,14 @@
  * Conventions shared with neocog_train.c: stage l's input is the layer a
  * state holds (uc[l-1]); Reinforce is nc_neocog_reinforce.  The seed map and
  * the inhibition taper are re-derived here rather than shared with the
- * initialiser because training makes the cut, gain and radius parameters. */
+ * initialiser because training makes the cut, gain and radius parameters.
+ *
+ * Parts (nc_neocog_learner_set_runner): core starts no threads, but the
+ * supervised last stage can hand independent pieces of its work to a runner
+ * the caller lends (tools/train_pool.c): the frozen lower stages of a batch
+ * (nc_neocog_learn_sup_batch) and each pattern's last-stage responses by
+ * plane ranges (neocog_slice.c, bit-identical to form F).  The decisions
+ * stay sequential, so the network learnt does not depend on the split. */
 #include "neocog_impl.h"
 
 #include <math.h>
@@ -28,6 +35,15 @@ struct nc_neocog_learner {
     float *seed_v;      /* per plane: strongest surviving value */
     int32_t *seed_o;    /* per plane: its position, -1 none */
     size_t cap_in, cap_r, cap_ri, cap_ws, cap_o, cap_k;
+    /* parts (nc_neocog_learner_set_runner) */
+    uint32_t n_parts;
+    int split;          /* a runner was lent: learn_sup splits its responses */
+    nc_neocog_runner_fn run;
+    void *run_ctx;
+    nc_neocog_state **pst;  /* [n_parts] states of the frozen stages; pst[0] = st */
+    float *pv2;         /* [n_parts][cap_o] V-cell scratch of the slices */
+    float *bin;         /* a batch's last-stage inputs, [n][in floats] */
+    size_t cap_bin;
 };
 
 void nc_neocog_learn_opts_default(nc_neocog_learn_opts *ret)
@@ -84,6 +100,11 @@ int nc_neocog_learner_new(const nc_neocog *net, nc_neocog_learner **ret_lr)
     }
     lr->cap_o = n_o;
     lr->cap_k = k + 8;
+    if ((r = nc_neocog_learner_set_runner(lr, 1, NULL, NULL)) < 0) {
+        nc_neocog_learner_free(lr);
+        return r;
+    }
+    lr->split = 0;      /* no runner lent yet: learn_sup keeps its plain path */
     *ret_lr = lr;
     return 0;
 }
@@ -92,6 +113,11 @@ void nc_neocog_learner_free(nc_neocog_learner *lr)
 {
     if (!lr)
         return;
+    for (uint32_t p = 1; lr->pst && p < lr->n_parts; p++)
+        nc_neocog_state_free(lr->pst[p]);
+    free(lr->pst);
+    free(lr->pv2);
+    free(lr->bin);
     nc_neocog_state_free(lr->st);
     free(lr->in);
     free(lr->r);
@@ -119,29 +145,43 @@ static uint32_t in_size(const nc_neocog *net, uint32_t l)
     return l == 0 ? net->arch.g_size : net->arch.stage[l - 1].c_size;
 }
 
+/* Floats of stage l's input layer as a state holds it. */
+static size_t in_floats(const nc_neocog *net, uint32_t l)
+{
+    return (size_t)in_size(net, l) * in_size(net, l) * nc_neocog_in_stride_(net, l);
+}
+
+/* Run the frozen stages below l on image in st and copy stage l's input to
+ * dst (in_floats).  Reads net only, so parts may run it side by side. */
+static int below_into(const nc_neocog *net, nc_neocog_state *st, uint32_t l,
+                      const float *image, int form, float *dst)
+{
+    const size_t cells = (size_t)net->arch.in_size * net->arch.in_size;
+    /* a re-fit keeps u0, but fit first so the copy lands in the live block */
+    int r = nc_neocog_run_layer(net, st, NC_NEOCOG_L_UG, form);
+    if (r < 0)
+        return r;
+    memcpy(st->u0, image, cells * sizeof(float));
+    for (int layer = 0; layer <= (int)(2 * l); layer++)
+        if ((r = nc_neocog_run_layer(net, st, layer, form)) < 0)
+            return r;
+    memcpy(dst, l == 0 ? st->ug : st->uc[l - 1], in_floats(net, l) * sizeof(float));
+    return 0;
+}
+
 /* Run the frozen stages below l on image and copy stage l's input out. */
 static int run_below(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                      const float *image, int form)
 {
-    const size_t cells = (size_t)net->arch.in_size * net->arch.in_size;
-    /* a re-fit keeps u0, but fit first so the copy lands in the live block */
-    int r = nc_neocog_run_layer(net, lr->st, NC_NEOCOG_L_UG, form);
+    int r = grow_f(&lr->in, &lr->cap_in, in_floats(net, l));
     if (r < 0)
         return r;
-    memcpy(lr->st->u0, image, cells * sizeof(float));
-    for (int layer = 0; layer <= (int)(2 * l); layer++)
-        if ((r = nc_neocog_run_layer(net, lr->st, layer, form)) < 0)
-            return r;
-    const size_t n = (size_t)in_size(net, l) * in_size(net, l) * nc_neocog_in_stride_(net, l);
-    if ((r = grow_f(&lr->in, &lr->cap_in, n)) < 0)
-        return r;
-    memcpy(lr->in, l == 0 ? lr->st->ug : lr->st->uc[l - 1], n * sizeof(float));
-    return 0;
+    return below_into(net, lr->st, l, image, form, lr->in);
 }
 
 /* Every plane of stage l at threshold theta into out ([n_o][ks]). */
 static int s_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
-                  float theta, float **out, size_t *cap)
+                  float theta, const float *in, float **out, size_t *cap)
 {
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t K = net->n_planes[l];
@@ -153,7 +193,7 @@ static int s_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     if (r == 0)
         r = grow_f(&lr->ws, &lr->cap_ws, nc_neocog_s_ws_floats(ix, K));
     if (r == 0)
-        r = nc_neocog_s_forward(&a, lr->in, *out, lr->ws, NC_NEOCOG_FORM_F);
+        r = nc_neocog_s_forward(&a, in, *out, lr->ws, NC_NEOCOG_FORM_F);
     return r;
 }
 
@@ -260,15 +300,16 @@ static size_t argmax(const float *m, size_t n)
     return best;
 }
 
-/* Open a plane at position o and reinforce it there once. */
-static int open_plane(nc_neocog *net, const nc_neocog_learner *lr, uint32_t l,
+/* Open a plane at position o and reinforce it there once (in: the stage's
+ * input). */
+static int open_plane(nc_neocog *net, const float *in, uint32_t l,
                       uint32_t label, size_t o, float q, uint32_t *ret_k)
 {
     const uint32_t n = net->arch.stage[l].s_size;
     uint32_t k = 0;
     int r = nc_neocog_add_plane(net, l, label, &k);
     if (r == 0)
-        r = nc_neocog_reinforce(net, l, k, (uint32_t)(o / n), (uint32_t)(o % n), q, lr->in);
+        r = nc_neocog_reinforce(net, l, k, (uint32_t)(o / n), (uint32_t)(o % n), q, in);
     if (r == 0)
         *ret_k = k;
     return r;
@@ -380,7 +421,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
         for (size_t p = 0; p < n_o; p++)
             lr->h[p] = 0.0f;
         if (net->n_planes[l] > 0) {
-            if ((r = s_resp(net, lr, l, o->theta_l[l], &lr->r, &lr->cap_r)) < 0)
+            if ((r = s_resp(net, lr, l, o->theta_l[l], lr->in, &lr->r, &lr->cap_r)) < 0)
                 return r;
             const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
             for (size_t p = 0; p < n_o; p++)
@@ -397,7 +438,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                     break;
                 }
                 uint32_t k = 0;
-                if ((r = open_plane(net, lr, l, 0, best, o->q[l], &k)) < 0)
+                if ((r = open_plane(net, lr->in, l, 0, best, o->q[l], &k)) < 0)
                     return r;
                 ret->created++;
                 /* the new cell counts as not silent wherever it fires, so one
@@ -412,14 +453,14 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     }
 
     if (net->n_planes[l] > 0) {
-        if ((r = s_resp(net, lr, l, o->theta_l[l], &lr->r, &lr->cap_r)) < 0)
+        if ((r = s_resp(net, lr, l, o->theta_l[l], lr->in, &lr->r, &lr->cap_r)) < 0)
             return r;
         if ((r = reinforce_winners(net, lr, l, o, &ret->reinforced)) < 0)
             return r;
         /* what the (just reinforced) planes explain, at the inhibition
          * threshold: at theta_L the responses are too narrow and every
          * pattern would open planes (spec, first open point) */
-        if ((r = s_resp(net, lr, l, th_i, &lr->ri, &lr->cap_ri)) < 0)
+        if ((r = s_resp(net, lr, l, th_i, lr->in, &lr->ri, &lr->cap_ri)) < 0)
             return r;
         const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
         for (size_t p = 0; p < n_o; p++) {
@@ -439,7 +480,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
             break;
         }
         uint32_t k = 0;
-        if ((r = open_plane(net, lr, l, 0, best, o->q[l], &k)) < 0)
+        if ((r = open_plane(net, lr->in, l, 0, best, o->q[l], &k)) < 0)
             return r;
         ret->created++;
         plane_resp(net, l, k, th_i, lr->in, lr->resp);
@@ -450,28 +491,109 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     return 0;
 }
 
-/* ---- supervised last stage ---------------------------------------------------- */
+/* ---- parts ---------------------------------------------------------------------- */
 
-int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
-                        const float *image, uint32_t label,
-                        const nc_neocog_learn_opts *o, nc_neocog_learn_step *ret)
+int nc_neocog_learner_set_runner(nc_neocog_learner *lr, uint32_t n_parts,
+                                 nc_neocog_runner_fn run, void *ctx)
 {
-    if (!net || !lr || !image || !o || !ret || net->arch.n_stages < 2)
+    if (!lr || n_parts < 1 || n_parts > NC_NEOCOG_MAX_PARTS)
         return -EINVAL;
-    const uint32_t l = net->arch.n_stages - 1;
-    if (label >= net->arch.n_classes)
+    if (n_parts != lr->n_parts || !lr->pst) {
+        nc_neocog_state **pst = calloc(n_parts, sizeof(*pst));
+        float *pv2 = malloc((size_t)n_parts * lr->cap_o * sizeof(float));
+        if (!pst || !pv2) {
+            free(pst);
+            free(pv2);
+            return -ENOMEM;
+        }
+        for (uint32_t p = 1; lr->pst && p < lr->n_parts; p++) {
+            if (p < n_parts)
+                pst[p] = lr->pst[p];        /* keep what is still used */
+            else
+                nc_neocog_state_free(lr->pst[p]);
+        }
+        pst[0] = lr->st;
+        free(lr->pst);
+        free(lr->pv2);
+        lr->pst = pst;
+        lr->pv2 = pv2;
+        lr->n_parts = n_parts;
+    }
+    lr->run = run;
+    lr->run_ctx = ctx;
+    lr->split = 1;
+    return 0;
+}
+
+/* task(arg, p) for every part: through the lent runner, else (none, or it
+ * declined) in turn here. */
+static void run_parts(nc_neocog_learner *lr, nc_neocog_task_fn task, void *arg)
+{
+    if (lr->n_parts > 1 && lr->run && lr->run(lr->run_ctx, task, arg, lr->n_parts) == 0)
+        return;
+    for (uint32_t p = 0; p < lr->n_parts; p++)
+        task(arg, p);
+}
+
+/* Stage l's responses by plane ranges: part p computes planes in units of 8
+ * [U p / P, U (p + 1) / P) of U = ks / 8 units. */
+typedef struct resp_job {
+    nc_neocog_s_args s;
+    const float *in;
+    float *out, *v2;
+    size_t v2_stride;
+    uint32_t units, parts;
+} resp_job;
+
+static void resp_task(void *arg, uint32_t p)
+{
+    const resp_job *j = arg;
+    const uint32_t u0 = (uint32_t)((uint64_t)j->units * p / j->parts);
+    const uint32_t u1 = (uint32_t)((uint64_t)j->units * (p + 1) / j->parts);
+    if (u1 > u0)
+        nc_neocog_s_slice_(&j->s, j->in, j->out, j->v2 + p * j->v2_stride, 8 * u0, 8 * u1);
+}
+
+/* s_resp over the parts: the same values, bit for bit, for any split. */
+static int par_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
+                    float theta, const float *in, float **out, size_t *cap)
+{
+    const nc_neocog_index *ix = net->s_ix[l];
+    const uint32_t K = net->n_planes[l], ks = nc_neocog_kstride(K);
+    resp_job j = {
+        .s = { .ix = ix, .k_in = nc_neocog_k_in(net, l),
+               .in_stride = nc_neocog_in_stride_(net, l), .k_out = K, .a = net->a[l],
+               .b = net->b[l], .c = net->s_c[l], .theta = theta },
+        .in = in, .v2 = lr->pv2, .v2_stride = lr->cap_o, .units = ks / 8,
+        .parts = lr->n_parts,
+    };
+    if (K < 1 || j.s.k_in < 1 || !(theta > 0.0f && theta < 1.0f))
         return -EINVAL;
-    int r = check_opts(net, l, o);
+    int r = grow_f(out, cap, (size_t)ix->n_out * ix->n_out * ks);
     if (r < 0)
         return r;
-    memset(ret, 0, sizeof(*ret));
-    ret->answer = -1;
-    if ((r = run_below(net, lr, l, image, o->form)) < 0)
-        return r;
+    j.out = *out;
+    run_parts(lr, resp_task, &j);
+    return 0;
+}
+
+/* ---- supervised last stage ---------------------------------------------------- */
+
+/* One supervised step on the stage's input in (held outside st). */
+static int sup_step(nc_neocog *net, nc_neocog_learner *lr, const float *in,
+                    uint32_t label, const nc_neocog_learn_opts *o, int split,
+                    nc_neocog_learn_step *ret)
+{
+    const uint32_t l = net->arch.n_stages - 1;
     const uint32_t n = net->arch.stage[l].s_size, K = net->n_planes[l];
     const size_t n_o = (size_t)n * n;
+    int r;
+    memset(ret, 0, sizeof(*ret));
+    ret->answer = -1;
     if (K > 0) {
-        if ((r = s_resp(net, lr, l, o->theta_l[l], &lr->r, &lr->cap_r)) < 0)
+        r = split ? par_resp(net, lr, l, o->theta_l[l], in, &lr->r, &lr->cap_r)
+                  : s_resp(net, lr, l, o->theta_l[l], in, &lr->r, &lr->cap_r);
+        if (r < 0)
             return r;
         const uint32_t ks = nc_neocog_kstride(K);
         float best = 0.0f;
@@ -489,21 +611,126 @@ int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
             if (net->labels[bk] == label) {
                 ret->reinforced = 1;
                 return nc_neocog_reinforce(net, l, bk, (uint32_t)(bp / n),
-                                           (uint32_t)(bp % n), o->q[l], lr->in);
+                                           (uint32_t)(bp % n), o->q[l], in);
             }
         }
     }
-    if (!(nc_neocog_seed_map_(net, l, lr->in, o->seed_cut, lr->m) > 0.0f))
+    if (!(nc_neocog_seed_map_(net, l, in, o->seed_cut, lr->m) > 0.0f))
         return 0;
     if (K >= net->arch.stage[l].k_max) {
         ret->at_k_max = 1;
         return 0;
     }
     uint32_t k = 0;
-    if ((r = open_plane(net, lr, l, label, argmax(lr->m, n_o), o->q[l], &k)) < 0)
+    if ((r = open_plane(net, in, l, label, argmax(lr->m, n_o), o->q[l], &k)) < 0)
         return r;
     ret->created = 1;
     return 0;
+}
+
+int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
+                        const float *image, uint32_t label,
+                        const nc_neocog_learn_opts *o, nc_neocog_learn_step *ret)
+{
+    if (!net || !lr || !image || !o || !ret || net->arch.n_stages < 2)
+        return -EINVAL;
+    const uint32_t l = net->arch.n_stages - 1;
+    if (label >= net->arch.n_classes)
+        return -EINVAL;
+    int r = check_opts(net, l, o);
+    if (r < 0)
+        return r;
+    memset(ret, 0, sizeof(*ret));
+    ret->answer = -1;
+    if ((r = run_below(net, lr, l, image, o->form)) < 0)
+        return r;
+    return sup_step(net, lr, lr->in, label, o, lr->split, ret);
+}
+
+/* The frozen stages of a batch, part p taking patterns p, p + P, p + 2P, ..
+ * with its own state; fail[p]: the first pattern it could not do (n: none). */
+typedef struct below_job {
+    const nc_neocog *net;
+    nc_neocog_learner *lr;
+    const float *images;
+    uint32_t l, n;
+    int form;
+    size_t cells, stride;
+    uint32_t fail[NC_NEOCOG_MAX_PARTS];
+    int err[NC_NEOCOG_MAX_PARTS];
+} below_job;
+
+static void below_task(void *arg, uint32_t p)
+{
+    below_job *j = arg;
+    nc_neocog_learner *lr = j->lr;
+    int r = 0;
+    j->fail[p] = j->n;
+    j->err[p] = 0;
+    if (!lr->pst[p] && (r = nc_neocog_state_new(j->net, &lr->pst[p])) < 0) {
+        j->fail[p] = p;
+        j->err[p] = r;
+        return;
+    }
+    for (uint32_t i = p; i < j->n; i += lr->n_parts)
+        if ((r = below_into(j->net, lr->pst[p], j->l, j->images + i * j->cells, j->form,
+                            lr->bin + i * j->stride)) < 0) {
+            j->fail[p] = i;
+            j->err[p] = r;
+            return;
+        }
+}
+
+int nc_neocog_learn_sup_batch(nc_neocog *net, nc_neocog_learner *lr,
+                              const float *images, const uint32_t *labels,
+                              uint32_t n, const nc_neocog_learn_opts *o,
+                              nc_neocog_learn_step *steps, uint32_t *ret_done)
+{
+    if (ret_done)
+        *ret_done = 0;
+    if (!net || !lr || (n && (!images || !labels || !steps)) || !o ||
+        net->arch.n_stages < 2)
+        return -EINVAL;
+    const uint32_t l = net->arch.n_stages - 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (labels[i] >= net->arch.n_classes)
+            return -EINVAL;
+    int r = check_opts(net, l, o);
+    if (r < 0 || n == 0)
+        return r;
+    below_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    *j = (below_job){
+        .net = net, .lr = lr, .images = images, .l = l, .n = n, .form = o->form,
+        .cells = (size_t)net->arch.in_size * net->arch.in_size,
+        .stride = in_floats(net, l),
+    };
+    size_t need;
+    if ((r = nc_size_mul(j->stride, n, &need)) < 0 ||
+        (r = grow_f(&lr->bin, &lr->cap_bin, need)) < 0) {
+        free(j);
+        return r;
+    }
+    /* the lower stages are frozen: all of the batch at once */
+    run_parts(lr, below_task, j);
+    uint32_t ok = n;
+    int err = 0;
+    for (uint32_t p = 0; p < lr->n_parts; p++)
+        if (j->err[p] < 0 && j->fail[p] < ok) {
+            ok = j->fail[p];
+            err = j->err[p];
+        }
+    free(j);
+    /* then learning, in order, one pattern at a time */
+    uint32_t i = 0;
+    for (; i < ok && r == 0; i++)
+        r = sup_step(net, lr, lr->bin + i * in_floats(net, l), labels[i], o, 1, &steps[i]);
+    if (r < 0)
+        i--;
+    if (ret_done)
+        *ret_done = i;
+    return r < 0 ? r : err;
 }
 
 /* ---- interpolating vectors ---------------------------------------------------- */

@@ -16,7 +16,12 @@
  *  - US1: the 16 edge orientations (nc_neocog_train_us1, q = 100).
  *  - US2, US3: unsupervised with plane creation (or --add-if-silent) on a
  *    class-balanced list of --train-digits digits, --passes times.
- *  - US4: supervised on its own (longer) class-balanced list.
+ *  - US4: supervised on its own (longer) class-balanced list, in batches of
+ *    US4_BATCH_PER_THREAD x --threads digits through
+ *    nc_neocog_learn_sup_batch: the frozen lower stages of a batch run side
+ *    by side on the pool (train_pool.c), then the batch learns in order
+ *    with each digit's US4 responses split over the threads by plane ranges.
+ *    Bit-for-bit the same network for every --threads.
  *  - The class-balanced lists come from one permutation of the training
  *    part drawn from --seed (splitmix64): classes are interleaved 0,1,..,9,
  *    0,1,.. in that order, so every prefix is balanced and each stage takes
@@ -40,6 +45,7 @@
 #include "image.h"
 #include "modelfile.h"
 #include "neocog.h"
+#include "train_pool.h"
 
 #define MNIST_SIDE 28u
 #define MNIST_TRAIN 60000u
@@ -99,7 +105,8 @@ static void usage(FILE *f)
         "  --validation N        hold out the last N training digits (10000)\n"
         "  --valid-eval N        measure only the first N of them (all)\n"
         "  --seed N              order of the training digits (1)\n"
-        "  --threads N           threads for validation and test (1)\n"
+        "  --threads N           threads for US4 learning, validation and test (1);\n"
+        "                        the network learnt is the same for every N\n"
         "  --checkpoint FILE     rewrite FILE after every stage\n"
         "  --resume              skip the stages --checkpoint holds\n"
         "  --no-test             do not measure on the test set (tuning runs)\n"
@@ -457,45 +464,107 @@ out:
 
 /* ---- one stage ---------------------------------------------------------------- */
 
+/* Digits the last stage learns per nc_neocog_learn_sup_batch call, per
+ * thread: their lower stages run side by side first (each holds a US4 input
+ * of UC3's 13 x 13 x K3 cells, about 170 KB at K3 = 254). */
+#define US4_BATCH_PER_THREAD 16
+
+/* The preprocessing of a batch, spread over the pool like the rest. */
+typedef struct prep_job {
+    const nc_dataset *d;
+    const uint32_t *order;
+    const nc_prep *prep;
+    float *imgs;
+    size_t cells;
+    uint32_t n, parts;
+    int err[NC_NEOCOG_MAX_PARTS];
+} prep_job;
+
+static void prep_task(void *arg, uint32_t p)
+{
+    prep_job *j = arg;
+    j->err[p] = 0;
+    for (uint32_t i = p; i < j->n && !j->err[p]; i += j->parts)
+        j->err[p] = prep_digit(j->d, j->order[i], j->prep, j->imgs + i * j->cells);
+}
+
+static int prep_batch(train_pool *pool, const nc_dataset *d, const uint32_t *order,
+                      uint32_t n, const nc_prep *prep, float *imgs)
+{
+    prep_job j = { .d = d, .order = order, .prep = prep, .imgs = imgs,
+                   .cells = nc_prep_out_len(prep), .n = n,
+                   .parts = pool ? train_pool_threads(pool) : 1 };
+    if (!pool || train_pool_run(pool, prep_task, &j, j.parts) < 0)
+        for (uint32_t p = 0; p < j.parts; p++)
+            prep_task(&j, p);
+    for (uint32_t p = 0; p < j.parts; p++)
+        if (j.err[p])
+            return j.err[p];
+    return 0;
+}
+
 static int train_stage(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                        const options *o, const nc_neocog_learn_opts *lo,
                        const nc_dataset *train, const uint32_t *order, uint32_t n_order,
-                       const nc_prep *prep, float *img, double *ret_secs)
+                       const nc_prep *prep, train_pool *pool, double *ret_secs)
 {
     const int last = l + 1 == net->arch.n_stages, live = isatty(STDERR_FILENO);
     const uint32_t n = o->digits[l] < n_order ? o->digits[l] : n_order;
     const uint64_t total = (uint64_t)n * o->passes[l];
+    /* US4 learns in batches: lower stages of a batch side by side, then the
+     * batch in order with each digit's US4 responses split by plane ranges
+     * (core/neocog_learn.c); the network does not depend on the thread count */
+    const uint32_t threads = pool ? train_pool_threads(pool) : 1;
+    const uint32_t batch = last ? US4_BATCH_PER_THREAD * threads : 1;
+    const size_t cells = nc_prep_out_len(prep);
+    float *imgs = malloc((size_t)batch * cells * sizeof(float));
+    uint32_t *labs = malloc((size_t)batch * sizeof(uint32_t));
+    nc_neocog_learn_step *steps = malloc((size_t)batch * sizeof(*steps));
     double t0 = train_now(), last_print = t0;
     uint64_t done = 0;
+    int err = imgs && labs && steps ? 0 : -ENOMEM;
+    if (!err && last)
+        err = nc_neocog_learner_set_runner(lr, threads, pool ? train_pool_run : NULL, pool);
+    if (err) {
+        fprintf(stderr, "neocog-train neocognitron: stage %u: %s\n", l + 1, nc_strerror(err));
+        goto out;
+    }
     for (uint32_t pass = 0; pass < o->passes[l]; pass++) {
         uint32_t created = 0, reinforced = 0, wrong = 0, full = 0;
         const uint32_t k_start = net->n_planes[l];
-        for (uint32_t i = 0; i < n; i++, done++) {
-            const uint32_t d = order[i];
-            nc_neocog_learn_step step;
-            int err = prep_digit(train, d, prep, img);
-            if (!err)
-                err = last ? nc_neocog_learn_sup(net, lr, img, train->labels[d], lo, &step)
-                           : nc_neocog_learn_unsup(net, lr, l, img, lo, &step);
+        for (uint32_t i = 0; i < n;) {
+            const uint32_t nb = n - i < batch ? n - i : batch;
+            uint32_t got = 0;
+            err = prep_batch(last ? pool : NULL, train, order + i, nb, prep, imgs);
+            if (!err && last) {
+                for (uint32_t b = 0; b < nb; b++)
+                    labs[b] = train->labels[order[i + b]];
+                err = nc_neocog_learn_sup_batch(net, lr, imgs, labs, nb, lo, steps, &got);
+            } else if (!err) {
+                err = nc_neocog_learn_unsup(net, lr, l, imgs, lo, &steps[0]);
+                got = err ? 0 : 1;
+            }
             if (err) {
                 fprintf(stderr, "neocog-train neocognitron: stage %u, digit %u: %s\n",
-                        l + 1, d, nc_strerror(err));
-                return err;
+                        l + 1, order[i + (got < nb ? got : 0)], nc_strerror(err));
+                goto out;
             }
-            created += step.created;
-            reinforced += step.reinforced;
-            full += step.at_k_max != 0;
-            wrong += last && step.answer != (int32_t)train->labels[d];
+            for (uint32_t b = 0; b < nb; b++, i++, done++) {
+                const nc_neocog_learn_step *step = &steps[b];
+                created += step->created;
+                reinforced += step->reinforced;
+                full += step->at_k_max != 0;
+                wrong += last && step->answer != (int32_t)train->labels[order[i]];
+            }
             double now = train_now();
-            if (now - last_print >= (live ? 1.0 : 15.0) || i + 1 == n) {
-                double rate = (double)(done + 1) / (now - t0);
+            if (now - last_print >= (live ? 1.0 : 15.0) || i == n) {
+                double rate = (double)done / (now - t0);
                 char eta[32];
-                train_format_duration((double)(total - done - 1) / rate, eta, sizeof(eta));
+                train_format_duration((double)(total - done) / rate, eta, sizeof(eta));
                 fprintf(stderr, "%sUS%u pass %u/%u: %u/%u digits, K%u = %u (+%u), "
-                        "%s%.1f digits/s, stage ETA %s%s", live ? "\r" : "", l + 1,
-                        pass + 1, o->passes[l], i + 1, n, l + 1, net->n_planes[l],
-                        net->n_planes[l] - k_start,
-                        last ? "" : "", rate, eta, live ? "   " : "\n");
+                        "%.1f digits/s, stage ETA %s%s", live ? "\r" : "", l + 1,
+                        pass + 1, o->passes[l], i, n, l + 1, net->n_planes[l],
+                        net->n_planes[l] - k_start, rate, eta, live ? "   " : "\n");
                 last_print = now;
             }
         }
@@ -513,7 +582,11 @@ static int train_stage(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
             break;              /* a further pass would only reinforce */
     }
     *ret_secs = train_now() - t0;
-    return 0;
+out:
+    free(imgs);
+    free(labs);
+    free(steps);
+    return err;
 }
 
 /* ---- the command ----------------------------------------------------------- */
@@ -560,7 +633,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     nc_neocog_learner *lr = NULL;
     nc_neocog_iv *iv = NULL;
     uint32_t *order = NULL;
-    float *img = NULL;
+    train_pool *pool = NULL;
     int32_t *ans = NULL, *ans_iv = NULL;
     float *conf = NULL, *conf_iv = NULL;
     double log[2 * NC_NEOCOG_MAX_STAGES] = { 0 };
@@ -595,8 +668,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     const uint32_t n_valid = o.valid_eval && o.valid_eval < o.validation ? o.valid_eval
                                                                          : o.validation;
     order = malloc((size_t)n_train * sizeof(uint32_t));
-    img = malloc(nc_prep_out_len(&prep) * sizeof(float));
-    if (!order || !img) {
+    if (!order) {
         err = -ENOMEM;
         goto fail;
     }
@@ -663,8 +735,11 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     }
     if ((err = nc_neocog_learner_new(net, &lr)))
         goto fail;
+    if (done < net->arch.n_stages && o.threads > 1 &&
+        (err = train_pool_new(o.threads, &pool)))
+        goto fail;
     for (uint32_t l = done; l < net->arch.n_stages; l++) {
-        if ((err = train_stage(net, lr, l, &o, &lo, &train, order, n_order, &prep, img,
+        if ((err = train_stage(net, lr, l, &o, &lo, &train, order, n_order, &prep, pool,
                                &log[l])))
             goto out;
         log[NC_NEOCOG_MAX_STAGES + l] = (double)(o.digits[l] < n_train ? o.digits[l] : n_train);
@@ -786,7 +861,7 @@ fail:
     fprintf(stderr, "neocog-train neocognitron: %s\n", nc_strerror(err));
 out:
     free(order);
-    free(img);
+    train_pool_free(pool);
     free(ans);
     free(ans_iv);
     free(conf);
