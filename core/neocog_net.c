@@ -253,6 +253,16 @@ int nc_neocog_add_plane(nc_neocog *net, uint32_t l, uint32_t label,
         net->labels = lab;
         lab[k] = label;
     }
+    /* The last stage's new plane takes a pad lane when the stride keeps
+     * its size: pad lanes are 0, as a relayout would leave them, and no
+     * later stage's shape depends on it.  This spares US4 learning a copy
+     * of the whole weight block for 7 planes in 8. */
+    if (last && net->params && nc_neocog_kstride(k + 1) == nc_neocog_kstride(k)) {
+        net->n_planes[l] = k + 1;
+        if (ret_k)
+            *ret_k = k;
+        return 0;
+    }
     uint32_t planes[NC_NEOCOG_MAX_STAGES];
     memcpy(planes, net->n_planes, sizeof(planes));
     planes[l] = k + 1;
