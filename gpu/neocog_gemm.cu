@@ -24,7 +24,15 @@
  *                   4tx..): per k step one 16-byte LDS of patch values, one
  *                   of weights, 16 FFMA.  Epilogue: u_S = s_finish(e, v^2, b)
  *                   written as 16-byte stores, occ_out = 1 where any plane
- *                   fired.  No atomics; every output cell written once. */
+ *                   fired.  No atomics; every output cell written once.
+ *                   Runs the stages with K_in > 2.
+ *   4'. gemm_k2_kernel  K_in <= 2 (US1): two rows x 16 planes per thread,
+ *                   patch gathered straight into registers, zero taps
+ *                   skipped per warp (0.60 -> 0.41 us per character at batch
+ *                   1024 on an H200).  An 8 x 8-tile, cp.async version of
+ *                   gemm_kernel was measured too (session 4): 3 % faster at
+ *                   batch >= 1024 but 1-22 % slower from 32 to 256, where the
+ *                   daemon's batches are, so it was left out (git history). */
 #include "neocog_gemm.cuh"
 
 #include <errno.h>
@@ -39,11 +47,17 @@
 #define G_BK 16         /* reduction chunk */
 #define G_MAXBN 128     /* planes per column tile */
 
+enum { G_PATH_TILE = 0, G_PATH_K2ROW = 1 };   /* gemm_kernel, gemm_k2_kernel */
+
 struct nc_gpu_neocog_gemm {
     nc_gpu_neocog_s_args s;
     uint32_t max_batch, ks, kp, n_chunks, bn, n_col;
-    int grid_max;               /* resident blocks of gemm_kernel */
-    int maxa;                   /* its template argument: patch float4 per thread */
+    int grid_max;               /* resident blocks of the kernel that runs */
+    int maxa;                   /* gemm_kernel's template argument: patch float4 per thread */
+    int path;                   /* G_PATH_* */
+    unsigned nth;               /* threads per block */
+    size_t smem;                /* dynamic shared memory per block */
+    uint32_t rows_per_tile;
     float *w;                   /* [n_chunks * G_BK][ks], tap-major */
     float *q;                   /* [max_batch][n_in^2] */
     float *v2;                  /* [max_batch][n_out^2] */
@@ -146,7 +160,7 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
 
 /* ---- 4. the GEMM ------------------------------------------------------------ */
 
-template <int MAXA, bool K2>
+template <int MAXA>
 static __global__ void __launch_bounds__(512)
 gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 {
@@ -214,31 +228,7 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                     const int r = e >> 2, j = (c) * G_BK + (e & 3) * 4;                \
                     const int t = j / KP, kap = j - t * KP;                            \
                     const int bb = r_b[r];                                             \
-                    if (K2) {                                                          \
-                        /* KP = 2: taps t, t + 1, two planes each (8-byte loads) */     \
-                        float2 v0 = make_float2(0.0f, 0.0f), v1 = v0;                  \
-                        if (bb >= 0 && t < nl) {                                       \
-                            const short2 tp = s_tap[t];                                \
-                            const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;          \
-                            if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in)          \
-                                v0 = __ldg((const float2 *)(p.in +                     \
-                                    ((size_t)bb * n_i + iy * n_in + ix) * stride));    \
-                        }                                                              \
-                        if (bb >= 0 && t + 1 < nl) {                                   \
-                            const short2 tp = s_tap[t + 1];                            \
-                            const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;          \
-                            if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in)          \
-                                v1 = __ldg((const float2 *)(p.in +                     \
-                                    ((size_t)bb * n_i + iy * n_in + ix) * stride));    \
-                        }                                                              \
-                        if (k_in < 2) {                                                \
-                            v0.y = 0.0f;                                               \
-                            v1.y = 0.0f;                                               \
-                        }                                                              \
-                        ra[m] = make_float4(v0.x, v0.y, v1.x, v1.y);                   \
-                        nz = nz | (v0.x != 0.0f) | (v0.y != 0.0f) | (v1.x != 0.0f) |   \
-                             (v1.y != 0.0f);                                           \
-                    } else if (bb >= 0 && t < nl && kap < k_in) {                      \
+                    if (bb >= 0 && t < nl && kap < k_in) {                            \
                         const short2 tp = s_tap[t];                                    \
                         const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;              \
                         if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in) {            \
@@ -328,6 +318,158 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
     }
 }
 
+/* u_S from e, tv = theta sqrt(v^2) and b: g_finish with the row's sqrt
+ * hoisted (the same operations, so the same value). */
+static __device__ __forceinline__ float g_finish_tv(float e, float tv, float b, float gain)
+{
+    const float x = (1.0f + e) / (1.0f + tv * b) - 1.0f;
+    return x > 0.0f ? gain * x : 0.0f;
+}
+
+/* ---- 4'. K_in <= 2 (US1 on UG's on/off planes): rows, no shared patch --------
+ *
+ * The reduction is only 2 n_live long and ks is small, so a tile's patch is
+ * not worth staging: each thread owns G1_R listed rows (tid and tid + G1_NTH
+ * of a tile of G1_NTH * G1_R) and 16 planes (n0 = 16 blockIdx.y), gathers
+ * its rows' (tap, 2 planes) with 8-byte loads, G1_TU taps in flight, and
+ * multiplies them with the block's weight rows 2t, 2t + 1 (shared memory,
+ * read by 16-byte broadcast LDS).  A tap that is zero for all rows of the
+ * warp is skipped (__any_sync; exact, it would add +0).  Per output cell the
+ * order is j = 2t + kappa ascending, as in the 8-byte-gather path gemm_kernel
+ * had for K_in <= 2 before this kernel, so the
+ * results are the same.  One thread writes each cell and its row's occ_out
+ * byte (1 where a plane fired); no barrier in the tile loop. */
+
+#define G1_NTH 128
+#define G1_R 2
+#define G1_TU 4
+#define G1_BN 16
+
+static __global__ void __launch_bounds__(G1_NTH)
+gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
+{
+    extern __shared__ __align__(16) float g1_w[];      /* [2 n_live][16] */
+    __shared__ short2 s_tap[NC_GPU_NEOCOG_MAX_TAPS];
+    const nc_gpu_neocog_geom &g = s.g;
+    const int tid = threadIdx.x;
+    const int ks = (int)nc_dev_kstride(s.k_out);
+    const int n0 = blockIdx.y * G1_BN;
+    const int n_in = g.n_in, n_i = g.n_in * g.n_in, n_o = g.n_out * g.n_out;
+    const int nl = g.n_live, k_in = (int)s.k_in;
+    const int stride = (int)s.in_stride;
+    const float gain = s.theta / (1.0f - s.theta);
+    for (int t = tid; t < nl; t += G1_NTH)
+        s_tap[t] = make_short2(g.tap_y[t], g.tap_x[t]);
+    /* w is [j = 2 t + kappa][ks] (KP = 2) */
+    for (int e = tid; e < 2 * nl * (G1_BN / 4); e += G1_NTH) {
+        const int j = e >> 2, c4 = e & 3, col = n0 + c4 * 4;
+        const float4 v = col < ks ? __ldg((const float4 *)(p.w + (size_t)j * ks + col))
+                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        *(float4 *)(g1_w + j * G1_BN + c4 * 4) = v;
+    }
+    __syncthreads();
+    const int count = *p.count;
+
+    for (int tile = blockIdx.x; tile * (G1_NTH * G1_R) < count; tile += gridDim.x) {
+        int base[G1_R], y0[G1_R], x0[G1_R], idx[G1_R];
+#pragma unroll
+        for (int r = 0; r < G1_R; r++) {
+            const int pos = tile * (G1_NTH * G1_R) + r * G1_NTH + tid;
+            if (pos < count) {
+                idx[r] = p.rows[pos];
+                const int b = idx[r] / n_o, o = idx[r] - b * n_o;
+                const int oy = o / g.n_out, ox = o - oy * g.n_out;
+                base[r] = b * n_i;
+                y0[r] = oy * g.step - g.pad;
+                x0[r] = ox * g.step - g.pad;
+            } else {
+                idx[r] = -1;
+                base[r] = 0;
+                y0[r] = -0x40000000;        /* every tap fails the bounds test */
+                x0[r] = 0;
+            }
+        }
+        float acc[G1_R][G1_BN];
+#pragma unroll
+        for (int r = 0; r < G1_R; r++)
+#pragma unroll
+            for (int k = 0; k < G1_BN; k++)
+                acc[r][k] = 0.0f;
+
+        for (int t0 = 0; t0 < nl; t0 += G1_TU) {
+            float2 v[G1_TU][G1_R];
+#pragma unroll
+            for (int u = 0; u < G1_TU; u++) {
+                const int t = t0 + u;
+                const short2 tp = t < nl ? s_tap[t] : make_short2(-0x4000, 0);
+#pragma unroll
+                for (int r = 0; r < G1_R; r++) {
+                    const int iy = y0[r] + tp.x, ix = x0[r] + tp.y;
+                    v[u][r] = make_float2(0.0f, 0.0f);
+                    if ((unsigned)iy < (unsigned)n_in && (unsigned)ix < (unsigned)n_in)
+                        v[u][r] = __ldg((const float2 *)(p.in + (size_t)(base[r] + iy * n_in +
+                                                                         ix) * stride));
+                    if (k_in < 2)
+                        v[u][r].y = 0.0f;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < G1_TU; u++) {
+                int nz = 0;
+#pragma unroll
+                for (int r = 0; r < G1_R; r++)
+                    nz |= (v[u][r].x != 0.0f) | (v[u][r].y != 0.0f);
+                if (!__any_sync(0xffffffffu, nz))
+                    continue;
+                const float4 *w0 = (const float4 *)(g1_w + (2 * (t0 + u)) * G1_BN);
+                const float4 *w1 = w0 + G1_BN / 4;
+#pragma unroll
+                for (int h = 0; h < G1_BN / 4; h++) {
+                    const float4 a = w0[h], b = w1[h];
+#pragma unroll
+                    for (int r = 0; r < G1_R; r++) {
+                        acc[r][4 * h + 0] = fmaf(v[u][r].x, a.x, acc[r][4 * h + 0]);
+                        acc[r][4 * h + 1] = fmaf(v[u][r].x, a.y, acc[r][4 * h + 1]);
+                        acc[r][4 * h + 2] = fmaf(v[u][r].x, a.z, acc[r][4 * h + 2]);
+                        acc[r][4 * h + 3] = fmaf(v[u][r].x, a.w, acc[r][4 * h + 3]);
+                        acc[r][4 * h + 0] = fmaf(v[u][r].y, b.x, acc[r][4 * h + 0]);
+                        acc[r][4 * h + 1] = fmaf(v[u][r].y, b.y, acc[r][4 * h + 1]);
+                        acc[r][4 * h + 2] = fmaf(v[u][r].y, b.z, acc[r][4 * h + 2]);
+                        acc[r][4 * h + 3] = fmaf(v[u][r].y, b.w, acc[r][4 * h + 3]);
+                    }
+                }
+            }
+        }
+
+#pragma unroll
+        for (int r = 0; r < G1_R; r++) {
+            if (idx[r] < 0)
+                continue;
+            const float tv = s.theta * sqrtf(p.v2[idx[r]]);
+            int fired = 0;
+#pragma unroll
+            for (int h = 0; h < G1_BN / 4; h++) {
+                const int k0 = n0 + 4 * h;
+                if (k0 >= ks)
+                    continue;
+                float val[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int k = k0 + j;
+                    val[j] = k < (int)s.k_out
+                                 ? g_finish_tv(acc[r][4 * h + j], tv, __ldg(s.b + k), gain)
+                                 : 0.0f;
+                    fired |= val[j] > 0.0f;
+                }
+                *(float4 *)(p.out + (size_t)idx[r] * ks + k0) =
+                    make_float4(val[0], val[1], val[2], val[3]);
+            }
+            if (fired && p.occ_out)
+                p.occ_out[idx[r]] = 1;
+        }
+    }
+}
+
 /* ---- host ------------------------------------------------------------------- */
 
 extern "C" void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g)
@@ -367,15 +509,25 @@ static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
     int dev = 0, n_sm = 0, per_sm = 0;
     NC_CUDA_CHECK(cudaGetDevice(&dev));
     NC_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-    const int nth = (int)(16 * g->bn / 4);
-    g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
-    g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
-    const bool k2 = g->kp == 2;
-    cudaError_t ce = g->maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<1, true> : gemm_kernel<1, false>, nth, 0)
-                   : g->maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<2, true> : gemm_kernel<2, false>, nth, 0)
-                   : g->maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<4, true> : gemm_kernel<4, false>, nth, 0)
-                   : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2 ? gemm_kernel<8, true> : gemm_kernel<8, false>, nth, 0);
-    NC_CUDA_CHECK(ce);
+    if (g->path == G_PATH_K2ROW) {
+        g->nth = G1_NTH;
+        g->rows_per_tile = G1_NTH * G1_R;
+        g->smem = (size_t)2 * s->g.n_live * G1_BN * sizeof(float);
+        NC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_k2_kernel,
+                                                                    (int)g->nth, g->smem));
+    } else {
+        const int nth = (int)(16 * g->bn / 4);
+        g->nth = (unsigned)nth;
+        g->rows_per_tile = G_BM;
+        g->smem = 0;
+        g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
+        g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
+        cudaError_t ce = g->maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<1>, nth, 0)
+                       : g->maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<2>, nth, 0)
+                       : g->maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<4>, nth, 0)
+                       : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<8>, nth, 0);
+        NC_CUDA_CHECK(ce);
+    }
     g->grid_max = n_sm * (per_sm > 0 ? per_sm : 1);
     return 0;
 }
@@ -389,7 +541,7 @@ extern "C" int nc_gpu_neocog_gemm_new(const nc_gpu_neocog_s_args *s, uint32_t ma
         !(s->theta > 0.0f && s->theta < 1.0f))
         return -EINVAL;
     const size_t rows = (size_t)max_batch * s->g.n_out * s->g.n_out;
-    if (rows > 0x7fffffffu - G_BM || (size_t)max_batch * s->g.n_in * s->g.n_in > 0x7fffffffu)
+    if (rows > 0x7fffffffu - 256u || (size_t)max_batch * s->g.n_in * s->g.n_in > 0x7fffffffu)
         return -EINVAL;
     nc_gpu_neocog_gemm *g = (nc_gpu_neocog_gemm *)calloc(1, sizeof *g);
     if (!g)
@@ -401,8 +553,14 @@ extern "C" int nc_gpu_neocog_gemm_new(const nc_gpu_neocog_s_args *s, uint32_t ma
      * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes */
     g->kp = s->k_in <= 2 ? 2u : (s->k_in + 3u) & ~3u;
     g->n_chunks = ((uint32_t)s->g.n_live * g->kp + G_BK - 1) / G_BK;
-    g->bn = g->ks < G_MAXBN ? g->ks : G_MAXBN;
-    g->n_col = (g->ks + g->bn - 1) / g->bn;
+    g->path = g->kp == 2 ? G_PATH_K2ROW : G_PATH_TILE;
+    if (g->path == G_PATH_K2ROW) {
+        g->bn = G1_BN;
+        g->n_col = (g->ks + G1_BN - 1) / G1_BN;
+    } else {
+        g->bn = g->ks < G_MAXBN ? g->ks : G_MAXBN;
+        g->n_col = (g->ks + g->bn - 1) / g->bn;
+    }
     int r = gemm_alloc(g, stream);
     if (r < 0) {
         nc_gpu_neocog_gemm_free(g);
@@ -443,20 +601,19 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     p.kp = (int)g->kp;
     p.n_chunks = (int)g->n_chunks;
     p.bn = (int)g->bn;
-    const size_t tiles = (rows + G_BM - 1) / G_BM;
+    const size_t tiles = (rows + g->rows_per_tile - 1) / g->rows_per_tile;
     const unsigned gx = (unsigned)(tiles < (size_t)g->grid_max ? tiles : (size_t)g->grid_max);
     const dim3 grid(gx, g->n_col);
-    const unsigned nth = 16 * g->bn / 4;
-    const int sel = g->maxa * 2 + (g->kp == 2);
-    switch (sel) {
-    case 2: gemm_kernel<1, false><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 3: gemm_kernel<1, true><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 4: gemm_kernel<2, false><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 5: gemm_kernel<2, true><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 8: gemm_kernel<4, false><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 9: gemm_kernel<4, true><<<grid, nth, 0, stream>>>(*s, p); break;
-    case 17: gemm_kernel<8, true><<<grid, nth, 0, stream>>>(*s, p); break;
-    default: gemm_kernel<8, false><<<grid, nth, 0, stream>>>(*s, p); break;
+    const unsigned nth = g->nth;
+    if (g->path == G_PATH_K2ROW) {
+        gemm_k2_kernel<<<grid, nth, g->smem, stream>>>(*s, p);
+    } else {
+        switch (g->maxa) {
+        case 1: gemm_kernel<1><<<grid, nth, 0, stream>>>(*s, p); break;
+        case 2: gemm_kernel<2><<<grid, nth, 0, stream>>>(*s, p); break;
+        case 4: gemm_kernel<4><<<grid, nth, 0, stream>>>(*s, p); break;
+        default: gemm_kernel<8><<<grid, nth, 0, stream>>>(*s, p); break;
+        }
     }
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
