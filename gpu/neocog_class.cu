@@ -1,12 +1,13 @@
 /* gpu/neocog_class.cu — UC4: per-class maximum over every last-stage plane and
  * position, and the answer.
  *
- * Layer: gpu.  Thread mapping: one block per character; threads stride over
- * its cells (position, plane), and each positive response raises its
- * class's maximum in shared memory with an integer atomicMax (non-negative
- * floats order like their bit patterns, so the maximum is exact and does not
- * depend on the order).  Thread 0 then writes the scores and picks the label
- * as core does (strictly larger wins, so ties go to the lower class). */
+ * Layer: gpu.  Thread mapping: one block per character (up to 1024 threads,
+ * as its cell count asks); threads stride over its cells (position, plane),
+ * and each positive response raises its class's maximum in shared memory
+ * with an integer atomicMax (non-negative floats order like their bit
+ * patterns, so the maximum is exact and does not depend on the order).
+ * Thread 0 then writes the scores and picks the label as core does
+ * (strictly larger wins, so ties go to the lower class). */
 #include "neocog_class.cuh"
 
 #include <errno.h>
@@ -57,8 +58,13 @@ extern "C" int nc_gpu_neocog_class_forward(const float *in, uint32_t n_pos, uint
         k < 1 || k > NC_NEOCOG_MAX_PLANES || n_classes < 1 ||
         n_classes > NC_NEOCOG_MAX_CLASSES || batch > 0x7fffffffu)
         return -EINVAL;
-    class_kernel<<<batch, 128, 0, stream>>>(in, n_pos, k, labels_of_plane, n_classes,
-                                            scores, labels);
+    /* Enough threads for a character's cells in one or two strides: at
+     * batch 1 the block is the whole kernel, and 128 threads striding over
+     * 25 x 72 cells took 9 us (ncu) for a trivial maximum. */
+    const uint32_t cells = n_pos * nc_neocog_kstride(k);
+    const uint32_t threads = cells >= 1024u ? 1024u : cells <= 128u ? 128u : (cells + 31u) & ~31u;
+    class_kernel<<<batch, threads, 0, stream>>>(in, n_pos, k, labels_of_plane, n_classes,
+                                                scores, labels);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

@@ -954,6 +954,12 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         const nc_deform_params dp = NC_DEFORM_MNIST;
         err = nc_gpu_cnn_new(net, o.gpu, max_batch, &g);
         t.gpu = g;
+        /* The engine's default picks kernels per batch size by timing them,
+         * and the timings (other processes on the GPU, MPS) can pick another
+         * summation order from one run to the next; the direct kernels make
+         * a run with the same --seed give the same network again. */
+        if (!err)
+            err = nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_DIRECT);
         if (!err)
             err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_train,
                                             o.deform ? &dp : NULL);
