@@ -4,7 +4,7 @@
  * Layer: core.  The arithmetic is form F's (neocog_forms.c, s_scatter with
  * the zero-skip) lane for lane: every plane's e accumulates the same products
  * in the same order (input positions ascending, their outputs in table order,
- * input planes in batches of NC_NEOCOG_SLICE_BATCH ascending), no FMA, and
+ * input planes in batches of NC_NEOCOG_KAP_BATCH ascending), no FMA, and
  * the same finish.  A plane's value therefore depends neither on the range
  * it was computed in nor on how the planes were split, and equals what
  * nc_neocog_s_forward(.., NC_NEOCOG_FORM_F) gives for it, bit for bit.
@@ -15,62 +15,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Input planes per pass over a position's outputs, as NC_NEOCOG_KAP_BATCH of
- * neocog_forms.c.  (The batching does not change the result: an accumulator
- * stored between batches and loaded again keeps its exact value, so each
- * lane adds the same products in the same order either way.) */
-#define NC_NEOCOG_SLICE_BATCH 64
-
-#if defined(__GNUC__)
-typedef float nc_sv4 __attribute__((vector_size(16), aligned(4), may_alias));
-#define SV4(p) (*(const nc_sv4 *)(p))
-/* e[0..w) += sum_p u[p] * w_[off[p] + 0..w), w a multiple of 8. */
-static inline void slice_axpy(float *restrict eo, const float *restrict w_,
-                              const float *restrict u, const size_t *restrict off,
-                              uint32_t np, uint32_t w)
-{
-    size_t k = 0;
-    for (; k + 32 <= w; k += 32) {
-        nc_sv4 a0 = SV4(eo + k), a1 = SV4(eo + k + 4), a2 = SV4(eo + k + 8);
-        nc_sv4 a3 = SV4(eo + k + 12), a4 = SV4(eo + k + 16), a5 = SV4(eo + k + 20);
-        nc_sv4 a6 = SV4(eo + k + 24), a7 = SV4(eo + k + 28);
-        for (uint32_t p = 0; p < np; p++) {
-            const float *wp = w_ + off[p] + k;
-            const float up = u[p];
-            a0 += up * SV4(wp);      a1 += up * SV4(wp + 4);
-            a2 += up * SV4(wp + 8);  a3 += up * SV4(wp + 12);
-            a4 += up * SV4(wp + 16); a5 += up * SV4(wp + 20);
-            a6 += up * SV4(wp + 24); a7 += up * SV4(wp + 28);
-        }
-        *(nc_sv4 *)(eo + k) = a0;      *(nc_sv4 *)(eo + k + 4) = a1;
-        *(nc_sv4 *)(eo + k + 8) = a2;  *(nc_sv4 *)(eo + k + 12) = a3;
-        *(nc_sv4 *)(eo + k + 16) = a4; *(nc_sv4 *)(eo + k + 20) = a5;
-        *(nc_sv4 *)(eo + k + 24) = a6; *(nc_sv4 *)(eo + k + 28) = a7;
-    }
-    for (; k < w; k += 8) {
-        nc_sv4 a0 = SV4(eo + k), a1 = SV4(eo + k + 4);
-        for (uint32_t p = 0; p < np; p++) {
-            const float *wp = w_ + off[p] + k;
-            a0 += u[p] * SV4(wp);
-            a1 += u[p] * SV4(wp + 4);
-        }
-        *(nc_sv4 *)(eo + k) = a0;
-        *(nc_sv4 *)(eo + k + 4) = a1;
-    }
-}
-#else
-static inline void slice_axpy(float *restrict eo, const float *restrict w_,
-                              const float *restrict u, const size_t *restrict off,
-                              uint32_t np, uint32_t w)
-{
-    for (uint32_t k = 0; k < w; k++) {
-        float acc = eo[k];
-        for (uint32_t p = 0; p < np; p++)
-            acc += u[p] * w_[off[p] + k];
-        eo[k] = acc;
-    }
-}
-#endif
 
 NC_NEOCOG_HOT
 void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *restrict in,
@@ -86,8 +30,8 @@ void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *restrict in,
     const int16_t *restrict stap = ix->sct_tap;
     const float *restrict c = s->c;
     const float *restrict a = s->a + k0;
-    float u[NC_NEOCOG_SLICE_BATCH];
-    size_t off[NC_NEOCOG_SLICE_BATCH];
+    float u[NC_NEOCOG_KAP_BATCH];
+    size_t off[NC_NEOCOG_KAP_BATCH];
 
     for (size_t o = 0; o < n_o; o++)
         memset(out + o * ks + k0, 0, w * sizeof(float));
@@ -105,8 +49,8 @@ void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *restrict in,
         const int32_t j0 = sptr[i], j1 = sptr[i + 1];
         for (int32_t j = j0; j < j1; j++)
             v2[sout[j]] += c[stap[j]] * uu;
-        for (uint32_t kb = 0; kb < s->k_in; kb += NC_NEOCOG_SLICE_BATCH) {
-            uint32_t ke = kb + NC_NEOCOG_SLICE_BATCH < s->k_in ? kb + NC_NEOCOG_SLICE_BATCH
+        for (uint32_t kb = 0; kb < s->k_in; kb += NC_NEOCOG_KAP_BATCH) {
+            uint32_t ke = kb + NC_NEOCOG_KAP_BATCH < s->k_in ? kb + NC_NEOCOG_KAP_BATCH
                                                                : s->k_in;
             uint32_t np = 0;
             for (uint32_t kap = kb; kap < ke; kap++) {
@@ -118,8 +62,8 @@ void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *restrict in,
             if (np == 0)
                 continue;
             for (int32_t j = j0; j < j1; j++)
-                slice_axpy(out + (size_t)sout[j] * ks + k0, a + (size_t)stap[j] * ks,
-                           u, off, np, w);
+                nc_neocog_axpy_multi_(out + (size_t)sout[j] * ks + k0,
+                                      a + (size_t)stap[j] * ks, u, off, np, w);
         }
     }
     /* the finish of form F, on this range only */
