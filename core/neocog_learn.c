@@ -843,6 +843,9 @@ out:
     return r;
 }
 
+/* Input positions whose sums of squares fit on the stack (US4 reads 13 x 13). */
+#define IV_SU_STACK 1024
+
 int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
                           const nc_neocog_state *st, nc_neocog_result *ret)
 {
@@ -859,18 +862,29 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
     float top_s[NC_NEOCOG_MAX_CLASSES][256];
     uint32_t top_i[NC_NEOCOG_MAX_CLASSES][256], top_n[NC_NEOCOG_MAX_CLASSES];
 
+    /* Each input position's sum of squares, once: every output position
+     * reads most of them (US4: 25 outputs, 69 taps each), and summed in the
+     * same order they are the same doubles as summing them per tap. */
+    const size_t n_i = (size_t)ix->n_in * ix->n_in;
+    double su_stack[IV_SU_STACK];
+    double *su_in = n_i <= IV_SU_STACK ? su_stack : malloc(n_i * sizeof *su_in);
+    if (!su_in)
+        return -ENOMEM;
+    for (size_t i = 0; i < n_i; i++) {
+        const float *u = in + i * stride;
+        double su = 0.0;
+        for (uint32_t kap = 0; kap < kin; kap++)
+            su += (double)u[kap] * u[kap];
+        su_in[i] = su;
+    }
+
     memset(ret, 0, sizeof(*ret));
     ret->n_classes = C;
     ret->label = -1;
     for (size_t p = 0; p < (size_t)ix->n_out * ix->n_out; p++) {
         double v2 = 0.0;
-        for (int32_t j = ix->gat_ptr[p]; j < ix->gat_ptr[p + 1]; j++) {
-            const float *u = in + (size_t)ix->gat_in[j] * stride;
-            double su = 0.0;
-            for (uint32_t kap = 0; kap < kin; kap++)
-                su += (double)u[kap] * u[kap];
-            v2 += net->s_c[l][ix->gat_tap[j]] * su;
-        }
+        for (int32_t j = ix->gat_ptr[p]; j < ix->gat_ptr[p + 1]; j++)
+            v2 += net->s_c[l][ix->gat_tap[j]] * su_in[ix->gat_in[j]];
         if (!(v2 > 0.0))
             continue;
         const double v = sqrt(v2);
@@ -920,6 +934,8 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
                 ret->score[c] = (float)best;
         }
     }
+    if (su_in != su_stack)
+        free(su_in);
     float bv = 0.0f;
     for (uint32_t c = 0; c < C; c++)
         if (ret->score[c] > bv) {
