@@ -260,7 +260,7 @@ typedef struct nc_neocog_s_args {
 size_t nc_neocog_s_ws_floats(const nc_neocog_index *ix, uint32_t k_out);
 int nc_neocog_s_forward(const nc_neocog_s_args *s, const float *in,
                         float *out, float *ws, int form);
-/* Form F for planes [k0, k1) only (core/neocog_slice.c): of out, the whole
+/* Form F for planes [k0, k1) only (core/neocog_forms.c): of out, the whole
  * [n_out^2][ks(k_out)] layer, only columns k0..k1-1 are written, each
  * bit-identical to what nc_neocog_s_forward(s, in, out, ws, FORM_F) gives
  * there, so ranges computed apart (side by side, by the learner's parts)
@@ -427,7 +427,7 @@ int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
                         const float *image, uint32_t label,
                         const nc_neocog_learn_opts *o, nc_neocog_learn_step *ret);
 
-/* ---- parallel learning (core/neocog_learn.c, core/neocog_slice.c) ------------
+/* ---- parallel learning (core/neocog_learn.c, core/neocog_forms.c) ------------
  *
  * Core starts no threads.  A caller that has them lends a learner a runner,
  * and the supervised last stage then spreads its work over n_parts parts:

@@ -40,13 +40,14 @@ static inline int any8(const float *restrict x, uint32_t n)
 
 /* out[o][k] holds e(o, k) on entry; turns it into u_S (seed eq. 1):
  *   u = theta/(1-theta) * max(0, (1 + e)/(1 + theta * b_k * v) - 1)
+ * for the w planes (a multiple of 8) that out and b point at, rows ks apart.
  * v2: [n_o] squared V-cell responses.  Pad lanes (a = 0, so e = 0) come out
  * 0 whatever b holds there, as b >= 0.  A position no non-zero input reached
  * (v2 = 0, hence e = 0) would give exactly 0 and is already 0: skipped. */
 NC_NEOCOG_HOT
 static void s_finish(float *restrict out, const float *restrict v2,
                      const float *restrict b, float theta, uint32_t ks,
-                     size_t n_o)
+                     uint32_t w, size_t n_o)
 {
     const float gain = theta / (1.0f - theta);
     for (size_t o = 0; o < n_o; o++) {
@@ -54,7 +55,7 @@ static void s_finish(float *restrict out, const float *restrict v2,
             continue;
         float *restrict eo = out + o * ks;
         const float tv = theta * sqrtf(v2[o]);
-        for (size_t k = 0; k < ks; k += 8)
+        for (size_t k = 0; k < w; k += 8)
             for (size_t i = 0; i < 8; i++) {
                 float x = (1.0f + eo[k + i]) / (1.0f + tv * b[k + i]) - 1.0f;
                 eo[k + i] = x > 0.0f ? gain * x : 0.0f;
@@ -62,34 +63,98 @@ static void s_finish(float *restrict out, const float *restrict v2,
     }
 }
 
+/* Input planes handled together per pass over a position's outputs. */
+#define NC_NEOCOG_KAP_BATCH 64
 
-/* Forms F (skip = 1) and S (skip = 0).  Shapes:
+/* e[0..ks) += sum_p u[p] * w[off[p] + 0..ks), ks a multiple of 8, each
+ * element summing p = 0, 1, .. in turn: the output row is loaded and stored
+ * once for all the input planes of a batch, so a position with several
+ * non-zero planes costs one read-modify-write per output it reaches.
+ * Written with GNU vectors of 4 floats, native to SSE2 (the default clone)
+ * and VEX-encoded in the AVX2 one; eight independent accumulators per block
+ * of 32 planes hide the add latency.  Other compilers take the plain loop. */
+#if defined(__GNUC__)
+typedef float nc_v4 __attribute__((vector_size(16), aligned(4), may_alias));
+#define V4(p) (*(const nc_v4 *)(p))
+static inline void axpy_multi(float *restrict eo, const float *restrict w,
+                              const float *restrict u, const size_t *restrict off,
+                              uint32_t np, uint32_t ks)
+{
+    size_t k = 0;
+    for (; k + 32 <= ks; k += 32) {
+        nc_v4 a0 = V4(eo + k), a1 = V4(eo + k + 4), a2 = V4(eo + k + 8);
+        nc_v4 a3 = V4(eo + k + 12), a4 = V4(eo + k + 16), a5 = V4(eo + k + 20);
+        nc_v4 a6 = V4(eo + k + 24), a7 = V4(eo + k + 28);
+        for (uint32_t p = 0; p < np; p++) {
+            const float *wp = w + off[p] + k;
+            const float up = u[p];
+            a0 += up * V4(wp);      a1 += up * V4(wp + 4);
+            a2 += up * V4(wp + 8);  a3 += up * V4(wp + 12);
+            a4 += up * V4(wp + 16); a5 += up * V4(wp + 20);
+            a6 += up * V4(wp + 24); a7 += up * V4(wp + 28);
+        }
+        *(nc_v4 *)(eo + k) = a0;      *(nc_v4 *)(eo + k + 4) = a1;
+        *(nc_v4 *)(eo + k + 8) = a2;  *(nc_v4 *)(eo + k + 12) = a3;
+        *(nc_v4 *)(eo + k + 16) = a4; *(nc_v4 *)(eo + k + 20) = a5;
+        *(nc_v4 *)(eo + k + 24) = a6; *(nc_v4 *)(eo + k + 28) = a7;
+    }
+    for (; k < ks; k += 8) {
+        nc_v4 a0 = V4(eo + k), a1 = V4(eo + k + 4);
+        for (uint32_t p = 0; p < np; p++) {
+            const float *wp = w + off[p] + k;
+            a0 += u[p] * V4(wp);
+            a1 += u[p] * V4(wp + 4);
+        }
+        *(nc_v4 *)(eo + k) = a0;
+        *(nc_v4 *)(eo + k + 4) = a1;
+    }
+}
+#else
+static inline void axpy_multi(float *restrict eo, const float *restrict w,
+                              const float *restrict u, const size_t *restrict off,
+                              uint32_t np, uint32_t ks)
+{
+    for (uint32_t p = 0; p < np; p++)
+        axpy8(eo, w + off[p], u[p], ks);
+}
+#endif
+
+
+/* Forms F (skip = 1) and S (skip = 0), for planes [k0, k1) (multiples of 8;
+ * the forms take [0, ks), the learner's parts ranges of it).  Shapes:
  *   in  [n_in^2][in_stride]          C-layer cells, >= 0
  *   a   [k_in][n_live][ks]           excitatory weights
- *   out [n_out^2][ks]                accumulates e, then u_S
+ *   out [n_out^2][ks]                accumulates e, then u_S, in [k0, k1)
  *   v2  [n_out^2]                    accumulates sum c * u^2
  * For each input position i, take its non-zero cells (all cells for S),
  * and for every output o it reaches through live tap t:
- *   e[o][0..ks) += sum_kappa u(i, kappa) * a[kappa][t][0..ks)  (contiguous in k)
- *   v2[o]       += c[t] * sum_kappa u(i, kappa)^2
- * F never touches the outputs of an all-zero position, nor the weights of a
- * zero cell: its work is proportional to the non-zero inputs (seed 004
- * Table 8: ~6% of them). */
+ *   e[o][k0..k1) += sum_kappa u(i, kappa) * a[kappa][t][k0..k1)  (contiguous in k)
+ *   v2[o]        += c[t] * sum_kappa u(i, kappa)^2
+ * A plane's value does not depend on the range it is computed in: every
+ * lane adds the same products in the same order.  F never touches the
+ * outputs of an all-zero position, nor the weights of a zero cell: its work
+ * is proportional to the non-zero inputs (seed 004 Table 8: ~6% of them). */
 NC_NEOCOG_HOT
 static void s_scatter(const nc_neocog_s_args *s, const float *restrict in,
-                      float *restrict out, float *restrict v2, int skip)
+                      float *restrict out, float *restrict v2, int skip, uint32_t k0,
+                      uint32_t k1)
 {
     const nc_neocog_index *ix = s->ix;
-    const uint32_t ks = nc_neocog_kstride(s->k_out), nl = ix->n_live;
+    const uint32_t ks = nc_neocog_kstride(s->k_out), nl = ix->n_live, w = k1 - k0;
     const size_t n_i = (size_t)ix->n_in * ix->n_in;
     const size_t n_o = (size_t)ix->n_out * ix->n_out;
     const int32_t *restrict sptr = ix->sct_ptr, *restrict sout = ix->sct_out;
     const int16_t *restrict stap = ix->sct_tap;
     const float *restrict c = s->c;
+    const float *restrict a = s->a + k0;
     float u[NC_NEOCOG_KAP_BATCH];
     size_t off[NC_NEOCOG_KAP_BATCH];
 
-    memset(out, 0, n_o * ks * sizeof(float));
+    if (w == ks)
+        memset(out, 0, n_o * ks * sizeof(float));
+    else
+        for (size_t o = 0; o < n_o; o++)
+            memset(out + o * ks + k0, 0, w * sizeof(float));
     memset(v2, 0, n_o * sizeof(float));
     for (size_t i = 0; i < n_i; i++) {
         const float *restrict ui = in + i * s->in_stride;
@@ -116,11 +181,17 @@ static void s_scatter(const nc_neocog_s_args *s, const float *restrict in,
             if (np == 0)
                 continue;
             for (int32_t j = j0; j < j1; j++)
-                nc_neocog_axpy_multi_(out + (size_t)sout[j] * ks,
-                                      s->a + (size_t)stap[j] * ks, u, off, np, ks);
+                axpy_multi(out + (size_t)sout[j] * ks + k0, a + (size_t)stap[j] * ks, u, off,
+                           np, w);
         }
     }
-    s_finish(out, v2, s->b, s->theta, ks, n_o);
+    s_finish(out + k0, v2, s->b + k0, s->theta, ks, w, n_o);
+}
+
+void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *in, float *out,
+                        float *v2, uint32_t k0, uint32_t k1)
+{
+    s_scatter(s, in, out, v2, 1, k0, k1);
 }
 
 /* Form G: one output position at a time, all planes together ("skewered",
@@ -155,7 +226,7 @@ static void s_gather(const nc_neocog_s_args *s, const float *restrict in,
             }
             vv += s->c[t] * uu;
         }
-        s_finish(eo, &vv, s->b, s->theta, ks, 1);
+        s_finish(eo, &vv, s->b, s->theta, ks, ks, 1);
     }
 }
 
@@ -164,20 +235,37 @@ size_t nc_neocog_s_ws_floats(const nc_neocog_index *ix, uint32_t k_out)
     return (size_t)ix->n_out * ix->n_out + nc_neocog_kstride(k_out);
 }
 
+static int s_args_ok(const nc_neocog_s_args *s, const float *in, const float *out,
+                     const float *ws)
+{
+    return s && s->ix && s->a && s->b && s->c && in && out && ws && s->k_in >= 1 &&
+           s->k_in <= s->in_stride && s->k_out >= 1 && s->k_out <= NC_NEOCOG_MAX_PLANES &&
+           s->theta > 0.0f && s->theta < 1.0f;
+}
+
 int nc_neocog_s_forward(const nc_neocog_s_args *s, const float *in,
                         float *out, float *ws, int form)
 {
-    if (!s || !s->ix || !s->a || !s->b || !s->c || !in || !out || !ws ||
-        s->k_in < 1 || s->k_in > s->in_stride || s->k_out < 1 ||
-        s->k_out > NC_NEOCOG_MAX_PLANES || !(s->theta > 0.0f && s->theta < 1.0f))
+    if (!s_args_ok(s, in, out, ws))
         return -EINVAL;
+    const uint32_t ks = nc_neocog_kstride(s->k_out);
     switch (form) {
-    case NC_NEOCOG_FORM_F:   s_scatter(s, in, out, ws, 1); return 0;
-    case NC_NEOCOG_FORM_S:   s_scatter(s, in, out, ws, 0); return 0;
+    case NC_NEOCOG_FORM_F:   s_scatter(s, in, out, ws, 1, 0, ks); return 0;
+    case NC_NEOCOG_FORM_S:   s_scatter(s, in, out, ws, 0, 0, ks); return 0;
     case NC_NEOCOG_FORM_G:   s_gather(s, in, out); return 0;
     case NC_NEOCOG_FORM_REF: nc_neocog__s_ref(s, in, out); return 0;
     default:                 return -EINVAL;
     }
+}
+
+int nc_neocog_s_forward_planes(const nc_neocog_s_args *s, const float *in,
+                               float *out, float *ws, uint32_t k0, uint32_t k1)
+{
+    if (!s_args_ok(s, in, out, ws) || k0 % 8 || k1 % 8 || k0 >= k1 ||
+        k1 > nc_neocog_kstride(s->k_out))
+        return -EINVAL;
+    s_scatter(s, in, out, ws, 1, k0, k1);
+    return 0;
 }
 
 /* ---- C-layer ------------------------------------------------------------- */

@@ -46,76 +46,13 @@ float nc_neocog_seed_map_(const nc_neocog *net, uint32_t l, const float *in, flo
  * clipped at 0 (radius capped at 8 cells). */
 void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float gain);
 
-/* Planes [k0, k1) of an S-layer (neocog_slice.c): form F's arithmetic lane
- * for lane, so each plane comes out bit-identical to
+/* Planes [k0, k1) of an S-layer (neocog_forms.c): form F's own code run on
+ * the range, so each plane comes out bit-identical to
  * nc_neocog_s_forward(s, .., NC_NEOCOG_FORM_F).  out is the whole
  * [n_out^2][ks(k_out)] layer, of which only columns [k0, k1) are written;
  * v2: n_out^2 floats of scratch.  k0 and k1 multiples of 8, k0 < k1 <=
  * ks(k_out); arguments as nc_neocog_s_forward checks them. */
 void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *in, float *out,
                         float *v2, uint32_t k0, uint32_t k1);
-
-/* ---- shared by neocog_forms.c and neocog_slice.c ---------------------------- */
-
-/* Input planes handled together per pass over a position's outputs. */
-#define NC_NEOCOG_KAP_BATCH 64
-
-/* e[0..ks) += sum_p u[p] * w[off[p] + 0..ks), ks a multiple of 8, each
- * element summing p = 0, 1, .. in turn (form F, neocog_forms.c, and the
- * plane ranges of neocog_slice.c share it, which keeps them bit-identical):
- * the output row is loaded and stored once for all the input planes of a
- * batch, so a position with several non-zero planes costs one
- * read-modify-write per output it reaches.
- * Written with GNU vectors of 4 floats, native to SSE2 (the default clone)
- * and VEX-encoded in the AVX2 one; eight independent accumulators per block
- * of 32 planes hide the add latency.  Other compilers take the plain loop. */
-#if defined(__GNUC__)
-typedef float nc_v4 __attribute__((vector_size(16), aligned(4), may_alias));
-#define V4(p) (*(const nc_v4 *)(p))
-static inline void nc_neocog_axpy_multi_(float *restrict eo, const float *restrict w,
-                                         const float *restrict u,
-                                         const size_t *restrict off, uint32_t np,
-                                         uint32_t ks)
-{
-    size_t k = 0;
-    for (; k + 32 <= ks; k += 32) {
-        nc_v4 a0 = V4(eo + k), a1 = V4(eo + k + 4), a2 = V4(eo + k + 8);
-        nc_v4 a3 = V4(eo + k + 12), a4 = V4(eo + k + 16), a5 = V4(eo + k + 20);
-        nc_v4 a6 = V4(eo + k + 24), a7 = V4(eo + k + 28);
-        for (uint32_t p = 0; p < np; p++) {
-            const float *wp = w + off[p] + k;
-            const float up = u[p];
-            a0 += up * V4(wp);      a1 += up * V4(wp + 4);
-            a2 += up * V4(wp + 8);  a3 += up * V4(wp + 12);
-            a4 += up * V4(wp + 16); a5 += up * V4(wp + 20);
-            a6 += up * V4(wp + 24); a7 += up * V4(wp + 28);
-        }
-        *(nc_v4 *)(eo + k) = a0;      *(nc_v4 *)(eo + k + 4) = a1;
-        *(nc_v4 *)(eo + k + 8) = a2;  *(nc_v4 *)(eo + k + 12) = a3;
-        *(nc_v4 *)(eo + k + 16) = a4; *(nc_v4 *)(eo + k + 20) = a5;
-        *(nc_v4 *)(eo + k + 24) = a6; *(nc_v4 *)(eo + k + 28) = a7;
-    }
-    for (; k < ks; k += 8) {
-        nc_v4 a0 = V4(eo + k), a1 = V4(eo + k + 4);
-        for (uint32_t p = 0; p < np; p++) {
-            const float *wp = w + off[p] + k;
-            a0 += u[p] * V4(wp);
-            a1 += u[p] * V4(wp + 4);
-        }
-        *(nc_v4 *)(eo + k) = a0;
-        *(nc_v4 *)(eo + k + 4) = a1;
-    }
-}
-#else
-static inline void nc_neocog_axpy_multi_(float *restrict eo, const float *restrict w,
-                                         const float *restrict u,
-                                         const size_t *restrict off, uint32_t np,
-                                         uint32_t ks)
-{
-    for (uint32_t p = 0; p < np; p++)
-        for (size_t k = 0; k < ks; k++)
-            eo[k] += u[p] * w[off[p] + k];
-}
-#endif
 
 #endif

@@ -14,8 +14,9 @@
  * supervised last stage can hand independent pieces of its work to a runner
  * the caller lends (tools/train_pool.c): the frozen lower stages of a batch
  * (nc_neocog_learn_sup_batch) and each pattern's last-stage responses by
- * plane ranges (neocog_slice.c, bit-identical to form F).  The decisions
- * stay sequential, so the network learnt does not depend on the split. */
+ * plane ranges (form F run on a range, bit-identical to the whole).  The
+ * decisions stay sequential, so the network learnt does not depend on the
+ * split. */
 #include "neocog_impl.h"
 
 #include <math.h>
