@@ -180,16 +180,23 @@ static int run_below(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     return below_into(net, lr->st, l, image, form, lr->in);
 }
 
+/* Stage l's S-layer as the forward functions take it, at threshold theta. */
+static nc_neocog_s_args stage_s_args(const nc_neocog *net, uint32_t l, float theta)
+{
+    return (nc_neocog_s_args){
+        .ix = net->s_ix[l], .k_in = nc_neocog_k_in(net, l),
+        .in_stride = nc_neocog_in_stride_(net, l), .k_out = net->n_planes[l],
+        .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
+    };
+}
+
 /* Every plane of stage l at threshold theta into out ([n_o][ks]). */
 static int s_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                   float theta, const float *in, float **out, size_t *cap)
 {
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t K = net->n_planes[l];
-    nc_neocog_s_args a = {
-        .ix = ix, .k_in = nc_neocog_k_in(net, l), .in_stride = nc_neocog_in_stride_(net, l),
-        .k_out = K, .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
-    };
+    const nc_neocog_s_args a = stage_s_args(net, l, theta);
     int r = grow_f(out, cap, (size_t)ix->n_out * ix->n_out * nc_neocog_kstride(K));
     if (r == 0)
         r = grow_f(&lr->ws, &lr->cap_ws, nc_neocog_s_ws_floats(ix, K));
@@ -562,9 +569,7 @@ static int par_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t K = net->n_planes[l], ks = nc_neocog_kstride(K);
     resp_job j = {
-        .s = { .ix = ix, .k_in = nc_neocog_k_in(net, l),
-               .in_stride = nc_neocog_in_stride_(net, l), .k_out = K, .a = net->a[l],
-               .b = net->b[l], .c = net->s_c[l], .theta = theta },
+        .s = stage_s_args(net, l, theta),
         .in = in, .v2 = lr->pv2, .v2_stride = lr->cap_o, .units = ks / 8,
         .parts = lr->n_parts,
     };
@@ -722,11 +727,12 @@ int nc_neocog_learn_sup_batch(nc_neocog *net, nc_neocog_learner *lr,
             ok = j->fail[p];
             err = j->err[p];
         }
+    const size_t stride = j->stride;
     free(j);
     /* then learning, in order, one pattern at a time */
     uint32_t i = 0;
     for (; i < ok && r == 0; i++)
-        r = sup_step(net, lr, lr->bin + i * in_floats(net, l), labels[i], o, 1, &steps[i]);
+        r = sup_step(net, lr, lr->bin + i * stride, labels[i], o, 1, &steps[i]);
     if (r < 0)
         i--;
     if (ret_done)
