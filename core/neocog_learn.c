@@ -140,6 +140,15 @@ uint32_t nc_neocog_in_stride_(const nc_neocog *net, uint32_t l)
     return l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]);
 }
 
+nc_neocog_s_args nc_neocog_stage_s_args_(const nc_neocog *net, uint32_t l, float theta)
+{
+    return (nc_neocog_s_args){
+        .ix = net->s_ix[l], .k_in = nc_neocog_k_in(net, l),
+        .in_stride = nc_neocog_in_stride_(net, l), .k_out = net->n_planes[l],
+        .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
+    };
+}
+
 /* Width of stage l's input layer. */
 static uint32_t in_size(const nc_neocog *net, uint32_t l)
 {
@@ -180,23 +189,13 @@ static int run_below(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     return below_into(net, lr->st, l, image, form, lr->in);
 }
 
-/* Stage l's S-layer as the forward functions take it, at threshold theta. */
-static nc_neocog_s_args stage_s_args(const nc_neocog *net, uint32_t l, float theta)
-{
-    return (nc_neocog_s_args){
-        .ix = net->s_ix[l], .k_in = nc_neocog_k_in(net, l),
-        .in_stride = nc_neocog_in_stride_(net, l), .k_out = net->n_planes[l],
-        .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
-    };
-}
-
 /* Every plane of stage l at threshold theta into out ([n_o][ks]). */
 static int s_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                   float theta, const float *in, float **out, size_t *cap)
 {
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t K = net->n_planes[l];
-    const nc_neocog_s_args a = stage_s_args(net, l, theta);
+    const nc_neocog_s_args a = nc_neocog_stage_s_args_(net, l, theta);
     int r = grow_f(out, cap, (size_t)ix->n_out * ix->n_out * nc_neocog_kstride(K));
     if (r == 0)
         r = grow_f(&lr->ws, &lr->cap_ws, nc_neocog_s_ws_floats(ix, K));
@@ -569,7 +568,7 @@ static int par_resp(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     const nc_neocog_index *ix = net->s_ix[l];
     const uint32_t K = net->n_planes[l], ks = nc_neocog_kstride(K);
     resp_job j = {
-        .s = stage_s_args(net, l, theta),
+        .s = nc_neocog_stage_s_args_(net, l, theta),
         .in = in, .v2 = lr->pv2, .v2_stride = lr->cap_o, .units = ks / 8,
         .parts = lr->n_parts,
     };

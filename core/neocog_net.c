@@ -431,12 +431,7 @@ int nc_neocog_run_layer(const nc_neocog *net, nc_neocog_state *st,
     if (K < 1 || nc_neocog_k_in(net, l) < 1)
         return -EINVAL;
     if ((layer - 1) % 2 == 0) {
-        nc_neocog_s_args s = {
-            .ix = net->s_ix[l], .k_in = nc_neocog_k_in(net, l),
-            .in_stride = l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]),
-            .k_out = K, .a = net->a[l], .b = net->b[l], .c = net->s_c[l],
-            .theta = net->arch.stage[l].theta,
-        };
+        const nc_neocog_s_args s = nc_neocog_stage_s_args_(net, l, net->arch.stage[l].theta);
         return nc_neocog_s_forward(&s, l == 0 ? st->ug : st->uc[l - 1],
                                    st->us[l], st->ws, form);
     }
