@@ -221,44 +221,58 @@ static __global__ void conv_weights_staged_kernel(nc_gpu_cnn_layer L, const floa
     }
 }
 
-int nc_gpu_cnn_conv_forward_staged(const nc_gpu_cnn_layer *L, const float *x, float *y,
-                                              uint32_t n, cudaStream_t stream)
+/* Forward and back-propagation launch alike: a block stages `fixed` floats
+ * (one image's operand) plus `per_map` floats for each map of its group of
+ * G, and runs a thread per (map of the group, position), about 256 threads'
+ * worth as room allows.  -E2BIG when not even one map fits. */
+typedef struct group_plan {
+    uint32_t G, threads, blocks;
+    size_t smem;
+} group_plan;
+
+static int plan_groups(uint32_t maps, uint32_t positions, uint32_t per_map, uint32_t fixed,
+                       group_plan *ret)
 {
-    const uint32_t kk = L->kernel_x * L->kernel_y, hw = L->height * L->width;
-    const uint32_t per_map = L->in_maps * kk;
-    if (L->n_in + per_map > SMEM_FLOATS)
+    if (fixed + per_map > SMEM_FLOATS)
         return -E2BIG;
-    /* maps per block: about 256 threads' worth of outputs, as room allows */
-    uint32_t G = (256u + hw - 1) / hw;
-    G = min(G, min(L->maps, (SMEM_FLOATS - L->n_in) / per_map));
-    const uint32_t T = min(256u, round32(G * hw));
-    dim3 grid((L->maps + G - 1) / G, n < 65535u ? n : 65535u);
-    const size_t smem = ((size_t)G * per_map + L->n_in) * sizeof(float);
-    conv_forward_staged_kernel<<<grid, T, smem, stream>>>(*L, x, y, n, G);
+    uint32_t G = (256u + positions - 1) / positions;
+    G = min(G, min(maps, (SMEM_FLOATS - fixed) / per_map));
+    ret->G = G;
+    ret->threads = min(256u, round32(G * positions));
+    ret->blocks = (maps + G - 1) / G;
+    ret->smem = ((size_t)G * per_map + fixed) * sizeof(float);
+    return 0;
+}
+
+int nc_gpu_cnn_conv_forward_staged(const nc_gpu_cnn_layer *L, const float *x, float *y,
+                                   uint32_t n, cudaStream_t stream)
+{
+    group_plan gp;
+    if (plan_groups(L->maps, L->height * L->width, L->in_maps * L->kernel_x * L->kernel_y,
+                    L->n_in, &gp))
+        return -E2BIG;
+    dim3 grid(gp.blocks, n < 65535u ? n : 65535u);
+    conv_forward_staged_kernel<<<grid, gp.threads, gp.smem, stream>>>(*L, x, y, n, gp.G);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
 
-int nc_gpu_cnn_conv_backward_staged(const nc_gpu_cnn_layer *L, const float *da,
-                                               float *dx, uint32_t n, cudaStream_t stream)
+int nc_gpu_cnn_conv_backward_staged(const nc_gpu_cnn_layer *L, const float *da, float *dx,
+                                    uint32_t n, cudaStream_t stream)
 {
-    const uint32_t kk = L->kernel_x * L->kernel_y, in_hw = L->in_height * L->in_width;
-    const uint32_t per_c = L->maps * kk;
-    if (L->n_out + per_c > SMEM_FLOATS)
+    group_plan gp;
+    if (plan_groups(L->in_maps, L->in_height * L->in_width, L->maps * L->kernel_x * L->kernel_y,
+                    L->n_out, &gp))
         return -E2BIG;
-    uint32_t G = (256u + in_hw - 1) / in_hw;
-    G = min(G, min(L->in_maps, (SMEM_FLOATS - L->n_out) / per_c));
-    const uint32_t T = min(256u, round32(G * in_hw));
-    dim3 grid((L->in_maps + G - 1) / G, n < 65535u ? n : 65535u);
-    const size_t smem = ((size_t)G * per_c + L->n_out) * sizeof(float);
-    conv_backward_staged_kernel<<<grid, T, smem, stream>>>(*L, da, dx, n, G);
+    dim3 grid(gp.blocks, n < 65535u ? n : 65535u);
+    conv_backward_staged_kernel<<<grid, gp.threads, gp.smem, stream>>>(*L, da, dx, n, gp.G);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
 
 int nc_gpu_cnn_conv_weights_staged(const nc_gpu_cnn_layer *L, const float *x,
-                                              const float *da, uint32_t n, float *part,
-                                              uint32_t *ret_parts, cudaStream_t stream)
+                                   const float *da, uint32_t n, float *part,
+                                   uint32_t *ret_parts, cudaStream_t stream)
 {
     const uint32_t kk = L->kernel_x * L->kernel_y, in_hw = L->in_height * L->in_width;
     const uint32_t pairs = L->maps * kk + L->maps;
