@@ -487,4 +487,18 @@ void nc_neocog_iv_free(nc_neocog_iv *iv);              /* NULL is fine */
 int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
                           const nc_neocog_state *st, nc_neocog_result *ret);
 
+/* The classifier's tables, read-only, for a copy elsewhere (gpu/neocog_iv):
+ * the planes of class c are members[cls_off[c] .. cls_off[c+1]) in ascending
+ * order, and the cosine of members i and j of class c (indices within the
+ * class) is gram[gram_off[c] + i * n_c + j], n_c = cls_off[c+1] - cls_off[c].
+ * The pointers live as long as iv. */
+typedef struct nc_neocog_iv_view {
+    uint32_t top_t, K, n_classes;
+    const uint32_t *cls_off;        /* [n_classes + 1] */
+    const uint32_t *members;        /* [K] */
+    const size_t *gram_off;         /* [n_classes + 1] */
+    const float *gram;              /* [gram_off[n_classes]] */
+} nc_neocog_iv_view;
+int nc_neocog_iv_get_view(const nc_neocog_iv *iv, nc_neocog_iv_view *ret);
+
 #endif

@@ -760,6 +760,18 @@ void nc_neocog_iv_free(nc_neocog_iv *iv)
     free(iv);
 }
 
+int nc_neocog_iv_get_view(const nc_neocog_iv *iv, nc_neocog_iv_view *ret)
+{
+    if (!iv || !ret)
+        return -EINVAL;
+    *ret = (nc_neocog_iv_view){
+        .top_t = iv->top_t, .K = iv->K, .n_classes = iv->n_classes,
+        .cls_off = iv->cls_off, .members = iv->members,
+        .gram_off = iv->gram_off, .gram = iv->gram,
+    };
+    return 0;
+}
+
 int nc_neocog_iv_new(const nc_neocog *net, uint32_t top_t, nc_neocog_iv **ret_iv)
 {
     if (!net || !ret_iv || top_t < 1 || top_t > 256 || net->arch.n_stages < 2)

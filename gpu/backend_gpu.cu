@@ -6,11 +6,10 @@
  * it with a mutex so the daemon's worker threads can share it.
  *
  * A neocognitron file with the interpolating-vector mark (NIVT) is answered
- * as core/backend_cpu.c answers it: the engine runs the net on the device,
- * the last C-layer before US4 and US4 itself come back to the host, and
- * core's nc_neocog_iv_classify scores each character from them (the same
- * code on the same activations, so the scores agree with the CPU table's
- * to float rounding of the device layers).  Without the mark, UC4's max
+ * as core/backend_cpu.c answers it: the engine's last step is the device
+ * twin of core's nc_neocog_iv_classify (gpu/neocog_iv.cuh, core's
+ * arithmetic bit for bit), so the scores agree with the CPU table's to the
+ * float rounding of the device layers.  Without the mark, UC4's max
  * response from the device.
  *
  * A CNN file is loaded as a committee (core/cnn.h: one column or several):
@@ -101,14 +100,6 @@ typedef struct gpu_impl {
                                        columns 2.. before they are summed */
     nc_gpu_neocog *gneo;
     nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
-    /* NIVT: the host net, core's classifier and a state it reads (the
-     * last stage's input and S-layer, copied from the device); host copies
-     * of those two layers for IV_SLICE characters; all under lock */
-    nc_neocog *neo;
-    nc_neocog_iv *iv;
-    nc_neocog_state *iv_st;
-    float *iv_in, *iv_us;
-    size_t iv_in_floats, iv_us_floats;      /* per character */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
     size_t device_bytes;
@@ -139,71 +130,9 @@ static void gpu_free(void *p)
     free(impl->col_out);
     nc_gpu_neocog_free(impl->gneo);
     nc_cnn_committee_free(impl->cnn);
-    nc_neocog_state_free(impl->iv_st);
-    nc_neocog_iv_free(impl->iv);
-    nc_neocog_free(impl->neo);
-    free(impl->iv_in);
-    free(impl->iv_us);
     free(impl->res);
     pthread_mutex_destroy(&impl->lock);
     free(impl);
-}
-
-/* Characters per pass of the IV path: the two layers it brings back are
- * about 320 KB per character for the shipped model. */
-#define IV_SLICE 128u
-
-static int iv_alloc(gpu_impl *impl)
-{
-    const nc_neocog *net = impl->neo;
-    const nc_neocog_arch *A = &net->arch;
-    const uint32_t L = A->n_stages;
-    if (L < 2)
-        return -EBADMSG;
-    const size_t n_in = (size_t)A->stage[L - 2].c_size * A->stage[L - 2].c_size;
-    const size_t n_us = (size_t)A->stage[L - 1].s_size * A->stage[L - 1].s_size;
-    impl->iv_in_floats = n_in * nc_neocog_kstride(net->n_planes[L - 2]);
-    impl->iv_us_floats = n_us * nc_neocog_kstride(net->n_planes[L - 1]);
-    impl->iv_in = (float *)malloc(IV_SLICE * impl->iv_in_floats * sizeof(float));
-    impl->iv_us = (float *)malloc(IV_SLICE * impl->iv_us_floats * sizeof(float));
-    if (!impl->iv_in || !impl->iv_us)
-        return -ENOMEM;
-    return nc_neocog_state_new(net, &impl->iv_st);
-}
-
-/* n characters through the engine, then core's interpolating-vector
- * classifier on the host: its scores to out ([n][n_classes]).  Under
- * impl->lock (or before the instance is shared). */
-static int iv_forward(gpu_impl *impl, const float *in, uint32_t n, float *out)
-{
-    const uint32_t L = impl->neo->arch.n_stages;
-    const int l_in = 2 * (int)L - 2, l_us = 2 * (int)L - 1;  /* UC(L-1), US(L) */
-    uint32_t slice = nc_gpu_neocog_get_chunk(impl->gneo);
-    slice = slice < IV_SLICE ? slice : IV_SLICE;
-    for (uint32_t i = 0; i < n; i += slice) {
-        const uint32_t m = n - i < slice ? n - i : slice;
-        int err = nc_gpu_neocog_forward(impl->gneo, in + (size_t)i * impl->n_inputs, m,
-                                        impl->res);
-        if (!err)
-            err = nc_gpu_neocog_download_layer(impl->gneo, l_in, m, impl->iv_in);
-        if (!err)
-            err = nc_gpu_neocog_download_layer(impl->gneo, l_us, m, impl->iv_us);
-        if (err)
-            return fail(err, "cuda:%d: neocognitron forward of %u images", impl->device, m);
-        nc_neocog_state *st = impl->iv_st;
-        for (uint32_t k = 0; k < m; k++) {
-            nc_neocog_result res;
-            memcpy(st->uc[L - 2], impl->iv_in + (size_t)k * impl->iv_in_floats,
-                   impl->iv_in_floats * sizeof(float));
-            memcpy(st->us[L - 1], impl->iv_us + (size_t)k * impl->iv_us_floats,
-                   impl->iv_us_floats * sizeof(float));
-            if ((err = nc_neocog_iv_classify(impl->iv, impl->neo, st, &res)))
-                return fail(err, "interpolating-vector classifier");
-            memcpy(out + (size_t)(i + k) * impl->n_classes, res.score,
-                   impl->n_classes * sizeof *out);
-        }
-    }
-    return 0;
 }
 
 /* Tune every batch-size bucket and capture every graph now, on blank
@@ -228,8 +157,6 @@ static int warm(gpu_impl *impl)
             err = nc_gpu_neocog_forward(impl->gneo, in, n, impl->res);
         if (!err)
             err = nc_gpu_neocog_forward(impl->gneo, in, maxb, impl->res);
-        if (!err && impl->iv)
-            err = iv_forward(impl, in, 1, out);
         if (err)
             fail(err, "cuda:%d: neocognitron warm-up", impl->device);
     }
@@ -238,7 +165,7 @@ static int warm(gpu_impl *impl)
     return err;
 }
 
-static int make_engine(gpu_impl *impl, nc_neocog *neo)
+static int make_engine(gpu_impl *impl, const nc_neocog *neo, const nc_neocog_iv *iv)
 {
     const int dev = impl->device;
     /* cudaFree(0) makes the context now, so its own memory is not counted
@@ -272,6 +199,8 @@ static int make_engine(gpu_impl *impl, nc_neocog *neo)
         err = nc_gpu_neocog_new(neo, dev, NC_BACKEND_GPU_MAX_BATCH, &impl->gneo);
         if (err)
             return fail(err, "cuda:%d: cannot make the neocognitron engine", dev);
+        if (iv && (err = nc_gpu_neocog_set_iv(impl->gneo, neo, iv)))
+            return fail(err, "cuda:%d: interpolating-vector classifier", dev);
     }
     if ((err = warm(impl)))
         return err;
@@ -314,6 +243,7 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     impl->device = device;
     nc_model_info info;
     nc_neocog *neo = NULL;
+    nc_neocog_iv *iv = NULL;
     if (kind == NC_MF_KIND_CNN) {
         if ((err = nc_cnn_committee_load(buf, len, &impl->cnn, &info))) {
             fail(err, "CNN model file");
@@ -348,27 +278,17 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         err = -ENOMEM;
         goto out;
     }
-    if (neo && iv_top_t) {
-        /* the host net stays: the classifier reads it on every forward */
-        err = nc_neocog_iv_new(neo, iv_top_t, &impl->iv);
-        if (err) {
-            err = err == -ENOMEM ? err : -EBADMSG;
-            fail(err, "interpolating-vector classifier");
-            goto out;
-        }
-        impl->neo = neo;
-        neo = NULL;
-        if ((err = iv_alloc(impl))) {
-            fail(err, "interpolating-vector classifier");
-            goto out;
-        }
+    if (neo && iv_top_t && (err = nc_neocog_iv_new(neo, iv_top_t, &iv))) {
+        err = err == -ENOMEM ? err : -EBADMSG;
+        fail(err, "interpolating-vector classifier");
+        goto out;
     }
     pthread_mutex_lock(&make_lock);
-    err = make_engine(impl, impl->neo ? impl->neo : neo);
+    err = make_engine(impl, neo, iv);
     pthread_mutex_unlock(&make_lock);
 out:
-    nc_neocog_free(neo);            /* the engine keeps no pointer into it (the
-                                       IV path keeps its own in impl->neo) */
+    nc_neocog_iv_free(iv);          /* the engine keeps no pointer into them */
+    nc_neocog_free(neo);
     if (err) {
         gpu_free(impl);
         return err;
@@ -428,9 +348,6 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
         int err;
         if (impl->gcnn) {
             if ((err = committee_forward(impl, x, m, y)))
-                return err;
-        } else if (impl->iv) {
-            if ((err = iv_forward(impl, x, m, y)))
                 return err;
         } else {
             if ((err = nc_gpu_neocog_forward(impl->gneo, x, m, impl->res)))

@@ -31,6 +31,7 @@
 #include "neocog_class.cuh"
 #include "neocog_g.cuh"
 #include "neocog_gemm.cuh"
+#include "neocog_iv.cuh"
 #include "neocog_s.cuh"
 
 struct nc_gpu_neocog {
@@ -42,6 +43,7 @@ struct nc_gpu_neocog {
     int c_kind[NC_NEOCOG_MAX_STAGES];   /* C-layer kernel (NC_GPU_NEOCOG_C_*) */
     uint32_t c_min;             /* c_kind from this batch on, STAGED below */
     nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];
+    nc_gpu_neocog_iv *iv;       /* set: the answer is the IV classifier's */
     uint32_t max_batch, chunk_cap, chunk;
     uint32_t n_stages, n_classes, in_size, in_cells;
     uint32_t k[NC_NEOCOG_MAX_STAGES];
@@ -111,6 +113,7 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
     drop_graphs(e);
     for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++)
         nc_gpu_neocog_gemm_free(e->gemm[l]);
+    nc_gpu_neocog_iv_free(e->iv);
     cudaFree(e->d_weights);
     cudaFree(e->d_in);
     cudaFree(e->d_act);
@@ -272,6 +275,30 @@ extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_
     return 0;
 }
 
+extern "C" int nc_gpu_neocog_set_iv(nc_gpu_neocog *e, const nc_neocog *net,
+                                    const nc_neocog_iv *iv)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    nc_gpu_neocog_iv *d = NULL;
+    if (iv) {
+        /* the engine's own layers must be the ones iv was made for */
+        if (!net || net->arch.n_stages != e->n_stages || net->arch.n_classes != e->n_classes)
+            return -EINVAL;
+        for (uint32_t l = 0; l < e->n_stages; l++)
+            if (net->n_planes[l] != e->k[l] || net->arch.stage[l].s_size != e->layer_size[1 + 2 * l])
+                return -EINVAL;
+        if ((r = nc_gpu_neocog_iv_new(net, iv, &d)) < 0)
+            return fail(e, r);
+    }
+    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    drop_graphs(e);
+    nc_gpu_neocog_iv_free(e->iv);
+    e->iv = d;
+    return 0;
+}
+
 extern "C" int nc_gpu_neocog_set_variant(nc_gpu_neocog *e, int variant)
 {
     if (!e || variant < 0 || variant > NC_GPU_NEOCOG_AUTO)
@@ -375,6 +402,9 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
                                              e->act[layer], e->occ[layer], n, 0, st);
         return r;
     }
+    if (e->iv)
+        return nc_gpu_neocog_iv_classify(e->iv, e->act[layer - 2], e->act[layer - 1], scores,
+                                         labels, n, st);
     const uint32_t ns = e->layer_size[layer - 1];
     return nc_gpu_neocog_class_forward(e->act[layer - 1], ns * ns, e->k[l],
                                        e->d_plane_label, e->n_classes, scores, labels, n,

@@ -47,6 +47,14 @@ int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_batch,
                       nc_gpu_neocog **ret_eng);
 void nc_gpu_neocog_free(nc_gpu_neocog *eng);     /* NULL is fine */
 
+/* Answer by the interpolating-vector classifier iv (nc_neocog_iv_new for
+ * net, the net the engine was made from) instead of UC4's maximum response:
+ * the scores and labels of every later forward are nc_neocog_iv_classify's
+ * on the device's activations (gpu/neocog_iv.cuh).  iv NULL: back to UC4.
+ * The engine keeps no pointer into net or iv.  -EINVAL when net's planes or
+ * sizes are not the engine's. */
+int nc_gpu_neocog_set_iv(nc_gpu_neocog *eng, const nc_neocog *net, const nc_neocog_iv *iv);
+
 /* S-layer variant (nc_gpu_neocog_variant, or NC_GPU_NEOCOG_AUTO) for the
  * following forwards. */
 int nc_gpu_neocog_set_variant(nc_gpu_neocog *eng, int variant);

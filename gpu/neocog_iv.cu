@@ -1,0 +1,291 @@
+/* gpu/neocog_iv.cu — the interpolating-vector classifier, one block per
+ * character.
+ *
+ * Layer: gpu.  Thread mapping: the block's threads first sum each input
+ * position's squares (one thread per position, planes in order), then each
+ * output position's V-cell square v^2 (one thread per position, gather
+ * entries in order), both into shared memory; then one thread per (class,
+ * position) walks the class's planes in ascending order exactly as core's
+ * loop meets them, keeps the class's top-T cosines by the same insertion,
+ * pairs them, and leaves its best in shared memory; last, one thread per
+ * class takes the maximum over positions (a maximum: any order gives it).
+ * Threads of a warp share a class, so they walk lists of one length.
+ *
+ * Exactness: all of core's doubles are formed with __dmul_rn / __dadd_rn /
+ * __ddiv_rn / __dsqrt_rn, which nvcc never contracts, in core's order, so
+ * the scores are core's bit for bit on the same activations.  Why the
+ * maximum over positions equals core's running "if (best > score) score =
+ * (float)best": rounding to float is monotonic and to nearest, so the
+ * running value always ends as (float) of the largest best. */
+extern "C" {
+#include "neocog.h"     /* core's C functions: C linkage before the header below */
+}
+#include "neocog_iv.cuh"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "neocog_dev.cuh"
+
+/* Top lists kept per thread: local arrays sized for the file's top_t. */
+#define IV_T_SMALL 16u
+#define IV_T_MID 64u
+#define IV_T_MAX 256u
+
+typedef struct iv_params {
+    const uint32_t *cls_off;        /* [C + 1] */
+    const uint32_t *members;        /* [K] */
+    const unsigned long long *gram_off;     /* [C + 1] */
+    const float *gram;
+    const float *b;                 /* [ks] */
+    const float *s_c;               /* [n_live] */
+    const int32_t *gat_ptr;         /* [n_p + 1] */
+    const int32_t *gat_in;
+    const int16_t *gat_tap;
+    double theta;
+    uint32_t top_t, K, ks, n_classes, k_in, in_stride, n_i, n_p;
+} iv_params;
+
+struct nc_gpu_neocog_iv {
+    int device;
+    void *mem;                      /* every table, one allocation */
+    iv_params p;
+    size_t smem;                    /* dynamic shared memory per block */
+    uint32_t threads;
+};
+
+template <uint32_t TMAX>
+static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in,
+                                 const float *__restrict__ us, float *__restrict__ scores,
+                                 int32_t *__restrict__ labels)
+{
+    extern __shared__ double sm[];
+    double *su = sm;                        /* [n_i] */
+    double *v2s = su + P.n_i;               /* [n_p] */
+    double *best = v2s + P.n_p;             /* [n_classes][n_p] */
+    const size_t ch = blockIdx.x;
+    const float *inb = in + ch * P.n_i * P.in_stride;
+    const float *usb = us + ch * P.n_p * P.ks;
+    const uint32_t C = P.n_classes, T = P.top_t;
+
+    for (uint32_t i = threadIdx.x; i < P.n_i; i += blockDim.x) {
+        const float *u = inb + (size_t)i * P.in_stride;
+        double s = 0.0;
+        for (uint32_t kap = 0; kap < P.k_in; kap++) {
+            const double x = (double)u[kap];
+            s = __dadd_rn(s, __dmul_rn(x, x));
+        }
+        su[i] = s;
+    }
+    __syncthreads();
+    for (uint32_t p = threadIdx.x; p < P.n_p; p += blockDim.x) {
+        double v2 = 0.0;
+        for (int32_t j = P.gat_ptr[p]; j < P.gat_ptr[p + 1]; j++)
+            v2 = __dadd_rn(v2, __dmul_rn((double)P.s_c[P.gat_tap[j]], su[P.gat_in[j]]));
+        v2s[p] = v2;
+    }
+    __syncthreads();
+
+    const double th = P.theta;
+    for (uint32_t item = threadIdx.x; item < C * P.n_p; item += blockDim.x) {
+        const uint32_t c = item / P.n_p, p = item % P.n_p;
+        const double v2 = v2s[p];
+        double result = 0.0;
+        if (v2 > 0.0) {
+            const double v = __dsqrt_rn(v2);
+            float ts[TMAX];
+            uint32_t ti[TMAX];
+            uint32_t n = 0;
+            const uint32_t i0 = P.cls_off[c], i1 = P.cls_off[c + 1];
+            const float *up = usb + (size_t)p * P.ks;
+            for (uint32_t i = i0; i < i1; i++) {
+                const uint32_t k = P.members[i];
+                const double u = (double)up[k], b = (double)P.b[k];
+                if (!(u > 0.0) || !(b > 0.0))
+                    continue;
+                /* core: (u * (1 - th) / th + 1) * (1 + th * b * v) - 1 */
+                const double t3 = __dadd_rn(__ddiv_rn(__dmul_rn(u, __dadd_rn(1.0, -th)), th), 1.0);
+                const double t6 = __dadd_rn(1.0, __dmul_rn(__dmul_rn(th, b), v));
+                const double e = __dadd_rn(__dmul_rn(t3, t6), -1.0);
+                double s = __ddiv_rn(e, __dmul_rn(b, v));
+                s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
+                uint32_t at = n < T ? n : T - 1;
+                if (n == T && !(s > (double)ts[T - 1]))
+                    continue;
+                while (at > 0 && (double)ts[at - 1] < s) {
+                    ts[at] = ts[at - 1];
+                    ti[at] = ti[at - 1];
+                    at--;
+                }
+                ts[at] = (float)s;
+                ti[at] = i - i0;
+                if (n < T)
+                    n++;
+            }
+            const uint32_t nc = i1 - i0;
+            const float *G = P.gram + P.gram_off[c];
+            double bst = n ? (double)ts[0] : 0.0;
+            for (uint32_t x = 0; x < n; x++)
+                for (uint32_t y = x + 1; y < n; y++) {
+                    const double al = ts[x], be = ts[y];
+                    const double g = G[(size_t)ti[x] * nc + ti[y]];
+                    if (!(g < 1.0 - 1e-6))
+                        continue;
+                    const double den = __dadd_rn(1.0, -__dmul_rn(g, g));
+                    const double pa = __ddiv_rn(__dadd_rn(al, -__dmul_rn(g, be)), den);
+                    const double pb = __ddiv_rn(__dadd_rn(be, -__dmul_rn(g, al)), den);
+                    if (pa > 0.0 && pb > 0.0) {
+                        double s = __dsqrt_rn(__dadd_rn(__dmul_rn(pa, al), __dmul_rn(pb, be)));
+                        s = s > 1.0 ? 1.0 : s;
+                        bst = s > bst ? s : bst;
+                    }
+                }
+            result = bst;
+        }
+        best[item] = result;
+    }
+    __syncthreads();
+    for (uint32_t c = threadIdx.x; c < C; c += blockDim.x) {
+        double m = 0.0;
+        for (uint32_t p = 0; p < P.n_p; p++)
+            m = best[c * P.n_p + p] > m ? best[c * P.n_p + p] : m;
+        scores[ch * C + c] = (float)m;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float bv = 0.0f;
+        int32_t arg = -1;
+        for (uint32_t c = 0; c < C; c++)
+            if (scores[ch * C + c] > bv) {
+                bv = scores[ch * C + c];
+                arg = (int32_t)c;
+            }
+        labels[ch] = arg;
+    }
+}
+
+void nc_gpu_neocog_iv_free(nc_gpu_neocog_iv *d)
+{
+    if (!d)
+        return;
+    cudaFree(d->mem);
+    free(d);
+}
+
+/* Bump-allocate n bytes at 16-byte alignment in a block laid out on the host. */
+static size_t take(size_t *off, size_t n)
+{
+    size_t at = (*off + 15u) & ~(size_t)15u;
+    *off = at + n;
+    return at;
+}
+
+int nc_gpu_neocog_iv_new(const nc_neocog *net, const nc_neocog_iv *iv,
+                         nc_gpu_neocog_iv **ret)
+{
+    nc_neocog_iv_view w;
+    if (!net || !iv || !ret || net->arch.n_stages < 2 || nc_neocog_iv_get_view(iv, &w) < 0)
+        return -EINVAL;
+    const uint32_t l = net->arch.n_stages - 1, K = net->n_planes[l];
+    const nc_neocog_index *ix = net->s_ix[l];
+    const uint32_t C = w.n_classes;
+    if (w.K != K || C != net->arch.n_classes || C < 1 || C > NC_NEOCOG_MAX_CLASSES ||
+        w.top_t < 1 || w.top_t > IV_T_MAX || !ix)
+        return -EINVAL;
+    iv_params P;
+    memset(&P, 0, sizeof P);
+    P.theta = net->arch.stage[l].theta;     /* as core: const double th = ... */
+    P.top_t = w.top_t;
+    P.K = K;
+    P.ks = nc_neocog_kstride(K);
+    P.n_classes = C;
+    P.k_in = nc_neocog_k_in(net, l);
+    P.in_stride = nc_neocog_kstride(net->n_planes[l - 1]);
+    P.n_i = ix->n_in * ix->n_in;
+    P.n_p = ix->n_out * ix->n_out;
+    const size_t smem = ((size_t)P.n_i + P.n_p + (size_t)C * P.n_p) * sizeof(double);
+    if (smem > 48u * 1024u)
+        return -E2BIG;
+
+    /* host image of the tables, then one copy */
+    const size_t n_gram = w.gram_off[C];
+    size_t off = 0;
+    const size_t o_cls = take(&off, (C + 1) * sizeof(uint32_t));
+    const size_t o_mem = take(&off, K * sizeof(uint32_t));
+    const size_t o_goff = take(&off, (C + 1) * sizeof(unsigned long long));
+    const size_t o_gram = take(&off, (n_gram ? n_gram : 1) * sizeof(float));
+    const size_t o_b = take(&off, P.ks * sizeof(float));
+    const size_t o_sc = take(&off, ix->n_live * sizeof(float));
+    const size_t o_gp = take(&off, (P.n_p + 1) * sizeof(int32_t));
+    const size_t o_gi = take(&off, (ix->n_entries ? ix->n_entries : 1) * sizeof(int32_t));
+    const size_t o_gt = take(&off, (ix->n_entries ? ix->n_entries : 1) * sizeof(int16_t));
+    uint8_t *h = (uint8_t *)calloc(1, off);
+    nc_gpu_neocog_iv *d = (nc_gpu_neocog_iv *)calloc(1, sizeof *d);
+    if (!h || !d) {
+        free(h);
+        free(d);
+        return -ENOMEM;
+    }
+    memcpy(h + o_cls, w.cls_off, (C + 1) * sizeof(uint32_t));
+    memcpy(h + o_mem, w.members, K * sizeof(uint32_t));
+    for (uint32_t c = 0; c <= C; c++)
+        ((unsigned long long *)(h + o_goff))[c] = w.gram_off[c];
+    memcpy(h + o_gram, w.gram, n_gram * sizeof(float));
+    memcpy(h + o_b, net->b[l], P.ks * sizeof(float));
+    memcpy(h + o_sc, net->s_c[l], ix->n_live * sizeof(float));
+    memcpy(h + o_gp, ix->gat_ptr, (P.n_p + 1) * sizeof(int32_t));
+    memcpy(h + o_gi, ix->gat_in, ix->n_entries * sizeof(int32_t));
+    memcpy(h + o_gt, ix->gat_tap, ix->n_entries * sizeof(int16_t));
+    int r = 0;
+    cudaError_t ce = cudaGetDevice(&d->device);
+    if (ce == cudaSuccess)
+        ce = cudaMalloc(&d->mem, off);
+    if (ce == cudaSuccess)
+        ce = cudaMemcpy(d->mem, h, off, cudaMemcpyHostToDevice);
+    if (ce != cudaSuccess)
+        r = nc_gpu_record_error(ce, "iv tables to the device", __func__, __FILE__, __LINE__);
+    free(h);
+    if (r < 0) {
+        nc_gpu_neocog_iv_free(d);
+        return r;
+    }
+    uint8_t *m = (uint8_t *)d->mem;
+    P.cls_off = (const uint32_t *)(m + o_cls);
+    P.members = (const uint32_t *)(m + o_mem);
+    P.gram_off = (const unsigned long long *)(m + o_goff);
+    P.gram = (const float *)(m + o_gram);
+    P.b = (const float *)(m + o_b);
+    P.s_c = (const float *)(m + o_sc);
+    P.gat_ptr = (const int32_t *)(m + o_gp);
+    P.gat_in = (const int32_t *)(m + o_gi);
+    P.gat_tap = (const int16_t *)(m + o_gt);
+    d->p = P;
+    d->smem = smem;
+    /* one thread per (class, position) item in one stride, in whole warps */
+    const uint32_t items = C * P.n_p > P.n_i ? C * P.n_p : P.n_i;
+    d->threads = items >= 512u ? 512u : (items + 31u) & ~31u;
+    *ret = d;
+    return 0;
+}
+
+int nc_gpu_neocog_iv_classify(const nc_gpu_neocog_iv *d, const float *in, const float *us,
+                              float *scores, int32_t *labels, uint32_t batch,
+                              cudaStream_t stream)
+{
+    if (!d || !in || !us || !scores || !labels || batch < 1 || batch > 0x7fffffffu)
+        return -EINVAL;
+    const uint32_t T = d->p.top_t;
+    if (T <= IV_T_SMALL)
+        iv_kernel<IV_T_SMALL><<<batch, d->threads, d->smem, stream>>>(d->p, in, us, scores,
+                                                                      labels);
+    else if (T <= IV_T_MID)
+        iv_kernel<IV_T_MID><<<batch, d->threads, d->smem, stream>>>(d->p, in, us, scores,
+                                                                    labels);
+    else
+        iv_kernel<IV_T_MAX><<<batch, d->threads, d->smem, stream>>>(d->p, in, us, scores,
+                                                                    labels);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
