@@ -680,6 +680,40 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                     best = i;
                 }
             }
+            uint32_t small = NONE;
+            for (uint32_t i = 0; i < w->npc; i++)
+                if (w->pc[i].alive && (small == NONE || w->pc[i].area < w->pc[small].area))
+                    small = i;
+            /* No pair fits in one digit's width: a speck goes first; then
+             * a cut that split_wide made in one component is undone (a
+             * broad 0 or 3 reaches 1.15 line heights on camera frames,
+             * touching pairs 1.3 and more); only then is a real piece
+             * (often a thin 1) dropped. */
+            if (best == NONE || best_u > 0.9) {
+                for (uint32_t i = 0; i < k; i++)
+                    scratch[i] = w->pc[order[i]].area;
+                const uint32_t med = median_u32(scratch, k);
+                if (4 * w->pc[small].area >= med) {
+                    double sib_u = INFINITY;
+                    uint32_t sib = NONE;
+                    for (uint32_t i = 0; i + 1 < k; i++) {
+                        const piece *a = &w->pc[order[i]], *b = &w->pc[order[i + 1]];
+                        if (a->line != b->line || a->group != b->group ||
+                            !(a->flags & b->flags & NC_SEGMENT_DIGIT_SPLIT))
+                            continue;
+                        double u = (double)(umax(a->x1, b->x1) - umin(a->x0, b->x0)) /
+                                   heights[a->line];
+                        if (u < sib_u) {
+                            sib_u = u;
+                            sib = i;
+                        }
+                    }
+                    if (sib != NONE && sib_u <= 1.3) {
+                        best = sib;
+                        best_u = 0.0;
+                    }
+                }
+            }
             if (best != NONE && best_u <= 0.9) {
                 piece *a = &w->pc[order[best]], *b = &w->pc[order[best + 1]];
                 if (a->group == b->group) {
@@ -692,10 +726,6 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                 } else
                     piece_merge(w, a, b);
             } else {
-                uint32_t small = NONE;
-                for (uint32_t i = 0; i < w->npc; i++)
-                    if (w->pc[i].alive && (small == NONE || w->pc[i].area < w->pc[small].area))
-                        small = i;
                 w->pc[small].alive = 0;
             }
         }
