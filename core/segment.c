@@ -685,7 +685,8 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                 if (w->pc[i].alive && (small == NONE || w->pc[i].area < w->pc[small].area))
                     small = i;
             /* No pair fits in one digit's width: a speck goes first; then
-             * a cut that split_wide made in one component is undone (a
+             * a piece alone on its line; then a cut that split_wide made
+             * in one component is undone (a
              * broad 0 or 3 reaches 1.15 line heights on camera frames,
              * touching pairs 1.3 and more); only then is a real piece
              * (often a thin 1) dropped. */
@@ -693,7 +694,23 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                 for (uint32_t i = 0; i < k; i++)
                     scratch[i] = w->pc[order[i]].area;
                 const uint32_t med = median_u32(scratch, k);
-                if (4 * w->pc[small].area >= med) {
+                /* a piece alone on its line while another line holds
+                 * several: clutter beside the string (a texture's stroke,
+                 * a shadow), not the string's own digit */
+                uint32_t lone = NONE, most = 0;
+                for (uint32_t l = 0; l < w->nlines; l++)
+                    scratch[l] = 0;
+                for (uint32_t i = 0; i < k; i++)
+                    most = umax(most, ++scratch[w->pc[order[i]].line]);
+                for (uint32_t i = 0; most >= 2 && i < k; i++) {
+                    const uint32_t j = order[i];
+                    if (scratch[w->pc[j].line] == 1 &&
+                        (lone == NONE || w->pc[j].area < w->pc[lone].area))
+                        lone = j;
+                }
+                if (4 * w->pc[small].area >= med && lone != NONE) {
+                    small = lone;
+                } else if (4 * w->pc[small].area >= med) {
                     double sib_u = INFINITY;
                     uint32_t sib = NONE;
                     for (uint32_t i = 0; i + 1 < k; i++) {

@@ -47,9 +47,11 @@
  *     one (relative to its line) is cut in two; while there are too many,
  *     the adjacent pair with the narrowest union is merged when that union
  *     is no wider than a digit; else a speck (under a quarter of the median
- *     piece's area) is dropped; else a cut of step 7 is undone (the two
- *     parts of one component with the narrowest union, up to 1.3 line
- *     heights: a broad 0 or 3); else the smallest piece is dropped.
+ *     piece's area) is dropped; else a piece alone on its line while another
+ *     line holds several (clutter beside the string); else a cut of step 7
+ *     is undone (the two parts of one component with the narrowest union,
+ *     up to 1.3 line heights: a broad 0 or 3); else the smallest piece is
+ *     dropped.
  *  9. Patches: per digit, the box plus a 1-pixel ring, holding
  *     max(0, paper - p) (or p - paper for light ink) on the digit's own
  *     pixels and their 4-neighbours, 0 elsewhere, where paper is the mean of

@@ -314,6 +314,31 @@ static void test_count_unsplit(void)
     nc_image_free(img);
 }
 
+/* Clutter on a line of its own (a texture's stroke below the string): with
+ * the expected count it goes, not the string's thin 1. */
+static void test_count_lone_line(void)
+{
+    nc_image *img = paper(400, 230, PAPER);
+    REQUIRE(img);
+    nc_rect want[5];
+    for (uint32_t i = 0; i < 5; i++)                /* 7 2 1 0 4 */
+        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
+    fill(img, 180, 150, 200, 205);                  /* bigger than the 1 */
+    nc_segment_result *r = run(img, NULL);
+    if (r)
+        CHECK_MSG(r->count == 6, "the clutter is not read without a count (%u digits): the "
+                  "case below would not test the count step", r->count);
+    nc_segment_result_free(r);
+    nc_segment_params p;
+    nc_segment_params_default(&p);
+    p.expected_count = 5;
+    r = run(img, &p);
+    if (r)
+        check_boxes(r, want, 5, "clutter on its own line, count 5");
+    nc_segment_result_free(r);
+    nc_image_free(img);
+}
+
 static void test_broken(void)
 {
     nc_rect want[5];
@@ -712,6 +737,7 @@ int main(void)
     test_two_lines();
     test_touching();
     test_count_unsplit();
+    test_count_lone_line();
     test_broken();
     test_specks();
     test_clutter();
