@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <png.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +33,7 @@
 #include "cnn.h"
 #include "fileio.h"
 #include "modelfile.h"
+#include "train_pool.h"
 
 #define MODEL_MAX_BYTES ((size_t)1 << 31)
 
@@ -61,9 +61,10 @@ typedef struct neo_job {
     int err;
 } neo_job;
 
-static void *neo_worker(void *arg)
+/* Digits part, part + parts, ... (interleaved so every part gets a like mix). */
+static void neo_task(void *arg, uint32_t part)
 {
-    neo_job *j = arg;
+    neo_job *j = (neo_job *)arg + part;
     train_neo_run *run = j->run;
     nc_neocog_state *st = NULL;
     float *img = malloc(nc_prep_out_len(&run->prep) * sizeof(float));
@@ -96,43 +97,19 @@ static void *neo_worker(void *arg)
     nc_neocog_state_free(st);
     free(img);
     j->err = err;
-    return NULL;
 }
 
 int train_neo_evaluate(train_neo_run *run)
 {
     uint32_t n = run->threads ? run->threads : 1;
-    if (n > 64)
-        n = 64;
+    n = n > 64 ? 64 : n;
     neo_job jobs[64];
-    pthread_t th[64];
     double t0 = train_now();
-    uint32_t started = 0;
     for (uint32_t p = 0; p < n; p++)
         jobs[p] = (neo_job){ run, p, n, 0 };
-    for (uint32_t p = 1; p < n; p++) {
-        if (pthread_create(&th[p], NULL, neo_worker, &jobs[p]))
-            break;
-        started = p;
-    }
-    if (started + 1 < n) {      /* threads refused: the rest on this one */
-        for (uint32_t p = started + 1; p < n; p++)
-            jobs[p].err = 0;
-        /* simplest honest fallback: redo everything single-threaded */
-        for (uint32_t p = 1; p <= started; p++)
-            pthread_join(th[p], NULL);
-        neo_job one = { run, 0, 1, 0 };
-        neo_worker(&one);
-        run->seconds = train_now() - t0;
-        return one.err;
-    }
-    neo_worker(&jobs[0]);
-    int err = jobs[0].err;
-    for (uint32_t p = 1; p < n; p++) {
-        pthread_join(th[p], NULL);
-        if (!err)
-            err = jobs[p].err;
-    }
+    int err = train_pool_spread(n, neo_task, jobs, n);
+    for (uint32_t p = 0; p < n && !err; p++)
+        err = jobs[p].err;
     run->seconds = train_now() - t0;
     return err;
 }

@@ -134,3 +134,20 @@ int train_pool_run(void *pool, nc_neocog_task_fn task, void *arg, uint32_t n_par
     pthread_mutex_unlock(&p->mu);
     return 0;
 }
+
+int train_pool_spread(uint32_t threads, nc_neocog_task_fn task, void *arg, uint32_t n_parts)
+{
+    if (!task)
+        return -EINVAL;
+    threads = threads < 1 ? 1 : threads > NC_NEOCOG_MAX_PARTS ? NC_NEOCOG_MAX_PARTS : threads;
+    threads = threads > n_parts && n_parts ? n_parts : threads;
+    train_pool *p = NULL;
+    int err = train_pool_new(threads, &p);
+    if (err == -EAGAIN)
+        err = train_pool_new(1, &p);
+    if (err < 0)
+        return err;
+    err = train_pool_run(p, task, arg, n_parts);
+    train_pool_free(p);
+    return err;
+}

@@ -25,4 +25,9 @@ uint32_t train_pool_threads(const train_pool *pool);
  * done.  One run at a time per pool (-EBUSY otherwise, having run nothing). */
 int train_pool_run(void *pool, nc_neocog_task_fn task, void *arg, uint32_t n_parts);
 
+/* One run of n_parts parts on up to `threads` threads (a pool made and freed
+ * for it; when the system refuses threads, all parts run on the caller).
+ * For the one-off spreads of evaluation and scoring. */
+int train_pool_spread(uint32_t threads, nc_neocog_task_fn task, void *arg, uint32_t n_parts);
+
 #endif

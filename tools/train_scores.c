@@ -9,12 +9,12 @@
 #include "train_calib.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fileio.h"
+#include "train_pool.h"
 
 void openblas_set_num_threads(int num_threads);
 
@@ -64,9 +64,9 @@ typedef struct score_job {
 } score_job;
 
 /* Digits part, part + parts, ... in batches of SCORE_BATCH. */
-static void *score_worker(void *arg)
+static void score_task(void *arg, uint32_t part)
 {
-    score_job *j = arg;
+    score_job *j = (score_job *)arg + part;
     train_scores *s = j->s;
     const nc_backend *be = s->be;
     const uint32_t K = be->info.n_classes;
@@ -107,7 +107,6 @@ static void *score_worker(void *arg)
     free(in);
     free(out);
     j->err = err;
-    return NULL;
 }
 
 int train_scores_run(train_scores *s)
@@ -118,26 +117,12 @@ int train_scores_run(train_scores *s)
     if (n > 1)
         openblas_set_num_threads(1);    /* the threads here share the cores */
     score_job jobs[MAX_THREADS];
-    pthread_t th[MAX_THREADS];
-    uint32_t started = 1;
     double t0 = train_now();
     for (uint32_t p = 0; p < n; p++)
         jobs[p] = (score_job){ s, p, n, 0 };
-    for (; started < n; started++)
-        if (pthread_create(&th[started], NULL, score_worker, &jobs[started]))
-            break;
-    if (started < n) {
-        /* too few threads: the missing parts on this one, after its own */
-        for (uint32_t p = started; p < n; p++)
-            score_worker(&jobs[p]);
-    }
-    score_worker(&jobs[0]);
-    int err = jobs[0].err;
-    for (uint32_t p = 1; p < started; p++)
-        pthread_join(th[p], NULL);
-    for (uint32_t p = 1; p < n; p++)
-        if (!err)
-            err = jobs[p].err;
+    int err = train_pool_spread(n, score_task, jobs, n);
+    for (uint32_t p = 0; p < n && !err; p++)
+        err = jobs[p].err;
     s->seconds = train_now() - t0;
     return err;
 }
