@@ -49,7 +49,6 @@ typedef struct iv_params {
 } iv_params;
 
 struct nc_gpu_neocog_iv {
-    int device;
     void *mem;                      /* every table, one allocation */
     iv_params p;
     size_t smem;                    /* dynamic shared memory per block */
@@ -239,9 +238,7 @@ int nc_gpu_neocog_iv_new(const nc_neocog *net, const nc_neocog_iv *iv,
     memcpy(h + o_gi, ix->gat_in, ix->n_entries * sizeof(int32_t));
     memcpy(h + o_gt, ix->gat_tap, ix->n_entries * sizeof(int16_t));
     int r = 0;
-    cudaError_t ce = cudaGetDevice(&d->device);
-    if (ce == cudaSuccess)
-        ce = cudaMalloc(&d->mem, off);
+    cudaError_t ce = cudaMalloc(&d->mem, off);
     if (ce == cudaSuccess)
         ce = cudaMemcpy(d->mem, h, off, cudaMemcpyHostToDevice);
     if (ce != cudaSuccess)

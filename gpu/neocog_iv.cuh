@@ -21,8 +21,8 @@ typedef struct nc_gpu_neocog_iv nc_gpu_neocog_iv;
 
 /* Copy iv's tables (made by nc_neocog_iv_new for net) and the last stage's
  * V-cell data of net to the current device.  -E2BIG when a character's
- * scratch (input positions + positions x classes doubles) passes the
- * device's shared memory. */
+ * scratch in shared memory (input positions + output positions x (classes
+ * + 1) doubles) passes 48 KB (the shipped net: 3.5 KB). */
 int nc_gpu_neocog_iv_new(const nc_neocog *net, const nc_neocog_iv *iv,
                          nc_gpu_neocog_iv **ret);
 void nc_gpu_neocog_iv_free(nc_gpu_neocog_iv *d);        /* NULL is fine */
