@@ -414,7 +414,8 @@ void nc_neocog_learner_free(nc_neocog_learner *lr);    /* NULL is fine */
  * it within d.
  * Add-if-silent (option): no reinforcement; the seed map is walked from its
  * maximum down (zeroing within d of each visited position) and a plane is
- * opened at each visited position where every plane is silent at theta_L. */
+ * opened at each visited position where every plane is silent at
+ * theta_inhib (theta by default; at theta_L every pattern opens planes). */
 int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                           const float *image, const nc_neocog_learn_opts *o,
                           nc_neocog_learn_step *ret);

@@ -424,11 +424,15 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
         return 0;                       /* nothing reaches this stage */
 
     if (o->add_if_silent) {
-        /* h = strongest response at theta_L at each position */
+        /* h = strongest response at each position, at the inhibition
+         * threshold: at theta_L the cells are too narrow and every pattern
+         * finds them silent (on MNIST US2 / US3 reached k_max within the
+         * first 400 digits with no reinforcement: the spec's first open
+         * point again) */
         for (size_t p = 0; p < n_o; p++)
             lr->h[p] = 0.0f;
         if (net->n_planes[l] > 0) {
-            if ((r = s_resp(net, lr, l, o->theta_l[l], lr->in, &lr->r, &lr->cap_r)) < 0)
+            if ((r = s_resp(net, lr, l, th_i, lr->in, &lr->r, &lr->cap_r)) < 0)
                 return r;
             const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
             for (size_t p = 0; p < n_o; p++)
@@ -450,7 +454,7 @@ int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                 ret->created++;
                 /* the new cell counts as not silent wherever it fires, so one
                  * long stroke does not open a copy of itself at every step */
-                plane_resp(net, l, k, o->theta_l[l], lr->in, lr->resp);
+                plane_resp(net, l, k, th_i, lr->in, lr->resp);
                 for (size_t p = 0; p < n_o; p++)
                     lr->h[p] = lr->resp[p] > lr->h[p] ? lr->resp[p] : lr->h[p];
             }
