@@ -6,7 +6,7 @@
  * peer's figures come from the same machine (docs/benchmarks.md).
  *
  *   neocog-bench-gpu [--net all|neocog|cnn] [--device N] [--reps N]
- *                    [--max-batch N] [--quick] [--data DIR]
+ *                    [--max-batch N] [--quick] [--data DIR] [--neocog-model FILE]
  */
 #include "bench_gpu.h"
 
@@ -32,7 +32,8 @@ static int load_digits(const char *dir, nc_dataset *ret)
 static void usage(FILE *to)
 {
     fprintf(to, "usage: neocog-bench-gpu [--net all|neocog|cnn] [--device N] [--reps N]\n"
-                "                        [--max-batch N] [--quick] [--data DIR]\n");
+                "                        [--max-batch N] [--quick] [--data DIR]\n"
+                "                        [--neocog-model FILE]\n");
 }
 
 int main(int argc, char **argv)
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--reps")) o.reps = atoi(v);
         else if (!strcmp(a, "--max-batch")) o.max_batch = atoi(v);
         else if (!strcmp(a, "--data")) dir = v;
+        else if (!strcmp(a, "--neocog-model")) o.neocog_model = v;
         else { usage(stderr); return 2; }
     }
     if (o.reps < 1 || o.max_batch < 1 || o.max_batch > (1 << 20) ||

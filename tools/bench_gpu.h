@@ -15,6 +15,8 @@ typedef struct nc_bench_gpu_opts {
     int reps;                   /* timing repetitions (median reported) */
     int max_batch;              /* largest batch of the throughput sweep */
     int quick;                  /* 1: fewer sizes, for a smoke run */
+    const char *neocog_model;   /* a neocognitron file instead of the seeded net (only
+                                   the sparse, GEMM and AUTO variants are timed) */
 } nc_bench_gpu_opts;
 
 int bench_gpu_neocog(const nc_bench_gpu_opts *o);

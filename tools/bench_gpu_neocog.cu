@@ -27,6 +27,7 @@
 
 #include "device.h"
 extern "C" {    /* core's headers are plain C */
+#include "fileio.h"
 #include "image.h"
 #include "neocog.h"
 }
@@ -97,6 +98,26 @@ static int time_work(nc_gpu_neocog *e, const work *w, int reps, float *ret_ms)
     return r;
 }
 
+/* With a model file only the variants that take any plane count are timed. */
+static int wanted(const nc_bench_gpu_opts *o, int v)
+{
+    return !o->neocog_model || v == NC_GPU_NEOCOG_SPARSE || v == NC_GPU_NEOCOG_GEMM ||
+           v == NC_GPU_NEOCOG_AUTO;
+}
+
+/* The shipped (or any) neocognitron file. */
+static int load_net(const char *path, nc_neocog **ret)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_model_info info;
+    int err = nc_file_read(path, (size_t)1 << 30, &buf, &len);
+    if (!err)
+        err = nc_neocog_load(buf, len, ret, &info);
+    free(buf);
+    return err;
+}
+
 extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
 {
     const nc_dataset *ds = o->digits;
@@ -139,10 +160,14 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
         nc_neocog_arch A;
         nc_neocog_arch_default(&A);
         const uint32_t target[4] = { 16, 26, 78, 70 };
-        if ((err = nc_neocog_new(&A, &net)) < 0 ||
-            (err = nc_neocog_train_us1(net, 16, 100.0f)) < 0 ||
-            (err = nc_neocog_seed_from_digits(net, x, lab, N_SEED, target, 2)) < 0)
+        if (o->neocog_model) {
+            if ((err = load_net(o->neocog_model, &net)) < 0)
+                goto out;
+        } else if ((err = nc_neocog_new(&A, &net)) < 0 ||
+                   (err = nc_neocog_train_us1(net, 16, 100.0f)) < 0 ||
+                   (err = nc_neocog_seed_from_digits(net, x, lab, N_SEED, target, 2)) < 0) {
             goto out;
+        }
         double t0 = now_s();
         if ((err = nc_gpu_neocog_new(net, o->device, max_batch, &e)) < 0)
             goto out;
@@ -150,17 +175,26 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
         if ((err = nc_gpu_neocog_upload(e, batch_in, max_batch)) < 0)
             goto out;
         printf("## Neocognitron (Fukushima 2003), GPU\n\n");
-        printf("Planes US1..US4: %u / %u / %u / %u (as neocog-bench-cpu: edge-trained US1, "
-               "US2..US4 seeded from %u fixture digits).  Engine made in %.1f ms "
-               "(weights, tables, %u-character buffers).  Inputs: fixture digits %u.. in turn, "
-               "device-resident unless said.  GPU times by CUDA events, median of %d.\n\n",
-               net->n_planes[0], net->n_planes[1], net->n_planes[2], net->n_planes[3], N_SEED,
-               t_new * 1e3, max_batch, N_SEED, reps);
+        if (o->neocog_model)
+            printf("Planes US1..US4: %u / %u / %u / %u, from %s (max-response answer; only "
+                   "the sparse, GEMM and AUTO variants).  ", net->n_planes[0],
+                   net->n_planes[1], net->n_planes[2], net->n_planes[3], o->neocog_model);
+        else
+            printf("Planes US1..US4: %u / %u / %u / %u (as neocog-bench-cpu: edge-trained US1, "
+                   "US2..US4 seeded from %u fixture digits).  ", net->n_planes[0],
+                   net->n_planes[1], net->n_planes[2], net->n_planes[3], N_SEED);
+        printf("Engine made in %.1f ms (weights, tables, %u-character buffers).  Inputs: "
+               "fixture digits %u.. in turn, device-resident unless said.  GPU times by CUDA "
+               "events, median of %d.\n\n", t_new * 1e3, max_batch, N_SEED, reps);
 
         /* 1 + 2: per-layer kernel times per variant */
         const uint32_t nb = max_batch < NC_GPU_NEOCOG_CHUNK ? max_batch : NC_GPU_NEOCOG_CHUNK;
         float t1[NC_GPU_NEOCOG_N_VARIANTS][9], tb[NC_GPU_NEOCOG_N_VARIANTS][9];
+        memset(t1, 0, sizeof t1);
+        memset(tb, 0, sizeof tb);
         for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            if (!wanted(o, v))
+                continue;
             if (v >= NC_GPU_NEOCOG_T1_T4 && (err = nc_gpu_neocog_tune(e, v, nb)) < 0)
                 goto out;
             if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
@@ -185,6 +219,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                "| positions per block S1..S4 |\n", nb);
         printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            if (!wanted(o, v))
+                continue;
             printf("| %s", nc_gpu_neocog_variant_name(v));
             float s1 = 0.0f, sb = 0.0f;
             for (int l = 0; l < 4; l++) {
@@ -276,6 +312,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
         printf("\n### Whole network, batch 1\n\n| variant | GPU time, graph (us) | GPU time, "
                "launches (us) | host wall, forward() with copies (us) |\n|---|---:|---:|---:|\n");
         for (int v = 0; v < NC_GPU_NEOCOG_N_VARIANTS; v++) {
+            if (!wanted(o, v))
+                continue;
             if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
                 goto out;
             work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
@@ -349,6 +387,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
         nc_gpu_neocog_set_chunk(e, nb);
         printf("\n| variant | chars/s at batch %u, device-resident |\n|---|---:|\n", max_batch);
         for (int v = 0; v <= NC_GPU_NEOCOG_AUTO; v++) {
+            if (!wanted(o, v))
+                continue;
             if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
                 goto out;
             work w = { 1, 0, max_batch };
@@ -365,8 +405,9 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
         int right = 0;
         for (uint32_t i = 0; i < nt; i++)
             right += res[i].label == lab[N_SEED + i];
-        printf("\nSeeded net's GPU answers (auto) on fixture digits %u..%u: %d of %u right.\n\n",
-               N_SEED, N_SEED + nt - 1, right, nt);
+        printf("\n%s GPU answers (auto, max response) on fixture digits %u..%u: %d of %u "
+               "right.\n\n", o->neocog_model ? "The file's" : "Seeded net's", N_SEED,
+               N_SEED + nt - 1, right, nt);
     }
 out:
     nc_gpu_neocog_free(e);
