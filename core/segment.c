@@ -686,10 +686,9 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                     small = i;
             /* No pair fits in one digit's width: a speck goes first; then
              * a piece alone on its line; then a cut that split_wide made
-             * in one component is undone (a
-             * broad 0 or 3 reaches 1.15 line heights on camera frames,
-             * touching pairs 1.3 and more); only then is a real piece
-             * (often a thin 1) dropped. */
+             * in one component is undone (a broad 0 or 3 reaches 1.15 line
+             * heights on camera frames, touching pairs 1.3 and more); only
+             * then is a real piece (often a thin 1) dropped. */
             if (best == NONE || best_u > 0.9) {
                 for (uint32_t i = 0; i < k; i++)
                     scratch[i] = w->pc[order[i]].area;

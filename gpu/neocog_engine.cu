@@ -287,7 +287,8 @@ extern "C" int nc_gpu_neocog_set_iv(nc_gpu_neocog *e, const nc_neocog *net,
         if (!net || net->arch.n_stages != e->n_stages || net->arch.n_classes != e->n_classes)
             return -EINVAL;
         for (uint32_t l = 0; l < e->n_stages; l++)
-            if (net->n_planes[l] != e->k[l] || net->arch.stage[l].s_size != e->layer_size[1 + 2 * l])
+            if (net->n_planes[l] != e->k[l] ||
+                net->arch.stage[l].s_size != e->layer_size[1 + 2 * l])
                 return -EINVAL;
         if ((r = nc_gpu_neocog_iv_new(net, iv, &d)) < 0)
             return fail(e, r);
