@@ -493,11 +493,27 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
         heights[l] = line_height(w, l, scratch);
     for (uint32_t l = 0; l < w->nlines; l++)
         scratch[l] = line_stroke(w, l, scratch + w->nlines);
+    /* The main line (most pieces): a piece alone on another line is judged
+     * by the main line's height and pen when the main line holds at least
+     * four (one string in view; what stands alone beside it is a texture's
+     * stroke, a speck or a box side far more often than a digit). */
+    uint32_t *members = order, main_line = NONE;
+    for (uint32_t l = 0; l < w->nlines; l++)
+        members[l] = 0;
+    for (uint32_t i = 0; i < w->npc; i++)
+        if (w->pc[i].alive)
+            members[w->pc[i].line]++;
+    for (uint32_t l = 0; l < w->nlines; l++)
+        if (main_line == NONE || members[l] > members[main_line])
+            main_line = l;
+    if (main_line != NONE && members[main_line] < 4)
+        main_line = NONE;
     for (uint32_t i = 0; i < w->npc; i++) {
         piece *a = &w->pc[i];
         if (!a->alive)
             continue;
-        double h = ph(a), H = heights[a->line];
+        const uint32_t ref = main_line != NONE && members[a->line] == 1 ? main_line : a->line;
+        double h = ph(a), H = heights[ref];
         if (h < w->p->min_height || h < w->p->min_rel_height * H ||
             h > w->p->max_rel_height * H)
             a->alive = 0;
@@ -509,7 +525,7 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
          * side or a ruled column drawn with another pen, even at digit
          * height.  On generated frames box sides measure under 0.2 of the
          * line's median run, upright 1s 0.4 or more. */
-        if (pw(a) * 4 < ph(a) && 4 * stroke_runs(w, a) < scratch[a->line])
+        if (pw(a) * 4 < ph(a) && 4 * stroke_runs(w, a) < scratch[ref])
             a->alive = 0;
     }
 }

@@ -39,6 +39,9 @@
  *     Then anything shorter than min_rel_height of the line's median height,
  *     or than min_height pixels, or taller than max_rel_height of it, is
  *     dropped (dots, hyphens, noise, pieces of boxes drawn around digits).
+ *     A piece alone on its line, while the line with the most pieces holds
+ *     at least four, is held to that line's height and pen instead of its
+ *     own (a speck, a stray stroke or a ruled line's stub beside a string).
  *  7. Splitting: a digit wider than split_ratio times the line's typical
  *     digit width (median width, clamped to 0.45..0.85 of the line height)
  *     is cut into round(width / typical) pieces at the minima of its

@@ -323,7 +323,7 @@ static void test_count_lone_line(void)
     nc_rect want[5];
     for (uint32_t i = 0; i < 5; i++)                /* 7 2 1 0 4 */
         want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
-    fill(img, 180, 150, 200, 205);                  /* bigger than the 1 */
+    fill(img, 180, 150, 200, 190);     /* bigger than the 1, of the line's height */
     nc_segment_result *r = run(img, NULL);
     if (r)
         CHECK_MSG(r->count == 6, "the clutter is not read without a count (%u digits): the "
@@ -335,6 +335,29 @@ static void test_count_lone_line(void)
     r = run(img, &p);
     if (r)
         check_boxes(r, want, 5, "clutter on its own line, count 5");
+    nc_segment_result_free(r);
+    nc_image_free(img);
+}
+
+/* Without a count: a piece alone on its line beside a string of five is
+ * judged by the string's height and pen, so a hair-thin stroke (a ruled
+ * line's stub) and a stroke half again as tall as the digits go, while a
+ * digit-sized blob stays. */
+static void test_lone_pieces(void)
+{
+    nc_image *img = paper(400, 420, PAPER);
+    REQUIRE(img);
+    nc_rect want[6];
+    for (uint32_t i = 0; i < 5; i++)                /* 7 2 1 0 4 */
+        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
+    /* one line each (no two overlap in rows) */
+    fill(img, 60, 130, 61, 165);                    /* 1 pixel wide */
+    fill(img, 180, 190, 192, 255);                  /* 65 tall against about 40 */
+    fill(img, 300, 300, 320, 340);                  /* a blob of digit size */
+    want[5] = (nc_rect){ 300, 300, 20, 40 };
+    nc_segment_result *r = run(img, NULL);
+    if (r)
+        check_boxes(r, want, 6, "pieces alone on their lines");
     nc_segment_result_free(r);
     nc_image_free(img);
 }
@@ -738,6 +761,7 @@ int main(void)
     test_touching();
     test_count_unsplit();
     test_count_lone_line();
+    test_lone_pieces();
     test_broken();
     test_specks();
     test_clutter();
