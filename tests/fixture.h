@@ -25,4 +25,17 @@ static inline int nc_test_fixture(nc_dataset *ret)
     return nc_file_read_idx(pi, pl, 64u << 20, ret);
 }
 
+/* Where the shipped model models/NAME is: under $NC_SOURCE_ROOT, else beside
+ * the fixture folder ($NC_TEST_DATA/../../models), else ./models. */
+static inline void nc_test_model_path(const char *name, char *dst, size_t cap)
+{
+    const char *root = getenv("NC_SOURCE_ROOT"), *data = getenv("NC_TEST_DATA");
+    if (root)
+        snprintf(dst, cap, "%s/models/%s", root, name);
+    else if (data)
+        snprintf(dst, cap, "%s/../../models/%s", data, name);
+    else
+        snprintf(dst, cap, "models/%s", name);
+}
+
 #endif

@@ -267,9 +267,8 @@ static void check_planes(const nc_neocog *net, const char *what, uint32_t first,
  * vector path), when the file is there. */
 static void test_planes_shipped(void)
 {
-    const char *root = getenv("NC_SOURCE_ROOT");
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/neocognitron.ncm", root ? root : ".");
+    nc_test_model_path("neocognitron.ncm", path, sizeof path);
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_neocog *net = NULL;

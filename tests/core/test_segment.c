@@ -272,6 +272,25 @@ static void fill(nc_image *img, uint32_t x0, uint32_t y0, uint32_t x1, uint32_t 
         memset(img->pixels + (size_t)y * img->stride + x0, INK, x1 - x0);
 }
 
+/* A frame read wrong without a count (so the count step is what is tested)
+ * must come out as want[0..n) with expected_count n. */
+static void check_count_step(const nc_image *img, const nc_rect *want, uint32_t n,
+                             const char *what)
+{
+    nc_segment_result *r = run(img, NULL);
+    if (r)
+        CHECK_MSG(r->count != n, "%s: %u digits without a count already: the count step "
+                  "would not be tested", what, r->count);
+    nc_segment_result_free(r);
+    nc_segment_params p;
+    nc_segment_params_default(&p);
+    p.expected_count = n;
+    r = run(img, &p);
+    if (r)
+        check_boxes(r, want, n, what);
+    nc_segment_result_free(r);
+}
+
 /* A digit broader than the splitter's bar (a 0 drawn 1.25 line heights wide,
  * as camera frames show) on a line of mostly 1s (whose narrow median width
  * makes the splitter cut it in three); with the expected count, the extra
@@ -299,18 +318,7 @@ static void test_count_unsplit(void)
     fill(img, x0, y0, x0 + 7, y0 + H);
     fill(img, x0 + W - 7, y0, x0 + W, y0 + H);
     want[4] = (nc_rect){ x0, y0, W, H };
-    nc_segment_result *r = run(img, NULL);
-    if (r)
-        CHECK_MSG(r->count > 5, "the broad 0 is not cut without a count (%u digits): the "
-                  "case below would not test the count step", r->count);
-    nc_segment_result_free(r);
-    nc_segment_params p;
-    nc_segment_params_default(&p);
-    p.expected_count = 5;
-    r = run(img, &p);
-    if (r)
-        check_boxes(r, want, 5, "broad 0 among 1s, count 5");
-    nc_segment_result_free(r);
+    check_count_step(img, want, 5, "broad 0 among 1s");
     nc_image_free(img);
 }
 
@@ -324,18 +332,7 @@ static void test_count_lone_line(void)
     for (uint32_t i = 0; i < 5; i++)                /* 7 2 1 0 4 */
         want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
     fill(img, 180, 150, 200, 190);     /* bigger than the 1, of the line's height */
-    nc_segment_result *r = run(img, NULL);
-    if (r)
-        CHECK_MSG(r->count == 6, "the clutter is not read without a count (%u digits): the "
-                  "case below would not test the count step", r->count);
-    nc_segment_result_free(r);
-    nc_segment_params p;
-    nc_segment_params_default(&p);
-    p.expected_count = 5;
-    r = run(img, &p);
-    if (r)
-        check_boxes(r, want, 5, "clutter on its own line, count 5");
-    nc_segment_result_free(r);
+    check_count_step(img, want, 5, "clutter on its own line");
     nc_image_free(img);
 }
 

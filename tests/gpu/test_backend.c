@@ -304,26 +304,17 @@ static void test_shipped(const uint8_t *buf, size_t len, int device)
 
 /* ---- the models ---------------------------------------------------------------- */
 
-/* models/neocognitron.ncm: under NC_SOURCE_ROOT, else next to NC_TEST_DATA
- * (tests/data/../../models), else ./models. */
 static int read_shipped(uint8_t **buf, size_t *len)
 {
-    const char *root = getenv("NC_SOURCE_ROOT"), *data = getenv("NC_TEST_DATA");
     char path[1024];
-    if (root)
-        snprintf(path, sizeof path, "%s/models/neocognitron.ncm", root);
-    else if (data)
-        snprintf(path, sizeof path, "%s/../../models/neocognitron.ncm", data);
-    else
-        snprintf(path, sizeof path, "models/neocognitron.ncm");
+    nc_test_model_path("neocognitron.ncm", path, sizeof path);
     return nc_file_read(path, 256u << 20, buf, len);
 }
 
 static int read_cnn(uint8_t **buf, size_t *len)
 {
-    const char *root = getenv("NC_SOURCE_ROOT");
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/cnn-column.ncm", root ? root : ".");
+    nc_test_model_path("cnn-column.ncm", path, sizeof path);
     return nc_file_read(path, 64u << 20, buf, len);
 }
 

@@ -20,6 +20,7 @@
 #include "cnn_engine.h"
 #include "device.h"
 #include "test.h"
+#include "gpu_test.h"
 
 #define TOL 1e-4
 
@@ -389,12 +390,9 @@ done:
 
 int main(void)
 {
-    int count = 0;
-    CHECK_INT_EQ(nc_gpu_device_count(&count), 0);
-    if (count <= 0) {
-        fprintf(stderr, "no CUDA device: skipped\n");
+    const int count = nc_test_gpu_count();
+    if (count <= 0)
         return NC_TEST_SKIP;
-    }
     nc_cnn *net = NULL;
     nc_gpu_cnn *g = NULL;
     if (nc_cnn_new("1x8x8-3N-2N", &net) == 0) {

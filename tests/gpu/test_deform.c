@@ -19,6 +19,7 @@
 #include "deform.h"
 #include "device.h"
 #include "test.h"
+#include "gpu_test.h"
 
 #define TOL 1e-4
 
@@ -163,12 +164,8 @@ done:
 
 int main(void)
 {
-    int count = 0;
-    CHECK_INT_EQ(nc_gpu_device_count(&count), 0);
-    if (count <= 0) {
-        fprintf(stderr, "no CUDA device: skipped\n");
+    if (nc_test_gpu_count() <= 0)
         return NC_TEST_SKIP;
-    }
     const nc_deform_params mnist = NC_DEFORM_MNIST, none = NC_DEFORM_NONE;
     const nc_deform_params affine = {2.0f, 30.0f, 0.3f, 0.4f, 0.0f, 0.0f};
     const nc_deform_params elastic = {0.0f, 0.0f, 0.0f, 0.0f, 4.0f, 40.0f};

@@ -24,6 +24,7 @@
  * without a device. */
 #include "fixture.h"
 #include "test.h"
+#include "gpu_test.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -624,12 +625,8 @@ static void test_big_engine(void)
 
 static void test_big(void)
 {
-    const char *root = getenv("NC_SOURCE_ROOT"), *data = getenv("NC_TEST_DATA");
     char path[1024];
-    if (root)
-        snprintf(path, sizeof path, "%s/models/neocognitron.ncm", root);
-    else
-        snprintf(path, sizeof path, "%s/../../models/neocognitron.ncm", data ? data : "tests/data");
+    nc_test_model_path("neocognitron.ncm", path, sizeof path);
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_model_info info;
@@ -663,15 +660,8 @@ static void test_big(void)
 
 int main(void)
 {
-    int n_dev = 0;
-    CHECK_INT_EQ(nc_gpu_device_count(&n_dev), 0);
-    if (n_dev <= 0) {
-        fprintf(stderr, "no CUDA device: skipped\n");
+    if (nc_test_gpu_count() <= 0)
         return NC_TEST_SKIP;
-    }
-    nc_gpu_device_info info;
-    if (nc_gpu_device_info_get(0, &info) == 0)
-        fprintf(stderr, "device 0: %s, sm_%d%d\n", info.name, info.sm_major, info.sm_minor);
     n_digits = load_digits(1000);
     if (n_digits < 300) {
         fprintf(stderr, "fixture digits not available (%d): skipped\n", n_digits);

@@ -16,6 +16,7 @@
  * Exit 77 without a device. */
 #include "fixture.h"
 #include "test.h"
+#include "gpu_test.h"
 
 #include <errno.h>
 #include <math.h>
@@ -179,12 +180,8 @@ static void check_refusals(const nc_neocog *net, const nc_neocog *other)
 
 static nc_neocog *load_shipped(uint32_t *top_t)
 {
-    const char *root = getenv("NC_SOURCE_ROOT"), *data = getenv("NC_TEST_DATA");
     char path[1024];
-    if (root)
-        snprintf(path, sizeof path, "%s/models/neocognitron.ncm", root);
-    else
-        snprintf(path, sizeof path, "%s/../../models/neocognitron.ncm", data ? data : "tests/data");
+    nc_test_model_path("neocognitron.ncm", path, sizeof path);
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_model_info info;
@@ -208,15 +205,8 @@ static nc_neocog *load_shipped(uint32_t *top_t)
 
 int main(void)
 {
-    int n_dev = 0;
-    CHECK_INT_EQ(nc_gpu_device_count(&n_dev), 0);
-    if (n_dev <= 0) {
-        fprintf(stderr, "no CUDA device: skipped\n");
+    if (nc_test_gpu_count() <= 0)
         return NC_TEST_SKIP;
-    }
-    nc_gpu_device_info info;
-    if (nc_gpu_device_info_get(0, &info) == 0)
-        fprintf(stderr, "device 0: %s, sm_%d%d\n", info.name, info.sm_major, info.sm_minor);
     if (load_images() < 0) {
         fprintf(stderr, "fixture digits not available: skipped\n");
         return NC_TEST_SKIP;
