@@ -403,18 +403,28 @@ static int reinforce_winners(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     return 0;
 }
 
+/* The start of one pattern's step at stage l (unsupervised or supervised):
+ * the options checked, ret cleared, the frozen stages below run. */
+static int begin_step(const nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
+                      const float *image, const nc_neocog_learn_opts *o,
+                      nc_neocog_learn_step *ret)
+{
+    int r = check_opts(net, l, o);
+    if (r < 0)
+        return r;
+    memset(ret, 0, sizeof(*ret));
+    ret->answer = -1;
+    return run_below(net, lr, l, image, o->form);
+}
+
 int nc_neocog_learn_unsup(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
                           const float *image, const nc_neocog_learn_opts *o,
                           nc_neocog_learn_step *ret)
 {
     if (!net || !lr || !image || !o || !ret || l < 1 || l + 1 >= net->arch.n_stages)
         return -EINVAL;
-    int r = check_opts(net, l, o);
+    int r = begin_step(net, lr, l, image, o, ret);
     if (r < 0)
-        return r;
-    memset(ret, 0, sizeof(*ret));
-    ret->answer = -1;
-    if ((r = run_below(net, lr, l, image, o->form)) < 0)
         return r;
     const uint32_t n = net->arch.stage[l].s_size, k_max = net->arch.stage[l].k_max;
     const size_t n_o = (size_t)n * n;
@@ -646,12 +656,8 @@ int nc_neocog_learn_sup(nc_neocog *net, nc_neocog_learner *lr,
     const uint32_t l = net->arch.n_stages - 1;
     if (label >= net->arch.n_classes)
         return -EINVAL;
-    int r = check_opts(net, l, o);
+    int r = begin_step(net, lr, l, image, o, ret);
     if (r < 0)
-        return r;
-    memset(ret, 0, sizeof(*ret));
-    ret->answer = -1;
-    if ((r = run_below(net, lr, l, image, o->form)) < 0)
         return r;
     return sup_step(net, lr, lr->in, label, o, lr->split, ret);
 }

@@ -45,7 +45,7 @@ typedef struct iv_params {
     const int32_t *gat_in;
     const int16_t *gat_tap;
     double theta;
-    uint32_t top_t, K, ks, n_classes, k_in, in_stride, n_i, n_p;
+    uint32_t top_t, ks, n_classes, k_in, in_stride, n_i, n_p;
 } iv_params;
 
 struct nc_gpu_neocog_iv {
@@ -197,7 +197,6 @@ int nc_gpu_neocog_iv_new(const nc_neocog *net, const nc_neocog_iv *iv,
     memset(&P, 0, sizeof P);
     P.theta = net->arch.stage[l].theta;     /* as core: const double th = ... */
     P.top_t = w.top_t;
-    P.K = K;
     P.ks = nc_neocog_kstride(K);
     P.n_classes = C;
     P.k_in = nc_neocog_k_in(net, l);
