@@ -644,6 +644,35 @@ static uint32_t live_count(const work *w)
     return k;
 }
 
+/* Step 8's last resort before dropping piece `small`: the index i into
+ * order (k live pieces, by line and x) of the pair (i, i + 1) that holds
+ * small and a neighbour on its line no more than max(2, H / 8) pixels away,
+ * their union at most 1.3 line heights H wide (the narrowest such union);
+ * NONE if there is none.  Split parts pair only with their own siblings, as
+ * in the merge above. */
+static uint32_t fragment_pair(const work *w, const uint32_t *order, uint32_t k,
+                              uint32_t small, const uint32_t *heights)
+{
+    uint32_t at = 0, frag = NONE;
+    double frag_u = INFINITY;
+    while (at < k && order[at] != small)
+        at++;
+    for (uint32_t i = at ? at - 1 : 0; i <= at && i + 1 < k; i++) {
+        const piece *a = &w->pc[order[i]], *b = &w->pc[order[i + 1]];
+        const uint32_t H = heights[a->line];
+        if (a->line != b->line || !H ||
+            (a->group != b->group && ((a->flags | b->flags) & NC_SEGMENT_DIGIT_SPLIT)))
+            continue;
+        const uint32_t gap = b->x0 > a->x1 ? b->x0 - a->x1 : 0;
+        const double u = (double)(umax(a->x1, b->x1) - umin(a->x0, b->x0)) / H;
+        if (gap <= umax(2, H / 8) && u <= 1.3 && u < frag_u) {
+            frag_u = u;
+            frag = i;
+        }
+    }
+    return frag;
+}
+
 static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights,
                      uint32_t *prof)
 {
@@ -704,7 +733,8 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
              * a piece alone on its line; then a cut that split_wide made
              * in one component is undone (a broad 0 or 3 reaches 1.15 line
              * heights on camera frames, touching pairs 1.3 and more); only
-             * then is a real piece (often a thin 1) dropped. */
+             * then is a real piece (often a thin 1) dropped, or joined to
+             * the digit it nearly touches (fragment_pair). */
             if (best == NONE || best_u > 0.9) {
                 for (uint32_t i = 0; i < k; i++)
                     scratch[i] = w->pc[order[i]].area;
@@ -744,6 +774,17 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                         best = sib;
                         best_u = 0.0;
                     }
+                }
+            }
+            if (best == NONE || best_u > 0.9) {
+                /* the piece about to go, within a few pixels of a piece of
+                 * its line and their union no broader than a broad digit,
+                 * is more likely a broken stroke of that digit (half of a 0
+                 * whose ring broke) than clutter: it joins the digit */
+                const uint32_t frag = fragment_pair(w, order, k, small, heights);
+                if (frag != NONE) {
+                    best = frag;
+                    best_u = 0.0;
                 }
             }
             if (best != NONE && best_u <= 0.9) {

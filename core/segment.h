@@ -54,7 +54,9 @@
  *     line holds several (clutter beside the string); else a cut of step 7
  *     is undone (the two parts of one component with the narrowest union,
  *     up to 1.3 line heights: a broad 0 or 3); else the smallest piece is
- *     dropped.
+ *     dropped, unless it lies within max(2, H / 8) pixels of a piece of its
+ *     line and their union is at most 1.3 line heights wide: then it is a
+ *     broken stroke of that digit (a 0 whose ring broke) and joins it.
  *  9. Patches: per digit, the box plus a 1-pixel ring, holding
  *     max(0, paper - p) (or p - paper for light ink) on the digit's own
  *     pixels and their 4-neighbours, 0 elsewhere, where paper is the mean of

@@ -336,6 +336,46 @@ static void test_count_lone_line(void)
     nc_image_free(img);
 }
 
+/* A broad 0 whose ring broke at its right side: the side is a piece of its own, a
+ * pixel away from the rest and the smallest of the line.  With the expected
+ * count it must join its digit, not be dropped (what the count step did
+ * before: the smallest piece went, leaving a "C" that reads as 6). */
+static void test_count_fragment(void)
+{
+    nc_image *img = paper(400, 160, PAPER);
+    REQUIRE(img);
+    nc_rect want[5];
+    const uint8_t labels[4] = { 7, 2, 0, 4 };
+    for (uint32_t i = 0; i < 4; i++)
+        want[i] = draw_digit(img, find_label(labels[i], 0), 20 + 70 * i, 40, 2);
+    uint32_t H = 0, y0 = 0;                         /* the line's height and top */
+    for (uint32_t i = 0; i < 4; i++)
+        if (want[i].height > H) {
+            H = want[i].height;
+            y0 = want[i].y;
+        }
+    const uint32_t W = H, x0 = 300;                 /* a broad 0, as camera frames show */
+    fill(img, x0, y0, x0 + W - 4, y0 + 5);          /* top, bottom, left: one piece */
+    fill(img, x0, y0 + H - 5, x0 + W - 4, y0 + H);
+    fill(img, x0, y0, x0 + 5, y0 + H);
+    fill(img, x0 + W - 3, y0 + 3, x0 + W, y0 + H - 3);  /* the right side, 1 px away */
+    want[4] = (nc_rect){ x0, y0, W, H };
+    check_count_step(img, want, 5, "0 broken at its side");
+    /* the boxes' test is loose (IoU 0.5): the 0 must hold its side too */
+    nc_segment_params p;
+    nc_segment_params_default(&p);
+    p.expected_count = 5;
+    nc_segment_result *r = run(img, &p);
+    if (r && r->count == 5)
+        CHECK_MSG(r->digits[4].box.x + r->digits[4].box.width == x0 + W &&
+                      (r->digits[4].flags & NC_SEGMENT_DIGIT_MERGED),
+                  "broken 0: %u,%u %ux%u flags %u, want its side (to x = %u) merged in",
+                  r->digits[4].box.x, r->digits[4].box.y, r->digits[4].box.width,
+                  r->digits[4].box.height, r->digits[4].flags, x0 + W);
+    nc_segment_result_free(r);
+    nc_image_free(img);
+}
+
 /* Without a count: a piece alone on its line beside a string of five is
  * judged by the string's height and pen, so a hair-thin stroke (a ruled
  * line's stub) and a stroke half again as tall as the digits go, while a
@@ -758,6 +798,7 @@ int main(void)
     test_touching();
     test_count_unsplit();
     test_count_lone_line();
+    test_count_fragment();
     test_lone_pieces();
     test_broken();
     test_specks();
