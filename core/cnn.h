@@ -9,7 +9,11 @@
  *   1x29x29-20C4-MP2-40C5-MP3-150N-10N
  *
  * Tokens are separated by '-'.  The first gives the input: maps x height x
- * width.  Each further token is one layer:
+ * width, optionally followed by W<w> (one map only, 1 <= w <= width): the
+ * column normalises the width of its input's ink to w pixels before its
+ * first layer (nc_cnn_input_transform; Ciresan et al. 2011's committees of
+ * columns fed with digits of several widths).  Each further token is one
+ * layer:
  *
  *   <M>C<K>            convolution, M output maps, K x K kernel
  *   <M>C<Kx>x<Ky>      ... rectangular kernel, Kx wide, Ky tall
@@ -124,6 +128,8 @@ typedef struct nc_cnn {
     uint32_t n_outputs;         /* output units (classes) */
     uint32_t max_units;         /* largest n_out over the layers */
     int custom_tables;          /* 1 after nc_cnn_set_table() */
+    uint32_t width_norm;        /* the notation's W<w>, 0 without: see
+                                   nc_cnn_input_transform */
 } nc_cnn;
 
 /* ---- building ------------------------------------------------------------ */
@@ -178,6 +184,24 @@ void nc_cnn_work_set_hook(nc_cnn_work *w, nc_cnn_layer_hook hook, void *ctx);
  * bad layer.  For tests and tools that look inside the reference. */
 const float *nc_cnn_work_activations(const nc_cnn_work *w, uint32_t layer, uint32_t *ret_n);
 
+/* ---- the column's own input transform ------------------------------------ */
+
+/* out[n][n_inputs] = in[n][n_inputs] as net's first layer must see it: a
+ * copy, or with W<w> in the notation each image's ink (pixels > 0) width-
+ * normalised: its bounding box's columns resampled to w (area averaging:
+ * each output column is the mean of the source span it covers, so a row's
+ * ink mass scales by w / width), its rows where they were, and the w-wide
+ * block placed so its horizontal centre of mass falls as near as whole
+ * pixels allow to column width / 2 (the prep's own centring), inside the
+ * field.  An image without ink is copied.  in and out must not overlap.
+ *
+ * The network functions below (forward, backward, the GPU engine) run the
+ * layers only: whoever feeds a column applies this first.  core's committee
+ * run (nc_cnn_committee_run) and the engines behind core/backend.h do; a
+ * trainer applies it once to its prepared digits, before deforming them,
+ * as the seed's committees did. */
+int nc_cnn_input_transform(const nc_cnn *net, const float *in, uint32_t n, float *out);
+
 /* ---- forward ------------------------------------------------------------- */
 
 /* out[n][n_outputs] = the network on in[n][n_inputs].  1 <= n <= max_batch.
@@ -192,7 +216,9 @@ int nc_cnn_forward_blas(const nc_cnn *net, nc_cnn_work *w,
 
 /* Committee (seed 000's multi-column idea): out = mean of the n_nets
  * columns' outputs (BLAS path).  All columns share input and output sizes;
- * w must fit each of them. */
+ * w must fit each of them.  A column with an input transform (W<w>) is
+ * refused with -EINVAL: it needs nc_cnn_committee_run, whose work holds the
+ * transformed inputs. */
 int nc_cnn_committee_forward(const nc_cnn *const *nets, uint32_t n_nets,
                              nc_cnn_work *w, const float *in, uint32_t n,
                              float *out);
@@ -304,7 +330,8 @@ void nc_cnn_committee_work_free(nc_cnn_committee_work *w);
 /* out[n][n_outputs] = the mean of the columns' outputs on in[n][n_inputs]
  * (BLAS path; summed in column order, then divided by n_columns, as
  * nc_cnn_committee_forward does, so a one-column committee gives exactly
- * nc_cnn_forward_blas's output).  1 <= n <= max_batch. */
+ * nc_cnn_forward_blas's output).  Each column with an input transform (W<w>)
+ * is fed nc_cnn_input_transform's images.  1 <= n <= max_batch. */
 int nc_cnn_committee_run(const nc_cnn_committee *c, nc_cnn_committee_work *w,
                          const float *in, uint32_t n, float *out);
 

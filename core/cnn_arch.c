@@ -219,6 +219,14 @@ static int parse_arch(const char *arch, nc_cnn *net)
         return err ? err : -EINVAL;
     if ((err = parse_num(&p, &in->width)))
         return err;
+    net->width_norm = 0;
+    if (*p == 'W') {            /* the column's own width normalisation */
+        p++;
+        if ((err = parse_num(&p, &net->width_norm)))
+            return err;
+        if (in->maps != 1 || net->width_norm < 1 || net->width_norm > in->width)
+            return -EINVAL;
+    }
     if (!at_token_end(p))
         return -EINVAL;
     net->n_layers = 1;
@@ -338,6 +346,8 @@ int nc_cnn_arch_format(const nc_cnn *net, char *dst, size_t cap)
     size_t len = 0;
     const nc_cnn_layer *in = &net->layers[0];
     len += (size_t)snprintf(buf, sizeof buf, "%ux%ux%u", in->maps, in->height, in->width);
+    if (net->width_norm)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "W%u", net->width_norm);
     for (uint32_t l = 1; l < net->n_layers && len < NC_CNN_ARCH_MAX; l++) {
         const nc_cnn_layer *L = &net->layers[l];
         char *o = buf + len;

@@ -369,7 +369,8 @@ int nc_cnn_committee_forward(const nc_cnn *const *nets, uint32_t n_nets,
         int err = nc_cnn_work_check(nets[i], w, n);
         if (err)
             return err;
-        if (nets[i]->n_inputs != nets[0]->n_inputs || nets[i]->n_outputs != nets[0]->n_outputs)
+        if (nets[i]->n_inputs != nets[0]->n_inputs ||
+            nets[i]->n_outputs != nets[0]->n_outputs || nets[i]->width_norm)
             return -EINVAL;
     }
     const size_t len = (size_t)n * nets[0]->n_outputs;

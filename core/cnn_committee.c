@@ -235,6 +235,8 @@ out:
 struct nc_cnn_committee_work {
     uint32_t n_columns, max_batch;
     const nc_cnn_committee *c;
+    float *xin;         /* [max_batch][n_inputs]: a W<w> column's own input,
+                           NULL when no column has one */
     nc_cnn_work *w[];
 };
 
@@ -244,6 +246,7 @@ void nc_cnn_committee_work_free(nc_cnn_committee_work *w)
         return;
     for (uint32_t i = 0; i < w->n_columns; i++)
         nc_cnn_work_free(w->w[i]);
+    free(w->xin);
     free(w);
 }
 
@@ -260,6 +263,9 @@ int nc_cnn_committee_work_new(const nc_cnn_committee *c, uint32_t max_batch,
     w->c = c;
     for (uint32_t i = 0; i < c->n_columns; i++) {
         int err = nc_cnn_work_new(c->column[i], max_batch, &w->w[i]);
+        if (!err && c->column[i]->width_norm && !w->xin &&
+            !(w->xin = malloc((size_t)max_batch * c->n_inputs * sizeof(float))))
+            err = -ENOMEM;
         if (err) {
             nc_cnn_committee_work_free(w);
             return err;
@@ -275,12 +281,17 @@ int nc_cnn_committee_run(const nc_cnn_committee *c, nc_cnn_committee_work *w,
     if (!c || !w || w->c != c || !in || !out || n == 0 || n > w->max_batch)
         return -EINVAL;
     const size_t len = (size_t)n * c->n_outputs;
-    if (c->n_columns == 1)
+    if (c->n_columns == 1 && !c->column[0]->width_norm)
         return nc_cnn_forward_blas(c->column[0], w->w[0], in, n, out);
     for (uint32_t i = 0; i < c->n_columns; i++) {
         const nc_cnn *net = c->column[i];
-        int err = nc_cnn_forward_blas(net, w->w[i], in, n, NULL);
-        if (err)
+        const float *x = in;
+        int err = 0;
+        if (net->width_norm) {
+            err = nc_cnn_input_transform(net, in, n, w->xin);
+            x = w->xin;
+        }
+        if (err || (err = nc_cnn_forward_blas(net, w->w[i], x, n, NULL)))
             return err;
         /* the output layer is fully connected: its activations are the
          * outputs, image after image */

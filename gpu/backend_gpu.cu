@@ -98,6 +98,9 @@ typedef struct gpu_impl {
     uint32_t n_cols;
     float *col_out;                 /* [MAX_BATCH][n_classes], under lock:
                                        columns 2.. before they are summed */
+    float *col_in;                  /* [MAX_BATCH][n_inputs], under lock: a
+                                       W<w> column's own input (host-side
+                                       nc_cnn_input_transform); NULL if none */
     nc_gpu_neocog *gneo;
     nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
@@ -128,6 +131,7 @@ static void gpu_free(void *p)
         nc_gpu_cnn_free(impl->gcnn[c]);
     free(impl->gcnn);
     free(impl->col_out);
+    free(impl->col_in);
     nc_gpu_neocog_free(impl->gneo);
     nc_cnn_committee_free(impl->cnn);
     free(impl->res);
@@ -257,6 +261,13 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
             err = -ENOMEM;
             goto out;
         }
+        for (uint32_t c = 0; c < impl->cnn->n_columns && !impl->col_in; c++)
+            if (impl->cnn->column[c]->width_norm &&
+                !(impl->col_in = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
+                                                 impl->n_inputs * sizeof(float)))) {
+                err = -ENOMEM;
+                goto out;
+            }
     } else {
         if ((err = nc_neocog_load(buf, len, &neo, &info))) {
             fail(err, "neocognitron model file");
@@ -324,7 +335,15 @@ static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *
 {
     const size_t len = (size_t)m * impl->n_classes;
     for (uint32_t c = 0; c < impl->n_cols; c++) {
-        int err = nc_gpu_cnn_forward(impl->gcnn[c], x, m, c ? impl->col_out : y);
+        const nc_cnn *net = impl->cnn->column[c];
+        const float *xc = x;
+        int err = 0;
+        if (net->width_norm) {      /* the column's own input: as core's run */
+            err = nc_cnn_input_transform(net, x, m, impl->col_in);
+            xc = impl->col_in;
+        }
+        if (!err)
+            err = nc_gpu_cnn_forward(impl->gcnn[c], xc, m, c ? impl->col_out : y);
         if (err)
             return fail(err, "cuda:%d: CNN forward of %u images (column %u of %u)",
                         impl->device, m, c + 1, impl->n_cols);

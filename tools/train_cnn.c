@@ -278,10 +278,13 @@ static int parse_options(int argc, char **argv, options *o)
 
 /* ---- input pipeline ---------------------------------------------------- */
 
-/* Every digit of d through the model's preprocessing p, once, into a
- * malloc'd array of count * plane floats: the network inputs, undeformed.
- * An empty image (no ink; MNIST has none) becomes all zeros. */
-static int prepare_inputs(const nc_dataset *d, const nc_prep *p, float **ret_inputs)
+/* Every digit of d through the model's preprocessing p, then net's own
+ * input transform (a W<w> column's width normalisation; deformations come
+ * after it, as in the seed's committees), once, into a malloc'd array of
+ * count * plane floats: the network inputs, undeformed.  An empty image (no
+ * ink; MNIST has none) becomes all zeros. */
+static int prepare_inputs(const nc_dataset *d, const nc_prep *p, const nc_cnn *net,
+                          float **ret_inputs)
 {
     const size_t plane = nc_prep_out_len(p);
     float *inputs = malloc((size_t)d->count * plane * sizeof(float));
@@ -297,6 +300,21 @@ static int prepare_inputs(const nc_dataset *d, const nc_prep *p, float **ret_inp
             free(inputs);
             return err;
         }
+    }
+    if (net->width_norm && d->count) {
+        float *t = malloc((size_t)d->count * plane * sizeof(float));
+        int err = t ? 0 : -ENOMEM;
+        for (uint32_t k = 0; !err && k < d->count; k += NC_CNN_MAX_BATCH) {
+            const uint32_t m = d->count - k < NC_CNN_MAX_BATCH ? d->count - k : NC_CNN_MAX_BATCH;
+            err = nc_cnn_input_transform(net, inputs + (size_t)k * plane, m,
+                                         t + (size_t)k * plane);
+        }
+        free(inputs);
+        if (err) {
+            free(t);
+            return err;
+        }
+        inputs = t;
     }
     *ret_inputs = inputs;
     return 0;
@@ -765,7 +783,7 @@ static int make_pool(trainer *t, const float *mnist_inputs, const uint8_t *mnist
 {
     const size_t plane = nc_prep_out_len(prep);
     float *extra_inputs = NULL;
-    int err = prepare_inputs(extra, prep, &extra_inputs);
+    int err = prepare_inputs(extra, prep, t->net, &extra_inputs);
     if (err)
         return err;
     float *in = malloc(((size_t)n_mnist + extra->count) * plane * sizeof(float));
@@ -923,7 +941,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
                 goto fail;
     }
 
-    if ((err = prepare_inputs(&train, &info.prep, &train_inputs)))
+    if ((err = prepare_inputs(&train, &info.prep, net, &train_inputs)))
         goto fail;
     t.inputs = train_inputs;
     t.labels = train.labels;
@@ -1067,7 +1085,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         }
     uint32_t test_errors = 0;
     float *test_inputs = NULL;
-    if ((err = prepare_inputs(&test, &info.prep, &test_inputs)))
+    if ((err = prepare_inputs(&test, &info.prep, net, &test_inputs)))
         goto fail;
     err = count_errors(best, ew, NULL, test_inputs, test.labels, plane, 0, test.count, t.out,
                        &test_errors);
