@@ -359,8 +359,10 @@ static int make_neocog(uint8_t **buf, size_t *len)
 }
 
 /* A committee of three columns, two architectures: the shipped CNN, a copy
- * with other weights, and a deeper net (random weights: the test compares
- * the engines, not accuracy), saved as one model file image. */
+ * with other weights, and a deeper net with its own width normalisation
+ * (W14: the GPU table transforms its input on the host, core's run on the
+ * CPU side; random weights: the test compares the engines, not accuracy),
+ * saved as one model file image. */
 static int make_committee(const uint8_t *cnn, size_t cnn_len, uint8_t **buf, size_t *len)
 {
     nc_cnn *nets[3] = { NULL, NULL, NULL };
@@ -371,7 +373,7 @@ static int make_committee(const uint8_t *cnn, size_t cnn_len, uint8_t **buf, siz
     if (!r)
         r = nc_cnn_init_weights(nets[1], 21);
     if (!r)
-        r = nc_cnn_new("1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N", &nets[2]);
+        r = nc_cnn_new("1x29x29W14-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N", &nets[2]);
     if (!r)
         r = nc_cnn_init_weights(nets[2], 22);
     if (!r) {
