@@ -315,7 +315,7 @@ static int send_one(worker *w, int64_t due, nc_client_image *batch)
         batch[k] = src->images[(first + k) % src->n];
     w->cursor = (first + a->batch_images) % src->n;
     nc_client_recognize_opts o = { .model = a->model, .top_k = a->top_k,
-                                   .deadline_us = a->deadline_us };
+                                   .deadline_us = a->deadline_us, .priority = a->priority };
     uint64_t id;
     int r = nc_client_send_recognize(w->cl, &o, batch, a->batch_images, &id);
     if (r < 0)

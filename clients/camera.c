@@ -53,6 +53,8 @@ typedef struct cam_opts {
     int stats;
     Neocog__Model model;
     uint64_t deadline_us;
+    int32_t priority;           /* the frames' scheduling class (default 1,
+                                   high: a camera is real-time) */
     uint64_t max_frames;        /* 0: all */
 } cam_opts;
 
@@ -83,6 +85,9 @@ static void usage(FILE *to)
 "  --frames N        stop after N frames\n"
 "  --stats           p50/p99 latency and fps on stderr every second (default when\n"
 "                    stderr is a terminal)\n"
+"  --priority P      scheduling class of the frames: high (default: a camera is\n"
+"                    real-time, so the daemon batches its frames before normal\n"
+"                    requests), normal, background, or a number\n"
 "  --model M, --deadline-us US   as for recognize\n"
 "Latency is from sending a frame to its reply.  A frame that cannot be read or\n"
 "decoded is reported, counted and skipped.  Exit status: 0 the stream ended (or\n"
@@ -146,7 +151,7 @@ static int parse_roi(const char *s, cam_opts *o)
 
 enum {
     O_SERVER = 256, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
-    O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_HELP,
+    O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_PRIORITY, O_HELP,
 };
 
 static const struct option cam_long[] = {
@@ -166,6 +171,7 @@ static const struct option cam_long[] = {
     { "stats", no_argument, NULL, O_STATS },
     { "model", required_argument, NULL, O_MODEL },
     { "deadline-us", required_argument, NULL, O_DEADLINE },
+    { "priority", required_argument, NULL, O_PRIORITY },
     { "help", no_argument, NULL, O_HELP },
     { NULL, 0, NULL, 0 },
 };
@@ -175,6 +181,7 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->drop = -1;
+    o->priority = 1;
     o->src.path = "-";
     /* Global options before the command word (nc_camera_command_index has
      * checked their shape). */
@@ -262,6 +269,7 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
             bad = nc_cli_parse_u64(v, 1, UINT64_C(3600000000), &u);
             o->deadline_us = u;
             break;
+        case O_PRIORITY: bad = nc_cli_parse_priority(v, &o->priority) < 0; break;
         case 'h':
         case O_HELP:
             usage(stdout);
@@ -611,6 +619,7 @@ static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f,
     rr.images = ims;
     Neocog__Request rq = NEOCOG__REQUEST__INIT;
     rq.deadline_us = o->deadline_us;
+    rq.priority = o->priority;
     rq.kind_case = NEOCOG__REQUEST__KIND_RECOGNIZE;
     rq.recognize = &rr;
     nc_msg *m = NULL;

@@ -43,6 +43,22 @@ int nc_cli_parse_double(const char *s, double lo, double hi, double *ret)
     return 0;
 }
 
+int nc_cli_parse_priority(const char *s, int32_t *ret)
+{
+    if (!s)
+        return -EINVAL;
+    if (!strcmp(s, "high") || !strcmp(s, "normal") || !strcmp(s, "background")) {
+        *ret = s[0] == 'h' ? 1 : s[0] == 'n' ? 0 : -1;
+        return 0;
+    }
+    uint64_t u;
+    const int neg = s[0] == '-';
+    if (nc_cli_parse_u64(s + neg, 0, 1000, &u))
+        return -EINVAL;
+    *ret = neg ? -(int32_t)u : (int32_t)u;
+    return 0;
+}
+
 /* ---- arguments --------------------------------------------------------------- */
 
 void nc_cli_usage(FILE *to)
@@ -57,6 +73,8 @@ void nc_cli_usage(FILE *to)
 "      --format txt|tsv|json  output (default txt; tsv has Tesseract's columns)\n"
 "      --segment            split each image into characters, read it as a string\n"
 "      --deadline-us US     give up after US microseconds on the server\n"
+"      --priority P         high, normal (default) or background (or a number:\n"
+"                           > 0, 0, < 0): the daemon batches higher classes first\n"
 "  status [--format txt|json]      the daemon's state, counters, limits and models\n"
 "  bench [OPTIONS] (--idx FILE | --dir DIR)   load generator\n"
 "      --concurrency N      closed loop: N requests in flight (default 8)\n"
@@ -70,7 +88,7 @@ void nc_cli_usage(FILE *to)
 "      --labels FILE        IDX labels, to report accuracy (default: guessed\n"
 "                           from the images file name when it exists)\n"
 "      --dir DIR            every PGM/PNG/JPEG file in DIR, sent as is\n"
-"      --model, --deadline-us, --format txt|json  as above\n"
+"      --model, --deadline-us, --priority, --format txt|json  as above\n"
 "  camera [OPTIONS] [SOURCE]       read digit strings from a camera stream (MJPEG,\n"
 "                                  y4m, raw grey, an image sequence, /dev/videoN);\n"
 "                                  `neocog camera --help` lists its options\n"
@@ -97,7 +115,7 @@ static int usage_err(char *why, size_t n, const char *fmt, ...)
 enum {
     OPT_SERVER = 256, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
     OPT_DEADLINE, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION, OPT_REQUESTS, OPT_BATCH,
-    OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_HELP, OPT_VERSION,
+    OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_HELP, OPT_VERSION, OPT_PRIORITY,
 };
 
 /* One table for every command: an option that does not belong to the
@@ -110,6 +128,7 @@ static const struct option long_opts[] = {
     { "format", required_argument, NULL, OPT_FORMAT },
     { "segment", no_argument, NULL, OPT_SEGMENT },
     { "deadline-us", required_argument, NULL, OPT_DEADLINE },
+    { "priority", required_argument, NULL, OPT_PRIORITY },
     { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
     { "rate", required_argument, NULL, OPT_RATE },
     { "duration", required_argument, NULL, OPT_DURATION },
@@ -136,12 +155,12 @@ static const char *opt_name(int code)
 #define BIT(o) (1u << ((o) - OPT_SERVER))
 #define COMMON (BIT(OPT_SERVER) | BIT(OPT_TIMEOUT) | BIT(OPT_HELP) | BIT(OPT_VERSION))
 static const unsigned recognize_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_TOP) |
-    BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE);
+    BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE) | BIT(OPT_PRIORITY);
 static const unsigned status_opts = COMMON | BIT(OPT_FORMAT);
 static const unsigned bench_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_FORMAT) |
     BIT(OPT_DEADLINE) | BIT(OPT_CONCURRENCY) | BIT(OPT_RATE) | BIT(OPT_DURATION) |
     BIT(OPT_REQUESTS) | BIT(OPT_BATCH) | BIT(OPT_CONNECTIONS) | BIT(OPT_IDX) |
-    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT);
+    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT) | BIT(OPT_PRIORITY);
 
 static int parse_format(const char *s, nc_cli_format *ret)
 {
@@ -218,6 +237,11 @@ static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allow
                 return usage_err(why, n, "--deadline-us: '%s' is not microseconds in "
                                  "1..3600000000", optarg);
             a->deadline_us = u;
+            break;
+        case OPT_PRIORITY:
+            if (nc_cli_parse_priority(optarg, &a->priority))
+                return usage_err(why, n, "--priority: '%s' is not high, normal, background "
+                                 "or a number in -1000..1000", optarg);
             break;
         case OPT_CONCURRENCY:
             if (nc_cli_parse_u64(optarg, 1, 65536, &u))

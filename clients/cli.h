@@ -42,6 +42,8 @@ typedef struct nc_cli_args {
     uint32_t top_k;             /* 0: 1 */
     int segment;
     uint64_t deadline_us;
+    int32_t priority;           /* the request's scheduling class: > 0 high,
+                                   0 normal, < 0 background */
     char **files;               /* borrowed from argv; "-" is stdin */
     int n_files;
     /* bench */
@@ -65,6 +67,8 @@ void nc_cli_usage(FILE *to);
 /* Strict number parsing: the whole string, in range.  0 or -EINVAL. */
 int nc_cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret);
 int nc_cli_parse_double(const char *s, double lo, double hi, double *ret);
+/* "high" (1), "normal" (0), "background" (-1) or an integer in -1000..1000. */
+int nc_cli_parse_priority(const char *s, int32_t *ret);
 
 /* ---- images ---------------------------------------------------------------- */
 

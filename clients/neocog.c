@@ -240,7 +240,7 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
         return NC_CLI_EXIT_FAIL;
     }
     nc_client_recognize_opts o = { .model = a->model, .top_k = a->top_k,
-                                   .deadline_us = a->deadline_us };
+                                   .deadline_us = a->deadline_us, .priority = a->priority };
     int next_send = 0, next_print = 0, json_first = 1, broken = 0;
     if (a->format == NC_CLI_FORMAT_TSV)
         nc_cli_tsv_header(stdout);

@@ -91,6 +91,12 @@ static void test_args(void)
     CHECK_INT_EQ(a.requests, 1000);
     CHECK_NEAR(a.duration_s, 0.0, 0, 0);        /* --requests alone bounds the run */
     CHECK_INT_EQ(a.batch_images, 16);
+    CHECK_INT_EQ(parse("bench --idx t.gz --priority background", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.priority, -1);
+    CHECK_INT_EQ(parse("recognize --priority 7 a", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.priority, 7);
+    CHECK_INT_EQ(parse("recognize a", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.priority, 0);                /* normal unless asked */
     CHECK_INT_EQ(parse("status --format json", &a, why, sizeof why), 0);
     CHECK_INT_EQ(a.cmd, NC_CLI_CMD_STATUS);
     CHECK_INT_EQ(parse("--help", &a, why, sizeof why), 0);
@@ -109,6 +115,8 @@ static void test_args(void)
         "bench --idx a --rate 5 --concurrency 2", "bench --dir d --labels l",
         "bench --idx a --duration 0", "bench --idx a --rate -1", "bench --idx a --rate nan",
         "bench --idx a --concurrency 1x", "--timeout 0 status", "--top 3 recognize a",
+        "recognize --priority urgent a", "recognize --priority 1001 a",
+        "recognize --priority -- a", "status --priority high",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why[0] = '\0';
@@ -127,6 +135,16 @@ static void test_args(void)
     CHECK_INT_EQ(nc_cli_parse_double("1e3", 0, 1e4, &d), 0);
     CHECK_NEAR(d, 1000, 0, 0);
     CHECK_INT_EQ(nc_cli_parse_double("inf", 0, 1e4, &d), -EINVAL);
+    int32_t p;
+    CHECK_INT_EQ(nc_cli_parse_priority("high", &p), 0);
+    CHECK_INT_EQ(p, 1);
+    CHECK_INT_EQ(nc_cli_parse_priority("normal", &p), 0);
+    CHECK_INT_EQ(p, 0);
+    CHECK_INT_EQ(nc_cli_parse_priority("-1000", &p), 0);
+    CHECK_INT_EQ(p, -1000);
+    CHECK_INT_EQ(nc_cli_parse_priority("-1001", &p), -EINVAL);
+    CHECK_INT_EQ(nc_cli_parse_priority("--1", &p), -EINVAL);
+    CHECK_INT_EQ(nc_cli_parse_priority("", &p), -EINVAL);
 }
 
 static void test_sniff(void)
