@@ -438,6 +438,11 @@ int nc_write_file(const char *path, const void *buf, size_t len)
 
 int nc_make_cnn_model(const char *path, uint64_t seed)
 {
+    return nc_make_cnn_model_arch(path, seed, "1x29x29-6C4-MP2-10N");
+}
+
+int nc_make_cnn_model_arch(const char *path, uint64_t seed, const char *arch)
+{
     nc_cnn *net = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -451,7 +456,7 @@ int nc_make_cnn_model(const char *path, uint64_t seed)
     snprintf(info.data, sizeof info.data, "random weights (daemon test)");
     /* Random weights, large enough that different digits get different
      * answers: the tests compare the daemon with core, not with truth. */
-    int err = nc_cnn_new("1x29x29-6C4-MP2-10N", &net);
+    int err = nc_cnn_new(arch, &net);
     if (!err)
         err = nc_cnn_init_uniform(net, seed, 0.3f);
     if (!err)

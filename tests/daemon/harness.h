@@ -57,8 +57,10 @@ int nc_encode_jpeg(const uint8_t *px, uint32_t w, uint32_t h, uint8_t **ret, siz
 /* What the daemon will see from a JPEG: TurboJPEG's grey decode. */
 int nc_decode_jpeg_gray(const uint8_t *buf, size_t len, uint8_t *px, uint32_t w, uint32_t h);
 
-/* A small random-weight CNN model file (29x29 input, 10 classes) at path. */
+/* A small random-weight CNN model file (29x29 input, 10 classes) at path;
+ * _arch: of that architecture (1x29x29 in, 10 out). */
 int nc_make_cnn_model(const char *path, uint64_t seed);
+int nc_make_cnn_model_arch(const char *path, uint64_t seed, const char *arch);
 int nc_write_file(const char *path, const void *buf, size_t len);
 
 /* Core's direct answer for a light-ink image: raw scores and label. */

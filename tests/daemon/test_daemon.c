@@ -6,7 +6,8 @@
  * 64 concurrent clients; the bad-input suite (each case gets a clear error
  * and the daemon keeps serving); SIGHUP reload with a bad and a good new
  * model; metrics; SIGTERM drain losing nothing; a second instance for the
- * daemon's own Unix socket and a full queue. */
+ * daemon's own Unix socket and a full queue; priority classes on one
+ * worker. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -948,6 +949,78 @@ static void test_unix_and_queue(void)
     CHECK_MSG(access(sock, F_OK) != 0, "socket file left behind");
 }
 
+/* ---- priority classes ------------------------------------------------------------------ */
+
+/* One worker, batches of at most 64 images, and a model heavy enough that
+ * a batch takes tens of milliseconds on the CPU (so every request below is
+ * queued long before the worker is through the first batches).  Pipelined
+ * on one connection: six requests of 64 images at normal priority, then one
+ * image at high priority, then one at normal.  The high one must be
+ * answered before the last normal batch (the worker takes the highest class
+ * first: a camera frame does not wait behind bulk work); the trailing normal
+ * one after all six (first come, first served within a class). */
+static void test_priority(void)
+{
+    char sock[300], heavy[300];
+    snprintf(sock, sizeof sock, "%s/p.sock", dir);
+    snprintf(heavy, sizeof heavy, "%s/heavy.ncm", dir);
+    REQUIRE(nc_make_cnn_model_arch(heavy, 9, "1x29x29-64C4-MP2-128C5-MP3-10N") == 0);
+    const char *args[] = { "--cnn-model", heavy, "--listen-tcp", "none", "--listen-unix", sock,
+                           "--http", "none", "--workers", "1", "--max-batch", "64",
+                           "--max-images-per-request", "64", "--models", dir,
+                           "--log-level", "4", NULL };
+    nc_daemon d3;
+    REQUIRE(nc_daemon_start(&d3, bin, dir, 0, args) == 0);
+    int fd = nc_connect_unix(sock);
+    REQUIRE(fd >= 0);
+    enum { N_BULK = 6, N_REQ = N_BULK + 2 };
+    static req_buf b[N_REQ];
+    for (int k = 0; k < N_BULK; k++) {
+        req_init(&b[k], 100 + (uint64_t)k, 64);
+        for (int i = 0; i < 64; i++)
+            set_raw(&b[k].im[i], digit((k * 7 + i) % N_DIGITS));
+    }
+    req_init(&b[N_BULK], 200, 1);                   /* high */
+    set_raw(&b[N_BULK].im[0], digit(5));
+    b[N_BULK].rq.priority = 1;
+    req_init(&b[N_BULK + 1], 300, 1);               /* normal, last in */
+    set_raw(&b[N_BULK + 1].im[0], digit(6));
+    for (int k = 0; k < N_REQ; k++)
+        CHECK_INT_EQ(nc_send_msg(fd, &b[k].rq.base), 0);
+    int pos_high = -1, pos_last_bulk = -1, pos_tail = -1;
+    for (int i = 0; i < N_REQ; i++) {
+        nc_msg *m = NULL;
+        int err = nc_recv_reply(fd, 30000, &m);
+        if (err) {
+            CHECK_MSG(0, "priority: reply %d: %s", i, nc_frame_strerror(err));
+            break;
+        }
+        const Neocog__Reply *r = nc_msg_reply(m);
+        CHECK_MSG(r->code == NEOCOG__CODE__OK, "priority: request %llu: %s",
+                  (unsigned long long)r->id, r->message);
+        if (r->id == 200) {
+            pos_high = i;
+            if (r->code == NEOCOG__CODE__OK)
+                CHECK(r->recognize && r->recognize->n_results == 1);
+        } else if (r->id == 100 + N_BULK - 1) {
+            pos_last_bulk = i;
+        } else if (r->id == 300) {
+            pos_tail = i;
+        }
+        nc_msg_free(m);
+    }
+    CHECK_MSG(pos_high >= 0 && pos_high < pos_last_bulk,
+              "the high-priority request came back at %d, the last bulk batch at %d",
+              pos_high, pos_last_bulk);
+    CHECK_MSG(pos_tail == N_REQ - 1, "the last normal request came back at %d of %d", pos_tail,
+              N_REQ);
+    fprintf(stderr, "  priority: the high request answered %s of %d (the last bulk batch %s)\n",
+            pos_high == 0 ? "first" : pos_high == 1 ? "second" : "later", N_REQ,
+            pos_last_bulk == N_REQ - 2 ? "second to last" : "earlier");
+    close(fd);
+    CHECK_INT_EQ(nc_daemon_stop(&d3, 20000), 0);
+}
+
 /* ---- clients that vanish while their batches run ---------------------------------------- */
 
 /* Many connections pipeline requests (more than the queue holds, so some
@@ -1153,6 +1226,7 @@ int main(int argc, char **argv)
     test_info();
     test_reload();
     test_unix_and_queue();
+    test_priority();
     test_disconnect_in_flight();
     test_half_close();
     test_write_timeout();
