@@ -21,6 +21,8 @@ typedef struct fifo {
 struct nc_batcher {
     pthread_mutex_t lock;
     pthread_cond_t more;        /* tasks queued or stopping */
+    pthread_cond_t more_high;   /* high-priority tasks queued or stopping: what
+                                   the priority workers wait for */
     fifo queue[N_PRIO];
     uint32_t depth, capacity;
     uint64_t max_bytes;
@@ -36,9 +38,14 @@ struct nc_batcher {
     atomic_uint_fast64_t bytes, batches, batch_images, progress;
     /* threads */
     const nc_config *cfg;
-    uint32_t n_threads, n_started;
+    uint32_t n_threads, n_high, n_started;    /* workers, then priority workers */
     pthread_t *threads;
 };
+
+typedef struct worker_arg {
+    nc_batcher *b;
+    int high_only;              /* a priority worker: queue[0] only */
+} worker_arg;
 
 static void fifo_push(fifo *f, nc_task *t)
 {
@@ -92,9 +99,13 @@ static void post_done(nc_batcher *b, nc_task **tasks, uint32_t n)
         ;
 }
 
+/* A worker takes the oldest task of the highest non-empty class (a priority
+ * worker: of class 0 only), and up to max_batch tasks of its model. */
 static void *worker_main(void *arg)
 {
-    nc_batcher *b = arg;
+    nc_batcher *b = ((worker_arg *)arg)->b;
+    const int high_only = ((worker_arg *)arg)->high_only;
+    free(arg);
     nc_work *w = NULL;
     nc_task **batch = calloc(b->max_batch, sizeof *batch);
     if (nc_work_new(b->cfg, &w) || !batch) {
@@ -107,8 +118,8 @@ static void *worker_main(void *arg)
     for (;;) {
         if (b->stopping)
             break;
-        if (b->depth == 0) {
-            pthread_cond_wait(&b->more, &b->lock);
+        if (high_only ? !b->queue[0].head : b->depth == 0) {
+            pthread_cond_wait(high_only ? &b->more_high : &b->more, &b->lock);
             continue;
         }
         int p = 0;
@@ -125,7 +136,7 @@ static void *worker_main(void *arg)
                 uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
                 ts.tv_sec += (time_t)(ns / 1000000000u);
                 ts.tv_nsec = (long)(ns % 1000000000u);
-                pthread_cond_timedwait(&b->more, &b->lock, &ts);
+                pthread_cond_timedwait(high_only ? &b->more_high : &b->more, &b->lock, &ts);
                 continue;
             }
         }
@@ -134,6 +145,8 @@ static void *worker_main(void *arg)
         nc_models *gen = nc_models_ref(b->gen);
         if (b->depth)
             pthread_cond_signal(&b->more);  /* another worker can start */
+        if (b->queue[0].head)
+            pthread_cond_signal(&b->more_high);
         pthread_mutex_unlock(&b->lock);
 
         nc_work_run(w, gen, batch, n);
@@ -164,6 +177,7 @@ int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&b->more, &ca);
+    pthread_cond_init(&b->more_high, &ca);
     pthread_condattr_destroy(&ca);
     b->cfg = cfg;
     b->capacity = cfg->queue_capacity;
@@ -179,13 +193,20 @@ int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     b->n_threads = cfg->workers ? cfg->workers : ncpu > 0 ? (uint32_t)ncpu : 1;
-    b->threads = calloc(b->n_threads, sizeof *b->threads);
+    b->n_high = cfg->priority_workers;
+    b->threads = calloc(b->n_threads + b->n_high, sizeof *b->threads);
     if (!b->threads) {
         nc_batcher_free(b);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < b->n_threads; i++) {
-        int err = pthread_create(&b->threads[i], NULL, worker_main, b);
+    for (uint32_t i = 0; i < b->n_threads + b->n_high; i++) {
+        worker_arg *a = malloc(sizeof *a);
+        int err = a ? 0 : ENOMEM;
+        if (a) {
+            *a = (worker_arg){ b, i >= b->n_threads };
+            if ((err = pthread_create(&b->threads[i], NULL, worker_main, a)))
+                free(a);
+        }
         if (err) {
             nc_batcher_free(b);
             return -err;
@@ -203,6 +224,7 @@ void nc_batcher_free(nc_batcher *b)
     pthread_mutex_lock(&b->lock);
     b->stopping = 1;
     pthread_cond_broadcast(&b->more);
+    pthread_cond_broadcast(&b->more_high);
     pthread_mutex_unlock(&b->lock);
     for (uint32_t i = 0; i < b->n_started; i++)
         pthread_join(b->threads[i], NULL);
@@ -211,6 +233,7 @@ void nc_batcher_free(nc_batcher *b)
     if (b->done_fd >= 0)
         close(b->done_fd);
     pthread_cond_destroy(&b->more);
+    pthread_cond_destroy(&b->more_high);
     pthread_mutex_destroy(&b->lock);
     pthread_mutex_destroy(&b->done_lock);
     free(b);
@@ -231,6 +254,8 @@ int nc_batcher_submit(nc_batcher *b, nc_request *req)
     b->depth += req->n_tasks;
     atomic_fetch_add(&b->bytes, req->bytes);
     pthread_cond_signal(&b->more);
+    if (f == &b->queue[0])
+        pthread_cond_signal(&b->more_high);
     pthread_mutex_unlock(&b->lock);
     return 0;
 }
@@ -273,6 +298,7 @@ void nc_batcher_stats_get(nc_batcher *b, nc_batcher_stats *ret)
     ret->depth = b->depth;
     pthread_mutex_unlock(&b->lock);
     ret->workers = b->n_threads;
+    ret->priority_workers = b->n_high;
     ret->bytes = atomic_load(&b->bytes);
     ret->batches = atomic_load(&b->batches);
     ret->batch_images = atomic_load(&b->batch_images);

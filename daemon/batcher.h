@@ -5,7 +5,9 @@
  * Layer: daemon.  The event thread submits whole requests (all images or
  * none: RESOURCE_EXHAUSTED at once when the queue is full).  Each worker
  * takes up to max_batch images of one model from the highest non-empty
- * priority class, oldest first; if fewer than max_batch are queued it
+ * priority class, oldest first (cfg->priority_workers more threads take
+ * only the high class, so a camera frame never waits for a worker to finish
+ * a bulk batch); if fewer than max_batch are queued it
  * waits at most max_queue_delay_us (from the oldest image's arrival) for
  * more, then runs what it has (delay 0: never waits, like Triton's default).
  * Finished tasks go onto a completion list and an eventfd wakes the event
@@ -46,6 +48,7 @@ nc_task *nc_batcher_take_done(nc_batcher *b);
 
 typedef struct nc_batcher_stats {
     uint32_t workers;
+    uint32_t priority_workers;  /* beside them: high-priority work only */
     uint32_t depth;             /* images queued now */
     uint64_t bytes;             /* request bytes held now */
     uint64_t batches;           /* forward batches run */

@@ -41,6 +41,9 @@ static const key_def keys[] = {
     STR(cnn_model, "CNN model file (overrides the folder)"),
     STR(neocog_model, "neocognitron model file (overrides the folder)"),
     U32(workers, 0, 1024, "worker threads; 0 = one per CPU (default 0)"),
+    U32(priority_workers, 0, 64, "more worker threads that take only high-priority requests "
+                                 "(camera frames), so those never wait for a bulk batch to "
+                                 "finish (default 1)"),
     U32(max_batch, 1, 65536, "images per forward pass (default 64)"),
     U32(gpus, 0, 1024, "GPUs to run the models on, the first N visible ones (CUDA_VISIBLE_DEVICES "
                        "applies); 0 = the CPU only (default 1024: every GPU)"),
@@ -119,6 +122,7 @@ void nc_config_defaults(nc_config *c)
     snprintf(c->http, sizeof c->http, "%s:%d", NC_DEFAULT_TCP_HOST, NC_DEFAULT_HTTP_PORT);
     default_models(c->models, sizeof c->models);
     c->workers = 0;
+    c->priority_workers = 1;
     c->max_batch = 64;
     c->gpus = 1024;
     c->max_queue_delay_us = 0;

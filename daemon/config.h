@@ -32,6 +32,7 @@ typedef struct nc_config {
     char cnn_model[NC_CONFIG_PATH_MAX];     /* explicit file, overrides scan */
     char neocog_model[NC_CONFIG_PATH_MAX];
     uint32_t workers;           /* 0: one per online CPU */
+    uint32_t priority_workers;  /* beside them, only for high-priority work */
     uint32_t max_batch;         /* images per forward pass */
     uint32_t gpus;              /* GPUs used at most (first N visible); 0: CPU only */
     uint64_t max_queue_delay_us;/* longest a batch waits to fill; 0: never */

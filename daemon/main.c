@@ -449,8 +449,8 @@ int main(int argc, char **argv)
     snprintf(ready, sizeof ready, "READY=1\nMAINPID=%ld", (long)getpid());
     nc_notify(ready);
     nc_server_notify_status(s);
-    nc_log(NC_LOG_NOTICE, "ready: %u workers, max batch %u, queue %u images", bs.workers,
-           s->cfg.max_batch, s->cfg.queue_capacity);
+    nc_log(NC_LOG_NOTICE, "ready: %u workers (+%u for high priority), max batch %u, queue %u "
+           "images", bs.workers, bs.priority_workers, s->cfg.max_batch, s->cfg.queue_capacity);
 
     event_base_dispatch(s->base);
 

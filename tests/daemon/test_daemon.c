@@ -61,8 +61,8 @@ static void expect_from_model(void)
 typedef struct req_buf {
     Neocog__Request rq;
     Neocog__RecognizeRequest rr;
-    Neocog__Image im[80];
-    Neocog__Image *imp[80];
+    Neocog__Image im[128];
+    Neocog__Image *imp[128];
 } req_buf;
 
 static void req_init(req_buf *b, uint64_t id, size_t n)
@@ -951,14 +951,60 @@ static void test_unix_and_queue(void)
 
 /* ---- priority classes ------------------------------------------------------------------ */
 
-/* One worker, batches of at most 64 images, and a model heavy enough that
- * a batch takes tens of milliseconds on the CPU (so every request below is
- * queued long before the worker is through the first batches).  Pipelined
- * on one connection: six requests of 64 images at normal priority, then one
- * image at high priority, then one at normal.  The high one must be
- * answered before the last normal batch (the worker takes the highest class
- * first: a camera frame does not wait behind bulk work); the trailing normal
- * one after all six (first come, first served within a class). */
+enum { BULK = 128 };            /* images of a bulk request (one batch) */
+
+/* Queue a bulk request of BULK images (id) on fd. */
+static void send_bulk(int fd, uint64_t id)
+{
+    static req_buf b;
+    req_init(&b, id, BULK);
+    for (int i = 0; i < BULK; i++)
+        set_raw(&b.im[i], digit((int)(id * 7 + (uint64_t)i) % N_DIGITS));
+    CHECK_INT_EQ(nc_send_msg(fd, &b.rq.base), 0);
+}
+
+static void send_one(int fd, uint64_t id, int32_t priority)
+{
+    req_buf b;
+    req_init(&b, id, 1);
+    set_raw(&b.im[0], digit((int)id % N_DIGITS));
+    b.rq.priority = priority;
+    CHECK_INT_EQ(nc_send_msg(fd, &b.rq.base), 0);
+}
+
+/* Read n replies; *ret_pos[k] = where the reply to ids[k] came. */
+static void reply_order(int fd, int n, const uint64_t *ids, int n_ids, int *ret_pos)
+{
+    for (int k = 0; k < n_ids; k++)
+        ret_pos[k] = -1;
+    for (int i = 0; i < n; i++) {
+        nc_msg *m = NULL;
+        int err = nc_recv_reply(fd, 30000, &m);
+        if (err) {
+            CHECK_MSG(0, "priority: reply %d: %s", i, nc_frame_strerror(err));
+            return;
+        }
+        const Neocog__Reply *r = nc_msg_reply(m);
+        CHECK_MSG(r->code == NEOCOG__CODE__OK, "priority: request %llu: %s",
+                  (unsigned long long)r->id, r->message);
+        for (int k = 0; k < n_ids; k++)
+            if (r->id == ids[k])
+                ret_pos[k] = i;
+        nc_msg_free(m);
+    }
+}
+
+/* One bulk worker, one priority worker (the default), batches of up to
+ * BULK images, and a model heavy enough that a bulk batch takes tens of
+ * milliseconds on a CPU core.
+ *  1. Pipelined on one connection: six bulk requests at normal priority,
+ *     one image at high priority, one at normal.  The high one must come
+ *     back before the last bulk batch, the trailing normal one last (first
+ *     come, first served within a class).
+ *  2. Two bulk requests, then, once the bulk worker has started on the
+ *     first, one image at high priority: it must come back first, before
+ *     that batch is done (the priority worker took it: a camera frame does
+ *     not wait for a bulk batch to finish). */
 static void test_priority(void)
 {
     char sock[300], heavy[300];
@@ -966,57 +1012,37 @@ static void test_priority(void)
     snprintf(heavy, sizeof heavy, "%s/heavy.ncm", dir);
     REQUIRE(nc_make_cnn_model_arch(heavy, 9, "1x29x29-64C4-MP2-128C5-MP3-10N") == 0);
     const char *args[] = { "--cnn-model", heavy, "--listen-tcp", "none", "--listen-unix", sock,
-                           "--http", "none", "--workers", "1", "--max-batch", "64",
-                           "--max-images-per-request", "64", "--models", dir,
+                           "--http", "none", "--workers", "1", "--max-batch", "128",
+                           "--max-images-per-request", "128", "--models", dir,
                            "--log-level", "4", NULL };
     nc_daemon d3;
     REQUIRE(nc_daemon_start(&d3, bin, dir, 0, args) == 0);
     int fd = nc_connect_unix(sock);
     REQUIRE(fd >= 0);
-    enum { N_BULK = 6, N_REQ = N_BULK + 2 };
-    static req_buf b[N_REQ];
-    for (int k = 0; k < N_BULK; k++) {
-        req_init(&b[k], 100 + (uint64_t)k, 64);
-        for (int i = 0; i < 64; i++)
-            set_raw(&b[k].im[i], digit((k * 7 + i) % N_DIGITS));
-    }
-    req_init(&b[N_BULK], 200, 1);                   /* high */
-    set_raw(&b[N_BULK].im[0], digit(5));
-    b[N_BULK].rq.priority = 1;
-    req_init(&b[N_BULK + 1], 300, 1);               /* normal, last in */
-    set_raw(&b[N_BULK + 1].im[0], digit(6));
-    for (int k = 0; k < N_REQ; k++)
-        CHECK_INT_EQ(nc_send_msg(fd, &b[k].rq.base), 0);
-    int pos_high = -1, pos_last_bulk = -1, pos_tail = -1;
-    for (int i = 0; i < N_REQ; i++) {
-        nc_msg *m = NULL;
-        int err = nc_recv_reply(fd, 30000, &m);
-        if (err) {
-            CHECK_MSG(0, "priority: reply %d: %s", i, nc_frame_strerror(err));
-            break;
-        }
-        const Neocog__Reply *r = nc_msg_reply(m);
-        CHECK_MSG(r->code == NEOCOG__CODE__OK, "priority: request %llu: %s",
-                  (unsigned long long)r->id, r->message);
-        if (r->id == 200) {
-            pos_high = i;
-            if (r->code == NEOCOG__CODE__OK)
-                CHECK(r->recognize && r->recognize->n_results == 1);
-        } else if (r->id == 100 + N_BULK - 1) {
-            pos_last_bulk = i;
-        } else if (r->id == 300) {
-            pos_tail = i;
-        }
-        nc_msg_free(m);
-    }
-    CHECK_MSG(pos_high >= 0 && pos_high < pos_last_bulk,
-              "the high-priority request came back at %d, the last bulk batch at %d",
-              pos_high, pos_last_bulk);
-    CHECK_MSG(pos_tail == N_REQ - 1, "the last normal request came back at %d of %d", pos_tail,
-              N_REQ);
-    fprintf(stderr, "  priority: the high request answered %s of %d (the last bulk batch %s)\n",
-            pos_high == 0 ? "first" : pos_high == 1 ? "second" : "later", N_REQ,
-            pos_last_bulk == N_REQ - 2 ? "second to last" : "earlier");
+
+    enum { N_BULK = 6 };
+    for (int k = 0; k < N_BULK; k++)
+        send_bulk(fd, 100 + (uint64_t)k);
+    send_one(fd, 200, 1);
+    send_one(fd, 300, 0);
+    const uint64_t ids[3] = { 200, 100 + N_BULK - 1, 300 };
+    int pos[3];
+    reply_order(fd, N_BULK + 2, ids, 3, pos);
+    CHECK_MSG(pos[0] >= 0 && pos[0] < pos[1],
+              "the high-priority request came back at %d, the last bulk batch at %d", pos[0],
+              pos[1]);
+    CHECK_MSG(pos[2] == N_BULK + 1, "the last normal request came back at %d of %d", pos[2],
+              N_BULK + 2);
+
+    send_bulk(fd, 400);
+    send_bulk(fd, 401);
+    struct timespec ts = { 0, 20000000 };          /* the bulk worker is on 400 by now */
+    nanosleep(&ts, NULL);
+    send_one(fd, 500, 1);
+    const uint64_t ids2[2] = { 500, 400 };
+    reply_order(fd, 3, ids2, 2, pos);
+    CHECK_MSG(pos[0] == 0, "a high-priority request sent while the bulk worker was busy "
+              "came back at %d (the bulk batch at %d)", pos[0], pos[1]);
     close(fd);
     CHECK_INT_EQ(nc_daemon_stop(&d3, 20000), 0);
 }
