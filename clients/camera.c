@@ -151,7 +151,8 @@ static int parse_roi(const char *s, cam_opts *o)
 
 enum {
     O_SERVER = 256, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
-    O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_PRIORITY, O_HELP,
+    O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_PRIORITY,
+    O_HELP,
 };
 
 static const struct option cam_long[] = {
