@@ -644,6 +644,21 @@ static uint32_t live_count(const work *w)
     return k;
 }
 
+/* Whether step 8 may join neighbours a and b: the same line, and split
+ * parts only with their own siblings (a union with another piece would take
+ * a sibling's pixels). */
+static int may_join(const piece *a, const piece *b)
+{
+    return a->line == b->line &&
+           (a->group == b->group || !((a->flags | b->flags) & NC_SEGMENT_DIGIT_SPLIT));
+}
+
+/* Width of a and b's union, in line heights H. */
+static double union_width(const piece *a, const piece *b, uint32_t H)
+{
+    return (double)(umax(a->x1, b->x1) - umin(a->x0, b->x0)) / H;
+}
+
 /* Step 8's last resort before dropping piece `small`: the index i into
  * order (k live pieces, by line and x) of the pair (i, i + 1) that holds
  * small and a neighbour on its line no more than max(2, H / 8) pixels away,
@@ -660,11 +675,10 @@ static uint32_t fragment_pair(const work *w, const uint32_t *order, uint32_t k,
     for (uint32_t i = at ? at - 1 : 0; i <= at && i + 1 < k; i++) {
         const piece *a = &w->pc[order[i]], *b = &w->pc[order[i + 1]];
         const uint32_t H = heights[a->line];
-        if (a->line != b->line || !H ||
-            (a->group != b->group && ((a->flags | b->flags) & NC_SEGMENT_DIGIT_SPLIT)))
+        if (!may_join(a, b) || !H)
             continue;
         const uint32_t gap = b->x0 > a->x1 ? b->x0 - a->x1 : 0;
-        const double u = (double)(umax(a->x1, b->x1) - umin(a->x0, b->x0)) / H;
+        const double u = union_width(a, b, H);
         if (gap <= umax(2, H / 8) && u <= 1.3 && u < frag_u) {
             frag_u = u;
             frag = i;
@@ -712,14 +726,9 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
             double best_u = INFINITY;
             for (uint32_t i = 0; i + 1 < k; i++) {
                 piece *a = &w->pc[order[i]], *b = &w->pc[order[i + 1]];
-                if (a->line != b->line)
+                if (!may_join(a, b))
                     continue;
-                /* split siblings share a group; other pieces must not be
-                 * split parts, or the union would take a sibling's pixels */
-                if (a->group != b->group &&
-                    ((a->flags | b->flags) & NC_SEGMENT_DIGIT_SPLIT))
-                    continue;
-                double u = (double)(umax(a->x1, b->x1) - umin(a->x0, b->x0)) / heights[a->line];
+                double u = union_width(a, b, heights[a->line]);
                 if (u < best_u) {
                     best_u = u;
                     best = i;
@@ -763,8 +772,7 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                         if (a->line != b->line || a->group != b->group ||
                             !(a->flags & b->flags & NC_SEGMENT_DIGIT_SPLIT))
                             continue;
-                        double u = (double)(umax(a->x1, b->x1) - umin(a->x0, b->x0)) /
-                                   heights[a->line];
+                        double u = union_width(a, b, heights[a->line]);
                         if (u < sib_u) {
                             sib_u = u;
                             sib = i;
