@@ -41,6 +41,12 @@ int nc_deform_params_check(const nc_deform_params *p)
     return 0;
 }
 
+nc_deform_params nc_deform_params_scaled(const nc_deform_params *p, float s)
+{
+    return (nc_deform_params){ p->max_translate * s, p->max_rotate_deg * s, p->max_scale * s,
+                               p->max_shear * s, p->elastic_sigma, p->elastic_alpha * s };
+}
+
 static int size_check(uint32_t width, uint32_t height)
 {
     if (width == 0 || height == 0)

@@ -130,6 +130,12 @@ typedef struct nc_deform_params {
  * (-ERANGE for a sigma or alpha over the caps). */
 int nc_deform_params_check(const nc_deform_params *p);
 
+/* p with every strength times s (s >= 0): shift, rotation, scaling, shear
+ * and the elastic alpha; sigma, the smoothness of the field, is kept.  s = 0
+ * gives no deformation, s = 0.5 deformations half as strong.  The result may
+ * fail nc_deform_params_check (e.g. a rotation over 180 degrees). */
+nc_deform_params nc_deform_params_scaled(const nc_deform_params *p, float s);
+
 /* ---- deterministic warp ------------------------------------------------- */
 
 /* The affine part of a sampling map (see Geometry): s = A (p - c) + c + t,

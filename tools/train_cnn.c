@@ -23,7 +23,8 @@
  *    have a 19 px box that the prep scales to 20.)
  *  - Deformations (--deform, default on): every training presentation is
  *    freshly distorted by core/deform with NC_DEFORM_MNIST (affine +
- *    elastic); validation and test digits never are.
+ *    elastic), its strengths times --deform-scale; validation and test
+ *    digits never are.
  *  - Weights uniform in [-0.05, 0.05] from --seed (nc_cnn_init_weights).
  *  - Mini-batch SGD on the BLAS path, or with --gpu N on the CUDA engine
  *    (gpu/cnn_engine.h: the training digits resident on the device, which
@@ -106,6 +107,7 @@ typedef struct options {
     uint32_t validation;
     uint32_t limit;         /* 0: all */
     int deform;
+    float deform_scale;     /* strength of the deformations, 1 = NC_DEFORM_MNIST */
     int resume;
     uint64_t seed;
     uint32_t threads;
@@ -146,6 +148,10 @@ static void usage(FILE *f)
         "  --limit N         train on the first N training digits only\n"
         "  --deform          deform training digits (default)\n"
         "  --no-deform       train on the digits as they are\n"
+        "  --deform-scale F  deformations F times as strong as the default ones\n"
+        "                    (shift, rotation, scaling, shear, elastic alpha;\n"
+        "                    default 1), e.g. 0.5 to fine-tune a column on milder\n"
+        "                    ones\n"
         "  --seed N          weights, order and deformations (default 1)\n"
         "  --threads N       threads that deform the next images while a batch\n"
         "                    trains; OpenBLAS threads too on the CPU (default 1)\n"
@@ -166,7 +172,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA, O_INIT };
+           O_EXTRA, O_INIT, O_DSCALE };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -179,6 +185,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "limit", required_argument, NULL, O_LIMIT },
         { "deform", no_argument, NULL, O_DEFORM },
         { "no-deform", no_argument, NULL, O_NODEFORM },
+        { "deform-scale", required_argument, NULL, O_DSCALE },
         { "seed", required_argument, NULL, O_SEED },
         { "threads", required_argument, NULL, O_THREADS },
         { "checkpoint", required_argument, NULL, O_CKPT },
@@ -191,7 +198,8 @@ static int parse_options(int argc, char **argv, options *o)
     };
     *o = (options){
         .arch = DEFAULT_ARCH, .epochs = 10, .batch = 16, .lr = 1e-3f,
-        .lr_decay = 0.95f, .validation = 10000, .deform = 1, .seed = 1, .threads = 1,
+        .lr_decay = 0.95f, .validation = 10000, .deform = 1, .deform_scale = 1.0f, .seed = 1,
+        .threads = 1,
         .gpu = -1,
     };
     int c, bad = 0;
@@ -212,6 +220,15 @@ static int parse_options(int argc, char **argv, options *o)
         case O_LIMIT: name = "--limit"; err = train_parse_u32(optarg, &o->limit); break;
         case O_DEFORM: o->deform = 1; break;
         case O_NODEFORM: o->deform = 0; break;
+        case O_DSCALE: {
+            name = "--deform-scale";
+            err = train_parse_float(optarg, &o->deform_scale);
+            const nc_deform_params p = nc_deform_params_scaled(&NC_DEFORM_MNIST,
+                                                               o->deform_scale);
+            if (!err && (!(o->deform_scale >= 0.0f) || nc_deform_params_check(&p)))
+                err = -ERANGE;
+            break;
+        }
         case O_SEED: name = "--seed"; err = train_parse_u64(optarg, &o->seed); break;
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
@@ -356,9 +373,14 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
  * checkpoint (everything that changes what the epochs compute). */
 static void config_string(const options *o, char *dst, size_t cap)
 {
+    /* deform_scale only when not 1, so checkpoints written before the option
+     * still resume */
+    char scale[48] = "";
+    if (o->deform_scale != 1.0f)
+        snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d seed=%llu%s%s%s%s", o->arch, o->batch, (double)o->lr,
-             (double)o->lr_decay, o->validation, o->limit, o->deform,
+             "deform=%d%s seed=%llu%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
              (unsigned long long)o->seed, o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "");
 }
@@ -835,6 +857,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     int status = TRAIN_EXIT_FAIL;
+    const nc_deform_params dparams = nc_deform_params_scaled(&NC_DEFORM_MNIST, o.deform_scale);
     nc_dataset train = { 0 }, test = { 0 }, extra = { 0 };
     float *pool_inputs = NULL;
     uint8_t *pool_labels = NULL;
@@ -938,7 +961,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             goto fail;
         }
         for (uint32_t i = 0; i < o.threads; i++)
-            if ((err = nc_deform_new(&NC_DEFORM_MNIST, t.side, t.side, &t.deform[i])))
+            if ((err = nc_deform_new(&dparams, t.side, t.side, &t.deform[i])))
                 goto fail;
     }
 
@@ -970,7 +993,6 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         /* Made after a resume, so it starts from the checkpoint's params. */
         nc_gpu_device_info di;
         nc_gpu_cnn *g = NULL;
-        const nc_deform_params dp = NC_DEFORM_MNIST;
         err = nc_gpu_cnn_new(net, o.gpu, max_batch, &g);
         t.gpu = g;
         /* The engine's default picks kernels per batch size by timing them,
@@ -981,7 +1003,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             err = nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_DIRECT);
         if (!err)
             err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_train,
-                                            o.deform ? &dp : NULL);
+                                            o.deform ? &dparams : NULL);
         if (err) {
             fprintf(stderr, "neocog-train cnn: --gpu %d: %s (%s)\n", o.gpu, nc_strerror(err),
                     nc_gpu_last_error());
@@ -1001,7 +1023,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             o.epochs, o.batch, (double)o.lr, (double)o.lr_decay, (unsigned long long)o.seed,
             o.threads, o.threads == 1 ? "" : "s", gpu ? "the GPU" : "the CPU");
     if (o.deform) {
-        const nc_deform_params *p = &NC_DEFORM_MNIST;
+        const nc_deform_params *p = &dparams;
         fprintf(stderr, "  deformations: shift %g px, rotation %g deg, scale %g, shear %g, "
                 "elastic sigma %g alpha %g\n", (double)p->max_translate,
                 (double)p->max_rotate_deg, (double)p->max_scale, (double)p->max_shear,

@@ -331,6 +331,51 @@ static void test_bad_args(void)
     CHECK_INT_EQ(nonzero, 0);
 }
 
+/* nc_deform_params_scaled: every strength times s, sigma kept; s = 0 is
+ * no deformation (the image comes back as it was), and on the same draws a
+ * half-strength deformation changes the image less than the full one. */
+static void test_scaled(void)
+{
+    const nc_deform_params m = NC_DEFORM_MNIST;
+    const nc_deform_params h = nc_deform_params_scaled(&m, 0.5f);
+    CHECK_NEAR(h.max_translate, 0.5f * m.max_translate, 0.0, 0);
+    CHECK_NEAR(h.max_rotate_deg, 0.5f * m.max_rotate_deg, 0.0, 0);
+    CHECK_NEAR(h.max_scale, 0.5f * m.max_scale, 0.0, 0);
+    CHECK_NEAR(h.max_shear, 0.5f * m.max_shear, 0.0, 0);
+    CHECK_NEAR(h.elastic_alpha, 0.5f * m.elastic_alpha, 0.0, 0);
+    CHECK_NEAR(h.elastic_sigma, m.elastic_sigma, 0.0, 0);
+    const nc_deform_params one = nc_deform_params_scaled(&m, 1.0f);
+    CHECK(memcmp(&one, &m, sizeof(m)) == 0);
+
+    float in[W * H], out[W * H];
+    glyph(in);
+    const nc_deform_params zero = nc_deform_params_scaled(&m, 0.0f);
+    nc_deform *d = NULL;
+    REQUIRE(nc_deform_new(&zero, W, H, &d) == 0);
+    nc_deform_rng rng = { 9 };
+    for (int k = 0; k < 5; k++) {
+        memset(out, 0xff, sizeof(out));
+        CHECK(nc_deform_apply(d, &rng, in, out) == 0);
+        CHECK(memcmp(in, out, sizeof(in)) == 0);
+    }
+    nc_deform_free(d);
+
+    double change[2] = { 0.0, 0.0 };
+    const nc_deform_params *sets[2] = { &h, &m };
+    for (int s = 0; s < 2; s++) {
+        REQUIRE(nc_deform_new(sets[s], W, H, &d) == 0);
+        nc_deform_rng r = { 77 };
+        for (int k = 0; k < 100; k++) {
+            CHECK(nc_deform_apply(d, &r, in, out) == 0);
+            for (int i = 0; i < W * H; i++)
+                change[s] += fabs((double)out[i] - in[i]);
+        }
+        nc_deform_free(d);
+    }
+    CHECK_MSG(change[0] > 0.0 && change[0] < 0.8 * change[1],
+              "mean change at half strength %.1f, full %.1f", change[0], change[1]);
+}
+
 int main(void)
 {
     test_identity();
@@ -340,5 +385,6 @@ int main(void)
     test_range_and_mass();
     test_elastic_size();
     test_bad_args();
+    test_scaled();
     return nc_test_finish();
 }
