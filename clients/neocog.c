@@ -401,11 +401,11 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
                s->uptime_s, h && h->live ? "true" : "false", ready ? "true" : "false",
                h && h->draining ? "true" : "false");
         nc_cli_json_string(stdout, h ? or_empty(h->state) : "");
-        printf(",\"workers\":%u,\"connections\":%u,\"queue_depth\":%u,\"queue_capacity\":%u,"
+        printf(",\"workers\":%u,\"priority_workers\":%u,\"connections\":%u,\"queue_depth\":%u,\"queue_capacity\":%u,"
                "\"max_batch\":%u,\"max_queue_delay_us\":%" PRIu64 ",\"requests_total\":%" PRIu64
                ",\"images_total\":%" PRIu64 ",\"batches_total\":%" PRIu64
                ",\"max_images_per_request\":%u,\"max_frame_bytes\":%u,\"last_reload\":",
-               s->workers, s->connections, s->queue_depth, s->queue_capacity, s->max_batch,
+               s->workers, s->priority_workers, s->connections, s->queue_depth, s->queue_capacity, s->max_batch,
                s->max_queue_delay_us, s->requests_total, s->images_total, s->batches_total,
                s->max_images_per_request, s->max_frame_bytes);
         nc_cli_json_string(stdout, or_empty(s->last_reload));
@@ -426,7 +426,8 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
         printf("%-16s %s\n", "backend", or_empty(s->backend));
         printf("%-16s %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "\n", "uptime",
                up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
-        printf("%-16s %u\n", "workers", s->workers);
+        printf("%-16s %u (+ %u for high priority only)\n", "workers", s->workers,
+               s->priority_workers);
         printf("%-16s %u\n", "connections", s->connections);
         printf("%-16s %u / %u images\n", "queue", s->queue_depth, s->queue_capacity);
         printf("%-16s max %u images, max delay %" PRIu64 " us\n", "batching", s->max_batch,

@@ -157,6 +157,7 @@ static void handle_info(nc_conn *c, const Neocog__Request *req)
         st.uptime_s = (nc_now_us() - s->started_us) / 1000000u;
         st.health = &health;
         st.workers = bs.workers;
+        st.priority_workers = bs.priority_workers;
         st.connections = s->n_conns;
         st.queue_depth = bs.depth;
         st.queue_capacity = s->cfg.queue_capacity;

@@ -46,6 +46,7 @@ static void on_request(struct evhttp_request *r, void *arg)
         nc_metrics_gauges g = {
             .queue_depth = bs.depth, .queue_capacity = s->cfg.queue_capacity,
             .queue_bytes = bs.bytes, .connections = s->n_conns, .workers = bs.workers,
+            .priority_workers = bs.priority_workers,
             .batches = bs.batches, .batch_images = bs.batch_images,
             .ready = ready(s), .draining = s->state == NC_SERVER_DRAINING,
             .uptime_s = (nc_now_us() - s->started_us) / 1000000u,

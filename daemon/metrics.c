@@ -129,6 +129,9 @@ int nc_metrics_render(const nc_metrics *m, const nc_metrics_gauges *g, char **re
         g->queue_bytes);
     put(&s, "# HELP neocogd_workers Worker threads.\n# TYPE neocogd_workers gauge\n"
             "neocogd_workers %" PRIu32 "\n", g->workers);
+    put(&s, "# HELP neocogd_priority_workers Worker threads for high-priority requests only.\n"
+            "# TYPE neocogd_priority_workers gauge\nneocogd_priority_workers %" PRIu32 "\n",
+        g->priority_workers);
     put(&s, "# HELP neocogd_ready 1 when models are loaded and the server is not draining.\n"
             "# TYPE neocogd_ready gauge\nneocogd_ready %d\n", g->ready && !g->draining);
     put(&s, "# HELP neocogd_model_loaded 1 per loaded model.\n"

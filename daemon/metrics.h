@@ -48,7 +48,7 @@ typedef struct nc_metrics_gauges {
     uint32_t queue_depth, queue_capacity;
     uint64_t queue_bytes;
     uint32_t connections;
-    uint32_t workers;
+    uint32_t workers, priority_workers;
     uint64_t batches, batch_images;
     int ready, draining;
     int model_loaded[2];

@@ -799,6 +799,7 @@ static void test_info(void)
         CHECK(st && st->n_models == 2 && st->models[0]->loaded && !st->models[1]->loaded);
         CHECK(st && st->requests_total > 0 && st->images_total > 0);
         CHECK(st && strstr(st->models[0]->architecture, "6C4") != NULL);
+        CHECK(st && st->workers == 2 && st->priority_workers == 1);   /* --workers 2, default */
     }
     nc_msg_free(m);
     Neocog__Request rq = NEOCOG__REQUEST__INIT;
@@ -827,6 +828,8 @@ static void test_info(void)
     CHECK(text && strstr(text, "neocogd_requests_total{code=\"OK\"}"));
     CHECK(text && strstr(text, "neocogd_request_seconds_bucket{le=\"+Inf\"}"));
     CHECK(text && strstr(text, "neocogd_queue_depth"));
+    CHECK(text && strstr(text, "\nneocogd_workers 2\n"));
+    CHECK(text && strstr(text, "\nneocogd_priority_workers 1\n"));
     free(text);
     text = nc_http_get(dmn.http_port, "/readyz");
     CHECK(text && strstr(text, "200 OK"));
