@@ -556,8 +556,9 @@ static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_ou
                (double)conf, reject ? "true" : "false", ms(lat_ns), ms(age_ns));
         if (rp->timing)
             printf(",\"server_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
-                   ",\"total\":%" PRIu64 "}", rp->timing->queue_us, rp->timing->compute_us,
-                   rp->timing->total_us);
+                   ",\"prepare\":%" PRIu64 ",\"forward\":%" PRIu64 ",\"total\":%" PRIu64 "}",
+                   rp->timing->queue_us, rp->timing->compute_us, rp->timing->prepare_us,
+                   rp->timing->forward_us, rp->timing->total_us);
         fputs(",\"digits\":[", stdout);
         for (uint32_t i = 0; i < n; i++) {
             printf("%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",

@@ -143,8 +143,9 @@ static void print_json(const input *in, const Neocog__Reply *rp, const Neocog__R
     }
     if (rp->timing)
         printf(",\"timing_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
-               ",\"total\":%" PRIu64 "}", rp->timing->queue_us, rp->timing->compute_us,
-               rp->timing->total_us);
+               ",\"prepare\":%" PRIu64 ",\"forward\":%" PRIu64 ",\"total\":%" PRIu64 "}",
+               rp->timing->queue_us, rp->timing->compute_us, rp->timing->prepare_us,
+               rp->timing->forward_us, rp->timing->total_us);
     putchar('}');
 }
 

@@ -475,14 +475,18 @@ static void finish_request(nc_server *s, nc_request *req)
     Neocog__RecognizeReply rec = NEOCOG__RECOGNIZE_REPLY__INIT;
     scratch sc = { 0 };
     r.id = req->id;
-    uint64_t queue_us = 0, compute_us = 0;
+    uint64_t queue_us = 0, compute_us = 0, prepare_us = 0, forward_us = 0;
     uint32_t batch = 0;
     for (uint32_t i = 0; i < req->n_tasks; i++) {
         const nc_task *t = &req->tasks[i];
         if (t->t_start > req->t_recv && t->t_start - req->t_recv > queue_us)
             queue_us = t->t_start - req->t_recv;
-        if (t->t_end - t->t_start > compute_us)
+        if (t->t_end - t->t_start > compute_us) {
+            /* the split of the slowest batch this request rode in */
             compute_us = t->t_end - t->t_start;
+            prepare_us = t->t_forward - t->t_start;
+            forward_us = t->t_end - t->t_forward;
+        }
         batch = t->batch_size;
         if (r.code == NEOCOG__CODE__OK && t->code != NEOCOG__CODE__OK) {
             r.code = t->code;
@@ -491,6 +495,8 @@ static void finish_request(nc_server *s, nc_request *req)
     }
     tm.queue_us = queue_us;
     tm.compute_us = compute_us;
+    tm.prepare_us = prepare_us;
+    tm.forward_us = forward_us;
     tm.total_us = now - req->t_recv;
     r.timing = &tm;
     char why[160];

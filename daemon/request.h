@@ -58,6 +58,7 @@ typedef struct nc_task {
     uint32_t n_digits;
     nc_models *gen;                 /* generation that answered (ref) */
     uint64_t t_start, t_end;        /* batch start/end, monotonic us */
+    uint64_t t_forward;             /* batch's forward passes began */
     uint32_t batch_size;
 } nc_task;
 

@@ -379,6 +379,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
     if (need[NC_SLOT_CNN] && need[NC_SLOT_NEOCOG] && !missing && n_rows)
         ensemble_rule(gen, &rule);
     /* One forward pass per network over every row of the batch. */
+    const uint64_t t_forward = nc_now_us();
     int fwd_err[NC_SLOTS] = { 0, 0 };
     for (int s = 0; s < NC_SLOTS && n_rows; s++) {
         if (!need[s] || missing)
@@ -417,6 +418,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         nc_task *t = tasks[i];
         t->t_end = t_end;
+        t->t_forward = t_forward;
         if (t->image->segment && t->code == NEOCOG__CODE__OK) {
             /* A string is as sure as its least sure character. */
             float conf = t->n_digits ? 1.0f : 0.0f;

@@ -211,6 +211,8 @@ static void test_formats(void)
                 CHECK(!strcmp(res->text, want));
             }
             CHECK(r->timing && r->timing->total_us >= r->timing->compute_us);
+            CHECK(r->timing && r->timing->forward_us > 0 &&
+                  r->timing->prepare_us + r->timing->forward_us == r->timing->compute_us);
         }
         nc_msg_free(m);
         close(fd);
