@@ -6,6 +6,7 @@
  *       [--pgm-dir DIR] [--seed S] [--quality Q] [--polarity dark|light|mixed]
  *       [--heights 24-60] [--touch P] [--no-clutter]
  *       [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]
+ *       [--time-pause MS [--time-spin]]
  *
  * DIR holds the MNIST test set (t10k-images-idx3-ubyte[.gz] and its labels)
  * or the repository's fixture (tests/data, mnist-t1k-*).  By default only
@@ -26,7 +27,11 @@
  * data, and the test digits must stay unseen.
  * --time: the daemon's per-frame CPU stages (JPEG decode, binarisation,
  * component labelling, whole segmentation, preparation of the digits),
- * fastest of 5 runs per frame, averaged over frames, on stderr.
+ * fastest of 5 runs per frame, averaged over frames, on stderr; then every
+ * run's decode + segmentation + prep (the daemon's prepare step) as p50,
+ * p99 and max.  --time-pause MS (implies --time) sleeps MS before each run,
+ * as frames arrive from a camera, so the runs start from idle; with
+ * --time-spin it spins on the clock instead, so the core never idles.
  * Frames are rendered by streamgen_render.c (see there for what a frame
  * holds); --out writes them as MJPEG (concatenated greyscale JFIFs, what
  * `ffmpeg -f mjpeg` reads) at --quality, or at a per-frame quality drawn
@@ -60,7 +65,8 @@ static void usage(void)
         "         [--strings S] [--out FILE.mjpeg|-] [--truth FILE.tsv] [--pgm-dir DIR]\n"
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
         "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n"
-        "         [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]\n");
+        "         [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]\n"
+        "         [--time-pause MS [--time-spin]]\n");
 }
 
 /* Read the first of names[] found in dir. */
@@ -121,11 +127,37 @@ static int parse_u32(const char *s, uint32_t *v)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --time's second line: every run's decode + segmentation + prep (what the
+ * daemon's prepare_us covers), as a distribution, since a camera's p99
+ * latency lives in its slowest runs, not in the fastest. */
+static void print_tail(nc_stage_times *t)
+{
+    if (!t->n_runs)
+        return;
+    const uint32_t n = t->n_runs;
+    qsort(t->runs, n, sizeof *t->runs, cmp_double);
+    const double p50 = t->runs[n / 2];
+    uint32_t slow = 0;
+    for (uint32_t i = 0; i < n; i++)
+        slow += t->runs[i] > 3.0 * p50;
+    fprintf(stderr, "neocog-streamgen: every run's decode + segmentation + prep (%u runs, %u ms "
+                    "apart%s): p50 %.3f ms, p99 %.3f ms, max %.3f ms, %u over 3x the median\n",
+            n, t->pause_ms, t->pause_ms && t->pause_spin ? ", spinning" : "", p50, t->runs[(size_t)(0.99 * (n - 1))], t->runs[n - 1], slow);
+}
+
 int main(int argc, char **argv)
 {
     const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
     const char *patches = NULL;
     int train = 0, timing = 0;
+    uint32_t time_pause = 0;
+    int time_spin = 0;
     uint32_t frames = 0, W = 640, H = 480, quality = 0, count = 0, first = 0;
     uint64_t seed = 1;
     nc_render_params rp;
@@ -135,6 +167,17 @@ int main(int argc, char **argv)
         int bad = 0;
         if (!strcmp(a, "--no-clutter")) { rp.clutter = 0; continue; }
         if (!strcmp(a, "--time")) { timing = 1; continue; }
+        if (!strcmp(a, "--time-spin")) { time_spin = 1; continue; }
+        if (!strcmp(a, "--time-pause") && v) {
+            timing = 1;
+            i++;
+            if (parse_u32(v, &time_pause) || time_pause > 10000) {
+                fprintf(stderr, "neocog-streamgen: bad option %s %s\n", a, v);
+                usage();
+                return 2;
+            }
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
         if (!v) { usage(); return 2; }
         i++;
@@ -198,7 +241,7 @@ int main(int argc, char **argv)
     if (count && count < d.count)
         d.count = count;
     nc_patch_set ps = { 0 };
-    nc_stage_times times = { 0 };
+    nc_stage_times times = { .pause_ms = time_pause, .pause_spin = time_spin };
     nc_segmenter *seg = NULL;
     nc_image *decoded = NULL;
     tjhandle tjd = NULL;
@@ -323,10 +366,12 @@ int main(int argc, char **argv)
                 W, H, times.frames, times.decode_ms / n, times.binarise_ms / n,
                 times.components_ms / n, times.segment_ms / n, times.segment_max_ms,
                 times.prep_ms / n);
+        print_tail(&times);
     }
     rc = 0;
 done:
     nc_patches_free(&ps);
+    nc_stage_times_free(&times);
     nc_segmenter_free(seg);
     nc_image_free(decoded);
     if (tjd)

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <turbojpeg.h>
@@ -133,7 +134,24 @@ int nc_stage_time(nc_segmenter *seg, const uint8_t *jpeg, unsigned long len, nc_
     double best[5] = { INFINITY, INFINITY, INFINITY, INFINITY, INFINITY };
     nc_segment_params p;
     nc_segment_params_for_view(&p, frame->width, frame->height, 0);
+    if (t->n_runs + TIME_RUNS > t->cap_runs) {
+        const uint32_t cap = t->cap_runs ? 2 * t->cap_runs + TIME_RUNS : 1024;
+        double *r = realloc(t->runs, cap * sizeof *r);
+        if (!r)
+            goto out;
+        t->runs = r;
+        t->cap_runs = cap;
+    }
     for (int run = 0; run < TIME_RUNS; run++) {
+        if (t->pause_ms && t->pause_spin) {
+            const double until = now_ms() + t->pause_ms;
+            while (now_ms() < until)
+                ;
+        } else if (t->pause_ms) {
+            const struct timespec pause = { t->pause_ms / 1000,
+                                            (long)(t->pause_ms % 1000) * 1000000L };
+            nanosleep(&pause, NULL);
+        }
         double t0 = now_ms();
         /* the daemon's flags (daemon/decode.c) */
         if (tjDecompress2(tj, jpeg, len, frame->pixels, (int)frame->width, (int)frame->stride,
@@ -168,6 +186,7 @@ int nc_stage_time(nc_segmenter *seg, const uint8_t *jpeg, unsigned long len, nc_
         double t5 = now_ms();
         nc_segment_result_free(r);
         double d[5] = { t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4 };
+        t->runs[t->n_runs++] = d[0] + d[3] + d[4];
         for (int k = 0; k < 5; k++)
             best[k] = fmin(best[k], d[k]);
     }
@@ -186,4 +205,11 @@ out:
     if (tj)
         tjDestroy(tj);
     return err;
+}
+
+void nc_stage_times_free(nc_stage_times *t)
+{
+    free(t->runs);
+    t->runs = NULL;
+    t->n_runs = t->cap_runs = 0;
 }

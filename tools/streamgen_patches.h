@@ -20,11 +20,18 @@ typedef struct nc_patch_set {
 } nc_patch_set;
 
 /* Per-stage CPU time, summed over frames, of the fastest of a few runs of
- * each stage on each frame (a shared machine's noise only ever adds). */
+ * each stage on each frame (a shared machine's noise only ever adds), and
+ * every run's decode + segmentation + prep, the daemon's prepare step, to
+ * show that noise: its tail.  pause_ms: sleep before every run, as a
+ * camera's frames arrive (0: back to back). */
 typedef struct nc_stage_times {
     uint32_t frames;
     double decode_ms, binarise_ms, components_ms, segment_ms, prep_ms;
     double segment_max_ms;
+    uint32_t pause_ms;
+    int pause_spin;             /* spend the pause spinning, not asleep */
+    double *runs;               /* malloc'd; free with nc_stage_times_free */
+    uint32_t n_runs, cap_runs;
 } nc_stage_times;
 
 struct nc_segmenter;
@@ -45,5 +52,6 @@ void nc_patches_free(nc_patch_set *set);
  * a 29x29 CNN; add to t. */
 int nc_stage_time(struct nc_segmenter *seg, const uint8_t *jpeg, unsigned long len,
                   nc_image *frame, nc_stage_times *t);
+void nc_stage_times_free(nc_stage_times *t);
 
 #endif
