@@ -402,13 +402,14 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
                s->uptime_s, h && h->live ? "true" : "false", ready ? "true" : "false",
                h && h->draining ? "true" : "false");
         nc_cli_json_string(stdout, h ? or_empty(h->state) : "");
-        printf(",\"workers\":%u,\"priority_workers\":%u,\"connections\":%u,\"queue_depth\":%u,\"queue_capacity\":%u,"
-               "\"max_batch\":%u,\"max_queue_delay_us\":%" PRIu64 ",\"requests_total\":%" PRIu64
-               ",\"images_total\":%" PRIu64 ",\"batches_total\":%" PRIu64
+        printf(",\"workers\":%u,\"priority_workers\":%u,\"connections\":%u,\"queue_depth\":%u,"
+               "\"queue_capacity\":%u,\"max_batch\":%u,\"max_queue_delay_us\":%" PRIu64
+               ",\"requests_total\":%" PRIu64 ",\"images_total\":%" PRIu64
+               ",\"batches_total\":%" PRIu64
                ",\"max_images_per_request\":%u,\"max_frame_bytes\":%u,\"last_reload\":",
-               s->workers, s->priority_workers, s->connections, s->queue_depth, s->queue_capacity, s->max_batch,
-               s->max_queue_delay_us, s->requests_total, s->images_total, s->batches_total,
-               s->max_images_per_request, s->max_frame_bytes);
+               s->workers, s->priority_workers, s->connections, s->queue_depth, s->queue_capacity,
+               s->max_batch, s->max_queue_delay_us, s->requests_total, s->images_total,
+               s->batches_total, s->max_images_per_request, s->max_frame_bytes);
         nc_cli_json_string(stdout, or_empty(s->last_reload));
         fputs(",\"models\":[", stdout);
         for (size_t i = 0; i < s->n_models; i++) {

@@ -373,7 +373,7 @@ static void test_scaled(void)
         nc_deform_free(d);
     }
     CHECK_MSG(change[0] > 0.0 && change[0] < 0.8 * change[1],
-              "mean change at half strength %.1f, full %.1f", change[0], change[1]);
+              "summed change at half strength %.1f, at full %.1f", change[0], change[1]);
 }
 
 int main(void)
