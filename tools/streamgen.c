@@ -148,7 +148,8 @@ static void print_tail(nc_stage_times *t)
         slow += t->runs[i] > 3.0 * p50;
     fprintf(stderr, "neocog-streamgen: every run's decode + segmentation + prep (%u runs, %u ms "
                     "apart%s): p50 %.3f ms, p99 %.3f ms, max %.3f ms, %u over 3x the median\n",
-            n, t->pause_ms, t->pause_ms && t->pause_spin ? ", spinning" : "", p50, t->runs[(size_t)(0.99 * (n - 1))], t->runs[n - 1], slow);
+            n, t->pause_ms, t->pause_ms && t->pause_spin ? ", spinning" : "", p50,
+            t->runs[(size_t)(0.99 * (n - 1))], t->runs[n - 1], slow);
 }
 
 int main(int argc, char **argv)
