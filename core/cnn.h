@@ -231,6 +231,14 @@ int nc_cnn_committee_forward(const nc_cnn *const *nets, uint32_t n_nets,
 int nc_cnn_loss(const nc_cnn *net, const float *out, const uint8_t *labels,
                 uint32_t n, float *d_out, double *ret_loss, uint32_t *ret_errors);
 
+/* The same loss against soft targets: targets[n][n_outputs] replace the
+ * +1 / -1 of the label (NULL: nc_cnn_loss exactly), e.g. a mix of the label
+ * and a teacher committee's outputs for distillation.  ret_errors still
+ * counts images whose largest output is not the label. */
+int nc_cnn_loss_targets(const nc_cnn *net, const float *out, const uint8_t *labels,
+                        const float *targets, uint32_t n, float *d_out, double *ret_loss,
+                        uint32_t *ret_errors);
+
 /* Back-propagation after the matching forward pass on the same w, in and n
  * (_ref after _ref, _blas after _blas; -EINVAL otherwise): d_out[n][n_outputs]
  * is dE/dy of the output layer; grads[n_params] receives dE/dparams summed

@@ -117,10 +117,17 @@ int nc_cnn_forward_ref(const nc_cnn *net, nc_cnn_work *w,
     return 0;
 }
 
-/* E = 1/2 sum_b sum_k (y[b][k] - t[b][k])^2, t = +1 at the label, -1 elsewhere;
- * dE/dy = y - t. */
+/* E = 1/2 sum_b sum_k (y[b][k] - t[b][k])^2, t = +1 at the label, -1 elsewhere
+ * (or targets[b][k]); dE/dy = y - t. */
 int nc_cnn_loss(const nc_cnn *net, const float *out, const uint8_t *labels,
                 uint32_t n, float *d_out, double *ret_loss, uint32_t *ret_errors)
+{
+    return nc_cnn_loss_targets(net, out, labels, NULL, n, d_out, ret_loss, ret_errors);
+}
+
+int nc_cnn_loss_targets(const nc_cnn *net, const float *out, const uint8_t *labels,
+                        const float *targets, uint32_t n, float *d_out, double *ret_loss,
+                        uint32_t *ret_errors)
 {
     if (!net || !out || !labels || n < 1)
         return -EINVAL;
@@ -134,7 +141,7 @@ int nc_cnn_loss(const nc_cnn *net, const float *out, const uint8_t *labels,
         const float *y = out + (size_t)b * k_n;
         uint32_t best = 0;
         for (uint32_t k = 0; k < k_n; k++) {
-            float t = k == labels[b] ? 1.0f : -1.0f;
+            float t = targets ? targets[(size_t)b * k_n + k] : k == labels[b] ? 1.0f : -1.0f;
             float d = y[k] - t;
             loss += 0.5 * (double)d * d;
             if (d_out)

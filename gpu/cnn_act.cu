@@ -18,8 +18,9 @@ static __global__ void act_backward_kernel(const float *y, const float *dy, floa
 }
 
 static __global__ void loss_kernel(const float *__restrict__ out, const uint8_t *__restrict__ labels,
-                                   uint32_t n, uint32_t k_n, float *__restrict__ d_out,
-                                   double *__restrict__ ret_sum, double *__restrict__ acc)
+                                   const float *__restrict__ targets, uint32_t n, uint32_t k_n,
+                                   float *__restrict__ d_out, double *__restrict__ ret_sum,
+                                   double *__restrict__ acc)
 {
     __shared__ double loss_s[256], err_s[256];
     double loss = 0.0, errors = 0.0;
@@ -27,7 +28,9 @@ static __global__ void loss_kernel(const float *__restrict__ out, const uint8_t 
         const float *y = out + (size_t)b * k_n;
         uint32_t best = 0;
         for (uint32_t k = 0; k < k_n; k++) {
-            const float d = y[k] - (k == labels[b] ? 1.0f : -1.0f);
+            const float t = targets ? targets[(size_t)b * k_n + k]
+                                    : k == labels[b] ? 1.0f : -1.0f;
+            const float d = y[k] - t;
             loss += 0.5 * (double)d * d;
             d_out[(size_t)b * k_n + k] = d;
             if (y[k] > y[best])
@@ -75,7 +78,15 @@ extern "C" int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t
                                float *d_out, double *ret_sum, double *acc,
                                cudaStream_t stream)
 {
-    loss_kernel<<<1, 256, 0, stream>>>(out, labels, n, k_n, d_out, ret_sum, acc);
+    return nc_gpu_cnn_loss_targets(out, labels, NULL, n, k_n, d_out, ret_sum, acc, stream);
+}
+
+extern "C" int nc_gpu_cnn_loss_targets(const float *out, const uint8_t *labels,
+                                       const float *targets, uint32_t n, uint32_t k_n,
+                                       float *d_out, double *ret_sum, double *acc,
+                                       cudaStream_t stream)
+{
+    loss_kernel<<<1, 256, 0, stream>>>(out, labels, targets, n, k_n, d_out, ret_sum, acc);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

@@ -26,6 +26,11 @@ int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t c
  * loss on the device without a wait per step. */
 int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t n, uint32_t k_n,
                     float *d_out, double *ret_sum, double *acc, cudaStream_t stream);
+/* The same against soft targets[n][k_n] (device; NULL: the labels' +1 / -1),
+ * as core's nc_cnn_loss_targets. */
+int nc_gpu_cnn_loss_targets(const float *out, const uint8_t *labels, const float *targets,
+                            uint32_t n, uint32_t k_n, float *d_out, double *ret_sum,
+                            double *acc, cudaStream_t stream);
 
 /* params[i] -= lr * grads[i]. */
 int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, float lr,

@@ -48,6 +48,8 @@ struct nc_gpu_cnn {
     double *d_acc;                          /* loss, errors summed over a run */
     float *d_train;                         /* nc_gpu_cnn_set_train_data's images */
     uint8_t *h_train_labels;                /* and labels (host: gathered there) */
+    float *h_train_targets;                 /* soft targets [n_train][n_outputs], or NULL */
+    float *d_run_targets, *h_run_targets;   /* a run's, gathered (run_cap each) */
     uint32_t n_train;
     nc_gpu_deform *deform;                  /* their deformation (NONE: a copy) */
     uint32_t *d_index;                      /* per run: source image, rng state, */
@@ -204,7 +206,7 @@ extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
     void *dev[] = {g->d_params, g->d_grads, g->d_lists, g->d_in, g->d_delta[0], g->d_delta[1],
                    g->d_part, g->d_unroll, g->d_feat, g->d_labels, g->d_loss, g->d_blas_ws,
                    g->d_run, g->d_run_labels, g->d_acc, g->d_train, g->d_index,
-                   g->d_state};
+                   g->d_state, g->d_run_targets};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         cudaFree(dev[i]);
     for (uint32_t l = 0; l < NC_CNN_MAX_LAYERS; l++)
@@ -216,8 +218,10 @@ extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
     cudaFreeHost(g->h_index);
     cudaFreeHost(g->h_state);
     cudaFreeHost(g->h_run_labels);
+    cudaFreeHost(g->h_run_targets);
     nc_gpu_deform_free(g->deform);
     free(g->h_train_labels);
+    free(g->h_train_targets);
     free(g);
 }
 
@@ -702,17 +706,18 @@ extern "C" int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n
     return note(g, backward(g, d_out, n, grads));
 }
 
-/* One SGD step on n device images x with device labels: forward (layer-wise),
- * loss into d_loss (and added to acc when given), backward, update. */
-static int sgd_step(nc_gpu_cnn *g, const float *x, const uint8_t *d_labels, uint32_t n,
-                    float lr, double *acc)
+/* One SGD step on n device images x with device labels (and soft targets,
+ * or NULL): forward (layer-wise), loss into d_loss (and added to acc when
+ * given), backward, update. */
+static int sgd_step(nc_gpu_cnn *g, const float *x, const uint8_t *d_labels,
+                    const float *d_targets, uint32_t n, float lr, double *acc)
 {
     float *out = g->d_act[g->n_layers - 1];
     int err;
     g->state_in = x;
     if ((err = forward_layers(g, x, n, out, bucket_of(n))) ||
-        (err = nc_gpu_cnn_loss(out, d_labels, n, g->n_outputs, g->d_delta[0], g->d_loss, acc,
-                               g->stream)) ||
+        (err = nc_gpu_cnn_loss_targets(out, d_labels, d_targets, n, g->n_outputs,
+                                       g->d_delta[0], g->d_loss, acc, g->stream)) ||
         (err = backward_device(g, n)))
         return err;
     return nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream);
@@ -742,7 +747,7 @@ static int train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uin
                                   cudaMemcpyHostToDevice, g->stream));
     NC_CUDA_CHECK(cudaMemcpyAsync(g->d_labels, g->h_labels, n, cudaMemcpyHostToDevice,
                                   g->stream));
-    if ((err = sgd_step(g, g->d_in, g->d_labels, n, lr, NULL)))
+    if ((err = sgd_step(g, g->d_in, g->d_labels, NULL, n, lr, NULL)))
         return err;
     if (ret_loss) {
         NC_CUDA_CHECK(cudaMemcpyAsync(g->h_loss, g->d_loss, 2 * sizeof(double),
@@ -775,6 +780,10 @@ static int ensure_run_cap(nc_gpu_cnn *g, uint32_t n)
     NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     cudaFree(g->d_run);
     cudaFree(g->d_run_labels);
+    cudaFree(g->d_run_targets);
+    cudaFreeHost(g->h_run_targets);
+    g->d_run_targets = NULL;
+    g->h_run_targets = NULL;
     cudaFree(g->d_index);
     cudaFree(g->d_state);
     cudaFreeHost(g->h_index);
@@ -795,6 +804,9 @@ static int ensure_run_cap(nc_gpu_cnn *g, uint32_t n)
     NC_CUDA_CHECK(cudaHostAlloc(&g->h_index, (size_t)n * sizeof(uint32_t), cudaHostAllocDefault));
     NC_CUDA_CHECK(cudaHostAlloc(&g->h_state, (size_t)n * sizeof(uint64_t), cudaHostAllocDefault));
     NC_CUDA_CHECK(cudaHostAlloc(&g->h_run_labels, n, cudaHostAllocDefault));
+    const size_t tb = (size_t)n * g->n_outputs * sizeof(float);
+    NC_CUDA_CHECK(cudaMalloc(&g->d_run_targets, tb));
+    NC_CUDA_CHECK(cudaHostAlloc(&g->h_run_targets, tb, cudaHostAllocDefault));
     g->run_cap = n;
     return 0;
 }
@@ -812,16 +824,18 @@ static int run_prepare(nc_gpu_cnn *g, uint32_t n, uint32_t batch)
     return err;
 }
 
-/* The SGD steps over d_run / d_run_labels, enqueued after whatever filled
- * them on the same stream; waits for the last. */
-static int run_steps(nc_gpu_cnn *g, uint32_t n, uint32_t batch, float lr, double *ret_loss,
-                     uint32_t *ret_errors)
+/* The SGD steps over d_run / d_run_labels (and d_run_targets when targets),
+ * enqueued after whatever filled them on the same stream; waits for the
+ * last. */
+static int run_steps(nc_gpu_cnn *g, uint32_t n, uint32_t batch, float lr, int targets,
+                     double *ret_loss, uint32_t *ret_errors)
 {
     NC_CUDA_CHECK(cudaMemsetAsync(g->d_acc, 0, 2 * sizeof(double), g->stream));
     for (uint32_t i = 0; i < n; i += batch) {
         const uint32_t nb = n - i < batch ? n - i : batch;
-        int err = sgd_step(g, g->d_run + (size_t)i * g->n_inputs, g->d_run_labels + i, nb, lr,
-                           g->d_acc);
+        const float *t = targets ? g->d_run_targets + (size_t)i * g->n_outputs : NULL;
+        int err = sgd_step(g, g->d_run + (size_t)i * g->n_inputs, g->d_run_labels + i, t, nb,
+                           lr, g->d_acc);
         if (err)
             return err;
     }
@@ -847,7 +861,7 @@ static int train_batches(nc_gpu_cnn *g, const float *in, const uint8_t *labels, 
                                   cudaMemcpyHostToDevice, g->stream));
     NC_CUDA_CHECK(cudaMemcpyAsync(g->d_run_labels, labels, n, cudaMemcpyHostToDevice,
                                   g->stream));
-    return run_steps(g, n, batch, lr, ret_loss, ret_errors);
+    return run_steps(g, n, batch, lr, 0, ret_loss, ret_errors);
 }
 
 static int set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t count,
@@ -859,6 +873,8 @@ static int set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
     g->d_train = NULL;
     free(g->h_train_labels);
     g->h_train_labels = NULL;
+    free(g->h_train_targets);
+    g->h_train_targets = NULL;
     nc_gpu_deform_free(g->deform);
     g->deform = NULL;
     g->n_train = 0;
@@ -890,6 +906,29 @@ extern "C" int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const u
     return note(g, set_train_data(g, in, labels, count, deform));
 }
 
+extern "C" int nc_gpu_cnn_set_train_targets(nc_gpu_cnn *g, const float *targets)
+{
+    if (!g)
+        return -EINVAL;
+    if (targets && !g->n_train)
+        return -EINVAL;         /* no nc_gpu_cnn_set_train_data yet */
+    const size_t count = (size_t)g->n_train * g->n_outputs;
+    for (size_t i = 0; targets && i < count; i++)
+        if (!isfinite(targets[i]))
+            return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    float *t = NULL;
+    if (targets) {
+        if (!(t = (float *)malloc(count * sizeof(float))))
+            return -ENOMEM;
+        memcpy(t, targets, count * sizeof(float));
+    }
+    free(g->h_train_targets);
+    g->h_train_targets = t;
+    return 0;
+}
+
 static int train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *state,
                          uint32_t n, uint32_t batch, float lr, double *ret_loss,
                          uint32_t *ret_errors)
@@ -902,18 +941,27 @@ static int train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *s
     NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     memcpy(g->h_index, index, (size_t)n * sizeof(uint32_t));
     memcpy(g->h_state, state, (size_t)n * sizeof(uint64_t));
-    for (uint32_t i = 0; i < n; i++)
+    const size_t k_n = g->n_outputs;
+    for (uint32_t i = 0; i < n; i++) {
         g->h_run_labels[i] = g->h_train_labels[index[i]];
+        if (g->h_train_targets)
+            memcpy(g->h_run_targets + i * k_n, g->h_train_targets + (size_t)index[i] * k_n,
+                   k_n * sizeof(float));
+    }
     NC_CUDA_CHECK(cudaMemcpyAsync(g->d_index, g->h_index, (size_t)n * sizeof(uint32_t),
                                   cudaMemcpyHostToDevice, g->stream));
     NC_CUDA_CHECK(cudaMemcpyAsync(g->d_state, g->h_state, (size_t)n * sizeof(uint64_t),
                                   cudaMemcpyHostToDevice, g->stream));
     NC_CUDA_CHECK(cudaMemcpyAsync(g->d_run_labels, g->h_run_labels, n, cudaMemcpyHostToDevice,
                                   g->stream));
+    if (g->h_train_targets)
+        NC_CUDA_CHECK(cudaMemcpyAsync(g->d_run_targets, g->h_run_targets,
+                                      (size_t)n * k_n * sizeof(float), cudaMemcpyHostToDevice,
+                                      g->stream));
     if ((err = nc_gpu_deform_apply(g->deform, g->d_train, g->d_index, g->d_state, n, g->d_run,
                                    g->stream)))
         return err;
-    return run_steps(g, n, batch, lr, ret_loss, ret_errors);
+    return run_steps(g, n, batch, lr, g->h_train_targets != NULL, ret_loss, ret_errors);
 }
 
 extern "C" int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index,

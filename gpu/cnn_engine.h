@@ -94,6 +94,14 @@ int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const uint8_t *labe
 int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
                               uint32_t count, const nc_deform_params *deform);
 
+/* Soft targets for the training images of nc_gpu_cnn_set_train_data:
+ * targets[count][n_outputs] (host, copied; finite) replace the labels' +1 / -1
+ * in nc_gpu_cnn_train_indexed's loss (core's nc_cnn_loss_targets), e.g. for
+ * distillation from a teacher committee; the labels still count the
+ * training errors.  NULL goes back to the labels.  New training data clears
+ * them. */
+int nc_gpu_cnn_set_train_targets(nc_gpu_cnn *g, const float *targets);
+
 /* As nc_gpu_cnn_train_batches, for images already on the device: image i of
  * the run is training image index[i], deformed on the device as
  * nc_deform_apply would deform it with an nc_deform_rng whose state is

@@ -66,6 +66,7 @@
 
 #include "cnn.h"
 #include "deform.h"
+#include "train_teacher.h"
 #include "fileio.h"
 #include "image.h"
 #include "modelfile.h"
@@ -114,6 +115,8 @@ typedef struct options {
     int gpu;                /* CUDA device, or -1: the CPU */
     const char *extra;      /* IDX pair prefix of more training images */
     const char *init;       /* model file to start from instead of random weights */
+    const char *teacher;    /* model file whose outputs become soft targets */
+    float teacher_weight;   /* their share of the targets, 0..1 */
 } options;
 
 /* One row of the per-epoch table. */
@@ -163,6 +166,10 @@ static void usage(FILE *f)
         "                    the MNIST digits; validation stays MNIST's\n"
         "  --init FILE       start from FILE's weights (a model of the same --arch)\n"
         "                    instead of random ones: fine-tuning\n"
+        "  --teacher FILE    distillation: train towards FILE's outputs (a column or\n"
+        "                    committee with the same inputs) on each training digit\n"
+        "                    as it is, mixed with the label's +1 / -1\n"
+        "  --teacher-weight A  the teacher's share of those targets (default 0.5)\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -172,7 +179,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA, O_INIT, O_DSCALE };
+           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -193,13 +200,15 @@ static int parse_options(int argc, char **argv, options *o)
         { "gpu", required_argument, NULL, O_GPU },
         { "extra", required_argument, NULL, O_EXTRA },
         { "init", required_argument, NULL, O_INIT },
+        { "teacher", required_argument, NULL, O_TEACHER },
+        { "teacher-weight", required_argument, NULL, O_TWEIGHT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     *o = (options){
         .arch = DEFAULT_ARCH, .epochs = 10, .batch = 16, .lr = 1e-3f,
         .lr_decay = 0.95f, .validation = 10000, .deform = 1, .deform_scale = 1.0f, .seed = 1,
-        .threads = 1,
+        .threads = 1, .teacher_weight = 0.5f,
         .gpu = -1,
     };
     int c, bad = 0;
@@ -234,6 +243,13 @@ static int parse_options(int argc, char **argv, options *o)
         case O_RESUME: o->resume = 1; break;
         case O_EXTRA: o->extra = optarg; break;
         case O_INIT: o->init = optarg; break;
+        case O_TEACHER: o->teacher = optarg; break;
+        case O_TWEIGHT:
+            name = "--teacher-weight";
+            err = train_parse_float(optarg, &o->teacher_weight);
+            if (!err && !(o->teacher_weight >= 0.0f && o->teacher_weight <= 1.0f))
+                err = -ERANGE;
+            break;
         case O_GPU: {
             uint32_t d = 0;
             name = "--gpu";
@@ -375,14 +391,17 @@ static void config_string(const options *o, char *dst, size_t cap)
 {
     /* deform_scale only when not 1, so checkpoints written before the option
      * still resume */
-    char scale[48] = "";
+    char scale[48] = "", teacher[48] = "";
     if (o->deform_scale != 1.0f)
         snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
+    if (o->teacher)
+        snprintf(teacher, sizeof(teacher), " teacher_weight=%.9g", (double)o->teacher_weight);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s seed=%llu%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s seed=%llu%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
              (unsigned long long)o->seed, o->extra ? " extra=" : "", o->extra ? o->extra : "",
-             o->init ? " init=" : "", o->init ? o->init : "");
+             o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
+             o->teacher ? o->teacher : "", teacher);
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -524,6 +543,7 @@ typedef struct trainer {
     const options *o;
     const float *inputs;    /* [n_train][side * side], preprocessed */
     const uint8_t *labels;  /* [n_train] */
+    const float *targets;   /* [n_train][10] soft targets (--teacher), or NULL */
     uint32_t n_train;       /* the pool: MNIST digits 0.., then any --extra */
     uint32_t side;
     nc_cnn *net;
@@ -533,6 +553,7 @@ typedef struct trainer {
     uint32_t chunk;         /* images per chunk, a multiple of the batch */
     float *chunk_in[2];     /* [chunk][plane], one being filled, one trained */
     uint8_t *chunk_labels[2];
+    float *chunk_targets[2];    /* [chunk][10], with targets only */
     float *out, *d_out, *grads;
     void *gpu;              /* nc_gpu_cnn; NULL: train on the CPU */
     uint64_t *state;        /* [chunk]: the GPU's per-image rng states */
@@ -557,6 +578,7 @@ typedef struct fill_job {
     uint32_t base;          /* position of the chunk's first image */
     float *in;              /* the chunk's buffers */
     uint8_t *labels;
+    float *targets;         /* NULL without --teacher */
     int err;
 } fill_job;
 
@@ -570,6 +592,9 @@ static void *fill_run(void *arg)
         const float *src = t->inputs + (size_t)k * plane;
         float *dst = j->in + (size_t)(pos - j->base) * plane;
         j->labels[pos - j->base] = t->labels[k];
+        if (j->targets)
+            memcpy(j->targets + (size_t)(pos - j->base) * 10, t->targets + (size_t)k * 10,
+                   10 * sizeof(float));
         if (j->deform) {
             nc_deform_rng r = image_rng(j->epoch_seed, pos);
             j->err = nc_deform_apply(j->deform, &r, src, dst);
@@ -601,7 +626,8 @@ static void fill_start(filler *f, const trainer *t, uint64_t epoch_seed, uint32_
         f->job[i] = (fill_job){ .t = t, .deform = t->deform ? t->deform[i] : NULL,
                                 .epoch_seed = epoch_seed, .first = first + a, .count = b - a,
                                 .base = first, .in = t->chunk_in[slot],
-                                .labels = t->chunk_labels[slot] };
+                                .labels = t->chunk_labels[slot],
+                                .targets = t->targets ? t->chunk_targets[slot] : NULL };
         f->started[i] = pthread_create(&f->tid[i], NULL, fill_run, &f->job[i]) == 0;
     }
 }
@@ -631,13 +657,14 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
         const uint32_t nb = n - i < B ? n - i : B;
         const float *in = t->chunk_in[slot] + (size_t)i * plane;
         const uint8_t *labels = t->chunk_labels[slot] + i;
+        const float *targets = t->targets ? t->chunk_targets[slot] + (size_t)i * 10 : NULL;
         /* nc_cnn_train_step without hiding the outputs, so the training
          * error comes for free. */
         double l = 0.0;
         uint32_t e = 0;
         int err = nc_cnn_forward_blas(t->net, t->w, in, nb, t->out);
         if (!err)
-            err = nc_cnn_loss(t->net, t->out, labels, nb, t->d_out, &l, &e);
+            err = nc_cnn_loss_targets(t->net, t->out, labels, targets, nb, t->d_out, &l, &e);
         if (!err)
             err = nc_cnn_backward_blas(t->net, t->w, in, nb, t->d_out, t->grads);
         if (!err)
@@ -859,7 +886,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     int status = TRAIN_EXIT_FAIL;
     const nc_deform_params dparams = nc_deform_params_scaled(&NC_DEFORM_MNIST, o.deform_scale);
     nc_dataset train = { 0 }, test = { 0 }, extra = { 0 };
-    float *pool_inputs = NULL;
+    float *pool_inputs = NULL, *teacher_targets = NULL;
     uint8_t *pool_labels = NULL;
     nc_cnn *net = NULL, *best = NULL;
     nc_cnn_work *w = NULL, *ew = NULL;
@@ -883,6 +910,12 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         (in_layer->width != 28 && in_layer->width != 29) || net->n_outputs != 10) {
         fprintf(stderr, "neocog-train cnn: --arch %s: MNIST needs a 1x28x28 or 1x29x29 "
                 "input and 10 outputs\n", o.arch);
+        goto out;
+    }
+    if (o.teacher && net->width_norm) {
+        /* the training inputs are stored transformed; the teacher wants them plain */
+        fprintf(stderr, "neocog-train cnn: --teacher with a width-normalised --arch (W%u) "
+                "is not supported\n", net->width_norm);
         goto out;
     }
     t.side = in_layer->width;
@@ -920,13 +953,22 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         size_t used = strlen(extra_note);
         snprintf(extra_note + used, sizeof(extra_note) - used, ", starting from %s", o.init);
     }
+    if (o.teacher) {
+        size_t used = strlen(extra_note);
+        snprintf(extra_note + used, sizeof(extra_note) - used, ", towards %s (weight %g)",
+                 o.teacher, (double)o.teacher_weight);
+    }
+    char deformed[40] = "";
+    if (o.deform && o.deform_scale == 1.0f)
+        snprintf(deformed, sizeof deformed, ", deformed");
+    else if (o.deform && o.deform_scale > 0.0f)
+        snprintf(deformed, sizeof deformed, ", deformed x %g", (double)o.deform_scale);
     if (o.validation)
         snprintf(info.data, sizeof(info.data), "MNIST train 0-%u%s (validation %u-%u)%s",
-                 n_mnist - 1, extra_note, valid_first, MNIST_TRAIN - 1,
-                 o.deform ? ", deformed" : "");
+                 n_mnist - 1, extra_note, valid_first, MNIST_TRAIN - 1, deformed);
     else
         snprintf(info.data, sizeof(info.data), "MNIST train 0-%u%s (no validation)%s",
-                 n_mnist - 1, extra_note, o.deform ? ", deformed" : "");
+                 n_mnist - 1, extra_note, deformed);
     if (train_join_argv(cmd, info.command, sizeof(info.command)))
         fprintf(stderr, "neocog-train cnn: warning: command line truncated in the model file\n");
     info.seed = o.seed;
@@ -946,6 +988,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     for (int i = 0; i < 2; i++) {
         t.chunk_in[i] = malloc((size_t)t.chunk * plane * sizeof(float));
         t.chunk_labels[i] = malloc(t.chunk);
+        if (o.teacher && !(t.chunk_targets[i] = malloc((size_t)t.chunk * 10 * sizeof(float)))) {
+            err = -ENOMEM;
+            goto fail;
+        }
     }
     t.state = malloc((size_t)t.chunk * sizeof(uint64_t));
     if (!t.order || !t.out || !t.d_out || !t.grads || !st.hist || !t.chunk_in[0] ||
@@ -972,6 +1018,16 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     if (o.extra && (err = make_pool(&t, train_inputs, train.labels, n_mnist, &extra, &info.prep,
                                     &pool_inputs, &pool_labels)))
         goto fail;
+    if (o.teacher) {
+        /* the teacher's own BLAS calls run one thread each, beside its threads */
+        openblas_set_num_threads(1);
+        err = train_teacher_targets(o.teacher, &info.prep, t.inputs, t.labels, t.n_train, plane,
+                                    o.teacher_weight, o.threads, &teacher_targets);
+        openblas_set_num_threads((int)o.threads);
+        if (err)
+            goto out;
+        t.targets = teacher_targets;
+    }
     /* Fresh start, or the state after the checkpoint's last epoch. */
     if ((err = nc_cnn_init_weights(net, o.seed)))
         goto fail;
@@ -1004,6 +1060,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         if (!err)
             err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_train,
                                             o.deform ? &dparams : NULL);
+        if (!err && t.targets)
+            err = nc_gpu_cnn_set_train_targets(g, t.targets);
         if (err) {
             fprintf(stderr, "neocog-train cnn: --gpu %d: %s (%s)\n", o.gpu, nc_strerror(err),
                     nc_gpu_last_error());
@@ -1158,7 +1216,9 @@ out:
     for (int i = 0; i < 2; i++) {
         free(t.chunk_in[i]);
         free(t.chunk_labels[i]);
+        free(t.chunk_targets[i]);
     }
+    free(teacher_targets);
     if (t.deform)
         for (uint32_t i = 0; i < o.threads; i++)
             nc_deform_free(t.deform[i]);

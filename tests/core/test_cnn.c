@@ -775,6 +775,47 @@ static void test_real_digits(void)
     nc_dataset_fini(&d);
 }
 
+/* nc_cnn_loss_targets: NULL targets and the label's own +1 / -1 as targets
+ * give nc_cnn_loss bit for bit; other targets give d = y - t and
+ * E = 1/2 sum d^2, while the error count still follows the labels. */
+static void test_loss_targets(void)
+{
+    enum { N = 7 };
+    nc_cnn *net = make_net("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 5, 0.1f);
+    REQUIRE(net);
+    const uint32_t K = net->n_outputs;
+    nc_test_rng r = { 2024 };
+    float y[N * 10], t[N * 10], d0[N * 10], d1[N * 10];
+    uint8_t labels[N];
+    REQUIRE(K == 10);
+    fill_uniform(&r, y, N * K, -1.0f, 1.0f);
+    for (uint32_t b = 0; b < N; b++)
+        labels[b] = (uint8_t)((b * 3 + 1) % K);
+    double l0 = 0, l1 = 0;
+    uint32_t e0 = 0, e1 = 0;
+    REQUIRE(nc_cnn_loss(net, y, labels, N, d0, &l0, &e0) == 0);
+    CHECK_INT_EQ(nc_cnn_loss_targets(net, y, labels, NULL, N, d1, &l1, &e1), 0);
+    CHECK(memcmp(d0, d1, sizeof d0) == 0 && l0 == l1 && e0 == e1);
+    for (uint32_t b = 0; b < N; b++)
+        for (uint32_t k = 0; k < K; k++)
+            t[b * K + k] = k == labels[b] ? 1.0f : -1.0f;
+    CHECK_INT_EQ(nc_cnn_loss_targets(net, y, labels, t, N, d1, &l1, &e1), 0);
+    CHECK(memcmp(d0, d1, sizeof d0) == 0 && l0 == l1 && e0 == e1);
+    fill_uniform(&r, t, N * K, -1.0f, 1.0f);
+    CHECK_INT_EQ(nc_cnn_loss_targets(net, y, labels, t, N, d1, &l1, &e1), 0);
+    double want = 0.0;
+    int exact = 1;
+    for (uint32_t i = 0; i < N * K; i++) {
+        exact &= d1[i] == y[i] - t[i];
+        want += 0.5 * (double)(y[i] - t[i]) * (y[i] - t[i]);
+    }
+    CHECK(exact);
+    CHECK_NEAR(l1, want, 1e-9, 1e-12);
+    CHECK_INT_EQ(e1, e0);
+    CHECK_INT_EQ(nc_cnn_loss_targets(NULL, y, labels, t, N, d1, NULL, NULL), -EINVAL);
+    nc_cnn_free(net);
+}
+
 int main(void)
 {
     test_parse_good();
@@ -782,6 +823,7 @@ int main(void)
     test_init_tables();
     test_activation();
     test_gradients();
+    test_loss_targets();
     test_parity();
     test_sgd();
     test_work_committee();

@@ -162,6 +162,116 @@ done:
     free(in);
 }
 
+/* Soft targets (nc_gpu_cnn_set_train_targets, for distillation): a device
+ * run against core's steps on the same images (nc_cnn_loss_targets, BLAS
+ * backward, SGD), and +1 / -1 targets against the labels, bit for bit. */
+static void test_train_targets(void)
+{
+    const char *arch = "1x29x29-20C4-MP2-40C5-MP3-150N-10N";
+    enum { N_TRAIN = 40, N = 50, B = 16, K = 10 };
+    const nc_deform_params none = NC_DEFORM_NONE;
+    nc_cnn *a = NULL, *b = NULL, *c = NULL;
+    REQUIRE(nc_cnn_new(arch, &a) == 0 && nc_cnn_new(arch, &b) == 0 && nc_cnn_new(arch, &c) == 0);
+    REQUIRE(nc_cnn_init_weights(a, 5) == 0);
+    memcpy(b->params, a->params, a->n_params * sizeof(float));
+    memcpy(c->params, a->params, a->n_params * sizeof(float));
+    const size_t plane = a->n_inputs, P = a->n_params;
+    float *train = malloc(N_TRAIN * plane * sizeof(float)), *in = malloc(B * plane * sizeof(float));
+    float *targets = malloc(N_TRAIN * K * sizeof(float)), *onehot = malloc(N_TRAIN * K * sizeof(float));
+    float *out = malloc(B * K * sizeof(float)), *d_out = malloc(B * K * sizeof(float));
+    float *t = malloc(B * K * sizeof(float)), *grads = malloc(P * sizeof(float));
+    uint8_t train_labels[N_TRAIN], labels[B];
+    uint32_t index[N];
+    uint64_t state[N];
+    nc_cnn_work *w = NULL;
+    nc_gpu_cnn *gb = NULL, *gc = NULL, *gd = NULL;
+    if (!train || !in || !targets || !onehot || !out || !d_out || !t || !grads ||
+        nc_cnn_work_new(a, B, &w) || nc_gpu_cnn_new(b, 0, B, &gb) ||
+        nc_gpu_cnn_new(c, 0, B, &gc) || nc_gpu_cnn_new(c, 0, B, &gd)) {
+        CHECK_MSG(0, "setup: %s", nc_gpu_last_error());
+        goto done;
+    }
+    nc_test_rng rng = {777};
+    for (int i = 0; i < N_TRAIN; i++) {
+        blobs(&rng, train + i * plane, 29, 29);
+        train_labels[i] = (uint8_t)(nc_test_next(&rng) % K);
+        for (int k = 0; k < K; k++) {
+            onehot[i * K + k] = k == train_labels[i] ? 1.0f : -1.0f;
+            targets[i * K + k] = 0.6f * onehot[i * K + k] +
+                                 0.4f * ((float)(nc_test_next(&rng) % 2001) / 1000.0f - 1.0f);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        index[i] = (uint32_t)(nc_test_next(&rng) % N_TRAIN);
+        state[i] = nc_test_next(&rng);
+    }
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gb, targets), -EINVAL);    /* no data yet */
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_data(gb, train, train_labels, N_TRAIN, &none), 0);
+    float nan_t[N_TRAIN * K];
+    memcpy(nan_t, targets, sizeof nan_t);
+    nan_t[3] = NAN;
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gb, nan_t), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gb, targets), 0);
+    double lb = -1;
+    int err = nc_gpu_cnn_train_indexed(gb, index, state, N, B, 0.01f, &lb, NULL);
+    CHECK_MSG(err == 0, "train_indexed with targets: %d (%s)", err, nc_gpu_last_error());
+    /* core's steps over the same batches */
+    double la = 0;
+    for (int i = 0; i < N; i += B) {
+        const int nb = N - i < B ? N - i : B;
+        for (int j = 0; j < nb; j++) {
+            memcpy(in + j * plane, train + index[i + j] * plane, plane * sizeof(float));
+            memcpy(t + j * K, targets + index[i + j] * K, K * sizeof(float));
+            labels[j] = train_labels[index[i + j]];
+        }
+        double l = 0;
+        REQUIRE(nc_cnn_forward_blas(a, w, in, (uint32_t)nb, out) == 0);
+        REQUIRE(nc_cnn_loss_targets(a, out, labels, t, (uint32_t)nb, d_out, &l, NULL) == 0);
+        REQUIRE(nc_cnn_backward_blas(a, w, in, (uint32_t)nb, d_out, grads) == 0);
+        REQUIRE(nc_cnn_sgd(a, grads, 0.01f) == 0);
+        la += l;
+    }
+    CHECK_NEAR(lb, la, 0, TOL);
+    CHECK_INT_EQ(nc_gpu_cnn_download(gb, b), 0);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < P; i++) {
+        num += ((double)a->params[i] - b->params[i]) * ((double)a->params[i] - b->params[i]);
+        den += (double)a->params[i] * a->params[i];
+    }
+    CHECK_MSG(sqrt(num / den) <= TOL, "params after the run with targets: rel %.3g",
+              sqrt(num / den));
+    fprintf(stderr, "train_indexed with targets: loss %.6f vs core %.6f, params rel %.3g\n",
+            lb, la, sqrt(num / den));
+    /* +1 / -1 targets are the labels: the same run bit for bit (the direct
+     * kernels, so that timing picks no other summation order) */
+    CHECK_INT_EQ(nc_gpu_cnn_set_path(gc, NC_GPU_CNN_PATH_DIRECT), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_set_path(gd, NC_GPU_CNN_PATH_DIRECT), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_data(gc, train, train_labels, N_TRAIN, &none), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_data(gd, train, train_labels, N_TRAIN, &none), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gc, onehot), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_train_indexed(gc, index, state, N, B, 0.01f, NULL, NULL), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_train_indexed(gd, index, state, N, B, 0.01f, NULL, NULL), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_download(gc, c), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_download(gd, b), 0);
+    CHECK(memcmp(c->params, b->params, P * sizeof(float)) == 0);
+done:
+    nc_gpu_cnn_free(gb);
+    nc_gpu_cnn_free(gc);
+    nc_gpu_cnn_free(gd);
+    nc_cnn_work_free(w);
+    nc_cnn_free(a);
+    nc_cnn_free(b);
+    nc_cnn_free(c);
+    free(train);
+    free(in);
+    free(targets);
+    free(onehot);
+    free(out);
+    free(d_out);
+    free(t);
+    free(grads);
+}
+
 int main(void)
 {
     if (nc_test_gpu_count() <= 0)
@@ -180,5 +290,6 @@ int main(void)
     CHECK_INT_EQ(nc_gpu_deform_new(&mnist, 200, 200, &big), -ERANGE);
     CHECK_INT_EQ(nc_gpu_deform_new(&mnist, 0, 29, &big), -EINVAL);
     test_train_indexed();
+    test_train_targets();
     return nc_test_finish();
 }
