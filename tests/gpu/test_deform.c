@@ -1,6 +1,7 @@
 /* tests/gpu/test_deform.c — gpu/deform against core/deform, and the engine's
  * device-side training run (nc_gpu_cnn_train_indexed) against the same run
- * fed with images deformed on the CPU.
+ * fed with images deformed on the CPU, and with soft targets (distillation)
+ * against core's steps.
  *
  * Images are smooth blobs in [0, 1] (like digits: bilinear sampling turns a
  * tiny error in a sampling point into a tiny error in the value), sizes
