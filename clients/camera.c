@@ -408,6 +408,7 @@ static void *reader_main(void *arg)
 
 typedef struct stats {
     nc_hist all, window;        /* latency, ns */
+    nc_hist prepare, forward;   /* the daemon's share of it (Timing), ns */
     uint64_t frames;            /* answered by the daemon (ok or not) */
     uint64_t ok, failed, bad, digits;
     uint64_t rejected;          /* digits shown as '?': flagged, not answered */
@@ -647,6 +648,10 @@ static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f,
     nc_hist_record(&st->all, t1 - t0);
     nc_hist_record(&st->window, t1 - t0);
     const Neocog__Reply *rp = nc_msg_reply(m);
+    if (rp->timing) {
+        nc_hist_record(&st->prepare, rp->timing->prepare_us * 1000u);
+        nc_hist_record(&st->forward, rp->timing->forward_us * 1000u);
+    }
     const Neocog__Result *res = NULL;
     const char *code = NULL, *msg = NULL;
     if (rp->code != NEOCOG__CODE__OK) {
@@ -738,6 +743,8 @@ int nc_camera_main(int argc, char **argv, int cmd)
     }
     nc_hist_init(&st->all);
     nc_hist_init(&st->window);
+    nc_hist_init(&st->prepare);
+    nc_hist_init(&st->forward);
     int tty = isatty(2);
     int live = o.stats || tty;
 
@@ -805,16 +812,25 @@ int nc_camera_main(int argc, char **argv, int cmd)
                ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"dropped\":%" PRIu64
                ",\"skipped_bytes\":%" PRIu64 ",\"digits\":%" PRIu64 ",\"rejected\":%" PRIu64
                ",\"latency_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"mean\":%.3f,\"max\":%.3f}"
+               ",\"server_ms\":{\"prepare\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f}"
+               ",\"forward\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f}}"
                ",\"fps\":%.2f,\"seconds\":%.3f}}\n",
                nc_cam_kind_name(nc_cam_source_kind(src)), mb.read + nc_cam_source_device_drops(src),
                st->ok, st->failed, st->bad, dropped, nc_cam_source_skipped(src), st->digits,
                st->rejected, ms(p50), ms(p99), nc_hist_mean(&st->all) / 1e6, ms(st->all.max),
-               fps, secs);
+               ms(nc_hist_percentile(&st->prepare, 50)), ms(nc_hist_percentile(&st->prepare, 99)),
+               ms(st->prepare.max), ms(nc_hist_percentile(&st->forward, 50)),
+               ms(nc_hist_percentile(&st->forward, 99)), ms(st->forward.max), fps, secs);
     fprintf(stderr, "neocog: camera: %" PRIu64 " frames: %" PRIu64 " recognised, %" PRIu64
             " failed, %" PRIu64 " bad, %" PRIu64 " dropped; %" PRIu64 " digits (%" PRIu64
             " rejected as '?'); latency p50 %.2f ms, p99 %.2f ms; %.1f fps over %.2f s\n",
             mb.read + nc_cam_source_device_drops(src), st->ok, st->failed, st->bad, dropped,
             st->digits, st->rejected, ms(p50), ms(p99), fps, secs);
+    if (st->prepare.count)
+        fprintf(stderr, "neocog: camera: in the daemon, prepare (decode, segment, prep) p50 %.2f "
+                "ms, p99 %.2f ms; networks p50 %.2f ms, p99 %.2f ms\n",
+                ms(nc_hist_percentile(&st->prepare, 50)), ms(nc_hist_percentile(&st->prepare, 99)),
+                ms(nc_hist_percentile(&st->forward, 50)), ms(nc_hist_percentile(&st->forward, 99)));
     if (nc_cam_source_skipped(src))
         fprintf(stderr, "neocog: camera: %" PRIu64 " bytes between frames skipped\n",
                 nc_cam_source_skipped(src));
