@@ -913,7 +913,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         goto out;
     }
     if (o.teacher && net->width_norm) {
-        /* the training inputs are stored transformed; the teacher wants them plain */
+        /* not tried: the teacher now prepares the digits itself (train_scores_run),
+         * so the student's transformed inputs would not stand in its way */
         fprintf(stderr, "neocog-train cnn: --teacher with a width-normalised --arch (W%u) "
                 "is not supported\n", net->width_norm);
         goto out;
@@ -1019,11 +1020,11 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
                                     &pool_inputs, &pool_labels)))
         goto fail;
     if (o.teacher) {
-        /* the teacher's own BLAS calls run one thread each, beside its threads */
-        openblas_set_num_threads(1);
-        err = train_teacher_targets(o.teacher, &info.prep, t.inputs, t.labels, t.n_train, plane,
-                                    o.teacher_weight, o.threads, &teacher_targets);
-        openblas_set_num_threads((int)o.threads);
+        /* the pool's order: MNIST digits 0.., then any --extra (make_pool) */
+        err = train_teacher_targets(o.teacher, &info.prep, plane, &train, n_mnist,
+                                    o.extra ? &extra : NULL, extra.count, o.teacher_weight,
+                                    o.threads, &teacher_targets);
+        openblas_set_num_threads((int)o.threads);   /* train_scores_run held it to one */
         if (err)
             goto out;
         t.targets = teacher_targets;
