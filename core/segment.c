@@ -1175,6 +1175,17 @@ int nc_segment_frame(nc_segmenter *seg, const nc_image *frame,
     if ((err = nc_image_components_ink(&mask_img, p.max_components, seg->labels,
                                        &w.comps, &w.ncomps)) < 0)
         goto out;
+    uint32_t boxes;
+    if ((err = nc_segment_strip_boxes(seg->mask, seg->labels, roi.width, w.comps, w.ncomps,
+                                      &p, &boxes)) < 0)
+        goto out;
+    if (boxes) {
+        free(w.comps);
+        w.comps = NULL;
+        if ((err = nc_image_components_ink(&mask_img, p.max_components, seg->labels,
+                                           &w.comps, &w.ncomps)) < 0)
+            goto out;
+    }
     err = -ENOMEM;
     if (!(w.group_of = malloc(((size_t)w.ncomps + 1) * sizeof *w.group_of)))
         goto out;

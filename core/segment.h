@@ -20,7 +20,14 @@
  *              p < m (1 + k (s / 128 - 1))   (p, m in ink-is-dark terms)
  *              and m - p >= min_contrast, so flat paper (s ~ noise) stays
  *              paper however bright or dark the light is there.
- *  4. 8-connected components (nc_image_components); specks (area <
+ *  4. 8-connected components (nc_image_components).  First, the sides of
+ *     boxes drawn around digits leave the mask (segment_boxes.c): in a large
+ *     sparse component, a side is a thin straight line along its box's
+ *     edge, at most about 8.5 degrees off level or plumb, and at least 1.6
+ *     times the median digit-shaped component's height (no stroke of a
+ *     digit is that long); a digit touching such a side comes free, where
+ *     it used to be dropped with the box.  The mask is then labelled again.
+ *     Then specks (area <
  *     min_area), components touching the ROI's edge (with drop_edge) and
  *     rules/borders (width > max_aspect * height, height >
  *     max_height, or fill below min_fill) are dropped, and so are sparse

@@ -38,4 +38,14 @@ uint32_t nc_segment_block_side(uint32_t window);
 int nc_segment_binarise_roi(nc_segmenter *seg, const nc_image *roi,
                             const nc_segment_params *p, uint32_t *ret_polarity);
 
+/* Step 4a (segment_boxes.c): clear from mask (ROI-sized, stride = width)
+ * the sides of boxes drawn around digits, among comps (labels valid where
+ * mask is set, component c labelled c + 1).  *ret_stripped gets the number
+ * of boxes cleared; when it is not 0 the mask must be labelled again.
+ * -ENOMEM is the only failure, and leaves the mask as it was or with some
+ * boxes cleared. */
+int nc_segment_strip_boxes(uint8_t *mask, const uint32_t *labels, uint32_t width,
+                           const nc_component *comps, uint32_t ncomps,
+                           const nc_segment_params *p, uint32_t *ret_stripped);
+
 #endif

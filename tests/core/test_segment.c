@@ -528,6 +528,45 @@ static void test_clutter(void)
     CHECK_INT_EQ(nc_segment_params_check(&p), -EINVAL);
 }
 
+/* A box drawn around the string whose sides touch digits (camera-notes,
+ * session 8): the first digit touches the left side and the tallest one
+ * the top.  Both used to go with the box (one component, dropped as a box);
+ * now the box's sides leave the mask and the digits come free.  Drawn
+ * level, then turned by a pixel in 40 (a degree and a half). */
+static void test_box_touching(void)
+{
+    for (uint32_t slant = 0; slant < 2; slant++) {
+        nc_rect want[5];
+        nc_image *img = five_digits(want);
+        REQUIRE(img);
+        uint32_t top = want[0].y, bottom = 0;
+        for (uint32_t i = 0; i < 5; i++) {
+            if (want[i].y < top)
+                top = want[i].y;
+            if (want[i].y + want[i].height > bottom)
+                bottom = want[i].y + want[i].height;
+        }
+        uint32_t x0 = want[0].x - 2, x1 = 390, y0 = top - 2, y1 = bottom + 16;
+        /* turned anticlockwise: the top and bottom rise to the right,
+         * the sides lean right going down */
+        for (uint32_t x = x0; x < x1 + 2; x++) {
+            uint32_t d = slant ? (x - x0) / 40 : 0;
+            fill(img, x, y0 - d, x + 1, y0 - d + 2);        /* top */
+            fill(img, x, y1 - d, x + 1, y1 - d + 2);        /* bottom */
+        }
+        for (uint32_t y = y0; y < y1 + 2; y++) {
+            uint32_t d = slant ? (y - y0) / 40 : 0;
+            fill(img, x0 + d, y, x0 + d + 2, y + 1);        /* left */
+            fill(img, x1 + d, y, x1 + d + 2, y + 1);        /* right */
+        }
+        nc_segment_result *r = run(img, NULL);
+        if (r)
+            check_boxes(r, want, 5, slant ? "box touching digits, slanted" : "box touching digits");
+        nc_segment_result_free(r);
+        nc_image_free(img);
+    }
+}
+
 static void test_polarity(void)
 {
     nc_rect want[5];
@@ -803,6 +842,7 @@ int main(void)
     test_broken();
     test_specks();
     test_clutter();
+    test_box_touching();
     test_polarity();
     test_uneven_light();
     test_empty();
