@@ -139,8 +139,46 @@ static void gpu_free(void *p)
     free(impl);
 }
 
+/* Digit-like input for the neocognitron's tuner: n side x side images of
+ * three strokes each, 3 cells wide, inside the central two thirds (where
+ * NC_PREP_NEOCOG puts a digit), from a fixed seed.  Which kernel is faster
+ * for a stage depends on how sparse its input is; blank images would make
+ * the sparse kernels look free. */
+static void draw_strokes(float *in, uint32_t n, uint32_t side)
+{
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    const double lo = side / 6.0, span = side * 2.0 / 3.0;
+    for (uint32_t i = 0; i < n; i++) {
+        float *img = in + (size_t)i * side * side;
+        for (int k = 0; k < 3; k++) {
+            double pt[4];
+            for (int j = 0; j < 4; j++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                pt[j] = lo + span * (double)(rng >> 11) / 9007199254740992.0;
+            }
+            for (int t = 0; t <= 64; t++) {
+                double x = pt[0] + (pt[2] - pt[0]) * t / 64, y = pt[1] + (pt[3] - pt[1]) * t / 64;
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dx = -1; dx <= 1; dx++) {
+                        long cx = (long)x + dx, cy = (long)y + dy;
+                        if (cx >= 0 && cy >= 0 && cx < (long)side && cy < (long)side)
+                            img[cy * side + cx] = 1.0f;
+                    }
+            }
+        }
+    }
+}
+
+/* Batches the neocognitron's kernels are chosen for at load: neocogd's
+ * default largest batch. */
+#define TUNE_BATCH 64u
+
 /* Tune every batch-size bucket and capture every graph now, on blank
- * input, so no request pays for it. */
+ * input, so no request pays for it.  The neocognitron engine first picks
+ * its kernels per stage (GEMM path or sparse kernel, C kernel, AUTO's
+ * threshold) by timing them on stroke images; its defaults suit the seed's
+ * plane counts, not a trained file's (a 2851-plane US4 is faster on the
+ * sparse kernel). */
 static int warm(gpu_impl *impl)
 {
     const uint32_t maxb = NC_BACKEND_GPU_MAX_BATCH;
@@ -157,6 +195,18 @@ static int warm(gpu_impl *impl)
         if (err)
             fail(err, "cuda:%d: CNN warm-up", impl->device);
     } else {
+        uint32_t side = 1;
+        while (side * side < impl->n_inputs)
+            side++;
+        uint32_t tn = TUNE_BATCH < nc_gpu_neocog_get_chunk(impl->gneo)
+                          ? TUNE_BATCH : nc_gpu_neocog_get_chunk(impl->gneo);
+        if (!err && side * side == impl->n_inputs) {
+            draw_strokes(in, tn, side);
+            err = nc_gpu_neocog_forward(impl->gneo, in, tn, impl->res);
+            if (!err)
+                err = nc_gpu_neocog_tune(impl->gneo, NC_GPU_NEOCOG_AUTO, tn);
+            memset(in, 0, (size_t)tn * impl->n_inputs * sizeof *in);
+        }
         for (uint32_t n = 1; !err && n <= NC_GPU_NEOCOG_GRAPH_MAX; n++)
             err = nc_gpu_neocog_forward(impl->gneo, in, n, impl->res);
         if (!err)
