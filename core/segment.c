@@ -548,8 +548,11 @@ static double typical_width(const work *w, uint32_t l, uint32_t height, uint32_t
     return fmin(fmax(t, 0.45 * height), 0.85 * height);
 }
 
-/* Cut piece idx into n parts at ink-profile minima near the even cuts. */
-static int split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof)
+/* Cut piece idx into n parts at ink-profile minima near the even cuts.  With min_h > 0
+ * the cut is not made when a part would be shorter than min_h: a broad
+ * digit's own long stroke (the bar of a 5) is not a digit of its own,
+ * while touching digits cut apart are each about as tall as their line. */
+static int split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof, uint32_t min_h)
 {
     piece a = w->pc[idx];
     uint32_t width = pw(&a);
@@ -585,7 +588,8 @@ static int split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof)
         cuts[k] = best;
     }
     cuts[n] = a.x1;
-    w->pc[idx].alive = 0;
+    piece parts[64];
+    uint32_t np = 0;
     for (uint32_t k = 0; k < n; k++) {
         piece b = a;
         b.x0 = cuts[k];
@@ -594,7 +598,13 @@ static int split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof)
         b.alive = 1;
         if (!piece_tighten(w, &b))
             continue;
-        int err = push_piece(w, b);
+        if (ph(&b) < min_h)
+            return 0;
+        parts[np++] = b;
+    }
+    w->pc[idx].alive = 0;
+    for (uint32_t k = 0; k < np; k++) {
+        int err = push_piece(w, parts[k]);
         if (err < 0)
             return err;
     }
@@ -628,7 +638,11 @@ static int split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *p
             continue;
         long n = lround(pw(a) / t);
         n = n < 2 ? 2 : n > (long)w->p->max_split ? (long)w->p->max_split : n;
-        err = split_piece(w, i, (uint32_t)n, prof);
+        /* as broad as one digit may be (the bar that undoing a cut uses):
+         * keep it whole if a part would be too short to be a digit */
+        uint32_t min_h = pw(a) <= 1.3 * heights[a->line]
+                             ? (uint32_t)ceil(w->p->min_rel_height * heights[a->line]) : 0;
+        err = split_piece(w, i, (uint32_t)n, prof, min_h);
     }
     free(tw);
     return err;
@@ -715,7 +729,7 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
             if (best == NONE)
                 break;
             uint32_t before = w->npc;
-            int err = split_piece(w, best, 2, prof);
+            int err = split_piece(w, best, 2, prof, 0);
             if (err < 0)
                 return err;
             if (w->npc == before)

@@ -52,7 +52,9 @@
  *  7. Splitting: a digit wider than split_ratio times the line's typical
  *     digit width (median width, clamped to 0.45..0.85 of the line height)
  *     is cut into round(width / typical) pieces at the minima of its
- *     column ink profile near the evenly spaced cuts.
+ *     column ink profile near the evenly spaced cuts; a digit at most 1.3
+ *     line heights wide stays whole when a part would be shorter than
+ *     min_rel_height of the line (the long bar of a broad 5).
  *  8. Expected count (optional): while there are too few digits the widest
  *     one (relative to its line) is cut in two; while there are too many,
  *     the adjacent pair with the narrowest union is merged when that union

@@ -528,6 +528,33 @@ static void test_clutter(void)
     CHECK_INT_EQ(nc_segment_params_check(&p), -EINVAL);
 }
 
+/* A broad 5 whose top bar runs far to the right (session 8): one
+ * component 1.25 line heights wide, which step 7 cut in two at the gap
+ * under the bar, so the bar alone was read as a digit.  A cut that leaves a
+ * part shorter than half the line is not made. */
+static void test_broad_five(void)
+{
+    nc_rect want[6];
+    nc_image *img = paper(480, 160, PAPER);
+    REQUIRE(img);
+    for (uint32_t i = 0; i < 5; i++)
+        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
+    uint32_t h, top;
+    line_extent(want, 5, &h, &top);
+    const uint32_t x = 380, bottom = top + h, w5 = h * 125 / 100;
+    fill(img, x, top, x + w5, top + 5);                 /* the bar */
+    fill(img, x, top, x + 4, top + h / 2);              /* the stem */
+    fill(img, x, top + h / 2 - 2, x + h / 2, top + h / 2 + 2);
+    fill(img, x + h / 2 - 4, top + h / 2 - 2, x + h / 2, bottom);
+    fill(img, x, bottom - 4, x + h / 2, bottom);        /* the bowl */
+    want[5] = (nc_rect){ x, top, w5, h };
+    nc_segment_result *r = run(img, NULL);
+    if (r)
+        check_boxes(r, want, 6, "broad 5");
+    nc_segment_result_free(r);
+    nc_image_free(img);
+}
+
 /* A box drawn around the string whose sides touch digits (camera-notes,
  * session 8): the first digit touches the left side and the tallest one
  * the top.  Both used to go with the box (one component, dropped as a box);
@@ -843,6 +870,7 @@ int main(void)
     test_specks();
     test_clutter();
     test_box_touching();
+    test_broad_five();
     test_polarity();
     test_uneven_light();
     test_empty();
