@@ -10,13 +10,17 @@
  * for it.  So before the pieces are collected, each large sparse component
  * is tested for box sides: per column (top, bottom) or row (left, right),
  * the first ink pixel seen from outside.  On a box side these points lie on
- * one straight line (a few degrees off level or plumb), whatever touches
- * the side from inside; a digit or a blob does not give that on three sides
- * or more.  Where it holds, each side's own pixels (the run of the side's
- * measured thickness, plus one, from its edge point inwards) leave the ink
- * mask, and the caller labels the mask again: what touched the box is then
- * a component of its own.  Columns or rows whose edge point is off the line
- * (a stroke crossing the side) keep their pixels. */
+ * one straight line along the box's edge (a few degrees off level or
+ * plumb), whatever touches the side from inside.  A side must also be thin
+ * and longer than any stroke of a digit (1.6 times the median height of
+ * the digit-shaped components), so a digit's own straight stroke is never
+ * taken for one.  Each side found is judged on its own, because
+ * binarisation may break a box into several components.  Its own pixels
+ * (the run of the side's measured thickness, plus one, from its edge point
+ * inwards) leave the ink mask, and the caller labels the mask again: what
+ * touched the box is then a component of its own.  Columns or rows whose
+ * edge point is off the line (a stroke crossing the side) keep their
+ * pixels. */
 #include "segment_internal.h"
 
 #include <math.h>
@@ -92,6 +96,12 @@ static uint32_t keep_near(const int32_t *depth, uint8_t *ok, uint32_t n, double 
 static int cmp_i32(const void *p, const void *q)
 {
     int32_t a = *(const int32_t *)p, b = *(const int32_t *)q;
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_u32(const void *p, const void *q)
+{
+    uint32_t a = *(const uint32_t *)p, b = *(const uint32_t *)q;
     return a < b ? -1 : a > b;
 }
 
@@ -192,12 +202,13 @@ static uint32_t digit_scale(const nc_component *comps, uint32_t ncomps,
     for (uint32_t c = 0; c < ncomps; c++) {
         const nc_rect *b = &comps[c].box;
         if (comps[c].area >= p->min_area && b->height >= p->min_height &&
-            b->width <= 2 * b->height && (uint64_t)comps[c].area * 5 >= (uint64_t)b->width * b->height)
+            b->width <= 2 * b->height &&
+            (uint64_t)comps[c].area * 5 >= (uint64_t)b->width * b->height)
             heights[m++] = b->height;
     }
     if (!m)
         return 0;
-    qsort(heights, m, sizeof *heights, cmp_i32);
+    qsort(heights, m, sizeof *heights, cmp_u32);
     return heights[m / 2];
 }
 
@@ -208,10 +219,10 @@ int nc_segment_strip_boxes(uint8_t *mask, const uint32_t *labels, uint32_t width
     uint32_t stripped = 0, cap = 0;
     int32_t *depth = NULL, *runs = NULL;
     uint8_t *ok = NULL;
-    int32_t *heights = malloc(((size_t)ncomps + 1) * sizeof *heights);
+    uint32_t *heights = malloc(((size_t)ncomps + 1) * sizeof *heights);
     if (!heights)
         return -ENOMEM;
-    uint32_t h = digit_scale(comps, ncomps, p, (uint32_t *)heights);
+    uint32_t h = digit_scale(comps, ncomps, p, heights);
     free(heights);
     /* a side is longer than any stroke of a digit */
     double min_len = SIDE_MIN_LEN * (h > p->min_height ? h : p->min_height);
