@@ -93,23 +93,11 @@ static uint32_t keep_near(const int32_t *depth, uint8_t *ok, uint32_t n, double 
     return m;
 }
 
-static int cmp_i32(const void *p, const void *q)
-{
-    int32_t a = *(const int32_t *)p, b = *(const int32_t *)q;
-    return a < b ? -1 : a > b;
-}
-
-static int cmp_u32(const void *p, const void *q)
-{
-    uint32_t a = *(const uint32_t *)p, b = *(const uint32_t *)q;
-    return a < b ? -1 : a > b;
-}
-
 /* Find side s of component box b: depth[t] = the first pixel's depth at
  * position t (-1: none), ok[t] = on the side's line.  Returns the side's
  * thickness in pixels, or 0 if it is not a straight side. */
 static uint32_t find_side(const comp_view *v, const nc_rect *b, int s, int32_t *depth,
-                          uint8_t *ok, int32_t *runs)
+                          uint8_t *ok, uint32_t *runs)
 {
     int across = s == SIDE_TOP || s == SIDE_BOTTOM;
     uint32_t n = across ? b->width : b->height;
@@ -132,11 +120,10 @@ static uint32_t find_side(const comp_view *v, const nc_rect *b, int s, int32_t *
     uint32_t m = 0;
     for (uint32_t t = 0; t < n; t++)
         if (ok[t])
-            runs[m++] = depth[t];
+            runs[m++] = (uint32_t)depth[t];
     if (m < 2)
         return 0;
-    qsort(runs, m, sizeof *runs, cmp_i32);
-    double a = runs[m / 2], c = 0;
+    double a = nc_segment_median_u32(runs, m), c = 0;
     keep_near(depth, ok, n, a, c, 3 * SIDE_TOL + SIDE_MAX_SLOPE * n / 2);
     if (!fit_line(depth, ok, n, &a, &c))
         return 0;
@@ -163,10 +150,9 @@ static uint32_t find_side(const comp_view *v, const nc_rect *b, int s, int32_t *
             if (d < reach)
                 side_pixel(b, s, t, d, &x, &y);
         }
-        runs[m++] = (int32_t)d - depth[t];
+        runs[m++] = d - (uint32_t)depth[t];
     }
-    qsort(runs, m, sizeof *runs, cmp_i32);
-    uint32_t thick = (uint32_t)runs[m / 2];
+    uint32_t thick = nc_segment_median_u32(runs, m);
     /* a side is thin against the box: a filled blob is no box */
     return thick * 4 <= reach ? thick : 0;
 }
@@ -206,10 +192,7 @@ static uint32_t digit_scale(const nc_component *comps, uint32_t ncomps,
             (uint64_t)comps[c].area * 5 >= (uint64_t)b->width * b->height)
             heights[m++] = b->height;
     }
-    if (!m)
-        return 0;
-    qsort(heights, m, sizeof *heights, cmp_u32);
-    return heights[m / 2];
+    return nc_segment_median_u32(heights, m);
 }
 
 int nc_segment_strip_boxes(uint8_t *mask, const uint32_t *labels, uint32_t width,
@@ -217,7 +200,8 @@ int nc_segment_strip_boxes(uint8_t *mask, const uint32_t *labels, uint32_t width
                            const nc_segment_params *p, uint32_t *ret_stripped)
 {
     uint32_t stripped = 0, cap = 0;
-    int32_t *depth = NULL, *runs = NULL;
+    int32_t *depth = NULL;
+    uint32_t *runs = NULL;
     uint8_t *ok = NULL;
     uint32_t *heights = malloc(((size_t)ncomps + 1) * sizeof *heights);
     if (!heights)
@@ -237,7 +221,7 @@ int nc_segment_strip_boxes(uint8_t *mask, const uint32_t *labels, uint32_t width
             if (!nd)
                 goto nomem;
             depth = nd;
-            int32_t *nr = realloc(runs, (size_t)n * sizeof *nr);
+            uint32_t *nr = realloc(runs, (size_t)n * sizeof *nr);
             if (!nr)
                 goto nomem;
             runs = nr;
