@@ -137,14 +137,20 @@ static void check_boxes(const nc_segment_result *r, const nc_rect *want, uint32_
 }
 
 /* Five digits, well apart, on one line (labels 7 2 1 0 4). */
-static nc_image *five_digits(nc_rect want[5])
+static nc_image *five_digits_on(uint32_t w, uint32_t h, nc_rect want[5])
 {
-    nc_image *img = paper(400, 160, PAPER);
+    nc_image *img = paper(w, h, PAPER);
     if (!img)
         return NULL;
     for (uint32_t i = 0; i < 5; i++)
         want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
     return img;
+}
+
+/* The same on 400x160 paper. */
+static nc_image *five_digits(nc_rect want[5])
+{
+    return five_digits_on(400, 160, want);
 }
 
 /* ---- hand-checked cases -------------------------------------------------- */
@@ -334,11 +340,9 @@ static void test_count_unsplit(void)
  * the expected count it goes, not the string's thin 1. */
 static void test_count_lone_line(void)
 {
-    nc_image *img = paper(400, 230, PAPER);
-    REQUIRE(img);
     nc_rect want[5];
-    for (uint32_t i = 0; i < 5; i++)                /* 7 2 1 0 4 */
-        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
+    nc_image *img = five_digits_on(400, 230, want);     /* 7 2 1 0 4 */
+    REQUIRE(img);
     fill(img, 180, 150, 200, 190);     /* bigger than the 1, of the line's height */
     nc_segment_result_free(check_count_step(img, want, 5, "clutter on its own line"));
     nc_image_free(img);
@@ -382,11 +386,9 @@ static void test_count_fragment(void)
  * digit-sized blob stays. */
 static void test_lone_pieces(void)
 {
-    nc_image *img = paper(400, 420, PAPER);
-    REQUIRE(img);
     nc_rect want[6];
-    for (uint32_t i = 0; i < 5; i++)                /* 7 2 1 0 4 */
-        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
+    nc_image *img = five_digits_on(400, 420, want);     /* 7 2 1 0 4 */
+    REQUIRE(img);
     /* one line each (no two overlap in rows) */
     fill(img, 60, 130, 61, 165);                    /* 1 pixel wide */
     fill(img, 180, 190, 192, 255);                  /* 65 tall against about 40 */
@@ -500,10 +502,8 @@ static void test_clutter(void)
 
     /* a 5 drawn as a body and a bar above it, apart by one row, the bar
      * reaching right of the body: one digit */
-    img = paper(480, 160, PAPER);
+    img = five_digits_on(480, 160, want);
     REQUIRE(img);
-    for (uint32_t i = 0; i < 5; i++)
-        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
     uint32_t top = want[0].y + 2, bottom = want[0].y + want[0].height;
     fill(img, 384, top + 8, 404, bottom);       /* body */
     fill(img, 396, top, 420, top + 7);          /* bar */
@@ -535,10 +535,8 @@ static void test_clutter(void)
 static void test_broad_five(void)
 {
     nc_rect want[6];
-    nc_image *img = paper(480, 160, PAPER);
+    nc_image *img = five_digits_on(480, 160, want);
     REQUIRE(img);
-    for (uint32_t i = 0; i < 5; i++)
-        want[i] = draw_digit(img, i, 20 + 70 * i, 40, 2);
     uint32_t h, top;
     line_extent(want, 5, &h, &top);
     const uint32_t x = 380, bottom = top + h, w5 = h * 125 / 100;
