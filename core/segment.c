@@ -22,6 +22,10 @@
 /* More candidate pieces than this after filtering is a frame of noise:
  * line building is quadratic in them, so stop before it. */
 #define MAX_PIECES 4096u
+/* The broadest a single digit gets on camera frames, in line heights (a
+ * broad 0, 3 or 5 reaches about 1.15 to 1.25; touching pairs are mostly
+ * broader): steps 7 to 9 keep, join or offer whole what is no broader. */
+#define BROAD_DIGIT 1.3
 
 typedef struct piece {
     uint32_t group;
@@ -70,6 +74,7 @@ void nc_segment_params_default(nc_segment_params *ret_params)
         .use_roi = 0,
         .roi = { 0, 0, 0, 0 },
         .prep = NULL,
+        .alternatives = 0,
     };
 }
 
@@ -108,7 +113,7 @@ int nc_segment_params_check(const nc_segment_params *p)
         return -ERANGE;
     if (p->expected_count > NC_SEGMENT_MAX_DIGITS)
         return -ERANGE;
-    if (p->use_roi > 1 || p->drop_edge > 1)
+    if (p->use_roi > 1 || p->drop_edge > 1 || p->alternatives > 1)
         return -EINVAL;
     if (p->prep)
         return nc_prep_check(p->prep);
@@ -639,7 +644,7 @@ static int split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *p
         n = n < 2 ? 2 : n > (long)w->p->max_split ? (long)w->p->max_split : n;
         /* as broad as one digit may be (the bar that undoing a cut uses):
          * keep it whole if a part would be too short to be a digit */
-        uint32_t min_h = pw(a) <= 1.3 * heights[a->line]
+        uint32_t min_h = pw(a) <= BROAD_DIGIT * heights[a->line]
                              ? (uint32_t)ceil(w->p->min_rel_height * heights[a->line]) : 0;
         err = split_piece(w, i, (uint32_t)n, prof, min_h);
     }
@@ -692,7 +697,7 @@ static uint32_t fragment_pair(const work *w, const uint32_t *order, uint32_t k,
             continue;
         const uint32_t gap = b->x0 > a->x1 ? b->x0 - a->x1 : 0;
         const double u = union_width(a, b, H);
-        if (gap <= umax(2, H / 8) && u <= 1.3 && u < frag_u) {
+        if (gap <= umax(2, H / 8) && u <= BROAD_DIGIT && u < frag_u) {
             frag_u = u;
             frag = i;
         }
@@ -791,7 +796,7 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                             sib = i;
                         }
                     }
-                    if (sib != NONE && sib_u <= 1.3) {
+                    if (sib != NONE && sib_u <= BROAD_DIGIT) {
                         best = sib;
                         best_u = 0.0;
                     }
@@ -944,6 +949,57 @@ static int make_patch(const work *w, const piece *a, uint32_t light, nc_image *p
     return 0;
 }
 
+/* d's box, line, flags and patch box (a's box plus a 1-pixel ring, clipped
+ * to the ROI) in ROI coordinates; the patch's bytes. */
+static size_t place_digit(const work *w, const piece *a, uint32_t line, uint32_t flags,
+                          nc_segment_digit *d)
+{
+    d->line = line;
+    d->flags = flags;
+    d->box = (nc_rect){ a->x0, a->y0, pw(a), ph(a) };
+    uint32_t px0 = a->x0 ? a->x0 - 1 : 0, py0 = a->y0 ? a->y0 - 1 : 0;
+    uint32_t px1 = umin(w->roi->width, a->x1 + 1), py1 = umin(w->roi->height, a->y1 + 1);
+    d->patch_box = (nc_rect){ px0, py0, px1 - px0, py1 - py0 };
+    return (size_t)d->patch_box.width * d->patch_box.height;
+}
+
+/* d's patch drawn from a at pixels + *off (advanced past it), then d's
+ * boxes moved from ROI to frame coordinates.  -ENOMEM or 0. */
+static int fill_patch(const work *w, const piece *a, uint32_t light, uint32_t ox, uint32_t oy,
+                      uint8_t *pixels, size_t *off, nc_segment_digit *d)
+{
+    d->patch = (nc_image){ d->patch_box.width, d->patch_box.height, d->patch_box.width,
+                           pixels + *off };
+    *off += (size_t)d->patch_box.width * d->patch_box.height;
+    if (make_patch(w, a, light, &d->patch, d->patch_box) < 0)
+        return -ENOMEM;
+    d->box.x += ox; d->box.y += oy;
+    d->patch_box.x += ox; d->patch_box.y += oy;
+    return 0;
+}
+
+/* d's patch through prep into out (len floats); a patch without ink gives
+ * zeros and the NOPREP flag. */
+static int prep_digit(const nc_prep *prep, nc_segment_digit *d, float *out, size_t len)
+{
+    int e = nc_prep_apply(&d->patch, prep, out);
+    if (e == -ENOENT) {
+        memset(out, 0, len * sizeof(float));
+        d->flags |= NC_SEGMENT_DIGIT_NOPREP;
+        return 0;
+    }
+    return e < 0 ? e : 0;
+}
+
+/* Live pieces of group g among the k listed in order. */
+static uint32_t group_pieces(const work *w, const uint32_t *order, uint32_t k, uint32_t g)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < k; i++)
+        n += w->pc[order[i]].group == g;
+    return n;
+}
+
 static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
                         uint32_t *order, uint32_t *scratch, nc_segment_result **ret)
 {
@@ -951,6 +1007,7 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
     nc_segment_result *r = calloc(1, sizeof *r);
     line_info *li = NULL;
     uint32_t *line_pos = NULL;
+    piece *wholes = NULL;       /* the uncut components of r->alts */
     if (!r)
         return -ENOMEM;
     r->polarity = polarity;
@@ -1010,14 +1067,7 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
             const piece *a = &w->pc[order[i]];
             if (line_pos[a->line] != l)
                 continue;
-            nc_segment_digit *d = &r->digits[di++];
-            d->line = l;
-            d->flags = a->flags;
-            d->box = (nc_rect){ a->x0, a->y0, pw(a), ph(a) };
-            uint32_t px0 = a->x0 ? a->x0 - 1 : 0, py0 = a->y0 ? a->y0 - 1 : 0;
-            uint32_t px1 = umin(w->roi->width, a->x1 + 1), py1 = umin(w->roi->height, a->y1 + 1);
-            d->patch_box = (nc_rect){ px0, py0, px1 - px0, py1 - py0 };
-            patch_bytes += (size_t)d->patch_box.width * d->patch_box.height;
+            patch_bytes += place_digit(w, a, l, a->flags, &r->digits[di++]);
             scratch[di - 1] = order[i];
             L->count++;
             scratch[k + L->count - 1] = ph(a);
@@ -1026,43 +1076,71 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
         L->box = (nc_rect){ li[l].x0 + ox, li[l].y0 + oy, li[l].x1 - li[l].x0,
                             li[l].y1 - li[l].y0 };
     }
+    /* Step 9: the two parts of a component cut in exactly two, side by side
+     * in reading order, are offered uncut as well when the whole is no
+     * broader than one digit may be (BROAD_DIGIT, the bar that step 8 uses
+     * to undo a cut): most touching pairs are broader, and are only ever
+     * read as two. */
+    if (w->p->alternatives && !w->p->expected_count && k >= 2) {
+        if (!(r->alts = calloc(k / 2, sizeof *r->alts)) ||
+            !(wholes = malloc(k / 2 * sizeof *wholes)))
+            goto fail;
+        for (uint32_t i = 0; i + 1 < k; i++) {
+            const piece *a = &w->pc[scratch[i]], *b = &w->pc[scratch[i + 1]];
+            if (r->digits[i].line != r->digits[i + 1].line || a->group != b->group ||
+                !(a->flags & b->flags & NC_SEGMENT_DIGIT_SPLIT) ||
+                group_pieces(w, order, k, a->group) != 2)
+                continue;
+            piece u = *a;
+            u.x0 = umin(a->x0, b->x0); u.x1 = umax(a->x1, b->x1);
+            u.y0 = umin(a->y0, b->y0); u.y1 = umax(a->y1, b->y1);
+            u.area = a->area + b->area;
+            u.flags = (a->flags | b->flags) & ~(uint32_t)NC_SEGMENT_DIGIT_SPLIT;
+            if (pw(&u) > BROAD_DIGIT * r->lines[r->digits[i].line].height)
+                continue;
+            wholes[r->alt_count] = u;
+            nc_segment_alt *al = &r->alts[r->alt_count++];
+            al->first = i;
+            patch_bytes += place_digit(w, &u, r->digits[i].line, u.flags, &al->whole);
+            i++;                /* a part belongs to one alternative at most */
+        }
+    }
     if (patch_bytes && !(r->patch_pixels = malloc(patch_bytes)))
         goto fail;
     size_t off = 0;
-    for (uint32_t i = 0; i < k; i++) {
-        nc_segment_digit *d = &r->digits[i];
-        d->patch = (nc_image){ d->patch_box.width, d->patch_box.height,
-                               d->patch_box.width, r->patch_pixels + off };
-        off += (size_t)d->patch_box.width * d->patch_box.height;
-        if (make_patch(w, &w->pc[scratch[i]], polarity == NC_SEGMENT_POLARITY_LIGHT_INK,
-                       &d->patch, d->patch_box) < 0)
+    const uint32_t light = polarity == NC_SEGMENT_POLARITY_LIGHT_INK;
+    for (uint32_t i = 0; i < k; i++)
+        if (fill_patch(w, &w->pc[scratch[i]], light, ox, oy, r->patch_pixels, &off,
+                       &r->digits[i]) < 0)
             goto fail;          /* err is still -ENOMEM, its only failure */
-        d->box.x += ox; d->box.y += oy;
-        d->patch_box.x += ox; d->patch_box.y += oy;
-    }
+    for (uint32_t j = 0; j < r->alt_count; j++)
+        if (fill_patch(w, &wholes[j], light, ox, oy, r->patch_pixels, &off,
+                       &r->alts[j].whole) < 0)
+            goto fail;
     if (w->p->prep && k) {
         nc_prep prep = *w->p->prep;
         prep.invert = 0;        /* patches are light ink already */
         r->input_len = nc_prep_out_len(&prep);
-        if (!(r->inputs = malloc((size_t)k * r->input_len * sizeof(float))))
+        if (!(r->inputs = malloc((size_t)k * r->input_len * sizeof(float))) ||
+            (r->alt_count &&
+             !(r->alt_inputs = malloc((size_t)r->alt_count * r->input_len * sizeof(float)))))
             goto fail;
-        for (uint32_t i = 0; i < k; i++) {
-            float *out = r->inputs + (size_t)i * r->input_len;
-            int e = nc_prep_apply(&r->digits[i].patch, &prep, out);
-            if (e == -ENOENT) {
-                memset(out, 0, r->input_len * sizeof(float));
-                r->digits[i].flags |= NC_SEGMENT_DIGIT_NOPREP;
-            } else if (e < 0) {
-                err = e;
+        for (uint32_t i = 0; i < k; i++)
+            if ((err = prep_digit(&prep, &r->digits[i], r->inputs + (size_t)i * r->input_len,
+                                  r->input_len)) < 0)
                 goto fail;
-            }
-        }
+        for (uint32_t j = 0; j < r->alt_count; j++)
+            if ((err = prep_digit(&prep, &r->alts[j].whole,
+                                  r->alt_inputs + (size_t)j * r->input_len, r->input_len)) < 0)
+                goto fail;
     }
+    free(wholes);
     free(li);
     free(line_pos);
     *ret = r;
     return 0;
 fail:
+    free(wholes);
     free(li);
     free(line_pos);
     nc_segment_result_free(r);
@@ -1076,6 +1154,8 @@ void nc_segment_result_free(nc_segment_result *r)
     free(r->digits);
     free(r->lines);
     free(r->inputs);
+    free(r->alts);
+    free(r->alt_inputs);
     free(r->patch_pixels);
     free(r);
 }

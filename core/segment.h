@@ -66,7 +66,11 @@
  *     dropped, unless it lies within max(2, H / 8) pixels of a piece of its
  *     line and their union is at most 1.3 line heights wide: then it is a
  *     broken stroke of that digit (a 0 whose ring broke) and joins it.
- *  9. Patches: per digit, the box plus a 1-pixel ring, holding
+ *  9. Alternatives (optional, without an expected count): a component that
+ *     step 7 cut in exactly two is also reported uncut (result->alts), for
+ *     a caller that can read both and keep the likelier reading: widths
+ *     alone cannot tell a broad digit from two touching ones.
+ * 10. Patches: per digit, the box plus a 1-pixel ring, holding
  *     max(0, paper - p) (or p - paper for light ink) on the digit's own
  *     pixels and their 4-neighbours, 0 elsewhere, where paper is the mean of
  *     the non-ink pixels around it.  Other digits' strokes inside the box
@@ -150,6 +154,9 @@ typedef struct nc_segment_params {
     nc_rect roi;            /* must lie inside the frame (-ERANGE) */
     const nc_prep *prep;    /* NULL: patches only; else each patch is also
                                prepared into result->inputs.  Default NULL */
+    uint32_t alternatives;  /* 1: step 9 (result->alts); ignored with an
+                               expected_count, whose step 8 has already
+                               chosen.  Default 0 */
 } nc_segment_params;
 
 /* The defaults listed above. */
@@ -185,6 +192,14 @@ typedef struct nc_segment_line {
     uint32_t height;        /* median digit height */
 } nc_segment_line;
 
+/* A cut of step 7 the caller may undo: digits[first] and digits[first + 1]
+ * are the two parts of one component, and whole is that component uncut
+ * (box, line, patch and flags as a digit's, without the SPLIT flag). */
+typedef struct nc_segment_alt {
+    uint32_t first;
+    nc_segment_digit whole;
+} nc_segment_alt;
+
 typedef struct nc_segment_result {
     uint32_t count;             /* digits, in reading order */
     nc_segment_digit *digits;
@@ -194,6 +209,10 @@ typedef struct nc_segment_result {
     uint32_t components;        /* components found before filtering */
     size_t input_len;           /* floats per digit in inputs; 0 w/o prep */
     float *inputs;              /* count * input_len floats, or NULL */
+    uint32_t alt_count;         /* alternatives (params.alternatives), in
+                                   reading order; at most count / 2 */
+    nc_segment_alt *alts;
+    float *alt_inputs;          /* alt_count * input_len floats, or NULL */
     uint8_t *patch_pixels;      /* backing store of the patches */
 } nc_segment_result;
 

@@ -54,8 +54,13 @@ typedef struct nc_task {
     uint32_t n_classes;
     float scores[NC_MF_MAX_CLASSES];/* raw model output (ensemble: mean p) */
     float prob[NC_MF_MAX_CLASSES];  /* calibrated */
-    nc_digit *digits;               /* segmentation, malloc'd */
+    nc_digit *digits;               /* segmentation, malloc'd: the n_digits
+                                       read, then n_alts uncut pieces */
     uint32_t n_digits;
+    uint32_t n_alts;                /* core/segment's alternatives: whole a
+                                       is digits[n_digits + a], its parts
+                                       digits[alt_first[a]] and the next */
+    uint8_t alt_first[NC_MAX_DIGITS / 2];
     nc_models *gen;                 /* generation that answered (ref) */
     uint64_t t_start, t_end;        /* batch start/end, monotonic us */
     uint64_t t_forward;             /* batch's forward passes began */

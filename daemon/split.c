@@ -64,6 +64,7 @@ int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_spli
                                              : NC_SEGMENT_POLARITY_AUTO;
     p.expected_count = o->expected_digits;
     p.use_roi = o->use_roi ? 1 : 0;
+    p.alternatives = o->alternatives ? 1 : 0;
     p.roi = o->roi;
     if (!*seg && (err = nc_segmenter_new(seg)) < 0) {
         snprintf(why, why_len, "out of memory");
@@ -91,4 +92,9 @@ int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
 {
     nc_split_opts o = { .polarity = polarity };
     return nc_split_frame_opts(seg, frame, &o, max_digits, ret, why, why_len);
+}
+
+int nc_split_keep_whole(float whole, float left, float right)
+{
+    return whole > NC_SPLIT_WHOLE_ODDS * left * right;
 }

@@ -35,6 +35,8 @@ typedef struct nc_split_opts {
     uint32_t expected_digits;   /* Image.expected_digits; 0 = any */
     int use_roi;                /* Image.roi present */
     nc_rect roi;                /* image coordinates */
+    int alternatives;           /* core/segment's step 9: ask for the cuts
+                                   the worker may undo (nc_split_keep_whole) */
 } nc_split_opts;
 
 /* Each ROI side at least this many pixels: less cannot hold a digit. */
@@ -52,5 +54,15 @@ int nc_split_check_opts(const nc_split_opts *o, uint32_t max_digits, uint32_t ma
 int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_split_opts *o,
                         uint32_t max_digits, nc_segment_result **ret, char *why,
                         size_t why_len);
+
+/* Step 9 of core/segment offers a component that was cut in two also uncut.
+ * The worker reads all three and keeps the whole when its answer is the
+ * likelier reading: 1 when the whole's confidence beats the chance that
+ * both parts are right, taken as the product of theirs, by the factor
+ * NC_SPLIT_WHOLE_ODDS (chosen on validation frames; docs/camera-notes.md,
+ * session 9).  Confidences are calibrated probabilities in [0, 1]; a
+ * rejected reading keeps its confidence, so the comparison is the same. */
+#define NC_SPLIT_WHOLE_ODDS 1.0f
+int nc_split_keep_whole(float whole, float left, float right);
 
 #endif

@@ -267,6 +267,26 @@ static void answer(nc_work *w, nc_models *gen, uint32_t model, const int need[NC
     *ret_n_classes = n_classes;
 }
 
+/* Each piece core/segment cut in two and offered uncut as well: the whole
+ * replaces its two parts when its reading is the likelier one
+ * (nc_split_keep_whole).  Last first, so the parts of earlier ones stay
+ * where they are; the wholes lie past the digits and do not move. */
+static void undo_cuts(nc_task *t)
+{
+    const uint32_t base = t->n_digits;
+    for (uint32_t a = t->n_alts; a-- > 0;) {
+        const uint32_t f = t->alt_first[a];
+        const nc_digit *whole = &t->digits[base + a], *l = &t->digits[f], *r = &t->digits[f + 1];
+        if (!nc_split_keep_whole(whole->confidence, l->confidence, r->confidence))
+            continue;
+        t->digits[f] = *whole;
+        memmove(&t->digits[f + 1], &t->digits[f + 2],
+                (t->n_digits - f - 2) * sizeof *t->digits);
+        t->n_digits--;
+    }
+    t->n_alts = 0;
+}
+
 void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
 {
     uint64_t t_start = nc_now_us();
@@ -327,9 +347,11 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         nc_segment_result *sr = NULL;
         uint32_t n_views = 1;
         if (im->segment) {
-            const nc_split_opts so = nc_request_split_opts(im);
+            nc_split_opts so = nc_request_split_opts(im);
+            so.alternatives = 1;
             err = nc_split_frame_opts(&w->seg, img, &so, NC_MAX_DIGITS, &sr, why, sizeof why);
-            if (!err && sr->count && !(t->digits = calloc(sr->count, sizeof *t->digits)))
+            if (!err && sr->count &&
+                !(t->digits = calloc(sr->count + sr->alt_count, sizeof *t->digits)))
                 err = -ENOMEM;
             if (err) {
                 task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
@@ -339,8 +361,12 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
                 nc_image_free(img);
                 continue;
             }
-            n_views = sr->count;
-            t->n_digits = n_views;
+            /* the uncut pieces are read too, after the digits */
+            n_views = sr->count + sr->alt_count;
+            t->n_digits = sr->count;
+            t->n_alts = sr->alt_count;
+            for (uint32_t a = 0; a < sr->alt_count; a++)
+                t->alt_first[a] = (uint8_t)sr->alts[a].first;
         }
         /* Room for the new rows in every buffer. */
         size_t need_rows = n_rows + n_views;
@@ -363,7 +389,8 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         for (uint32_t v = 0; v < n_views; v++) {
             nc_image view = *img;
             if (im->segment) {
-                const nc_segment_digit *sd = &sr->digits[v];
+                const nc_segment_digit *sd =
+                    v < sr->count ? &sr->digits[v] : &sr->alts[v - sr->count].whole;
                 view = sd->patch;
                 t->digits[v] = (nc_digit){ sd->box.x, sd->box.y, sd->box.width,
                                            sd->box.height, -1, 0.0f };
@@ -420,6 +447,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         t->t_end = t_end;
         t->t_forward = t_forward;
         if (t->image->segment && t->code == NEOCOG__CODE__OK) {
+            undo_cuts(t);
             /* A string is as sure as its least sure character. */
             float conf = t->n_digits ? 1.0f : 0.0f;
             int reject = t->n_digits == 0;

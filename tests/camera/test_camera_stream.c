@@ -423,6 +423,65 @@ static void test_other_sources(void)
     free(o);
 }
 
+/* A broad 0 (a ring 1.15 string heights wide, drawn right of a string read
+ * right) is cut in two by core/segment's step 7, as two touching digits
+ * would be; without a count the daemon also reads it uncut (step 9) and
+ * keeps the likelier reading: one 0, not two digits. */
+static void test_broad_digit(void)
+{
+    char raw[160];
+    snprintf(raw, sizeof raw, "%s/broad.raw", dir);
+    int done = 0;
+    for (int f = 0; f < 6 && !done; f++) {
+        /* the ring as tall as the string's digits (the truth box's height
+         * less its tallest digits' spread), 1.2 times as wide */
+        const unsigned bx = truth_box[f][0], bw = truth_box[f][2], bh = truth_box[f][3] * 8 / 10,
+                       by = truth_box[f][1] + (truth_box[f][3] - bh) / 2;
+        const unsigned x0 = bx + bw + bh * 6 / 10, w0 = bh * 12 / 10, t = bh / 8 + 1;
+        if (x0 + w0 + 12 > W || by + bh + 12 > H)
+            continue;                   /* no room right of this string */
+        uint8_t *px = frame_pixels(f);
+        REQUIRE(px);
+        FILE *fr = fopen(raw, "wb");
+        REQUIRE(fr);
+        fwrite(px, 1, (size_t)W * H, fr);
+        fclose(fr);
+        char *o = NULL;
+        frame_out r[FRAMES];
+        summary sm;
+        CHECK_INT_EQ(camera(&o, raw, "--format", "jsonl", "--raw", "640x480", "-", NULL), 0);
+        const int plain_right = parse(o, r, &sm) == 0 && !strcmp(r[0].text, truth[f]);
+        free(o);
+        if (!plain_right) {
+            free(px);
+            continue;                   /* a frame the column reads right */
+        }
+        uint8_t ink = 255;              /* the string's darkest pixel */
+        for (unsigned y = truth_box[f][1]; y < truth_box[f][1] + truth_box[f][3]; y++)
+            for (unsigned x = bx; x < bx + bw; x++)
+                if (px[(size_t)y * W + x] < ink)
+                    ink = px[(size_t)y * W + x];
+        for (unsigned y = by; y < by + bh; y++)
+            for (unsigned x = x0; x < x0 + w0; x++)
+                if (y < by + t || y >= by + bh - t || x < x0 + t || x >= x0 + w0 - t)
+                    px[(size_t)y * W + x] = ink;
+        fr = fopen(raw, "wb");
+        REQUIRE(fr);
+        fwrite(px, 1, (size_t)W * H, fr);
+        fclose(fr);
+        free(px);
+        CHECK_INT_EQ(camera(&o, raw, "--format", "jsonl", "--raw", "640x480", "-", NULL), 0);
+        char want[DIGITS + 2];
+        snprintf(want, sizeof want, "%s0", truth[f]);
+        if (getenv("NC_TEST_VERBOSE")) fprintf(stderr, "%s\n", o);
+        CHECK_MSG(parse(o, r, &sm) == 0 && !strcmp(r[0].text, want),
+                  "frame %d with a broad 0: read %s, want %s", f, r[0].text, want);
+        free(o);
+        done = 1;
+    }
+    CHECK_MSG(done, "no frame with room for a broad 0 read right");
+}
+
 static void test_damaged(void)
 {
     size_t n;
@@ -565,6 +624,7 @@ int main(int argc, char **argv)
     if (ready) {
         test_accuracy();
         test_other_sources();
+        test_broad_digit();
         test_damaged();
         test_paced();
     }

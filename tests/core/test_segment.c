@@ -532,6 +532,103 @@ static void test_clutter(void)
  * component 1.25 line heights wide, which step 7 cut in two at the gap
  * under the bar, so the bar alone was read as a digit.  A cut that leaves a
  * part shorter than half the line is not made. */
+/* Step 9: a broad 0 (a ring 1.25 line heights wide) is cut in two by step
+ * 7, as two touching digits would be, and offered uncut as well: only when
+ * asked, not with a count, and not for a pair broader than a digit. */
+static void test_alternatives(void)
+{
+    nc_rect want[7];
+    nc_image *img = five_digits_on(560, 160, want);
+    REQUIRE(img);
+    uint32_t h, top;
+    line_extent(want, 5, &h, &top);
+    const uint32_t x = 380, bottom = top + h, w0 = h * 125 / 100;
+    fill(img, x, top, x + w0, top + 5);                 /* the ring */
+    fill(img, x, bottom - 5, x + w0, bottom);
+    fill(img, x, top, x + 5, bottom);
+    fill(img, x + w0 - 5, top, x + w0, bottom);
+    nc_segment_params p;
+    nc_segment_params_default(&p);
+    nc_segment_result *r = run(img, &p);        /* not asked: none */
+    if (r) {
+        CHECK_INT_EQ(r->count, 7);              /* the ring read as two */
+        CHECK_INT_EQ(r->alt_count, 0);
+        CHECK(r->alts == NULL && r->alt_inputs == NULL);
+    }
+    nc_segment_result_free(r);
+
+    const nc_prep prep = NC_PREP_CNN_29;
+    p.alternatives = 1;
+    p.prep = &prep;
+    r = run(img, &p);
+    if (r) {
+        CHECK_INT_EQ(r->count, 7);              /* the cut stays the reading */
+        for (uint32_t i = 0; i < 5 && i < r->count; i++)
+            CHECK_MSG(box_ok(r->digits[i].box, want[i]), "alternatives: digit %u", i);
+        CHECK_INT_EQ(r->alt_count, 1);
+        if (r->alt_count == 1 && r->count == 7) {
+            const nc_segment_alt *a = &r->alts[0];
+            const nc_segment_digit *l = &r->digits[5], *rt = &r->digits[6];
+            CHECK_INT_EQ(a->first, 5);
+            CHECK(l->flags & rt->flags & NC_SEGMENT_DIGIT_SPLIT);
+            CHECK_INT_EQ(a->whole.line, l->line);
+            CHECK(!(a->whole.flags & NC_SEGMENT_DIGIT_SPLIT));
+            CHECK_MSG(box_ok(a->whole.box, (nc_rect){ x, top, w0, h }), "whole at %u,%u %ux%u",
+                      a->whole.box.x, a->whole.box.y, a->whole.box.width, a->whole.box.height);
+            CHECK_INT_EQ(a->whole.box.x, l->box.x);
+            CHECK_INT_EQ(a->whole.box.x + a->whole.box.width, rt->box.x + rt->box.width);
+            /* its patch holds both parts' ink */
+            uint64_t ink_w = 0, ink_p = 0;
+            for (uint32_t i = 0; i < a->whole.patch.width * a->whole.patch.height; i++)
+                ink_w += a->whole.patch.pixels[i] > 0;
+            for (uint32_t d = 5; d <= 6; d++)
+                for (uint32_t i = 0; i < r->digits[d].patch.width * r->digits[d].patch.height; i++)
+                    ink_p += r->digits[d].patch.pixels[i] > 0;
+            CHECK_MSG(ink_w + 16 >= ink_p && ink_w <= ink_p + 16,
+                      "whole %llu ink pixels, parts %llu", (unsigned long long)ink_w,
+                      (unsigned long long)ink_p);
+            /* and an input of its own, prepared as the digits' are */
+            REQUIRE(r->alt_inputs);
+            float got[29 * 29];
+            CHECK_INT_EQ(nc_prep_apply(&a->whole.patch, &prep, got), 0);
+            CHECK(memcmp(got, r->alt_inputs, sizeof got) == 0);
+        }
+    }
+    nc_segment_result_free(r);
+
+    p.expected_count = 6;                       /* the count has chosen: none */
+    r = run(img, &p);
+    if (r) {
+        CHECK_INT_EQ(r->count, 6);
+        CHECK_INT_EQ(r->alt_count, 0);
+    }
+    nc_segment_result_free(r);
+    p.alternatives = 2;
+    nc_segment_result *bad = NULL;
+    CHECK_INT_EQ(nc_segment_image(img, &p, &bad), -EINVAL);
+    nc_image_free(img);
+
+    /* test_touching's 0 and 3 (a pair 1.55 line heights wide): cut, never
+     * offered whole */
+    img = paper(520, 160, PAPER);
+    REQUIRE(img);
+    uint32_t z = find_label(0, 0), t = find_label(3, 0);
+    draw_digit(img, 1, 20, 40, 2);
+    draw_digit(img, 4, 90, 40, 2);
+    nc_rect zr = draw_digit(img, z, 170, 40, 2);
+    nc_rect tr = place_digit(img, t, zr.x + zr.width - 4, 40, 2);
+    draw_digit(img, 7, tr.x + tr.width + 24, 40, 2);
+    p.expected_count = 0;
+    p.alternatives = 1;
+    r = run(img, &p);
+    if (r) {
+        CHECK_INT_EQ(r->count, 5);
+        CHECK_INT_EQ(r->alt_count, 0);
+    }
+    nc_segment_result_free(r);
+    nc_image_free(img);
+}
+
 static void test_broad_five(void)
 {
     nc_rect want[6];
@@ -860,6 +957,7 @@ int main(void)
     test_clean();
     test_two_lines();
     test_touching();
+    test_alternatives();
     test_count_unsplit();
     test_count_lone_line();
     test_count_fragment();
