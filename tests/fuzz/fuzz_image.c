@@ -4,7 +4,8 @@
  *
  * Input: byte 0 the format (mod 5, as neocog.proto's ImageFormat), bytes
  * 1..4 width and height for raw (little-endian u16 each), the rest the
- * image data. */
+ * image data.  Segmentation runs as the worker asks for it, with step 9's
+ * uncut alternatives, and every patch is read. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,6 +13,15 @@
 #include "split.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static unsigned patch_sum(const nc_image *p)
+{
+    unsigned s = 0;
+    for (uint32_t y = 0; y < p->height; y++)
+        for (uint32_t x = 0; x < p->width; x++)
+            s += p->pixels[(size_t)y * p->stride + x];
+    return s;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -27,8 +37,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (nc_decode_image(format, data + 5, size - 5, w, h, &lim, &img, why, sizeof why) == 0) {
         nc_segmenter *seg = NULL;
         nc_segment_result *r = NULL;
-        if (nc_split_frame(&seg, img, data[0] / 5 % 3, 64, &r, why, sizeof why) == 0)
+        /* as the worker asks: with the uncut alternatives of step 9 */
+        nc_split_opts so = { .polarity = data[0] / 5 % 3, .alternatives = 1 };
+        if (nc_split_frame_opts(&seg, img, &so, 64, &r, why, sizeof why) == 0) {
+            /* every patch is read, the uncut ones too, as the worker does;
+             * an alternative names two digits that exist */
+            volatile unsigned sum = 0;
+            for (uint32_t i = 0; i < r->count; i++)
+                sum += patch_sum(&r->digits[i].patch);
+            for (uint32_t a = 0; a < r->alt_count; a++) {
+                if (r->alts[a].first + 1 >= r->count)
+                    __builtin_trap();
+                sum += patch_sum(&r->alts[a].whole.patch);
+            }
+            (void)sum;
             nc_segment_result_free(r);
+        }
         nc_segmenter_free(seg);
         nc_image_free(img);
     }
