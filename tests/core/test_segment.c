@@ -528,10 +528,6 @@ static void test_clutter(void)
     CHECK_INT_EQ(nc_segment_params_check(&p), -EINVAL);
 }
 
-/* A broad 5 whose top bar runs far to the right (session 8): one
- * component 1.25 line heights wide, which step 7 cut in two at the gap
- * under the bar, so the bar alone was read as a digit.  A cut that leaves a
- * part shorter than half the line is not made. */
 /* Step 9: a broad 0 (a ring 1.25 line heights wide) is cut in two by step
  * 7, as two touching digits would be, and offered uncut as well: only when
  * asked, not with a count, and not for a pair broader than a digit. */
@@ -629,6 +625,10 @@ static void test_alternatives(void)
     nc_image_free(img);
 }
 
+/* A broad 5 whose top bar runs far to the right (session 8): one
+ * component 1.25 line heights wide, which step 7 cut in two at the gap
+ * under the bar, so the bar alone was read as a digit.  A cut that leaves a
+ * part shorter than half the line is not made. */
 static void test_broad_five(void)
 {
     nc_rect want[6];
