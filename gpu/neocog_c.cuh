@@ -28,20 +28,38 @@ int nc_gpu_neocog_c_forward(const nc_gpu_neocog_c_args *c, const float *in,
  * DIRECT  a warp per strip of output positions: occupancy masks by ballot,
  *         empty strips / positions written as zeros, the occupied live taps
  *         listed per position, lanes = (tap slice, 4 planes) reading the
- *         input straight from global memory in 16-byte loads (neocog_c.cu). */
+ *         input straight from global memory in 16-byte loads (neocog_c.cu);
+ * TILE    for small batches: a block per T x T tile of output positions (all
+ *         planes), the tile's union window staged in shared memory once
+ *         (empty cells as zeros), a thread per (position, 4 planes, tap
+ *         slice), the slices added by a fixed shuffle tree
+ *         (neocog_c_tile.cu). */
 enum {
     NC_GPU_NEOCOG_C_STAGED = 0,
     NC_GPU_NEOCOG_C_DIRECT = 1,
-    NC_GPU_NEOCOG_C_N_KINDS = 2,
+    NC_GPU_NEOCOG_C_TILE = 2,
+    NC_GPU_NEOCOG_C_N_KINDS = 3,
 };
 const char *nc_gpu_neocog_c_kind_name(int kind);
 
 /* As nc_gpu_neocog_c_forward with the kernel chosen (per_block: positions
- * per block for STAGED, most positions per warp strip for DIRECT; 0: the
- * default).  DIRECT needs in and out 16-byte aligned. */
+ * per block for STAGED, most positions per warp strip for DIRECT, the tile
+ * side for TILE; 0: the default).  DIRECT and TILE need in and out 16-byte
+ * aligned. */
 int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind, const float *in,
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                  uint32_t batch, uint32_t per_block, cudaStream_t stream);
+
+/* The TILE kernel with its shape given: side x side output positions per
+ * block (1..8; 0: the narrowest of 2..4 whose blocks all fit on the SMs at
+ * once), narrowed while the union window does not fit shared memory; tap
+ * slices 1, 2 or 4 per (position, 4 planes) (0: 4).  -E2BIG when even one
+ * position's window of ks(k) planes does not fit shared memory or batch >
+ * 65535; -EINVAL on bad arguments.  Both before anything is queued. */
+int nc_gpu_neocog_c_tile_forward(const nc_gpu_neocog_c_args *c, const float *in,
+                                 const uint8_t *occ_in, float *out, uint8_t *occ_out,
+                                 uint32_t batch, uint32_t side, uint32_t slices,
+                                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }

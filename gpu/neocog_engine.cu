@@ -18,8 +18,8 @@
  * Limits: a stage whose S-layer the chosen kernel cannot take (too many
  * planes for its block, too much shared memory: nc_gpu_neocog_s_check says
  * -E2BIG or -EINVAL) runs the GEMM path instead, which takes any plane count
- * up to core's cap; a C-layer the chosen kernel refuses runs the other C
- * kernel.  So every net core can build runs, whatever variant is set. */
+ * up to core's cap; a C-layer the chosen kernel refuses runs the staged C
+ * kernel (the direct one where the staged kernel refuses).  So every net core can build runs, whatever variant is set. */
 #include "neocog_engine.h"
 
 #include <errno.h>
@@ -41,7 +41,8 @@ struct nc_gpu_neocog {
     uint32_t auto_min;          /* AUTO: GEMM from this batch on */
     int use_gemm[NC_NEOCOG_MAX_STAGES];
     int c_kind[NC_NEOCOG_MAX_STAGES];   /* C-layer kernel (NC_GPU_NEOCOG_C_*) */
-    uint32_t c_min;             /* c_kind from this batch on, STAGED below */
+    int c_small_kind[NC_NEOCOG_MAX_STAGES];     /* the same below c_min */
+    uint32_t c_min;             /* c_kind from this batch on, c_small_kind below */
     nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];
     nc_gpu_neocog_iv *iv;       /* set: the answer is the IV classifier's */
     uint32_t max_batch, chunk_cap, chunk;
@@ -196,6 +197,7 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
             return r;
         e->use_gemm[l] = 1;
         e->c_kind[l] = NC_GPU_NEOCOG_C_DIRECT;
+        e->c_small_kind[l] = NC_GPU_NEOCOG_C_TILE;
     }
     return 0;
 }
@@ -388,9 +390,10 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
     }
     if (l + 1 < e->n_stages) {
         /* a kernel refuses a layer before it queues anything (-EINVAL,
-         * -E2BIG: the staged one past 1024 lanes or its shared memory);
-         * the other kernel then runs it */
-        const int kind = n >= e->c_min ? e->c_kind[l] : NC_GPU_NEOCOG_C_STAGED;
+         * -E2BIG: the staged one past 1024 lanes or its shared memory, the
+         * tile one when one window's planes overflow shared memory); the
+         * staged kernel then runs it, or the direct one in its place */
+        const int kind = n >= e->c_min ? e->c_kind[l] : e->c_small_kind[l];
         int r = nc_gpu_neocog_c_forward_kind(&e->c[l], kind, e->act[layer - 1],
                                              e->occ[layer - 1], e->act[layer],
                                              e->occ[layer], n, 0, st);
@@ -698,24 +701,26 @@ static int time_s(nc_gpu_neocog *e, int v, int layer, uint32_t n, int reps, floa
     return r;
 }
 
-/* Per C-layer, the faster of the C kernels on n characters (the layer's
- * input as left by a run of the whole net under variant v). */
+/* Per C-layer, the fastest of the C kernels on n characters (the layer's
+ * input as left by a run of the whole net under variant v), kept in the
+ * setting that batch n reads: c_kind from c_min on, c_small_kind below. */
 static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
 {
+    int *kind = n >= e->c_min ? e->c_kind : e->c_small_kind;
     int r = run_net(e, v, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l + 1 < e->n_stages; l++) {
         float best = 1e30f;
-        int best_k = e->c_kind[l];
+        int best_k = kind[l];
         for (int k = 0; r == 0 && k < NC_GPU_NEOCOG_C_N_KINDS; k++) {
             float ms = 0.0f;
-            e->c_kind[l] = k;
+            kind[l] = k;
             r = time_s(e, v, 2 + 2 * (int)l, n, 3, &ms);
             if (r == 0 && ms < best) {
                 best = ms;
                 best_k = k;
             }
         }
-        e->c_kind[l] = best_k;
+        kind[l] = best_k;
     }
     return r;
 }
@@ -754,6 +759,10 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         from = m;
     }
     e->auto_min = from;
+    /* batch 1, what a single request runs: its C kernels apart, since the
+     * best kernel for one character is not the best for n */
+    if (r == 0 && n >= e->c_min && e->c_min > 1)
+        r = tune_c(e, 1 >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE, 1);
     drop_graphs(e);
     return r;
 }
@@ -859,4 +868,18 @@ extern "C" int nc_gpu_neocog_set_c_min(nc_gpu_neocog *e, uint32_t from)
 extern "C" int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l + 1 < e->n_stages ? e->c_kind[l] : -EINVAL;
+}
+
+extern "C" int nc_gpu_neocog_set_c_small_kind(nc_gpu_neocog *e, uint32_t l, int kind)
+{
+    if (!e || l + 1 >= e->n_stages || kind < 0 || kind >= NC_GPU_NEOCOG_C_N_KINDS)
+        return -EINVAL;
+    e->c_small_kind[l] = kind;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l + 1 < e->n_stages ? e->c_small_kind[l] : -EINVAL;
 }

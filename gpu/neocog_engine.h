@@ -30,10 +30,11 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
  * 25 rows per character, above the 132 SMs of an H200 in 64-row tiles). */
 #define NC_GPU_NEOCOG_CHUNK 1024
 /* The C kernel the engine picks per layer (DIRECT unless the tuner found
- * STAGED faster) runs from this batch on; below it the STAGED kernel does:
- * on an H200, batch 1, STAGED UC1..UC3 15.2 / 14.1 / 10.7 us against DIRECT
- * 42.3 / 33.8 / 19.7 us (long strips per warp, few warps), and at 1024
- * DIRECT 3.2x faster; 32 is where AUTO switches to GEMM. */
+ * another faster) runs from this batch on; below it the small-batch kernel
+ * (TILE unless the tuner found another faster at batch 1) does: on an H200,
+ * batch 1, STAGED UC1..UC3 15.2 / 14.1 / 10.7 us against DIRECT 42.3 /
+ * 33.8 / 19.7 us (long strips per warp, few warps), and at 1024 DIRECT 3.2x
+ * faster; 32 is where AUTO switches to GEMM. */
 #define NC_GPU_NEOCOG_C_MIN 32
 /* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
 #define NC_GPU_NEOCOG_AUTO_MIN 128
@@ -94,7 +95,10 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * candidates on the first n uploaded images (n <= chunk).  For
  * NC_GPU_NEOCOG_GEMM (or AUTO): per stage, the GEMM path or the sparse
  * kernel, whichever is faster at n; then AUTO's threshold, the smallest
- * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never). */
+ * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never).  With
+ * GEMM or AUTO it also keeps the fastest C kernel per layer at n (c_kind,
+ * or c_small_kind when n < c_min) and, when n >= c_min, at batch 1
+ * (c_small_kind). */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
 /* Characters per pass now (the activations download_layer reads are those
  * of the last pass: after a forward of n <= chunk, all n). */
@@ -110,13 +114,20 @@ uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *eng);
 /* 1 when stage l runs the GEMM path under NC_GPU_NEOCOG_GEMM. */
 int nc_gpu_neocog_stage_uses_gemm(const nc_gpu_neocog *eng, uint32_t l);
 /* The kernel of C-layer l (l + 1 < stages): NC_GPU_NEOCOG_C_STAGED or
- * NC_GPU_NEOCOG_C_DIRECT (gpu/neocog_c.cuh; the default is DIRECT, and
- * nc_gpu_neocog_tune with GEMM or AUTO keeps the faster one per layer). */
+ * NC_GPU_NEOCOG_C_DIRECT or NC_GPU_NEOCOG_C_TILE (gpu/neocog_c.cuh; the
+ * default is DIRECT, and nc_gpu_neocog_tune with GEMM or AUTO keeps the
+ * fastest one per layer at its batch). */
 int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
-/* Batches below `from` run the STAGED C kernel whatever c_kind says
- * (default NC_GPU_NEOCOG_C_MIN; 1: c_kind always). */
+/* Batches below `from` run the small-batch C kernel (set_c_small_kind)
+ * whatever c_kind says (default NC_GPU_NEOCOG_C_MIN; 1: c_kind always). */
 int nc_gpu_neocog_set_c_min(nc_gpu_neocog *eng, uint32_t from);
 int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *eng, uint32_t l);
+/* The kernel of C-layer l below c_min (default NC_GPU_NEOCOG_C_TILE;
+ * nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min also times every kind
+ * at batch 1 and keeps the fastest per layer).  A kernel that refuses the
+ * layer is replaced by the STAGED one, or DIRECT where STAGED refuses. */
+int nc_gpu_neocog_set_c_small_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
+int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

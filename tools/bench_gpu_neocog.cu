@@ -8,10 +8,11 @@
  *   1. S-layer kernel time per character in the layout of seed 004 Table 5,
  *      one row per variant, at batch 1 and per character at batch 256, with
  *      the positions per block the tuner chose;
- *   2. the other layers' kernels (UG, UC1..UC4);
+ *   2. the other layers' kernels (UG, UC1..UC4), every C kernel at batch 1
+ *      and at the chunk, and the tile C kernel's shapes at batch 1;
  *   3. whole-network latency at batch 1: GPU time of a graph replay, of
  *      plain launches, and host wall time of nc_gpu_neocog_forward (copies
- *      included);
+ *      included); then the sparse variant with each small-batch C kernel;
  *   4. throughput from batch 1 to max_batch on device-resident inputs (what
  *      the PyTorch peer measures), and end to end from host memory, for the
  *      sparse kernels, the GEMM path and AUTO (the engine's default: sparse
@@ -33,6 +34,7 @@ extern "C" {    /* core's headers are plain C */
 }
 #include "neocog_c.cuh"
 #include "neocog_engine.h"
+#include "neocog_occ.cuh"
 
 #define N_SEED 300
 
@@ -116,6 +118,99 @@ static int load_net(const char *path, nc_neocog **ret)
         err = nc_neocog_load(buf, len, ret, &info);
     free(buf);
     return err;
+}
+
+/* The tile C kernel's shapes (tile side x tap slices) at batch 1 on each
+ * C-layer's input as the engine's last batch-1 run left it, next to the
+ * staged kernel on the same buffers: ten launches back to back between two
+ * events, so the host's launch work hides behind the kernels (us each). */
+static int tile_shapes(nc_gpu_neocog *e, const nc_neocog *net, int reps)
+{
+    const uint32_t nc = net->arch.n_stages - 1;
+    cudaStream_t st = (cudaStream_t)nc_gpu_neocog_stream(e);
+    static const uint32_t sides[] = { 0, 1, 2, 3, 4, 6, 8 }, slices[] = { 1, 2, 4 };
+    int err = nc_gpu_neocog_enqueue(e, 1, 0);
+    if (err == 0)
+        err = nc_gpu_neocog_sync(e);
+    printf("\n### The tile C kernel's shapes at batch 1 (us per launch, ten launches back "
+           "to back; side 0: the kernel's own choice, slices 0 likewise)\n\n| side | slices |");
+    for (uint32_t l = 0; l < nc; l++)
+        printf(" UC%u |", l + 1);
+    printf("\n|---:|---:|");
+    for (uint32_t l = 0; l < nc; l++)
+        printf("---:|");
+    printf("\n");
+    float t[3][sizeof sides / sizeof sides[0]][4], ts[3];
+    for (uint32_t l = 0; err == 0 && l < nc && l < 3; l++) {
+        const nc_neocog_arch *A = &net->arch;
+        const uint32_t K = net->n_planes[l], ks = nc_neocog_kstride(K);
+        const uint32_t n_in = A->stage[l].s_size, n_out = A->stage[l].c_size;
+        nc_gpu_neocog_c_args ca;
+        memset(&ca, 0, sizeof ca);
+        if ((err = nc_gpu_neocog_geom_init(net->c_ix[l], net->c_d[l], &ca.g)) < 0)
+            break;
+        ca.k = K;
+        const size_t ni = (size_t)n_in * n_in * ks, no = (size_t)n_out * n_out * ks;
+        float *h = (float *)malloc(ni * sizeof(float)), *d_in = NULL, *d_out = NULL;
+        uint8_t *d_oi = NULL, *d_oo = NULL;
+        if (!h || cudaMalloc((void **)&d_in, ni * sizeof(float)) != cudaSuccess ||
+            cudaMalloc((void **)&d_out, no * sizeof(float)) != cudaSuccess ||
+            cudaMalloc((void **)&d_oi, (size_t)n_in * n_in) != cudaSuccess ||
+            cudaMalloc((void **)&d_oo, (size_t)n_out * n_out) != cudaSuccess)
+            err = -ENOMEM;
+        if (err == 0)
+            err = nc_gpu_neocog_download_layer(e, 1 + 2 * (int)l, 1, h);
+        if (err == 0 && cudaMemcpy(d_in, h, ni * sizeof(float), cudaMemcpyHostToDevice) !=
+                            cudaSuccess)
+            err = -EIO;
+        if (err == 0)
+            err = nc_gpu_neocog_occupancy(d_in, n_in * n_in, K, ks, d_oi, 1, st);
+        cudaEvent_t e0, e1;
+        if (err == 0 && (cudaEventCreate(&e0) != cudaSuccess ||
+                         cudaEventCreate(&e1) != cudaSuccess))
+            err = -EIO;
+        for (int si = -1; err == 0 && si < (int)(sizeof sides / sizeof sides[0]); si++)
+            for (int ki = 0; err == 0 && ki < (si < 0 ? 1 : 4); ki++) {
+                float *ms = (float *)malloc(reps * sizeof(float));
+                if (!ms) {
+                    err = -ENOMEM;
+                    break;
+                }
+                for (int i = -2; err == 0 && i < reps; i++) {
+                    cudaEventRecord(e0, st);
+                    for (int x = 0; err == 0 && x < 10; x++)
+                        err = si < 0
+                            ? nc_gpu_neocog_c_forward_kind(&ca, NC_GPU_NEOCOG_C_STAGED, d_in,
+                                                           d_oi, d_out, d_oo, 1, 0, st)
+                            : nc_gpu_neocog_c_tile_forward(&ca, d_in, d_oi, d_out, d_oo, 1,
+                                                           sides[si], ki ? slices[ki - 1] : 0,
+                                                           st);
+                    cudaEventRecord(e1, st);
+                    if (err == 0 && (cudaEventSynchronize(e1) != cudaSuccess ||
+                                     cudaEventElapsedTime(i < 0 ? &ms[0] : &ms[i], e0, e1) !=
+                                         cudaSuccess))
+                        err = -EIO;
+                }
+                if (err == 0)
+                    (si < 0 ? ts[l] : t[l][si][ki]) = median(ms, reps) * 1e2f;
+                free(ms);
+            }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        free(h);
+        cudaFree(d_in);
+        cudaFree(d_out);
+        cudaFree(d_oi);
+        cudaFree(d_oo);
+    }
+    if (err < 0)
+        return err;
+    printf("| staged | | %.2f | %.2f | %.2f |\n", ts[0], ts[1], ts[2]);
+    for (size_t si = 0; si < sizeof sides / sizeof sides[0]; si++)
+        for (int ki = 0; ki < 4; ki++)
+            printf("| %u | %u | %.2f | %.2f | %.2f |\n", sides[si], ki ? slices[ki - 1] : 0,
+                   t[0][si][ki], t[1][si][ki], t[2][si][ki]);
+    return 0;
 }
 
 extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
@@ -303,9 +398,14 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             for (uint32_t l = 0; l < nc; l++)
                 nc_gpu_neocog_set_c_kind(e, l, tuned[l]);
             nc_gpu_neocog_set_c_min(e, NC_GPU_NEOCOG_C_MIN);
-            printf("\nC kernels the tuner kept (batch %u): %s/%s/%s.\n", nb,
-                   nc_gpu_neocog_c_kind_name(tuned[0]), nc_gpu_neocog_c_kind_name(tuned[1]),
-                   nc_gpu_neocog_c_kind_name(tuned[2]));
+            printf("\nC kernels the tuner kept (batch %u): %s/%s/%s; at batch 1: %s/%s/%s.\n",
+                   nb, nc_gpu_neocog_c_kind_name(tuned[0]),
+                   nc_gpu_neocog_c_kind_name(tuned[1]), nc_gpu_neocog_c_kind_name(tuned[2]),
+                   nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(e, 0)),
+                   nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(e, 1)),
+                   nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(e, 2)));
+            if (!o->neocog_model && (err = tile_shapes(e, net, reps)) < 0)
+                goto out;
         }
 
         /* 3: latency at batch 1 */
@@ -338,6 +438,42 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             printf("| %s | %.1f | %.1f | %.1f |\n", nc_gpu_neocog_variant_name(v), mg * 1e3f,
                    ml * 1e3f, median(wall, reps * 10));
             free(wall);
+        }
+
+        /* 3b: batch 1 with each small-batch C kernel on every layer, and with
+         * the tuner's choice (the engine's setting) */
+        {
+            const uint32_t nc = net->arch.n_stages - 1;
+            int kept[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < nc; l++)
+                kept[l] = nc_gpu_neocog_get_c_small_kind(e, l);
+            printf("\n| sparse variant, batch 1: C kernel below batch %u | GPU time, graph (us) "
+                   "| GPU time, launches (us) |\n|---|---:|---:|\n", NC_GPU_NEOCOG_C_MIN);
+            if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0)
+                goto out;
+            for (int k = -1; k < NC_GPU_NEOCOG_C_N_KINDS; k++) {
+                char name[64];
+                for (uint32_t l = 0; l < nc; l++)
+                    if ((err = nc_gpu_neocog_set_c_small_kind(e, l, k < 0 ? kept[l] : k)) < 0)
+                        goto out;
+                if (k < 0)
+                    snprintf(name, sizeof name, "engine's (%s/%s/%s)",
+                             nc_gpu_neocog_c_kind_name(kept[0]),
+                             nc_gpu_neocog_c_kind_name(kept[1]),
+                             nc_gpu_neocog_c_kind_name(kept[2]));
+                else
+                    snprintf(name, sizeof name, "%s on every layer%s",
+                             nc_gpu_neocog_c_kind_name(k),
+                             k == NC_GPU_NEOCOG_C_STAGED ? " (before session 9)" : "");
+                work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
+                float mg = 0.0f, ml = 0.0f;
+                if ((err = time_work(e, &wg, reps * 10, &mg)) < 0 ||
+                    (err = time_work(e, &wl, reps * 10, &ml)) < 0)
+                    goto out;
+                printf("| %s | %.1f | %.1f |\n", name, mg * 1e3f, ml * 1e3f);
+            }
+            for (uint32_t l = 0; l < nc; l++)
+                nc_gpu_neocog_set_c_small_kind(e, l, kept[l]);
         }
 
         /* 4: throughput, sparse / gemm / auto */

@@ -1,6 +1,7 @@
 /* tests/gpu/test_neocog.c — parity of the GPU neocognitron with core/.
  *
- * Every layer (UG, US1..US4 in every S-layer variant, UC1..UC3, UC4) is fed
+ * Every layer (UG, US1..US4 in every S-layer variant, UC1..UC3 with every C
+ * kernel and several shapes of the tile one, UC4) is fed
  * the very input core's layer got and compared with core's output:
  * ||gpu - cpu|| / ||cpu|| <= 1e-5 over the batch, no NaN (outputs are
  * poisoned with NaN before each run, so an unwritten cell fails), and the
@@ -55,6 +56,9 @@ static const uint32_t *batches = batches_small;
 static size_t n_batches = NC_ARRAY_LEN(batches_small);
 static int with_random = 1;
 static int refused;             /* S-layer variants that refused a layer */
+/* run_case's TILE shape (nc_gpu_neocog_c_tile_forward); 0, 0: the kernel's
+ * own choice through nc_gpu_neocog_c_forward_kind */
+static uint32_t tile_side, tile_slices;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -193,6 +197,9 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
         } else if ((lc->layer - 1) % 2 == 0)
             r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                         variant, 0, 0);
+        else if (variant == NC_GPU_NEOCOG_C_TILE && (tile_side || tile_slices))
+            r = nc_gpu_neocog_c_tile_forward(&lc->c, d_in, d_occ_in, d_out, d_occ_out, batch,
+                                             tile_side, tile_slices, 0);
         else
             r = nc_gpu_neocog_c_forward_kind(&lc->c, variant, d_in, d_occ_in, d_out, d_occ_out,
                                              batch, 0, 0);
@@ -411,6 +418,33 @@ static void test_layers(void)
         fprintf(stderr, "  %-3s: %d variant(s) x %zu batches x %s: %s\n", name[layer],
                 n_run, n_batches, with_random ? "digits+random" : "digits",
                 nc_test_failures == before ? "ok" : "FAILED");
+        /* the tile kernel's other shapes (the bench times them all): tile
+         * sides 1..8 (edge tiles cut by the plane's width), 1, 2 or 4 tap
+         * slices, an empty tile's zeros, the loop past 1024 threads */
+        if (is_c) {
+            static const uint32_t shape[][2] = { { 1, 1 }, { 1, 4 }, { 2, 2 }, { 3, 4 },
+                                                 { 4, 1 }, { 5, 2 }, { 6, 4 }, { 8, 1 } };
+            static const uint32_t sb[] = { 1, 33 };
+            before = nc_test_failures;
+            for (size_t i = 0; i < NC_ARRAY_LEN(shape); i++) {
+                tile_side = shape[i][0];
+                tile_slices = shape[i][1];
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
+                    char tag[96];
+                    snprintf(tag, sizeof tag, "%s tile %ux%u/%u digits", name[layer],
+                             tile_side, tile_side, tile_slices);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_C_TILE, in_real, ref_real, sb[bi]);
+                    if (!with_random)
+                        continue;
+                    snprintf(tag, sizeof tag, "%s tile %ux%u/%u random", name[layer],
+                             tile_side, tile_side, tile_slices);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_C_TILE, in_rand, ref_rand, sb[bi]);
+                }
+            }
+            tile_side = tile_slices = 0;
+            fprintf(stderr, "  %-3s: tile shapes x batches 1/33: %s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
+        }
         free(in_real);
         free(ref_real);
         free(in_rand);
@@ -472,25 +506,56 @@ static void test_engine(void)
                         "rel err %.2g\n", nc_gpu_neocog_variant_name(v), n, diff, rel);
         }
     }
-    /* the staged C kernel (the engine's default is the direct one) */
+    /* every C kernel (the engine's default is direct from c_min on; below
+     * it whatever the engine says, restored after): each as c_kind on all
+     * digits (chunks of 1000), and as c_small_kind on graphs of 1, 3 and 31
+     * characters */
+    int small0[NC_NEOCOG_MAX_STAGES];
     for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++) {
         CHECK_INT_EQ(nc_gpu_neocog_get_c_kind(eng, l), NC_GPU_NEOCOG_C_DIRECT);
-        CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, NC_GPU_NEOCOG_C_STAGED), 0);
+        small0[l] = nc_gpu_neocog_get_c_small_kind(eng, l);
+        CHECK_MSG(small0[l] >= 0 && small0[l] < NC_GPU_NEOCOG_C_N_KINDS, "small kind %d",
+                  small0[l]);
     }
-    for (int v = NC_GPU_NEOCOG_SPARSE; v <= NC_GPU_NEOCOG_GEMM; v++) {
-        CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, v), 0);
-        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
-        uint32_t diff = 0;
-        for (uint32_t j = 0; j < n; j++)
-            diff += gpu[j].label != cpu[j].label;
-        CHECK_MSG(diff == 0, "engine %s, staged C: %u labels differ",
-                  nc_gpu_neocog_variant_name(v), diff);
-        fprintf(stderr, "  engine %-6s with the staged C kernel on all %u digits: %u labels "
-                "differ\n", nc_gpu_neocog_variant_name(v), n, diff);
+    fprintf(stderr, "  engine default C kernels below batch %u: %s/%s/%s\n",
+            NC_GPU_NEOCOG_C_MIN, nc_gpu_neocog_c_kind_name(small0[0]),
+            nc_gpu_neocog_c_kind_name(small0[1]), nc_gpu_neocog_c_kind_name(small0[2]));
+    for (int k = 0; k < NC_GPU_NEOCOG_C_N_KINDS; k++) {
+        for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++) {
+            CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, k), 0);
+            CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, l, k), 0);
+        }
+        for (int v = NC_GPU_NEOCOG_SPARSE; v <= NC_GPU_NEOCOG_GEMM; v++) {
+            CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, v), 0);
+            uint32_t diff = 0;
+            if (k != NC_GPU_NEOCOG_C_DIRECT) {  /* direct is the default above */
+                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+                for (uint32_t j = 0; j < n; j++)
+                    diff += gpu[j].label != cpu[j].label;
+            }
+            const uint32_t small[] = { 1, 3, 31 };
+            for (size_t si = 0; si < NC_ARRAY_LEN(small); si++) {
+                const uint32_t m = small[si], off = 200 + 40 * (uint32_t)si;
+                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu),
+                             0);
+                for (uint32_t j = 0; j < m; j++)
+                    diff += gpu[j].label != cpu[off + j].label;
+            }
+            CHECK_MSG(diff == 0, "engine %s, %s C: %u labels differ",
+                      nc_gpu_neocog_variant_name(v), nc_gpu_neocog_c_kind_name(k), diff);
+            fprintf(stderr, "  engine %-6s with the %s C kernel on %s1/3/31 digits: %u "
+                    "labels differ\n", nc_gpu_neocog_variant_name(v),
+                    nc_gpu_neocog_c_kind_name(k),
+                    k != NC_GPU_NEOCOG_C_DIRECT ? "all digits and " : "", diff);
+        }
     }
-    for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++)
+    for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, NC_GPU_NEOCOG_C_DIRECT), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, l, small0[l]), 0);
+    }
     CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, net->arch.n_stages - 1, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, net->arch.n_stages - 1, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, 0, NC_GPU_NEOCOG_C_N_KINDS), -EINVAL);
     /* tuning keeps the answers */
     CHECK_INT_EQ(nc_gpu_neocog_upload(eng, digits, 64), 0);
     CHECK_INT_EQ(nc_gpu_neocog_tune(eng, NC_GPU_NEOCOG_SPARSE, 64), 0);
@@ -504,10 +569,13 @@ static void test_engine(void)
             nc_gpu_neocog_stage_uses_gemm(eng, 0), nc_gpu_neocog_stage_uses_gemm(eng, 1),
             nc_gpu_neocog_stage_uses_gemm(eng, 2), nc_gpu_neocog_stage_uses_gemm(eng, 3),
             nc_gpu_neocog_get_auto(eng));
-    fprintf(stderr, "  tuned at 64: C kernels %s/%s/%s\n",
+    fprintf(stderr, "  tuned at 64: C kernels %s/%s/%s, at batch 1 %s/%s/%s\n",
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 0)),
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 1)),
-            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 2)));
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_kind(eng, 2)),
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 0)),
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 1)),
+            nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 2)));
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
