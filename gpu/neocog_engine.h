@@ -31,10 +31,11 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
 #define NC_GPU_NEOCOG_CHUNK 1024
 /* The C kernel the engine picks per layer (DIRECT unless the tuner found
  * another faster) runs from this batch on; below it the small-batch kernel
- * (TILE unless the tuner found another faster at batch 1) does: on an H200,
- * batch 1, STAGED UC1..UC3 15.2 / 14.1 / 10.7 us against DIRECT 42.3 /
- * 33.8 / 19.7 us (long strips per warp, few warps), and at 1024 DIRECT 3.2x
- * faster; 32 is where AUTO switches to GEMM. */
+ * (TILE unless the tuner found another faster at batch 1) does: on an H100,
+ * batch 1, TILE UC1..UC3 8.6 / 8.2 / 6.1 us against STAGED 10.9 / 9.7 /
+ * 6.7 us (DIRECT, long strips per warp and few warps, slower still), and at
+ * 1024 DIRECT 0.73 / 0.29 / 0.08 us per character against TILE 1.42 / 0.95
+ * / 0.63; 32 is where AUTO switches to GEMM. */
 #define NC_GPU_NEOCOG_C_MIN 32
 /* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
 #define NC_GPU_NEOCOG_AUTO_MIN 128
