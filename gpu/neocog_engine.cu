@@ -725,6 +725,28 @@ static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
     return r;
 }
 
+/* A layer timed alone at batch 1 is not the layer in the net: on an H100
+ * the per-layer pick (staged / tile / staged) made the whole net 3 us slower
+ * than the tile kernel on every layer (docs/gpu-neocog-notes.md, session 9).
+ * So the pick stays only if the whole net at batch 1 under variant v is
+ * faster with it than with the default, TILE everywhere. */
+static int check_small_c(nc_gpu_neocog *e, int v)
+{
+    int pick[NC_NEOCOG_MAX_STAGES];
+    float m_pick = 0.0f, m_tile = 0.0f;
+    for (uint32_t l = 0; l + 1 < e->n_stages; l++)
+        pick[l] = e->c_small_kind[l];
+    int r = time_s(e, v, -1, 1, 10, &m_pick);
+    for (uint32_t l = 0; l + 1 < e->n_stages; l++)
+        e->c_small_kind[l] = NC_GPU_NEOCOG_C_TILE;
+    if (r == 0)
+        r = time_s(e, v, -1, 1, 10, &m_tile);
+    if (r == 0 && m_pick < m_tile)
+        for (uint32_t l = 0; l + 1 < e->n_stages; l++)
+            e->c_small_kind[l] = pick[l];
+    return r;
+}
+
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
  * on n characters; then AUTO's threshold: the smallest batch of 1, 2, 4 ..
  * n from which on the whole net under GEMM beats the sparse one (never, if
@@ -761,8 +783,12 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
     e->auto_min = from;
     /* batch 1, what a single request runs: its C kernels apart, since the
      * best kernel for one character is not the best for n */
-    if (r == 0 && n >= e->c_min && e->c_min > 1)
-        r = tune_c(e, 1 >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE, 1);
+    if (r == 0 && n >= e->c_min && e->c_min > 1) {
+        const int v1 = 1 >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE;
+        r = tune_c(e, v1, 1);
+        if (r == 0)
+            r = check_small_c(e, v1);
+    }
     drop_graphs(e);
     return r;
 }
