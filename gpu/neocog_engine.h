@@ -99,7 +99,8 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never).  With
  * GEMM or AUTO it also keeps the fastest C kernel per layer at n (c_kind,
  * or c_small_kind when n < c_min) and, when n >= c_min, at batch 1
- * (c_small_kind). */
+ * (c_small_kind), that pick kept only if the whole net at batch 1 runs
+ * faster with it than with the tile kernel on every layer. */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
 /* Characters per pass now (the activations download_layer reads are those
  * of the last pass: after a forward of n <= chunk, all n). */
