@@ -354,22 +354,13 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
                     const float2 e0 = list[j], e1 = list[j + S];
                     const float4 v0 = __ldg(in4 + __float_as_int(e0.y) + q);
                     const float4 v1 = __ldg(in4 + __float_as_int(e1.y) + q);
-                    a0.x = fmaf(e0.x, v0.x, a0.x);
-                    a0.y = fmaf(e0.x, v0.y, a0.y);
-                    a0.z = fmaf(e0.x, v0.z, a0.z);
-                    a0.w = fmaf(e0.x, v0.w, a0.w);
-                    a1.x = fmaf(e1.x, v1.x, a1.x);
-                    a1.y = fmaf(e1.x, v1.y, a1.y);
-                    a1.z = fmaf(e1.x, v1.z, a1.z);
-                    a1.w = fmaf(e1.x, v1.w, a1.w);
+                    nc_dev_fma4(e0.x, v0, a0);
+                    nc_dev_fma4(e1.x, v1, a1);
                 }
                 if (j < total) {
                     const float2 e0 = list[j];
                     const float4 v0 = __ldg(in4 + __float_as_int(e0.y) + q);
-                    a0.x = fmaf(e0.x, v0.x, a0.x);
-                    a0.y = fmaf(e0.x, v0.y, a0.y);
-                    a0.z = fmaf(e0.x, v0.z, a0.z);
-                    a0.w = fmaf(e0.x, v0.w, a0.w);
+                    nc_dev_fma4(e0.x, v0, a0);
                 }
             }
             float4 x = make_float4(a0.x + a1.x, a0.y + a1.y, a0.z + a1.z, a0.w + a1.w);

@@ -55,6 +55,20 @@ static __device__ __forceinline__ int ct_div(int a, int d, float inv)
     return q;
 }
 
+/* The carries of a (column / step, parity, row) index stepped by additions
+ * of less than one unit each: the staging and the occupancy walks share it. */
+static __device__ __forceinline__ void ct_carry(int &cq, int &par, int &r, int Cq, int step)
+{
+    if (cq >= Cq) {
+        cq -= Cq;
+        par++;
+    }
+    if (par >= step) {
+        par -= step;
+        r++;
+    }
+}
+
 static __global__ void __launch_bounds__(1024)
 c_tile_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__restrict__ in,
               const uint8_t *__restrict__ occ_in, float *__restrict__ out,
@@ -104,14 +118,7 @@ c_tile_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
                 q -= Q;
                 cq++;
             }
-            if (cq >= Cq) {
-                cq -= Cq;
-                par++;
-            }
-            if (par >= step) {
-                par -= step;
-                r++;
-            }
+            ct_carry(cq, par, r, Cq, step);
         }
     }
     int found = 0;
@@ -130,14 +137,7 @@ c_tile_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
                 cq += sh.tcq;
                 par += sh.tpar;
                 r += sh.tr;
-                if (cq >= Cq) {
-                    cq -= Cq;
-                    par++;
-                }
-                if (par >= step) {
-                    par -= step;
-                    r++;
-                }
+                ct_carry(cq, par, r, Cq, step);
             }
 #pragma unroll
             for (int u = 0; u < 4; u++)
@@ -210,22 +210,13 @@ c_tile_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
         for (; j + S < nl; j += 2 * S) {
             const float2 e0 = taps[j], e1 = taps[j + S];
             const float4 v0 = src[__float_as_int(e0.y)], v1 = src[__float_as_int(e1.y)];
-            a0.x = fmaf(e0.x, v0.x, a0.x);
-            a0.y = fmaf(e0.x, v0.y, a0.y);
-            a0.z = fmaf(e0.x, v0.z, a0.z);
-            a0.w = fmaf(e0.x, v0.w, a0.w);
-            a1.x = fmaf(e1.x, v1.x, a1.x);
-            a1.y = fmaf(e1.x, v1.y, a1.y);
-            a1.z = fmaf(e1.x, v1.z, a1.z);
-            a1.w = fmaf(e1.x, v1.w, a1.w);
+            nc_dev_fma4(e0.x, v0, a0);
+            nc_dev_fma4(e1.x, v1, a1);
         }
         if (j < nl) {
             const float2 e0 = taps[j];
             const float4 v0 = src[__float_as_int(e0.y)];
-            a0.x = fmaf(e0.x, v0.x, a0.x);
-            a0.y = fmaf(e0.x, v0.y, a0.y);
-            a0.z = fmaf(e0.x, v0.z, a0.z);
-            a0.w = fmaf(e0.x, v0.w, a0.w);
+            nc_dev_fma4(e0.x, v0, a0);
         }
         float4 x = make_float4(a0.x + a1.x, a0.y + a1.y, a0.z + a1.z, a0.w + a1.w);
         for (int o = 8; o < 8 * S; o <<= 1) {

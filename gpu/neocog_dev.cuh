@@ -52,6 +52,16 @@ static __device__ __forceinline__ unsigned nc_dev_lanemask_lt(void)
     return m;
 }
 
+/* acc += w * v, lane by lane, each one fused multiply-add (the C kernels'
+ * summation step: the same rounding wherever it is used) */
+static __device__ __forceinline__ void nc_dev_fma4(float w, float4 v, float4 &acc)
+{
+    acc.x = fmaf(w, v.x, acc.x);
+    acc.y = fmaf(w, v.y, acc.y);
+    acc.z = fmaf(w, v.z, acc.z);
+    acc.w = fmaf(w, v.w, acc.w);
+}
+
 static __device__ __forceinline__ float nc_dev_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)
