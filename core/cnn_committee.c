@@ -31,7 +31,8 @@ static int column_of_tag(uint32_t tag)
 static int prep_equal(const nc_prep *a, const nc_prep *b)
 {
     return a->kind == b->kind && a->size == b->size && a->box == b->box && a->pad == b->pad &&
-           a->invert == b->invert && a->threshold == b->threshold;
+           a->invert == b->invert && a->threshold == b->threshold &&
+           a->deskew == b->deskew;
 }
 
 /* Classes, labels and prep of two records. */

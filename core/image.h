@@ -170,6 +170,7 @@ typedef struct nc_prep {
                                honours it too) */
     uint32_t invert;        /* 1: input is dark ink on light paper */
     float threshold;        /* ink threshold in [0,1]; < 0 means Otsu */
+    uint32_t deskew;        /* 1: shear the crop upright first (see below) */
 } nc_prep;
 
 /* Limits nc_prep_apply enforces (-ERANGE beyond). */
@@ -180,9 +181,9 @@ typedef struct nc_prep {
  * the centre-of-mass target is pixel (14, 14) for both 28 and 29, so this is
  * exactly MNIST's 28x28 layout plus one zero column on the right and one
  * zero row at the bottom — the "28 padded to 29" of the CNN paper. */
-#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f })
-#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f })
-#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f })
+#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0 })
+#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0 })
+#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0 })
 
 /* Number of floats nc_prep_apply writes: (size + 2 pad)^2; 0 if p is NULL. */
 size_t nc_prep_out_len(const nc_prep *p);
@@ -203,7 +204,14 @@ int nc_prep_check(const nc_prep *p);
  *     pixel to 1, clamped to [0, 1].  On clean input (background 0, ink
  *     reaching 255, like MNIST) this is just p / 255; on camera input it
  *     removes the paper's grey.
- *  4. The crop is resampled with nc_image_resample (area-averaged when
+ *  4. With deskew, the crop is sheared along x so that its ink's second
+ *     moments show no slant: row y moves by -s (y - cy) with
+ *     s = mu11 / mu02 of the stretched grey (clamped to [-1, 1]; cy its
+ *     centre of mass), sampled linearly; the crop then becomes the
+ *     bounding box of what is still above the ink threshold.  Upright
+ *     digits vary less, which shift-tolerant template matchers such as the
+ *     neocognitron cannot absorb by themselves.
+ *  5. The crop is resampled with nc_image_resample (area-averaged when
  *     shrinking, bilinear when growing).
  * NC_PREP_MNIST: the crop's longer side becomes box (the other side
  *  round(side * box / longer), at least 1); the result is placed in the

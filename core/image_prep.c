@@ -24,7 +24,7 @@ int nc_prep_check(const nc_prep *p)
         return -EINVAL;
     if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
         return -EINVAL;
-    if (p->size == 0 || p->box == 0 || p->invert > 1)
+    if (p->size == 0 || p->box == 0 || p->invert > 1 || p->deskew > 1)
         return -EINVAL;
     /* Written so that NaN fails too; anything < 0 means Otsu. */
     if (!(p->threshold <= 1.0f))
@@ -116,6 +116,105 @@ static void contrast_lut(const uint64_t hist[256], uint8_t t, int invert, float 
         float f = (float)(v - lo) / span;
         lut[p] = f < 0 ? 0 : f > 1 ? 1 : f;
     }
+}
+
+/* ---- deskewing (step 4) ------------------------------------------------ */
+
+/* The slant of the crop's stretched grey: s = mu11 / mu02, the x a row moves
+ * per row down, clamped to [-1, 1] (45 degrees; beyond that the moments
+ * describe a blob, not a slanted stroke).  *ret_cy is the centre of mass's
+ * row, which the shear keeps in place. */
+static double crop_slant(const nc_image *crop, const float lut[256], double *ret_cy)
+{
+    double sum = 0, sx = 0, sy = 0;
+    for (uint32_t y = 0; y < crop->height; y++) {
+        const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
+        for (uint32_t x = 0; x < crop->width; x++) {
+            double a = lut[row[x]];
+            sum += a;
+            sx += a * x;
+            sy += a * y;
+        }
+    }
+    *ret_cy = sum > 0 ? sy / sum : 0;
+    if (!(sum > 0))
+        return 0;
+    double cx = sx / sum, cy = sy / sum, mu11 = 0, mu02 = 0;
+    for (uint32_t y = 0; y < crop->height; y++) {
+        const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
+        for (uint32_t x = 0; x < crop->width; x++) {
+            double a = lut[row[x]];
+            mu11 += a * (x - cx) * (y - cy);
+            mu02 += a * (y - cy) * (y - cy);
+        }
+    }
+    double s = mu02 > 0 ? mu11 / mu02 : 0;
+    return s < -1 ? -1 : s > 1 ? 1 : s;
+}
+
+/* Shear the crop by s about row cy (row y moves by -s (y - cy), sampled
+ * linearly, zero outside), then cut the result to the bounding box of what
+ * is above ink.  *ret is a dense float image the caller frees.  -ENOENT when
+ * nothing stays above ink (interpolation can dim a one-pixel stroke). */
+static int shear_crop(const nc_image *crop, const float lut[256], float ink, double s,
+                      double cy, float **ret, uint32_t *ret_w, uint32_t *ret_h)
+{
+    const uint32_t w = crop->width, h = crop->height;
+    double d0 = s * cy, d1 = -s * ((double)h - 1 - cy);
+    double dmin = d0 < d1 ? d0 : d1, dmax = d0 < d1 ? d1 : d0;
+    /* |s| <= 1 and 0 <= cy < h, so the spread is below h: no overflow for
+     * images nc_image_check accepts. */
+    size_t sw = (size_t)w + (size_t)ceil(dmax - dmin) + 1, n;
+    if (nc_size_mul(sw, h, &n) < 0)
+        return -ERANGE;
+    float *sheared = calloc(n, sizeof(float));
+    if (!sheared)
+        return -ENOMEM;
+    size_t x0 = SIZE_MAX, y0 = SIZE_MAX, x1 = 0, y1 = 0;
+    for (uint32_t y = 0; y < h; y++) {
+        const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
+        /* output column xo reads source column xo + dmin - d(y) */
+        double off = dmin + s * ((double)y - cy);
+        for (size_t xo = 0; xo < sw; xo++) {
+            double xs = (double)xo + off, fl = floor(xs), f = xs - fl;
+            long i = (long)fl;
+            float a = 0;
+            if (i >= 0 && i < (long)w)
+                a += (float)(1 - f) * lut[row[i]];
+            if (i + 1 >= 0 && i + 1 < (long)w)
+                a += (float)f * lut[row[i + 1]];
+            sheared[(size_t)y * sw + xo] = a;
+            if (!(a > ink))
+                continue;
+            if (xo < x0) x0 = xo;
+            if (xo > x1) x1 = xo;
+            if (y0 == SIZE_MAX) y0 = y;
+            y1 = y;
+        }
+    }
+    if (y0 == SIZE_MAX) {
+        free(sheared);
+        return -ENOENT;
+    }
+    size_t bw = x1 - x0 + 1, bh = y1 - y0 + 1;
+    for (size_t y = 0; y < bh; y++)     /* compact in place: rows only move up */
+        memmove(sheared + y * bw, sheared + (y + y0) * sw + x0, bw * sizeof(float));
+    *ret = sheared;
+    *ret_w = (uint32_t)bw;
+    *ret_h = (uint32_t)bh;
+    return 0;
+}
+
+/* Step 4: the crop sheared upright, or unsheared (s = 0, an exact copy) when
+ * the shear leaves nothing above ink. */
+static int deskew_crop(const nc_image *crop, const float lut[256], float ink,
+                       float **ret, uint32_t *ret_w, uint32_t *ret_h)
+{
+    double cy, s = crop_slant(crop, lut, &cy);
+    int err = shear_crop(crop, lut, ink, s, cy, ret, ret_w, ret_h);
+    if (err == -ENOENT && s != 0)
+        err = shear_crop(crop, lut, ink, 0, cy, ret, ret_w, ret_h);
+    return err;
 }
 
 /* ---- sizing ------------------------------------------------------------ */
@@ -258,18 +357,31 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     nc_image crop;
     if ((err = nc_image_crop(img, box, &crop)) < 0)
         return err;
+    /* Ink in stretched units: the level t itself, polarity undone. */
+    const float ink = lut[p->invert ? 255 - t : t];
+    float *upright = NULL;
+    nc_rect fit = box;
+    if (p->deskew &&
+        (err = deskew_crop(&crop, lut, ink, &upright, &fit.width, &fit.height)) < 0)
+        return err;
     uint32_t w, h;
     if (p->kind == NC_PREP_MNIST)
-        mnist_dims(p, box, &w, &h);
+        mnist_dims(p, fit, &w, &h);
     else
-        neocog_dims(p, box, &w, &h);
+        neocog_dims(p, fit, &w, &h);
 
     /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
     float *scaled = malloc((size_t)w * h * sizeof(float));
-    if (!scaled)
-        return -ENOMEM;
     placed pl;
-    if ((err = nc_image_resample_u8(&crop, lut, scaled, w, h)) < 0)
+    if (!scaled) {
+        err = -ENOMEM;
+        goto out;
+    }
+    if (upright)
+        err = nc_image_resample(upright, fit.width, fit.height, scaled, w, h);
+    else
+        err = nc_image_resample_u8(&crop, lut, scaled, w, h);
+    if (err < 0)
         goto out;
     if (p->kind == NC_PREP_MNIST)
         err = mnist_place(p, scaled, w, h, &pl);
@@ -280,5 +392,6 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     write_field(p, &pl, out);
 out:
     free(scaled);
+    free(upright);
     return err;
 }

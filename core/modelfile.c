@@ -554,6 +554,7 @@ int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n)
  *   LABL bytes    n_classes records of 16 bytes, each a NUL-padded label
  *   PREP u32[5]   kind, size, box, pad, invert
  *   PTHR f32[1]   threshold
+ *   PDSK u32[1]   deskew, written only when set (files before it read 0)
  *   TERR f64[1]   test_error
  *   DATA, CMND, CRTD, TSET   text: data, command, created, test_set */
 
@@ -561,6 +562,7 @@ int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n)
 #define TAG_LABL NC_MF_TAG('L', 'A', 'B', 'L')
 #define TAG_PREP NC_MF_TAG('P', 'R', 'E', 'P')
 #define TAG_PTHR NC_MF_TAG('P', 'T', 'H', 'R')
+#define TAG_PDSK NC_MF_TAG('P', 'D', 'S', 'K')
 #define TAG_TERR NC_MF_TAG('T', 'E', 'R', 'R')
 #define TAG_DATA NC_MF_TAG('D', 'A', 'T', 'A')
 #define TAG_CMND NC_MF_TAG('C', 'M', 'N', 'D')
@@ -590,7 +592,8 @@ static int info_valid(const nc_model_info *in)
     if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
         return 0;
     if (p->size < 1 || p->size > PREP_MAX_SIZE || p->box < 1 ||
-        p->box > PREP_MAX_SIZE || p->pad > PREP_MAX_SIZE || p->invert > 1)
+        p->box > PREP_MAX_SIZE || p->pad > PREP_MAX_SIZE || p->invert > 1 ||
+        p->deskew > 1)
         return 0;
     /* threshold is a fraction of full ink, or negative for Otsu */
     if (!isfinite(p->threshold) || p->threshold > 1.0f)
@@ -622,7 +625,7 @@ int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
      * writer as it was rather than holding half an info block. */
     static const uint32_t tags[] = { TAG_INFO, TAG_LABL, TAG_PREP, TAG_PTHR,
                                      TAG_TERR, TAG_DATA, TAG_CMND, TAG_CRTD,
-                                     TAG_TSET };
+                                     TAG_TSET, TAG_PDSK };
     if (w->n > NC_MF_MAX_SECTIONS - NC_ARRAY_LEN(tags))
         return -EOVERFLOW;
     for (uint32_t i = 0; i < w->n; i++)
@@ -639,7 +642,8 @@ int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
         (e = nc_mf_put_str(w, TAG_DATA, info->data)) < 0 ||
         (e = nc_mf_put_str(w, TAG_CMND, info->command)) < 0 ||
         (e = nc_mf_put_str(w, TAG_CRTD, info->created)) < 0 ||
-        (e = nc_mf_put_str(w, TAG_TSET, info->test_set)) < 0)
+        (e = nc_mf_put_str(w, TAG_TSET, info->test_set)) < 0 ||
+        (p->deskew && (e = nc_mf_put_u32(w, TAG_PDSK, &p->deskew, 1)) < 0))
         return e;
     return 0;
 }
@@ -678,7 +682,12 @@ int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info)
     in->epochs = head[1];
     in->seed = (uint64_t)head[2] | (uint64_t)head[3] << 32;
     in->prep = (nc_prep){ prep[0], prep[1], prep[2], prep[3], prep[4],
-                          in->prep.threshold };
+                          in->prep.threshold, 0 };
+    /* Optional: absent in files written before deskewing existed. */
+    e = nc_mf_get_u32(r, TAG_PDSK, &in->prep.deskew, 1);
+    if (e < 0 && e != -ENOENT)
+        goto out;
+    e = -EBADMSG;
     if (in->n_classes < 1 || in->n_classes > NC_MF_MAX_CLASSES ||
         lab_type != NC_MF_TYPE_BYTES || lab_len != in->n_classes * LABEL_LEN)
         goto out;

@@ -11,8 +11,9 @@
  *  - Data: training digits 0 .. 60000-V-1 train, the last V (--validation,
  *    default 10000) validate.  The 10000 test digits are read once, after
  *    every choice is made, to measure the result.
- *  - Input: nc_prep_apply with NC_PREP_NEOCOG_65 and digit height --height
- *    (the prep is stored in the model file).
+ *  - Input: nc_prep_apply with NC_PREP_NEOCOG_65 and digit height --height,
+ *    sheared upright first with --deskew (the prep is stored in the model
+ *    file, so every reader of the model does the same).
  *  - US1: the 16 edge orientations (nc_neocog_train_us1, q = 100).
  *  - US2, US3: unsupervised with plane creation (or --add-if-silent) on a
  *    class-balanced list of --train-digits digits, --passes times.
@@ -21,11 +22,14 @@
  *    nc_neocog_learn_sup_batch: the frozen lower stages of a batch run side
  *    by side on the pool (train_pool.c), then the batch learns in order
  *    with each digit's US4 responses split over the threads by plane ranges.
- *    Bit-for-bit the same network for every --threads.
+ *    Bit-for-bit the same network for every --threads.  With --deform-us4
+ *    F, US4's passes after the first see every digit freshly deformed by
+ *    core/deform (NC_DEFORM_MNIST times F), each digit's draw from a stream
+ *    hashed from --seed, the pass and its place in the list.
  *  - The class-balanced lists come from one permutation of the training
  *    part drawn from --seed (splitmix64): classes are interleaved 0,1,..,9,
  *    0,1,.. in that order, so every prefix is balanced and each stage takes
- *    a prefix.  Nothing else is random.
+ *    a prefix.  Nothing else is random but the deformations above.
  *  - Validation chooses the recognition theta of US4 among --theta4-try and,
  *    with --interp, between the max-response answer and the interpolating-
  *    vector classifier.  Lower stages' theta, theta_L and H are chosen by
@@ -41,6 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deform.h"
 #include "fileio.h"
 #include "image.h"
 #include "modelfile.h"
@@ -72,7 +77,8 @@ typedef struct options {
     uint32_t validation, valid_eval;
     float theta4_try[MAX_TRY];
     uint32_t n_theta4_try;
-    int interp, add_if_silent, resume, no_test;
+    int interp, add_if_silent, resume, no_test, deskew;
+    float deform_us4;       /* 0: off; else NC_DEFORM_MNIST's strength times this */
     uint32_t top_t;
     uint64_t seed;
     uint32_t threads;
@@ -99,6 +105,9 @@ static void usage(FILE *f)
         "  --k-max A,B,C         plane caps of US2,US3,US4 (200,300,4000)\n"
         "  --height H            digit height of the 65x65 input (40)\n"
         "  --add-if-silent       US2/US3 learn by add-if-silent\n"
+        "  --deskew              shear each digit upright before scaling (stored in the prep)\n"
+        "  --deform-us4 F        US4 passes after the first see every digit freshly deformed\n"
+        "                        (core/deform, NC_DEFORM_MNIST times F; 0, the default, off)\n"
         "  --interp              let validation choose the interpolating-vector\n"
         "                        classifier over the max-response answer\n"
         "  --top-t N             planes per class the IV classifier pairs (8)\n"
@@ -160,7 +169,7 @@ static int parse_f_list3(const char *s, float *v)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_DATA = 256, O_OUT, O_DIGITS, O_PASSES, O_THL, O_TH, O_TH4, O_Q, O_KMAX,
-           O_H, O_AIS, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS, O_CKPT,
+           O_H, O_AIS, O_DSK, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS, O_CKPT,
            O_RESUME, O_NOTEST };
     static const struct option longopts[] = {
         { "data", required_argument, NULL, O_DATA },
@@ -174,6 +183,8 @@ static int parse_options(int argc, char **argv, options *o)
         { "k-max", required_argument, NULL, O_KMAX },
         { "height", required_argument, NULL, O_H },
         { "add-if-silent", no_argument, NULL, O_AIS },
+        { "deskew", no_argument, NULL, O_DSK },
+        { "deform-us4", required_argument, NULL, O_DEF4 },
         { "interp", no_argument, NULL, O_IV },
         { "top-t", required_argument, NULL, O_TOPT },
         { "validation", required_argument, NULL, O_VALID },
@@ -211,6 +222,11 @@ static int parse_options(int argc, char **argv, options *o)
         case O_Q: name = "--q"; err = train_parse_float(optarg, &o->q); break;
         case O_H: name = "--height"; err = train_parse_u32(optarg, &o->height); break;
         case O_AIS: o->add_if_silent = 1; break;
+        case O_DSK: o->deskew = 1; break;
+        case O_DEF4:
+            name = "--deform-us4";
+            err = train_parse_float(optarg, &o->deform_us4);
+            break;
         case O_IV: o->interp = 1; break;
         case O_TOPT: name = "--top-t"; err = train_parse_u32(optarg, &o->top_t); break;
         case O_VALID: name = "--validation"; err = train_parse_u32(optarg, &o->validation); break;
@@ -256,6 +272,14 @@ static int parse_options(int argc, char **argv, options *o)
     if (!bad && (o->height < 8 || o->height > 61)) {
         fprintf(stderr, "neocog-train neocognitron: --height must be 8..61\n");
         bad = 1;
+    }
+    if (!bad) {
+        const nc_deform_params dp = nc_deform_params_scaled(&NC_DEFORM_MNIST, o->deform_us4);
+        if (!(o->deform_us4 >= 0.0f) || nc_deform_params_check(&dp)) {
+            fprintf(stderr, "neocog-train neocognitron: --deform-us4 must be >= 0 and give "
+                    "valid deformations\n");
+            bad = 1;
+        }
     }
     if (!bad && !(o->q > 0.0f)) {
         fprintf(stderr, "neocog-train neocognitron: --q must be > 0\n");
@@ -329,10 +353,29 @@ static uint32_t balanced_order(const nc_dataset *d, uint32_t n_train, uint64_t s
     return n;
 }
 
-static int prep_digit(const nc_dataset *d, uint32_t i, const nc_prep *p, float *dst)
+/* Digit i of d through the prep; with def, first deformed by a draw from
+ * rng (the grey values go through floats and back to 8 bits, as a camera's
+ * digits would arrive). */
+static int prep_digit(const nc_dataset *d, uint32_t i, const nc_prep *p, nc_deform *def,
+                      nc_deform_rng *rng, float *dst)
 {
-    nc_image img = { d->cols, d->rows, d->cols,
-                     d->pixels + (size_t)i * d->rows * d->cols };
+    enum { SIDE_MAX = 64 };
+    const size_t n = (size_t)d->rows * d->cols;
+    nc_image img = { d->cols, d->rows, d->cols, d->pixels + (size_t)i * n };
+    uint8_t warped[SIDE_MAX * SIDE_MAX];
+    if (def) {
+        float in[SIDE_MAX * SIDE_MAX] = { 0 }, out[SIDE_MAX * SIDE_MAX];
+        if (d->rows > SIDE_MAX || d->cols > SIDE_MAX)
+            return -ERANGE;
+        for (size_t k = 0; k < n; k++)
+            in[k] = img.pixels[k] / 255.0f;
+        int e = nc_deform_apply(def, rng, in, out);
+        if (e < 0)
+            return e;
+        for (size_t k = 0; k < n; k++)
+            warped[k] = (uint8_t)lrintf(out[k] * 255.0f);
+        img.pixels = warped;
+    }
     int r = nc_prep_apply(&img, p, dst);
     if (r == -ENOENT) {         /* no ink: an empty input (MNIST has none) */
         memset(dst, 0, nc_prep_out_len(p) * sizeof(float));
@@ -345,13 +388,18 @@ static int prep_digit(const nc_dataset *d, uint32_t i, const nc_prep *p, float *
 
 static void config_string(const options *o, char *dst, size_t cap)
 {
+    /* options added later appear only when set, so older checkpoints match */
+    char deform[32] = "";
+    if (o->deform_us4 > 0.0f)
+        snprintf(deform, sizeof(deform), " deform4=%.6g", (double)o->deform_us4);
     snprintf(dst, cap, "digits=%u,%u,%u passes=%u,%u,%u kmax=%u,%u,%u theta=%.6g,%.6g,%.6g "
-             "theta_l=%.6g,%.6g,%.6g q=%.6g height=%u ais=%d validation=%u seed=%llu",
+             "theta_l=%.6g,%.6g,%.6g q=%.6g height=%u ais=%d validation=%u seed=%llu%s%s",
              o->digits[1], o->digits[2], o->digits[3], o->passes[1], o->passes[2],
              o->passes[3], o->k_max[1], o->k_max[2], o->k_max[3], (double)o->theta[1],
              (double)o->theta[2], (double)o->theta[3], (double)o->theta_l[1],
              (double)o->theta_l[2], (double)o->theta_l[3], (double)o->q, o->height,
-             o->add_if_silent, o->validation, (unsigned long long)o->seed);
+             o->add_if_silent, o->validation, (unsigned long long)o->seed,
+             o->deskew ? " deskew" : "", deform);
 }
 
 static size_t a_floats(const nc_neocog *net, uint32_t l)
@@ -474,6 +522,8 @@ typedef struct prep_job {
     const nc_dataset *d;
     const uint32_t *order;
     const nc_prep *prep;
+    const nc_deform_params *deform;     /* NULL: the digits as they are */
+    uint64_t deform_seed;               /* digit i of the job draws from seed + i */
     float *imgs;
     size_t cells;
     uint32_t n, parts;
@@ -483,15 +533,23 @@ typedef struct prep_job {
 static void prep_task(void *arg, uint32_t p)
 {
     prep_job *j = arg;
-    j->err[p] = 0;
-    for (uint32_t i = p; i < j->n && !j->err[p]; i += j->parts)
-        j->err[p] = prep_digit(j->d, j->order[i], j->prep, j->imgs + i * j->cells);
+    nc_deform *def = NULL;
+    j->err[p] = j->deform ? nc_deform_new(j->deform, j->d->cols, j->d->rows, &def) : 0;
+    for (uint32_t i = p; i < j->n && !j->err[p]; i += j->parts) {
+        /* a stream per digit, so the draws do not depend on the threads */
+        nc_deform_rng h = { j->deform_seed + i }, rng = { nc_deform_rng_next(&h) };
+        j->err[p] = prep_digit(j->d, j->order[i], j->prep, def, &rng,
+                               j->imgs + i * j->cells);
+    }
+    nc_deform_free(def);
 }
 
 static int prep_batch(train_pool *pool, const nc_dataset *d, const uint32_t *order,
-                      uint32_t n, const nc_prep *prep, float *imgs)
+                      uint32_t n, const nc_prep *prep, const nc_deform_params *deform,
+                      uint64_t deform_seed, float *imgs)
 {
-    prep_job j = { .d = d, .order = order, .prep = prep, .imgs = imgs,
+    prep_job j = { .d = d, .order = order, .prep = prep, .deform = deform,
+                   .deform_seed = deform_seed, .imgs = imgs,
                    .cells = nc_prep_out_len(prep), .n = n,
                    .parts = pool ? train_pool_threads(pool) : 1 };
     if (!pool || train_pool_run(pool, prep_task, &j, j.parts) < 0)
@@ -529,13 +587,20 @@ static int train_stage(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
         fprintf(stderr, "neocog-train neocognitron: stage %u: %s\n", l + 1, nc_strerror(err));
         goto out;
     }
+    const nc_deform_params deform = nc_deform_params_scaled(&NC_DEFORM_MNIST, o->deform_us4);
     for (uint32_t pass = 0; pass < o->passes[l]; pass++) {
         uint32_t created = 0, reinforced = 0, wrong = 0, full = 0;
         const uint32_t k_start = net->n_planes[l];
+        /* US4 passes after the first, with --deform-us4: fresh deformations,
+         * drawn from the seed and the pass */
+        const int deformed = last && pass > 0 && o->deform_us4 > 0.0f;
+        uint64_t mix = o->seed ^ (0x5eedull << 32) ^ pass;
+        const uint64_t pass_seed = splitmix64(&mix);
         for (uint32_t i = 0; i < n;) {
             const uint32_t nb = n - i < batch ? n - i : batch;
             uint32_t got = 0;
-            err = prep_batch(last ? pool : NULL, train, order + i, nb, prep, imgs);
+            err = prep_batch(last ? pool : NULL, train, order + i, nb, prep,
+                             deformed ? &deform : NULL, pass_seed + i, imgs);
             if (!err && last) {
                 for (uint32_t b = 0; b < nb; b++)
                     labs[b] = train->labels[order[i + b]];
@@ -641,6 +706,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     memset(&info, 0, sizeof(info));
     nc_prep prep = NC_PREP_NEOCOG_65;
     prep.box = o.height;
+    prep.deskew = (uint32_t)o.deskew;
 
     nc_neocog_arch arch;
     nc_neocog_arch_default(&arch);

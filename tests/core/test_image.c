@@ -737,6 +737,98 @@ static void test_prep_invert(void)
     nc_image_free(paper);
 }
 
+/* Column of ink's centre in row y of a side-wide field; -1 if the row is empty. */
+static double row_centre(const float *f, uint32_t side, uint32_t y)
+{
+    double s = 0, sx = 0;
+    for (uint32_t x = 0; x < side; x++) {
+        s += f[(size_t)y * side + x];
+        sx += f[(size_t)y * side + x] * x;
+    }
+    return s > 0 ? sx / s : -1;
+}
+
+/* How far the row centres of a field's inked rows stray from their mean. */
+static double row_spread(const float *f, uint32_t side)
+{
+    double c[1024], mean = 0, worst = 0;
+    uint32_t n = 0;
+    for (uint32_t y = 0; y < side; y++)
+        if ((c[n] = row_centre(f, side, y)) >= 0)
+            mean += c[n++];
+    mean /= n ? n : 1;
+    for (uint32_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(c[i] - mean));
+    return worst;
+}
+
+/* Deskewing: a slanted bar stands upright, an upright one is left alone,
+ * polarity and degenerate crops behave as without it. */
+static void test_prep_deskew(void)
+{
+    nc_image *img = image_or_null(120, 120), *dark = image_or_null(120, 120);
+    REQUIRE(img && dark);
+    /* a bar 10 px wide leaning right by 1 px every 2 rows, 80 rows tall */
+    for (uint32_t y = 20; y < 100; y++)
+        fill_rect(img, 70 - (y - 20) / 2, y, 10, 1, 255);
+    float out[65 * 65], up[65 * 65], ref[28 * 28], got[28 * 28];
+    nc_prep n = NC_PREP_NEOCOG_65, d = n;
+    d.deskew = 1;
+    CHECK_INT_EQ(nc_prep_apply(img, &n, out), 0);
+    CHECK_INT_EQ(nc_prep_apply(img, &d, up), 0);
+    /* leaning: centres run over about 20 px (40 rows at 44/80 scale... of
+     * 40 px height: 40 * 0.5 = 20); upright: within a pixel of a line */
+    CHECK_MSG(row_spread(out, 65) > 8.0, "slanted spread %.2f", row_spread(out, 65));
+    CHECK_MSG(row_spread(up, 65) < 1.0, "deskewed spread %.2f", row_spread(up, 65));
+    nc_rect r = field_bbox(up, 65, 0.5f);
+    CHECK_INT_EQ(r.height, 40);
+    CHECK_MSG(r.width <= 8, "deskewed width %u", r.width);
+    /* the same on dark ink, read with invert */
+    for (size_t i = 0; i < 120 * 120; i++)
+        dark->pixels[i] = (uint8_t)(255 - img->pixels[i]);
+    nc_prep di = d;
+    di.invert = 1;
+    CHECK_INT_EQ(nc_prep_apply(dark, &di, out), 0);
+    CHECK(memcmp(out, up, sizeof(out)) == 0);
+
+    /* upright and symmetric: no slant, so the same field as without */
+    memset(img->pixels, 0, 120 * 120);
+    fill_rect(img, 30, 20, 40, 80, 255);
+    CHECK_INT_EQ(nc_prep_apply(img, &n, out), 0);
+    CHECK_INT_EQ(nc_prep_apply(img, &d, up), 0);
+    CHECK(memcmp(out, up, sizeof(out)) == 0);
+    nc_prep m = NC_PREP_MNIST_28, md = m;
+    md.deskew = 1;
+    CHECK_INT_EQ(nc_prep_apply(img, &m, ref), 0);
+    CHECK_INT_EQ(nc_prep_apply(img, &md, got), 0);
+    double worst = 0;
+    for (int i = 0; i < 28 * 28; i++)
+        worst = fmax(worst, fabs(ref[i] - got[i]));
+    CHECK_NEAR(worst, 0.0, 1e-6, 0);
+
+    /* one pixel (no second moment) and a one-pixel diagonal line (the
+     * shear's interpolation may dim it) still give a digit */
+    nc_image *dot = image_or_null(5, 5);
+    REQUIRE(dot);
+    dot->pixels[12] = 255;
+    CHECK_INT_EQ(nc_prep_apply(dot, &d, out), 0);
+    r = field_bbox(out, 65, 0.5f);
+    CHECK_INT_EQ(r.height, 40);
+    memset(img->pixels, 0, 120 * 120);
+    for (uint32_t y = 0; y < 60; y++)
+        img->pixels[(size_t)(y + 30) * 120 + 30 + y] = 255;
+    CHECK_INT_EQ(nc_prep_apply(img, &d, out), 0);
+    r = field_bbox(out, 65, 0.5f);
+    CHECK(r.height > 0);
+    /* a wrong flag is refused */
+    d.deskew = 2;
+    CHECK_INT_EQ(nc_prep_check(&d), -EINVAL);
+    CHECK_INT_EQ(nc_prep_apply(img, &d, out), -EINVAL);
+    nc_image_free(dot);
+    nc_image_free(dark);
+    nc_image_free(img);
+}
+
 /* ---- MNIST fixture ----------------------------------------------------- */
 
 static uint32_t be32(const uint8_t *p)
@@ -887,6 +979,7 @@ int main(void)
     test_prep_rectangle();
     test_prep_com();
     test_prep_invert();
+    test_prep_deskew();
     test_border_is_light();
     test_pgm_number();
     test_prep_mnist_fixture();

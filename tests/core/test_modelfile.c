@@ -42,7 +42,7 @@ static nc_model_info sample_info(void)
     in.n_classes = 10;
     for (int c = 0; c < 10; c++)
         in.labels[c][0] = (char)('0' + c);
-    in.prep = (nc_prep){ NC_PREP_MNIST, 28, 20, 1, 0, -1.0f };
+    in.prep = (nc_prep){ NC_PREP_MNIST, 28, 20, 1, 0, -1.0f, 0 };
     strcpy(in.data, "MNIST train 0-49999");
     strcpy(in.command, "neocog-train cnn --arch 1x29x29-20C4-MP2-40C5-MP3-150N-10N");
     strcpy(in.created, "2024-05-01T12:00:00Z");
@@ -198,6 +198,71 @@ static void test_wrong_gets(void)
     /* bad arguments */
     CHECK_INT_EQ(nc_mf_get_u32(r, TAG_DIMS, NULL, 3), -EINVAL);
     CHECK_INT_EQ(nc_mf_count(r, TAG_DIMS, 9, &n), -EINVAL);
+    nc_mf_close(r);
+    free(buf);
+}
+
+/* The deskew flag travels in its own section, written only when set, so
+ * files from before it read 0 and a set flag survives the round trip. */
+static void test_deskew_flag(void)
+{
+    nc_model_info in = sample_info(), got;
+    for (uint32_t flag = 0; flag <= 2; flag++) {
+        nc_mf_writer *w = NULL;
+        REQUIRE_OK(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w));
+        in.prep.deskew = flag;
+        int e = nc_mf_put_info(w, &in);
+        if (flag == 2) {            /* a writer refuses what readers refuse */
+            CHECK_INT_EQ(e, -EINVAL);
+            nc_mf_writer_free(w);
+            break;
+        }
+        CHECK_INT_EQ(e, 0);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        REQUIRE_OK(nc_mf_finish(w, &buf, &len));
+        nc_mf_reader *r = NULL;
+        REQUIRE_OK(nc_mf_open(buf, len, &r));
+        size_t n = 0;
+        CHECK_INT_EQ(nc_mf_count(r, NC_MF_TAG('P', 'D', 'S', 'K'), NC_MF_TYPE_U32, &n),
+                     flag ? 0 : -ENOENT);
+        memset(&got, 0xa5, sizeof(got));
+        CHECK_INT_EQ(nc_mf_get_info(r, &got), 0);
+        CHECK_INT_EQ(got.prep.deskew, flag);
+        CHECK(memcmp(&got.prep, &in.prep, sizeof(in.prep)) == 0);
+        nc_mf_close(r);
+        free(buf);
+        nc_mf_writer_free(w);
+    }
+    /* a flag of 2 in a file is a corrupt file */
+    nc_mf_writer *w = NULL;
+    REQUIRE_OK(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w));
+    in.prep.deskew = 0;
+    const uint32_t two = 2;
+    CHECK_INT_EQ(nc_mf_put_u32(w, NC_MF_TAG('P', 'D', 'S', 'K'), &two, 1), 0);
+    CHECK_INT_EQ(nc_mf_put_info(w, &in), -EINVAL);      /* its tag is taken */
+    nc_mf_writer_free(w);
+    w = NULL;
+    REQUIRE_OK(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w));
+    in.prep.deskew = 1;
+    REQUIRE_OK(nc_mf_put_info(w, &in));
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE_OK(nc_mf_finish(w, &buf, &len));
+    nc_mf_writer_free(w);
+    nc_mf_reader *r = NULL;
+    REQUIRE_OK(nc_mf_open(buf, len, &r));
+    const void *data = NULL;
+    uint32_t type = 0;
+    size_t nb = 0;
+    REQUIRE_OK(nc_mf_get(r, NC_MF_TAG('P', 'D', 'S', 'K'), &type, &data, &nb));
+    nc_mf_close(r);
+    /* patch the payload to 2 and the CRC after it */
+    size_t off = (size_t)((const uint8_t *)data - buf);
+    le32(buf + off, 2);
+    le32(buf + len - 4, nc_crc32(buf, len - 4));
+    REQUIRE_OK(nc_mf_open(buf, len, &r));
+    CHECK_INT_EQ(nc_mf_get_info(r, &got), -EBADMSG);
     nc_mf_close(r);
     free(buf);
 }
@@ -538,6 +603,7 @@ int main(void)
     test_crc();
     test_round_trip();
     test_wrong_gets();
+    test_deskew_flag();
     test_writer_rules();
     test_truncation();
     test_bit_flips();
