@@ -34,7 +34,7 @@
  *           so any density is exact.  ks = 8 or 16: the warp splits the list
  *           into 32 / ks slices added with shuffles.  When P teams of
  *           lanes(ks) would pass 512 threads (ks > 256 at P = 2: the
- *           shipped model's US4, 1471 planes), the planes are split over
+ *           shipped models' US4s, thousands of planes), the planes are split over
  *           gridDim.y blocks of kc planes (a multiple of 32), each block
  *           scanning the same cells for its own planes. */
 #include "neocog_s.cuh"

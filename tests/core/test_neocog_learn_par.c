@@ -18,7 +18,7 @@
  * Decisions hide small differences in the responses, so the responses are
  * checked directly too: nc_neocog_s_forward_planes over several splits of
  * every S-layer (of the net trained here and of the shipped neocognitron,
- * K4 = 2581) equals form F bit for bit.  Also checks the pool itself runs
+ * K4 = 2433) equals form F bit for bit.  Also checks the pool itself runs
  * every part exactly once.  Takes a few seconds. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -263,7 +263,7 @@ static void check_planes(const nc_neocog *net, const char *what, uint32_t first,
     nc_neocog_state_free(st);
 }
 
-/* The same on the shipped neocognitron (K4 = 2581: wide ranges, every
+/* The same on the shipped neocognitron (K4 = 2433: wide ranges, every
  * vector path), when the file is there. */
 static void test_planes_shipped(void)
 {

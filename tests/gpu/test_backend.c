@@ -17,7 +17,7 @@
  * argument checks (unknown device -ENODEV, a worker of another instance
  * -EINVAL).  Exit 77 without a device or without the fixtures.
  *
- * The shipped neocognitron (models/neocognitron.ncm: 16/33/254/1471 planes,
+ * The shipped neocognitron (models/neocognitron.ncm: 16/35/295/2433 planes,
  * answered by the interpolating-vector classifier its NIVT mark asks for)
  * is checked the same way on 200 fixture digits at batches 1, 33 and 200
  * (its CPU forward is ~15 ms a digit, so fewer than the others).

@@ -17,7 +17,7 @@
  * every batch, poisoned outputs and occupancy.
  *
  * Large plane counts: the shipped model (models/neocognitron.ncm, K =
- * 16/33/254/1471) runs the same layer parity on real digits at batches 1,
+ * 16/35/295/2433 since session 10) runs the same layer parity on real digits at batches 1,
  * 33 and 200 in every variant that claims the layer (nc_gpu_neocog_s_check;
  * the sparse kernel splits US4's planes over blocks, T1-T3/T4/T5 refuse it
  * with -E2BIG), then the engine in every variant (a refused stage runs the
