@@ -5,14 +5,33 @@
  * Input: byte 0 the format (mod 5, as neocog.proto's ImageFormat), bytes
  * 1..4 width and height for raw (little-endian u16 each), the rest the
  * image data.  Segmentation runs as the worker asks for it, with step 9's
- * uncut alternatives, and every patch is read. */
+ * uncut alternatives, and every patch is read.  The decoded image also goes
+ * through the networks' preprocessing as a whole-image request would: the
+ * shipped neocognitron's (deskewed, Otsu) and the CNN's. */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "decode.h"
+#include "image.h"
 #include "split.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The image as a whole-digit request: both preps, both polarities; any
+ * error is fine, a crash or a write past out is not. */
+static void prep_both(const nc_image *img, int invert)
+{
+    static float out[65 * 65];
+    nc_prep neo = NC_PREP_NEOCOG_65, cnn = NC_PREP_CNN_29;
+    neo.box = 48;
+    neo.deskew = 1;
+    neo.threshold = -1.0f;
+    neo.invert = cnn.invert = (uint32_t)invert;
+    (void)nc_prep_apply(img, &neo, out);
+    (void)nc_prep_apply(img, &cnn, out);
+    cnn.deskew = 1;
+    (void)nc_prep_apply(img, &cnn, out);
+}
 
 static unsigned patch_sum(const nc_image *p)
 {
@@ -35,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nc_image *img = NULL;
     char why[256];
     if (nc_decode_image(format, data + 5, size - 5, w, h, &lim, &img, why, sizeof why) == 0) {
+        prep_both(img, data[0] / 5 % 2);
         nc_segmenter *seg = NULL;
         nc_segment_result *r = NULL;
         /* as the worker asks: with the uncut alternatives of step 9 */
