@@ -120,59 +120,96 @@ static void contrast_lut(const uint64_t hist[256], uint8_t t, int invert, float 
 
 /* ---- deskewing (step 4) ------------------------------------------------ */
 
-/* The slant of the crop's stretched grey: s = mu11 / mu02, the x a row moves
- * per row down, clamped to [-1, 1] (45 degrees; beyond that the moments
- * describe a blob, not a slanted stroke).  *ret_cy is the centre of mass's
- * row, which the shear keeps in place. */
-static double crop_slant(const nc_image *crop, const float lut[256], double *ret_cy)
+/* round(a * b / c) for positive sizes, at least 1. */
+static uint32_t scale_dim(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint64_t r = ((uint64_t)a * b * 2 + c) / (2 * (uint64_t)c);
+    return r ? (uint32_t)r : 1;
+}
+
+
+/* The crop as dense stretched grey, at most 4 x size pixels on its longer
+ * side: a larger crop is first shrunk (area-averaged, aspect kept), so that a
+ * 16-megapixel request costs a few hundred kilobytes here, not gigabytes,
+ * while every digit-sized crop (MNIST, camera patches) is copied as it is. */
+static int crop_grey(const nc_prep *p, const nc_image *crop, const float lut[256],
+                     float **ret, uint32_t *ret_w, uint32_t *ret_h)
+{
+    const uint32_t cap = 4 * p->size, w = crop->width, h = crop->height;
+    uint32_t gw = w, gh = h;
+    if (w > cap || h > cap) {
+        const uint32_t longer = w > h ? w : h;
+        gw = scale_dim(w, cap, longer);
+        gh = scale_dim(h, cap, longer);
+    }
+    float *g = malloc((size_t)gw * gh * sizeof(float));
+    if (!g)
+        return -ENOMEM;
+    if (gw == w && gh == h) {
+        for (uint32_t y = 0; y < h; y++) {
+            const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
+            for (uint32_t x = 0; x < w; x++)
+                g[(size_t)y * w + x] = lut[row[x]];
+        }
+    } else {
+        int err = nc_image_resample_u8(crop, lut, g, gw, gh);
+        if (err < 0) {
+            free(g);
+            return err;
+        }
+    }
+    *ret = g;
+    *ret_w = gw;
+    *ret_h = gh;
+    return 0;
+}
+
+/* The slant of a grey image: s = mu11 / mu02, the x a row moves per row
+ * down, clamped to [-1, 1] (45 degrees; beyond that the moments describe a
+ * blob, not a slanted stroke).  *ret_cy is the centre of mass's row, which
+ * the shear keeps in place. */
+static double grey_slant(const float *g, uint32_t w, uint32_t h, double *ret_cy)
 {
     double sum = 0, sx = 0, sy = 0;
-    for (uint32_t y = 0; y < crop->height; y++) {
-        const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
-        for (uint32_t x = 0; x < crop->width; x++) {
-            double a = lut[row[x]];
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double a = g[(size_t)y * w + x];
             sum += a;
             sx += a * x;
             sy += a * y;
         }
-    }
     *ret_cy = sum > 0 ? sy / sum : 0;
     if (!(sum > 0))
         return 0;
     double cx = sx / sum, cy = sy / sum, mu11 = 0, mu02 = 0;
-    for (uint32_t y = 0; y < crop->height; y++) {
-        const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
-        for (uint32_t x = 0; x < crop->width; x++) {
-            double a = lut[row[x]];
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double a = g[(size_t)y * w + x];
             mu11 += a * (x - cx) * (y - cy);
             mu02 += a * (y - cy) * (y - cy);
         }
-    }
     double s = mu02 > 0 ? mu11 / mu02 : 0;
     return s < -1 ? -1 : s > 1 ? 1 : s;
 }
 
-/* Shear the crop by s about row cy (row y moves by -s (y - cy), sampled
- * linearly, zero outside), then cut the result to the bounding box of what
- * is above ink.  *ret is a dense float image the caller frees.  -ENOENT when
- * nothing stays above ink (interpolation can dim a one-pixel stroke). */
-static int shear_crop(const nc_image *crop, const float lut[256], float ink, double s,
+/* Shear g by s about row cy (row y moves by -s (y - cy), sampled linearly,
+ * zero outside), then cut the result to the bounding box of what is above
+ * ink.  *ret is a dense float image the caller frees.  -ENOENT when nothing
+ * stays above ink (interpolation can dim a one-pixel stroke). */
+static int shear_grey(const float *g, uint32_t w, uint32_t h, float ink, double s,
                       double cy, float **ret, uint32_t *ret_w, uint32_t *ret_h)
 {
-    const uint32_t w = crop->width, h = crop->height;
     double d0 = s * cy, d1 = -s * ((double)h - 1 - cy);
     double dmin = d0 < d1 ? d0 : d1, dmax = d0 < d1 ? d1 : d0;
-    /* |s| <= 1 and 0 <= cy < h, so the spread is below h: no overflow for
-     * images nc_image_check accepts. */
-    size_t sw = (size_t)w + (size_t)ceil(dmax - dmin) + 1, n;
-    if (nc_size_mul(sw, h, &n) < 0)
-        return -ERANGE;
+    /* |s| <= 1 and 0 <= cy < h, so the spread is below h, and both sides
+     * are at most 4 x NC_PREP_MAX_SIZE (crop_grey): no overflow */
+    size_t sw = (size_t)w + (size_t)ceil(dmax - dmin) + 1, n = sw * h;
     float *sheared = calloc(n, sizeof(float));
     if (!sheared)
         return -ENOMEM;
     size_t x0 = SIZE_MAX, y0 = SIZE_MAX, x1 = 0, y1 = 0;
     for (uint32_t y = 0; y < h; y++) {
-        const uint8_t *row = crop->pixels + (size_t)y * crop->stride;
+        const float *row = g + (size_t)y * w;
         /* output column xo reads source column xo + dmin - d(y) */
         double off = dmin + s * ((double)y - cy);
         for (size_t xo = 0; xo < sw; xo++) {
@@ -180,9 +217,9 @@ static int shear_crop(const nc_image *crop, const float lut[256], float ink, dou
             long i = (long)fl;
             float a = 0;
             if (i >= 0 && i < (long)w)
-                a += (float)(1 - f) * lut[row[i]];
+                a += (float)(1 - f) * row[i];
             if (i + 1 >= 0 && i + 1 < (long)w)
-                a += (float)f * lut[row[i + 1]];
+                a += (float)f * row[i + 1];
             sheared[(size_t)y * sw + xo] = a;
             if (!(a > ink))
                 continue;
@@ -207,24 +244,23 @@ static int shear_crop(const nc_image *crop, const float lut[256], float ink, dou
 
 /* Step 4: the crop sheared upright, or unsheared (s = 0, an exact copy) when
  * the shear leaves nothing above ink. */
-static int deskew_crop(const nc_image *crop, const float lut[256], float ink,
-                       float **ret, uint32_t *ret_w, uint32_t *ret_h)
+static int deskew_crop(const nc_prep *p, const nc_image *crop, const float lut[256],
+                       float ink, float **ret, uint32_t *ret_w, uint32_t *ret_h)
 {
-    double cy, s = crop_slant(crop, lut, &cy);
-    int err = shear_crop(crop, lut, ink, s, cy, ret, ret_w, ret_h);
+    float *g = NULL;
+    uint32_t w, h;
+    int err = crop_grey(p, crop, lut, &g, &w, &h);
+    if (err < 0)
+        return err;
+    double cy, s = grey_slant(g, w, h, &cy);
+    err = shear_grey(g, w, h, ink, s, cy, ret, ret_w, ret_h);
     if (err == -ENOENT && s != 0)
-        err = shear_crop(crop, lut, ink, 0, cy, ret, ret_w, ret_h);
+        err = shear_grey(g, w, h, ink, 0, cy, ret, ret_w, ret_h);
+    free(g);
     return err;
 }
 
 /* ---- sizing ------------------------------------------------------------ */
-
-/* round(a * b / c) for positive sizes, at least 1. */
-static uint32_t scale_dim(uint32_t a, uint32_t b, uint32_t c)
-{
-    uint64_t r = ((uint64_t)a * b * 2 + c) / (2 * (uint64_t)c);
-    return r ? (uint32_t)r : 1;
-}
 
 static void mnist_dims(const nc_prep *p, nc_rect crop, uint32_t *w, uint32_t *h)
 {
@@ -362,7 +398,7 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     float *upright = NULL;
     nc_rect fit = box;
     if (p->deskew &&
-        (err = deskew_crop(&crop, lut, ink, &upright, &fit.width, &fit.height)) < 0)
+        (err = deskew_crop(p, &crop, lut, ink, &upright, &fit.width, &fit.height)) < 0)
         return err;
     uint32_t w, h;
     if (p->kind == NC_PREP_MNIST)

@@ -169,8 +169,8 @@ static int parse_f_list3(const char *s, float *v)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_DATA = 256, O_OUT, O_DIGITS, O_PASSES, O_THL, O_TH, O_TH4, O_Q, O_KMAX,
-           O_H, O_AIS, O_DSK, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS, O_CKPT,
-           O_RESUME, O_NOTEST };
+           O_H, O_AIS, O_DSK, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS,
+           O_CKPT, O_RESUME, O_NOTEST };
     static const struct option longopts[] = {
         { "data", required_argument, NULL, O_DATA },
         { "out", required_argument, NULL, O_OUT },

@@ -820,6 +820,20 @@ static void test_prep_deskew(void)
     CHECK_INT_EQ(nc_prep_apply(img, &d, out), 0);
     r = field_bbox(out, 65, 0.5f);
     CHECK(r.height > 0);
+    /* a scan-sized digit (1600 rows) is shrunk before the shear and still
+     * stands upright */
+    nc_image *big = image_or_null(1400, 1700);
+    REQUIRE(big);
+    for (uint32_t y = 50; y < 1650; y++)
+        fill_rect(big, 1000 - (y - 50) / 2, y, 200, 1, 255);
+    CHECK_INT_EQ(nc_prep_apply(big, &n, out), 0);
+    CHECK_MSG(row_spread(out, 65) > 8.0, "big slanted spread %.2f", row_spread(out, 65));
+    d.deskew = 1;
+    CHECK_INT_EQ(nc_prep_apply(big, &d, out), 0);
+    CHECK_MSG(row_spread(out, 65) < 1.0, "big deskewed spread %.2f", row_spread(out, 65));
+    r = field_bbox(out, 65, 0.5f);
+    CHECK_INT_EQ(r.height, 40);
+    nc_image_free(big);
     /* a wrong flag is refused */
     d.deskew = 2;
     CHECK_INT_EQ(nc_prep_check(&d), -EINVAL);
