@@ -120,6 +120,25 @@ static void contrast_lut(const uint64_t hist[256], uint8_t t, int invert, float 
 
 /* ---- deskewing (step 4) ------------------------------------------------ */
 
+/* Mass and first moments of a dense w x h grey image (the deskewing's slant
+ * and the MNIST placement's centre of mass both start from them). */
+static void grey_mass(const float *v, uint32_t w, uint32_t h, double *ret_sum,
+                      double *ret_sx, double *ret_sy)
+{
+    double sum = 0, sx = 0, sy = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double a = v[(size_t)y * w + x];
+            sum += a;
+            sx += a * x;
+            sy += a * y;
+        }
+    *ret_sum = sum;
+    *ret_sx = sx;
+    *ret_sy = sy;
+}
+
+
 /* round(a * b / c) for positive sizes, at least 1. */
 static uint32_t scale_dim(uint32_t a, uint32_t b, uint32_t c)
 {
@@ -170,14 +189,8 @@ static int crop_grey(const nc_prep *p, const nc_image *crop, const float lut[256
  * the shear keeps in place. */
 static double grey_slant(const float *g, uint32_t w, uint32_t h, double *ret_cy)
 {
-    double sum = 0, sx = 0, sy = 0;
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x < w; x++) {
-            double a = g[(size_t)y * w + x];
-            sum += a;
-            sx += a * x;
-            sy += a * y;
-        }
+    double sum, sx, sy;
+    grey_mass(g, w, h, &sum, &sx, &sy);
     *ret_cy = sum > 0 ? sy / sum : 0;
     if (!(sum > 0))
         return 0;
@@ -293,14 +306,8 @@ typedef struct placed {
 static int mnist_place(const nc_prep *p, const float *v, uint32_t w, uint32_t h,
                        placed *ret)
 {
-    double sum = 0, sx = 0, sy = 0;
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x < w; x++) {
-            double a = v[(size_t)y * w + x];
-            sum += a;
-            sx += a * x;
-            sy += a * y;
-        }
+    double sum, sx, sy;
+    grey_mass(v, w, h, &sum, &sx, &sy);
     if (!(sum > 0))
         return -ENOENT;
     double target = (double)(p->size / 2);

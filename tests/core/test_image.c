@@ -61,6 +61,15 @@ static nc_rect field_bbox(const float *f, uint32_t side, float t)
     return (nc_rect){ x0, y0, x1 - x0 + 1, y1 - y0 + 1 };
 }
 
+/* Largest |a[i] - b[i]| over n values. */
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(a[i] - b[i]));
+    return worst;
+}
+
 static double mean_f(const float *v, size_t n)
 {
     double s = 0;
@@ -718,10 +727,7 @@ static void test_prep_invert(void)
     q.threshold = -1.0f;
     CHECK_INT_EQ(nc_prep_apply(clean, &p, a), 0);
     CHECK_INT_EQ(nc_prep_apply(paper, &q, b), 0);
-    double worst = 0;
-    for (int i = 0; i < 28 * 28; i++)
-        worst = fmax(worst, fabs(a[i] - b[i]));
-    CHECK_NEAR(worst, 0.0, 1e-6, 0);
+    CHECK_NEAR(max_abs_diff(a, b, 28 * 28), 0.0, 1e-6, 0);
 
     nc_prep n = NC_PREP_NEOCOG_65, m = n;
     m.invert = 1;
@@ -801,10 +807,7 @@ static void test_prep_deskew(void)
     md.deskew = 1;
     CHECK_INT_EQ(nc_prep_apply(img, &m, ref), 0);
     CHECK_INT_EQ(nc_prep_apply(img, &md, got), 0);
-    double worst = 0;
-    for (int i = 0; i < 28 * 28; i++)
-        worst = fmax(worst, fabs(ref[i] - got[i]));
-    CHECK_NEAR(worst, 0.0, 1e-6, 0);
+    CHECK_NEAR(max_abs_diff(ref, got, 28 * 28), 0.0, 1e-6, 0);
 
     /* one pixel (no second moment) and a one-pixel diagonal line (the
      * shear's interpolation may dim it) still give a digit */
