@@ -43,6 +43,15 @@ struct nc_gpu_neocog {
     int c_kind[NC_NEOCOG_MAX_STAGES];   /* C-layer kernel (NC_GPU_NEOCOG_C_*) */
     int c_small_kind[NC_NEOCOG_MAX_STAGES];     /* the same below c_min */
     uint32_t c_min;             /* c_kind from this batch on, c_small_kind below */
+    /* sparse S-layers: the reduction split in split[l] runs at batch 1,
+     * split[l] / n at batch n (none below 2); one set of counters and
+     * partials serves every stage, the layers running one after another
+     * on `run` */
+    uint32_t split[NC_NEOCOG_MAX_STAGES];
+    uint32_t n_sm;
+    unsigned *d_split_count;
+    float *d_split_part;
+    size_t n_split_count, n_split_part;
     nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];
     nc_gpu_neocog_iv *iv;       /* set: the answer is the IV classifier's */
     uint32_t max_batch, chunk_cap, chunk;
@@ -116,6 +125,8 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
         nc_gpu_neocog_gemm_free(e->gemm[l]);
     nc_gpu_neocog_iv_free(e->iv);
     cudaFree(e->d_weights);
+    cudaFree(e->d_split_count);
+    cudaFree(e->d_split_part);
     cudaFree(e->d_in);
     cudaFree(e->d_act);
     cudaFree(e->d_occ);
@@ -199,6 +210,25 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
         e->c_kind[l] = NC_GPU_NEOCOG_C_DIRECT;
         e->c_small_kind[l] = NC_GPU_NEOCOG_C_TILE;
     }
+    /* split scratch for any split a stage may be given: at batch n the
+     * engine runs max_split / n runs, so n * runs <= max_split */
+    int n_sm = 0;
+    NC_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, e->device));
+    e->n_sm = (uint32_t)n_sm;
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t n = 1; n <= NC_GPU_NEOCOG_S_MAX_SPLITS / 2 && n <= e->chunk_cap; n++) {
+            const size_t c = nc_gpu_neocog_s_split_counters(&e->s[l], n);
+            const size_t f = nc_gpu_neocog_s_split_floats(&e->s[l], n,
+                                                          NC_GPU_NEOCOG_S_MAX_SPLITS / n);
+            e->n_split_count = c > e->n_split_count ? c : e->n_split_count;
+            e->n_split_part = f > e->n_split_part ? f : e->n_split_part;
+        }
+    NC_CUDA_CHECK(cudaMalloc(&e->d_split_count, e->n_split_count * sizeof(unsigned)));
+    NC_CUDA_CHECK(cudaMemset(e->d_split_count, 0, e->n_split_count * sizeof(unsigned)));
+    NC_CUDA_CHECK(cudaMalloc(&e->d_split_part, e->n_split_part * sizeof(float)));
+    for (uint32_t l = 0; l < L; l++)
+        e->split[l] = nc_gpu_neocog_s_default_splits(&e->s[l],
+                                                     e->block[NC_GPU_NEOCOG_SPARSE][l], e->n_sm);
     return 0;
 }
 
@@ -384,6 +414,14 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
             return nc_gpu_neocog_gemm_forward(e->gemm[l], e->act[layer - 1],
                                               e->occ[layer - 1], e->act[layer],
                                               last ? NULL : e->occ[layer], n, st);
+        const uint32_t runs = v == NC_GPU_NEOCOG_SPARSE ? e->split[l] / n : 1;
+        if (runs >= 2)
+            return nc_gpu_neocog_s_forward_split(&e->s[l], e->act[layer - 1],
+                                                 e->occ[layer - 1], e->act[layer],
+                                                 last ? NULL : e->occ[layer], n,
+                                                 e->block[v][l], runs, e->d_split_count,
+                                                 e->n_split_count, e->d_split_part,
+                                                 e->n_split_part, st);
         return nc_gpu_neocog_s_forward(&e->s[l], e->act[layer - 1], e->occ[layer - 1],
                                        e->act[layer], last ? NULL : e->occ[layer], n,
                                        v, e->block[v][l], st);
@@ -747,6 +785,47 @@ static int check_small_c(nc_gpu_neocog *e, int v)
     return r;
 }
 
+/* The sparse S-layers' splits at batch 1: per stage the fastest of the
+ * candidates timed alone, kept only if the whole net at batch 1 under the
+ * sparse kernels beats both the default splits and no split at all (a
+ * layer timed alone is not the layer in the net: see check_small_c). */
+static int tune_split(nc_gpu_neocog *e)
+{
+    static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 };
+    const int v = NC_GPU_NEOCOG_SPARSE;
+    uint32_t pick[NC_NEOCOG_MAX_STAGES], dflt[NC_NEOCOG_MAX_STAGES];
+    int r = run_net(e, v, 1, e->d_in, e->d_scores, e->d_labels, e->run);
+    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
+        dflt[l] = nc_gpu_neocog_s_default_splits(&e->s[l], e->block[v][l], e->n_sm);
+        pick[l] = dflt[l];
+        const int fit = s_fits(e, v, l);
+        if (fit <= 0) {         /* the GEMM path runs this stage */
+            r = fit < 0 ? fit : 0;
+            continue;
+        }
+        float best = 1e30f;
+        for (size_t i = 0; r == 0 && i < sizeof cand / sizeof cand[0]; i++) {
+            float ms = 0.0f;
+            e->split[l] = cand[i];
+            r = time_s(e, v, 1 + 2 * (int)l, 1, 3, &ms);
+            if (r == 0 && ms < best) {
+                best = ms;
+                pick[l] = cand[i];
+            }
+        }
+    }
+    float m[3] = { 0.0f, 0.0f, 0.0f };         /* pick, default, none */
+    for (int i = 0; r == 0 && i < 3; i++) {
+        for (uint32_t l = 0; l < e->n_stages; l++)
+            e->split[l] = i == 0 ? pick[l] : i == 1 ? dflt[l] : 1;
+        r = time_s(e, v, -1, 1, 10, &m[i]);
+    }
+    const int best = m[0] < m[1] && m[0] < m[2] ? 0 : m[1] <= m[2] ? 1 : 2;
+    for (uint32_t l = 0; l < e->n_stages; l++)
+        e->split[l] = best == 0 ? pick[l] : best == 1 ? dflt[l] : 1;
+    return r;
+}
+
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
  * on n characters; then AUTO's threshold: the smallest batch of 1, 2, 4 ..
  * n from which on the whole net under GEMM beats the sparse one (never, if
@@ -788,6 +867,8 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         r = tune_c(e, v1, 1);
         if (r == 0)
             r = check_small_c(e, v1);
+        if (r == 0 && v1 == NC_GPU_NEOCOG_SPARSE)
+            r = tune_split(e);
     }
     drop_graphs(e);
     return r;
@@ -908,4 +989,21 @@ extern "C" int nc_gpu_neocog_set_c_small_kind(nc_gpu_neocog *e, uint32_t l, int 
 extern "C" int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l + 1 < e->n_stages ? e->c_small_kind[l] : -EINVAL;
+}
+
+extern "C" int nc_gpu_neocog_set_split(nc_gpu_neocog *e, uint32_t l, uint32_t splits)
+{
+    if (!e || l >= e->n_stages || splits > NC_GPU_NEOCOG_S_MAX_SPLITS)
+        return -EINVAL;
+    e->split[l] = splits ? splits
+                         : nc_gpu_neocog_s_default_splits(&e->s[l],
+                                                          e->block[NC_GPU_NEOCOG_SPARSE][l],
+                                                          e->n_sm);
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? e->split[l] : 0;
 }

@@ -130,6 +130,15 @@ int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *eng, uint32_t l);
  * layer is replaced by the STAGED one, or DIRECT where STAGED refuses. */
 int nc_gpu_neocog_set_c_small_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
 int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *eng, uint32_t l);
+/* The sparse kernel of stage l splits each position's reduction in
+ * `splits` runs at batch 1 and splits / n at batch n, none below 2
+ * (nc_gpu_neocog_s_forward_split; 1..NC_GPU_NEOCOG_S_MAX_SPLITS, 0: the
+ * default, nc_gpu_neocog_s_default_splits for this device).
+ * nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min, when batch 1 runs
+ * the sparse kernels, times the splits at batch 1 and keeps the fastest
+ * per stage if the whole net beats the default splits and no split. */
+int nc_gpu_neocog_set_split(nc_gpu_neocog *eng, uint32_t l, uint32_t splits);
+uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

@@ -246,11 +246,20 @@ static __host__ __device__ size_t s_sparse_smem(uint32_t P, uint32_t T, uint32_t
 
 #define S_SPARSE_MAX_THREADS 512
 
+/* The split reduction as the sparse kernel sees it (R = 1: none). */
+typedef struct s_split {
+    float *part_e;              /* [R][rows][ks] partial numerators */
+    float *part_v;              /* [R][gridDim.y][rows] partial v^2 */
+    unsigned *count;            /* [gridDim.y][gridDim.x], zero between launches */
+    size_t rows;                /* batch * n_out^2 */
+    uint32_t R;
+} s_split;
+
 static __global__ void __launch_bounds__(S_SPARSE_MAX_THREADS, 3)
 s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
                 const float *__restrict__ in, const uint8_t *__restrict__ occ_in,
                 float *__restrict__ out, uint8_t *__restrict__ occ_out, uint32_t P,
-                uint32_t T, uint32_t kc)
+                uint32_t T, uint32_t kc, s_split sp)
 {
     extern __shared__ float2 ent[];     /* [P * T][cap] */
     const nc_gpu_neocog_geom &g = s.g;
@@ -354,13 +363,16 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     const int ox = ox0 + (int)p;
     const bool live = ox < g.n_out;             /* uniform per team */
     const uint32_t nt = live ? (uint32_t)ntap[p] : 0u;
-    const uint32_t n_cell = nt * kin, step = 32u * T;
+    /* split: this block's run of the cells is [c_lo, n_cell) */
+    const uint32_t n_all = nt * kin, z = blockIdx.z;
+    const uint32_t c_lo = (uint32_t)((uint64_t)n_all * z / sp.R);
+    const uint32_t n_cell = (uint32_t)((uint64_t)n_all * (z + 1) / sp.R), step = 32u * T;
     const uint32_t dt = step / kin, dk = step - dt * kin;
-    uint32_t m = j * 32u + lane;
+    uint32_t m = c_lo + j * 32u + lane;
     uint32_t ti = m / kin, kap = m - ti * kin;
     const int2 *tp = tlist + (size_t)p * nl;
     float2 *seg = ent + (size_t)warp * cap;
-    bool done = j * 32u >= n_cell;
+    bool done = c_lo + j * 32u >= n_cell;
     float vv = 0.0f;
 
     /* this block's planes: kb .. kb + kc - 1 (kc = ks unless the planes are
@@ -379,7 +391,7 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
             for (;;) {
                 float x = 0.0f;
                 int off = 0;
-                if (ti < nt) {
+                if (m < n_cell) {
                     const int2 tt = tp[ti];
                     x = tile[tt.x + kap];
                     vv = fmaf(cw[tt.y], x * x, vv);
@@ -453,6 +465,8 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     if (lane == 0)
         v2s[warp] = vv;
     __syncthreads();
+    const size_t row = (b * g.n_out + oy) * g.n_out + ox;      /* (b, o) */
+    const bool writer = kl < kc && k < ks && slice == 0;
     if (live) {                                 /* uniform per warp */
         float e = (e0 + e1) + (e2 + e3);
         for (uint32_t o = kc; o < 32u && S > 1; o <<= 1)
@@ -460,9 +474,43 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
         float v2 = 0.0f;
         for (uint32_t jj = 0; jj < T; jj++)
             v2 += v2s[p * T + jj];
-        if (kl < kc && k < ks && slice == 0) {
+        if (sp.R > 1) {                         /* partial sums of run z */
+            if (writer)
+                sp.part_e[((size_t)z * sp.rows + row) * ks + k] = e;
+            if (gl == 0)
+                sp.part_v[((size_t)z * gridDim.y + blockIdx.y) * sp.rows + row] = v2;
+        } else if (writer) {
             const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
-            out[((b * g.n_out + oy) * g.n_out + ox) * ks + k] = val;
+            out[row * ks + k] = val;
+            if (val > 0.0f)
+                flag[p] = 1;
+        }
+    }
+    if (sp.R > 1) {
+        /* the last of the group's R blocks to get here adds the partials in
+         * the order z = 0, 1, .. (so the result does not depend on which
+         * one it is) and puts the counter back to zero for the next launch */
+        __threadfence();
+        __syncthreads();
+        int *last = cnt;                        /* the list lengths are spent */
+        if (tid == 0) {
+            unsigned *c = sp.count + blockIdx.y * gridDim.x + blockIdx.x;
+            *last = atomicAdd(c, 1u) == sp.R - 1;
+            if (*last)
+                *c = 0;
+        }
+        __syncthreads();
+        if (!*last)
+            return;                             /* uniform */
+        __threadfence();
+        if (live && writer) {
+            float e = 0.0f, v2 = 0.0f;
+            for (uint32_t r = 0; r < sp.R; r++) {
+                e += __ldcg(sp.part_e + ((size_t)r * sp.rows + row) * ks + k);
+                v2 += __ldcg(sp.part_v + ((size_t)r * gridDim.y + blockIdx.y) * sp.rows + row);
+            }
+            const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
+            out[row * ks + k] = val;
             if (val > 0.0f)
                 flag[p] = 1;
         }
@@ -490,12 +538,67 @@ extern "C" uint32_t nc_gpu_neocog_s_default_block(int variant, uint32_t k_out)
     }
 }
 
-/* Every check of nc_gpu_neocog_s_forward and, unless dry, the launch.  dry:
- * in, out may be NULL; nothing is queued. */
+/* The sparse kernel's launch shape for positions per block P: Pe positions
+ * per block (P evened out over the row), nce blocks per row, T warps per
+ * position, kc planes per block and n_kc blocks of planes.  -E2BIG when not
+ * even 32 planes of Pe positions fit a block. */
+typedef struct s_shape {
+    uint32_t Pe, nce, T, kc, n_kc;
+} s_shape;
+
+static int s_sparse_shape(const nc_gpu_neocog_s_args *s, uint32_t P, s_shape *sh)
+{
+    const uint32_t ks = nc_dev_kstride(s->k_out);
+    const uint32_t n_chunk = (s->g.n_out + P - 1) / P;
+    /* even out the row chunks: P no larger than asked, as few chunks */
+    sh->Pe = (s->g.n_out + n_chunk - 1) / n_chunk;
+    sh->nce = (s->g.n_out + sh->Pe - 1) / sh->Pe;
+    /* planes per block: all of them while Pe teams of lanes(ks) fit the
+     * block; else split over gridDim.y blocks of kc planes (a multiple of
+     * 32, as even as it goes), each block scanning the same cells */
+    sh->kc = ks;
+    sh->T = nc_dev_lanes(ks) / 32u;
+    if (sh->Pe * sh->T * 32u > S_SPARSE_MAX_THREADS) {
+        const uint32_t per = (S_SPARSE_MAX_THREADS / sh->Pe) & ~31u;
+        if (per < 32u)
+            return -E2BIG;     /* the tuner skips it */
+        const uint32_t nk = (ks + per - 1) / per;
+        sh->kc = ((ks + nk - 1) / nk + 31u) & ~31u;
+        sh->T = sh->kc / 32u;
+    }
+    sh->n_kc = (ks + sh->kc - 1) / sh->kc;
+    return 0;
+}
+
+/* The split's scratch for batch characters in R runs.  Counters: one per
+ * group of blocks, at most batch * n_out^2 * ceil(ks / 32) groups whatever
+ * the block (kc >= 32).  Partials: part_e [R][rows][ks], then part_v
+ * [R][ceil(ks / 32)][rows] at *off_v. */
+static size_t s_split_counters(const nc_gpu_neocog_s_args *s, uint32_t batch)
+{
+    const size_t ks = nc_dev_kstride(s->k_out);
+    return (size_t)batch * s->g.n_out * s->g.n_out * ((ks + 31) / 32);
+}
+
+static size_t s_split_floats(const nc_gpu_neocog_s_args *s, uint32_t batch, uint32_t R,
+                             size_t *off_v)
+{
+    const size_t ks = nc_dev_kstride(s->k_out), n_ky = (ks + 31) / 32;
+    const size_t rows = (size_t)batch * s->g.n_out * s->g.n_out;
+    *off_v = (size_t)R * rows * ks;
+    return *off_v + (size_t)R * n_ky * rows;
+}
+
+/* Every check of nc_gpu_neocog_s_forward (R = 1) and of
+ * nc_gpu_neocog_s_forward_split, and, unless dry, the launch.  dry: in, out
+ * may be NULL; nothing is queued. */
 static int s_launch(const nc_gpu_neocog_s_args *s, const float *in, const uint8_t *occ_in,
                     float *out, uint8_t *occ_out, uint32_t batch, int variant,
-                    uint32_t per_block, cudaStream_t stream, bool dry)
+                    uint32_t per_block, uint32_t R, unsigned *count, size_t n_count,
+                    float *part, size_t n_part, cudaStream_t stream, bool dry)
 {
+    if (R < 1 || R > NC_GPU_NEOCOG_S_MAX_SPLITS || (R > 1 && variant != NC_GPU_NEOCOG_SPARSE))
+        return -EINVAL;
     if (!s || (!dry && (!in || !out)) || batch < 1 || s->k_in < 1 ||
         s->k_in > s->in_stride || s->k_out < 1 || s->k_out > NC_NEOCOG_MAX_PLANES ||
         !s->a || !s->b || s->g.n_out < 1 || !(s->theta > 0.0f && s->theta < 1.0f))
@@ -553,23 +656,21 @@ static int s_launch(const nc_gpu_neocog_s_args *s, const float *in, const uint8_
     }
     case NC_GPU_NEOCOG_SPARSE: {
         const uint32_t nl = (uint32_t)s->g.n_live;
-        /* even out the row chunks: P no larger than asked, as few chunks */
-        const uint32_t Pe = (s->g.n_out + n_chunk - 1) / n_chunk;
-        const uint32_t nce = (s->g.n_out + Pe - 1) / Pe;
-        /* planes per block: all of them while Pe teams of lanes(ks) fit the
-         * block; else split over gridDim.y blocks of kc planes (a multiple
-         * of 32, as even as it goes), each block scanning the same cells */
-        uint32_t kc = ks, T = nc_dev_lanes(ks) / 32u;
-        if (Pe * T * 32u > S_SPARSE_MAX_THREADS) {
-            const uint32_t per = (S_SPARSE_MAX_THREADS / Pe) & ~31u;
-            if (per < 32u)
-                return -E2BIG;     /* the tuner skips it */
-            const uint32_t nk = (ks + per - 1) / per;
-            kc = ((ks + nk - 1) / nk + 31u) & ~31u;
-            T = kc / 32u;
-        }
-        const uint32_t n_kc = (ks + kc - 1) / kc;
+        s_shape sh;
+        if ((r = s_sparse_shape(s, P, &sh)) < 0)
+            return r;
+        const uint32_t Pe = sh.Pe, nce = sh.nce, T = sh.T, kc = sh.kc, n_kc = sh.n_kc;
         const size_t smem = s_sparse_smem(Pe, T, s->g.win, s->k_in, nl);
+        s_split sp = { NULL, NULL, NULL, (size_t)batch * n_o, R };
+        if (R > 1) {
+            size_t off_v = 0;
+            if (!dry && (!count || !part || n_count < s_split_counters(s, batch) ||
+                         n_part < s_split_floats(s, batch, R, &off_v)))
+                return -EINVAL;
+            sp.count = count;
+            sp.part_e = part;
+            sp.part_v = part + off_v;
+        }
         if (s->g.step != 1 || s->in_stride % 4 != 0 || Pe + s->g.win - 1 > 64 ||
             s->g.win > 32 || (!dry && ((uintptr_t)in & 15) != 0) ||
             (uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
@@ -582,9 +683,9 @@ static int s_launch(const nc_gpu_neocog_s_args *s, const float *in, const uint8_
             return 0;
         if (occ_out && n_kc > 1)
             NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
-        const dim3 grid((unsigned)((size_t)batch * s->g.n_out * nce), n_kc);
+        const dim3 grid((unsigned)((size_t)batch * s->g.n_out * nce), n_kc, R);
         s_sparse_kernel<<<grid, Pe * T * 32u, smem, stream>>>(*s, in, occ_in, out, occ_out,
-                                                              Pe, T, kc);
+                                                              Pe, T, kc, sp);
         break;
     }
     default:
@@ -599,11 +700,60 @@ extern "C" int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const floa
                                        uint8_t *occ_out, uint32_t batch, int variant,
                                        uint32_t per_block, cudaStream_t stream)
 {
-    return s_launch(s, in, occ_in, out, occ_out, batch, variant, per_block, stream, false);
+    return s_launch(s, in, occ_in, out, occ_out, batch, variant, per_block, 1, NULL, 0, NULL,
+                    0, stream, false);
 }
 
 extern "C" int nc_gpu_neocog_s_check(const nc_gpu_neocog_s_args *s, uint32_t batch,
                                      int variant, uint32_t per_block)
 {
-    return s_launch(s, NULL, NULL, NULL, NULL, batch, variant, per_block, 0, true);
+    return s_launch(s, NULL, NULL, NULL, NULL, batch, variant, per_block, 1, NULL, 0, NULL, 0,
+                    0, true);
+}
+
+extern "C" int nc_gpu_neocog_s_forward_split(const nc_gpu_neocog_s_args *s, const float *in,
+                                             const uint8_t *occ_in, float *out,
+                                             uint8_t *occ_out, uint32_t batch,
+                                             uint32_t per_block, uint32_t splits,
+                                             unsigned *count, size_t n_count, float *part,
+                                             size_t n_part, cudaStream_t stream)
+{
+    return s_launch(s, in, occ_in, out, occ_out, batch, NC_GPU_NEOCOG_SPARSE, per_block,
+                    splits, count, n_count, part, n_part, stream, false);
+}
+
+extern "C" size_t nc_gpu_neocog_s_split_counters(const nc_gpu_neocog_s_args *s,
+                                                 uint32_t batch)
+{
+    return s && batch >= 1 ? s_split_counters(s, batch) : 0;
+}
+
+extern "C" size_t nc_gpu_neocog_s_split_floats(const nc_gpu_neocog_s_args *s, uint32_t batch,
+                                               uint32_t splits)
+{
+    size_t off_v = 0;
+    if (!s || batch < 1 || splits < 2 || splits > NC_GPU_NEOCOG_S_MAX_SPLITS)
+        return 0;
+    return s_split_floats(s, batch, splits, &off_v);
+}
+
+extern "C" uint32_t nc_gpu_neocog_s_default_splits(const nc_gpu_neocog_s_args *s,
+                                                   uint32_t per_block, uint32_t n_sm)
+{
+    s_shape sh;
+    if (!s || s->g.n_out < 1 || s->k_out < 1 || n_sm < 1 ||
+        s_sparse_shape(s, per_block ? per_block
+                                    : nc_gpu_neocog_s_default_block(NC_GPU_NEOCOG_SPARSE,
+                                                                    s->k_out), &sh) < 0)
+        return 1;
+    /* about two blocks an SM at batch 1, and no run shorter than 256 cells
+     * (a warp's pass of one or two rounds) */
+    const uint32_t base = (uint32_t)s->g.n_out * sh.nce * sh.n_kc;
+    uint32_t R = (2u * n_sm + base / 2u) / base;
+    const uint32_t by_cells = (uint32_t)s->g.n_live * s->k_in / 256u;
+    if (R > by_cells)
+        R = by_cells;
+    if (R > NC_GPU_NEOCOG_S_MAX_SPLITS)
+        R = NC_GPU_NEOCOG_S_MAX_SPLITS;
+    return R < 1 ? 1 : R;
 }

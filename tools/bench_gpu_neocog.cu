@@ -12,7 +12,8 @@
  *      and at the chunk, and the tile C kernel's shapes at batch 1;
  *   3. whole-network latency at batch 1: GPU time of a graph replay, of
  *      plain launches, and host wall time of nc_gpu_neocog_forward (copies
- *      included); then the sparse variant with each small-batch C kernel;
+ *      included); then the sparse variant with each small-batch C kernel,
+ *      and with its S-layers' reductions split in runs;
  *   4. throughput from batch 1 to max_batch on device-resident inputs (what
  *      the PyTorch peer measures), and end to end from host memory, for the
  *      sparse kernels, the GEMM path and AUTO (the engine's default: sparse
@@ -474,6 +475,54 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             }
             for (uint32_t l = 0; l < nc; l++)
                 nc_gpu_neocog_set_c_small_kind(e, l, kept[l]);
+        }
+
+        /* 3c: batch 1 with the sparse kernels' reductions split in runs
+         * (nc_gpu_neocog_set_split): the engine's (tuned), none, the
+         * default for this device, then the same split on every stage */
+        {
+            const uint32_t ns = net->arch.n_stages;
+            uint32_t kept[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < ns; l++)
+                kept[l] = nc_gpu_neocog_get_split(e, l);
+            printf("\n| sparse variant, batch 1: splits US1..US4 | S1 | S2 | S3 | S4 (us per "
+                   "layer) | GPU time, graph (us) | GPU time, launches (us) |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|\n");
+            if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0)
+                goto out;
+            static const int32_t cfg[] = { -1, 1, 0, 2, 4, 8, 16, 32 };
+            for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+                for (uint32_t l = 0; l < ns; l++)
+                    if ((err = nc_gpu_neocog_set_split(e, l, cfg[c] < 0 ? kept[l]
+                                                                        : (uint32_t)cfg[c])) < 0)
+                        goto out;
+                float ts[NC_NEOCOG_MAX_STAGES] = { 0 };
+                if ((err = nc_gpu_neocog_enqueue(e, 1, 0)) < 0 ||
+                    (err = nc_gpu_neocog_sync(e)) < 0)
+                    goto out;
+                for (uint32_t l = 0; l < ns && l < 4; l++) {
+                    work w = { 0, 1 + 2 * (int)l, 1 };
+                    float ms = 0.0f;
+                    if ((err = time_work(e, &w, reps * 10, &ms)) < 0)
+                        goto out;
+                    ts[l] = ms * 1e3f;
+                }
+                work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
+                float mg = 0.0f, ml = 0.0f;
+                if ((err = time_work(e, &wg, reps * 10, &mg)) < 0 ||
+                    (err = time_work(e, &wl, reps * 10, &ml)) < 0)
+                    goto out;
+                char name[64];
+                snprintf(name, sizeof name, "%s%u/%u/%u/%u",
+                         cfg[c] < 0 ? "engine's: " : cfg[c] == 0 ? "default: "
+                                                   : cfg[c] == 1 ? "none: " : "",
+                         nc_gpu_neocog_get_split(e, 0), nc_gpu_neocog_get_split(e, 1),
+                         nc_gpu_neocog_get_split(e, 2), nc_gpu_neocog_get_split(e, 3));
+                printf("| %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n", name, ts[0], ts[1],
+                       ts[2], ts[3], mg * 1e3f, ml * 1e3f);
+            }
+            for (uint32_t l = 0; l < ns; l++)
+                nc_gpu_neocog_set_split(e, l, kept[l]);
         }
 
         /* 4: throughput, sparse / gemm / auto */

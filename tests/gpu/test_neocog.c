@@ -59,6 +59,9 @@ static int refused;             /* S-layer variants that refused a layer */
 /* run_case's TILE shape (nc_gpu_neocog_c_tile_forward); 0, 0: the kernel's
  * own choice through nc_gpu_neocog_c_forward_kind */
 static uint32_t tile_side, tile_slices;
+/* run_case's split of the sparse S kernel (nc_gpu_neocog_s_forward_split);
+ * 0: the plain launch */
+static uint32_t s_splits;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -146,6 +149,58 @@ typedef struct layer_case {
     uint32_t n_classes;
 } layer_case;
 
+/* The sparse S kernel split in s_splits runs, twice on one scratch: the
+ * first launch must leave the scratch's counters at zero for the second
+ * (whose output, poisoned again, the caller compares with core), and both
+ * must give the same bits, whichever block of a group finishes last. */
+static int split_twice(const layer_case *lc, const float *d_in, const uint8_t *d_occ_in,
+                       float *d_out, uint8_t *d_occ_out, uint32_t batch, size_t out_n)
+{
+    const size_t nc = nc_gpu_neocog_s_split_counters(&lc->s, batch);
+    const size_t nf = nc_gpu_neocog_s_split_floats(&lc->s, batch, s_splits);
+    const size_t n = batch * out_n;
+    unsigned *d_cnt = NULL;
+    float *d_part = NULL;
+    float *first = malloc(n * sizeof(float)), *second = malloc(n * sizeof(float));
+    CHECK_MSG(first && second && nc > 0 && nf > 0, "split %u batch %u: no memory", s_splits,
+              batch);
+    if (!first || !second || nc == 0 || nf == 0) {
+        free(first);
+        free(second);
+        return -ENOMEM;
+    }
+    CUDA_OK(cudaMalloc((void **)&d_cnt, nc * sizeof(unsigned)));
+    CUDA_OK(cudaMemset(d_cnt, 0, nc * sizeof(unsigned)));
+    CUDA_OK(cudaMalloc((void **)&d_part, nf * sizeof(float)));
+    CUDA_OK(cudaMemset(d_part, 0xff, nf * sizeof(float)));     /* any contents */
+    /* too small a scratch is refused before anything is queued */
+    CHECK_INT_EQ(nc_gpu_neocog_s_forward_split(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
+                                               0, s_splits, d_cnt, nc - 1, d_part, nf, 0),
+                 -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_s_forward_split(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
+                                               0, s_splits, d_cnt, nc, d_part, nf - 1, 0),
+                 -EINVAL);
+    int r = nc_gpu_neocog_s_forward_split(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch, 0,
+                                          s_splits, d_cnt, nc, d_part, nf, 0);
+    if (r == 0) {
+        CUDA_OK(cudaMemcpy(first, d_out, n * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemset(d_out, 0xff, n * sizeof(float)));
+        CUDA_OK(cudaMemset(d_occ_out, 0xab, (size_t)batch * lc->n_out_pos));
+        r = nc_gpu_neocog_s_forward_split(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch, 0,
+                                          s_splits, d_cnt, nc, d_part, nf, 0);
+    }
+    if (r == 0) {
+        CUDA_OK(cudaMemcpy(second, d_out, n * sizeof(float), cudaMemcpyDeviceToHost));
+        CHECK_MSG(memcmp(first, second, n * sizeof(float)) == 0,
+                  "split %u batch %u: two launches differ", s_splits, batch);
+    }
+    cudaFree(d_cnt);
+    cudaFree(d_part);
+    free(first);
+    free(second);
+    return r;
+}
+
 /* Run the layer on batch characters tiled from pool (pool[b % POOL]) and
  * compare with ref (same tiling). */
 static void run_case(const char *tag, const layer_case *lc, int variant,
@@ -194,7 +249,9 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
                 r = -EIO;
             nc_gpu_neocog_gemm_free(gm);
-        } else if ((lc->layer - 1) % 2 == 0)
+        } else if ((lc->layer - 1) % 2 == 0 && s_splits)
+            r = split_twice(lc, d_in, d_occ_in, d_out, d_occ_out, batch, out_n);
+        else if ((lc->layer - 1) % 2 == 0)
             r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                         variant, 0, 0);
         else if (variant == NC_GPU_NEOCOG_C_TILE && (tile_side || tile_slices))
@@ -418,6 +475,32 @@ static void test_layers(void)
         fprintf(stderr, "  %-3s: %d variant(s) x %zu batches x %s: %s\n", name[layer],
                 n_run, n_batches, with_random ? "digits+random" : "digits",
                 nc_test_failures == before ? "ok" : "FAILED");
+        /* the sparse kernel with its reduction split: 2, 5 and 32 runs
+         * (more runs than some positions have cells), at small batches */
+        if (is_s && nc_gpu_neocog_s_check(&lc.s, 33, NC_GPU_NEOCOG_SPARSE, 0) == 0) {
+            static const uint32_t splits[] = { 2, 5, 32 }, sb[] = { 1, 3, 33 };
+            before = nc_test_failures;
+            for (size_t i = 0; i < NC_ARRAY_LEN(splits); i++) {
+                s_splits = splits[i];
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
+                    char tag[96];
+                    if (sb[bi] * s_splits > 99)
+                        continue;       /* the engine splits batch n in 32 / n at most */
+                    snprintf(tag, sizeof tag, "%s sparse split %u digits", name[layer],
+                             s_splits);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_real, ref_real, sb[bi]);
+                    if (!with_random)
+                        continue;
+                    snprintf(tag, sizeof tag, "%s sparse split %u random", name[layer],
+                             s_splits);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_rand, ref_rand, sb[bi]);
+                }
+            }
+            s_splits = 0;
+            fprintf(stderr, "  %-3s: sparse split 2/5/32 x batches 1/3/33 (n x split <= 99): "
+                    "%s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
+        }
         /* the tile kernel's other shapes (the bench times them all): tile
          * sides 1..8 (edge tiles cut by the plane's width), 1, 2 or 4 tap
          * slices, an empty tile's zeros, the loop past 1024 threads */
@@ -556,6 +639,36 @@ static void test_engine(void)
     CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, net->arch.n_stages - 1, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, net->arch.n_stages - 1, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, 0, NC_GPU_NEOCOG_C_N_KINDS), -EINVAL);
+    /* the sparse kernels' split reductions: no split, the default, 4 and 32
+     * runs on every stage (32 / n at batch n), graphs of 1, 3 and 8 */
+    CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_SPARSE), 0);
+    fprintf(stderr, "  engine default splits at batch 1: %u/%u/%u/%u\n",
+            nc_gpu_neocog_get_split(eng, 0), nc_gpu_neocog_get_split(eng, 1),
+            nc_gpu_neocog_get_split(eng, 2), nc_gpu_neocog_get_split(eng, 3));
+    static const uint32_t eng_splits[] = { 1, 0, 4, NC_GPU_NEOCOG_S_MAX_SPLITS };
+    for (size_t i = 0; i < NC_ARRAY_LEN(eng_splits); i++) {
+        for (uint32_t l = 0; l < net->arch.n_stages; l++)
+            CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, l, eng_splits[i]), 0);
+        const uint32_t small[] = { 1, 3, 8 };
+        uint32_t diff = 0;
+        for (size_t si = 0; si < NC_ARRAY_LEN(small); si++)
+            for (uint32_t off = 300; off < 900; off += 150) {
+                const uint32_t m = small[si];
+                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu),
+                             0);
+                for (uint32_t j = 0; j < m; j++)
+                    diff += gpu[j].label != cpu[off + j].label;
+            }
+        CHECK_MSG(diff == 0, "engine sparse, split %u: %u labels differ", eng_splits[i], diff);
+        fprintf(stderr, "  engine sparse with split %u (%u/%u/%u/%u) on graphs of 1/3/8: "
+                "%u labels differ\n", eng_splits[i], nc_gpu_neocog_get_split(eng, 0),
+                nc_gpu_neocog_get_split(eng, 1), nc_gpu_neocog_get_split(eng, 2),
+                nc_gpu_neocog_get_split(eng, 3), diff);
+    }
+    CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, 0, NC_GPU_NEOCOG_S_MAX_SPLITS + 1), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, net->arch.n_stages, 2), -EINVAL);
+    for (uint32_t l = 0; l < net->arch.n_stages; l++)
+        CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, l, 0), 0);
     /* tuning keeps the answers */
     CHECK_INT_EQ(nc_gpu_neocog_upload(eng, digits, 64), 0);
     CHECK_INT_EQ(nc_gpu_neocog_tune(eng, NC_GPU_NEOCOG_SPARSE, 64), 0);
@@ -576,6 +689,9 @@ static void test_engine(void)
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 0)),
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 1)),
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 2)));
+    fprintf(stderr, "  tuned at 64: sparse splits at batch 1 %u/%u/%u/%u\n",
+            nc_gpu_neocog_get_split(eng, 0), nc_gpu_neocog_get_split(eng, 1),
+            nc_gpu_neocog_get_split(eng, 2), nc_gpu_neocog_get_split(eng, 3));
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
