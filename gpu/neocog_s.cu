@@ -28,11 +28,12 @@
  *           (tap, kappa) of its position's occupied taps from shared memory
  *           and compacts the non-zero ones into its own segment
  *           (u, weight offset) with ballot + popc (fixed order, no atomics),
- *           summing v(n) on the way; lanes k of the team run down all T
- *           segments, e_k += u * a[offset + k].  A segment holds
- *           S_SPARSE_CAP entries: rounds repeat until every cell is scanned,
- *           so any density is exact.  ks = 8 or 16: the warp splits the list
- *           into 32 / ks slices added with shuffles.  When P teams of
+ *           summing v(n) on the way; the team's lanes, as S slices of ks / 4
+ *           lanes of four planes each, run down all T segments, e_k..k+3 +=
+ *           u * a[offset + k .. k + 3] (16-byte loads), slice sl taking every
+ *           S-th entry; the slices are added in order at the end.  A segment
+ *           holds S_SPARSE_CAP entries: rounds repeat until every cell is
+ *           scanned, so any density is exact.  When P teams of
  *           lanes(ks) would pass 512 threads (ks > 256 at P = 2: the
  *           shipped models' US4s, thousands of planes), the planes are split over
  *           gridDim.y blocks of kc planes (a multiple of 32), each block
@@ -51,6 +52,18 @@ static __device__ __forceinline__ float s_finish(float e, float v2, float b,
     const float tv = theta * sqrtf(v2);
     const float x = (1.0f + e) / (1.0f + tv * b) - 1.0f;
     return x > 0.0f ? gain * x : 0.0f;
+}
+
+/* s_finish for planes k .. k + 3 (0 past k_out: the pad lanes) */
+static __device__ __forceinline__ float4 s_finish4(float4 e, float v2,
+                                                   const nc_gpu_neocog_s_args &s, uint32_t k)
+{
+    float4 r;
+    r.x = k < s.k_out ? s_finish(e.x, v2, s.b[k], s.theta) : 0.0f;
+    r.y = k + 1 < s.k_out ? s_finish(e.y, v2, s.b[k + 1], s.theta) : 0.0f;
+    r.z = k + 2 < s.k_out ? s_finish(e.z, v2, s.b[k + 2], s.theta) : 0.0f;
+    r.w = k + 3 < s.k_out ? s_finish(e.w, v2, s.b[k + 3], s.theta) : 0.0f;
+    return r;
 }
 
 /* ---- T1 ------------------------------------------------------------------- */
@@ -376,14 +389,18 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     float vv = 0.0f;
 
     /* this block's planes: kb .. kb + kc - 1 (kc = ks unless the planes are
-     * split over gridDim.y blocks, kc then a multiple of 32) */
-    const uint32_t kb = blockIdx.y * kc;
-    const uint32_t S = nc_dev_slices(kc), gl = tid - p * T * 32u;
-    const uint32_t kl = S > 1 ? gl % kc : gl, slice = S > 1 ? gl / kc : 0;
-    const uint32_t k = kb + kl;
-    const bool lane_k = live && kl < kc && k < ks;
-    const float *a = s.a + (lane_k ? k : 0);
-    float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
+     * split over gridDim.y blocks, kc then a multiple of 32).  In phase 2
+     * the team's T * 32 threads are S >= 4 slices of nq = kc / 4 lanes:
+     * lane kq owns planes kb + 4 kq .. + 3 (one 16-byte weight load, four
+     * FMAs an entry), slice sl runs down entries sl, sl + S, .. of every
+     * segment, and the slices are added in order at the end. */
+    const uint32_t kb = blockIdx.y * kc, nq = kc / 4u;
+    const uint32_t S = T * 32u / nq, gl = tid - p * T * 32u;
+    const uint32_t sl = gl / nq, kq = gl - sl * nq;
+    const uint32_t k = kb + 4u * kq;
+    const bool lane_k = live && sl < S && k < ks;
+    const float4 *a4 = (const float4 *)(s.a + (lane_k ? k : 0));
+    float4 acc0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), acc1 = acc0;
 
     for (;;) {
         uint32_t n = 0;
@@ -419,42 +436,29 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
         if (lane == 0)
             cnt[warp] = (int)n;
         __syncthreads();
-        /* phase 2: lane k of position p runs down its team's segments */
+        /* phase 2: lane kq of slice sl runs down its share of the team's
+         * segments (offsets are multiples of ks, so of 4: float4 loads) */
         if (lane_k) {
             for (uint32_t jj = 0; jj < T; jj++) {
                 const float2 *ep = ent + (size_t)(p * T + jj) * cap;
                 const int nn = cnt[p * T + jj];
-                int i = (int)slice;
-                const int sl = (int)S;
-                for (; i + 7 * sl < nn; i += 8 * sl) {
-                    const float2 q0 = ep[i], q1 = ep[i + sl], q2 = ep[i + 2 * sl],
-                                 q3 = ep[i + 3 * sl], q4 = ep[i + 4 * sl], q5 = ep[i + 5 * sl],
-                                 q6 = ep[i + 6 * sl], q7 = ep[i + 7 * sl];
-                    const float w0 = __ldg(a + __float_as_int(q0.y)),
-                                w1 = __ldg(a + __float_as_int(q1.y)),
-                                w2 = __ldg(a + __float_as_int(q2.y)),
-                                w3 = __ldg(a + __float_as_int(q3.y)),
-                                w4 = __ldg(a + __float_as_int(q4.y)),
-                                w5 = __ldg(a + __float_as_int(q5.y)),
-                                w6 = __ldg(a + __float_as_int(q6.y)),
-                                w7 = __ldg(a + __float_as_int(q7.y));
-                    e0 = fmaf(q0.x, w0, e0);
-                    e1 = fmaf(q1.x, w1, e1);
-                    e2 = fmaf(q2.x, w2, e2);
-                    e3 = fmaf(q3.x, w3, e3);
-                    e0 = fmaf(q4.x, w4, e0);
-                    e1 = fmaf(q5.x, w5, e1);
-                    e2 = fmaf(q6.x, w6, e2);
-                    e3 = fmaf(q7.x, w7, e3);
+                const int st = (int)S;
+                int i = (int)sl;
+                for (; i + 3 * st < nn; i += 4 * st) {
+                    const float2 q0 = ep[i], q1 = ep[i + st], q2 = ep[i + 2 * st],
+                                 q3 = ep[i + 3 * st];
+                    const float4 w0 = __ldg(a4 + (__float_as_int(q0.y) >> 2)),
+                                 w1 = __ldg(a4 + (__float_as_int(q1.y) >> 2)),
+                                 w2 = __ldg(a4 + (__float_as_int(q2.y) >> 2)),
+                                 w3 = __ldg(a4 + (__float_as_int(q3.y) >> 2));
+                    nc_dev_fma4(q0.x, w0, acc0);
+                    nc_dev_fma4(q1.x, w1, acc1);
+                    nc_dev_fma4(q2.x, w2, acc0);
+                    nc_dev_fma4(q3.x, w3, acc1);
                 }
-                for (; i + 1 * sl < nn; i += 2 * sl) {
-                    const float2 q0 = ep[i], q1 = ep[i + sl];
-                    e0 = fmaf(q0.x, __ldg(a + __float_as_int(q0.y)), e0);
-                    e1 = fmaf(q1.x, __ldg(a + __float_as_int(q1.y)), e1);
-                }
-                if (i < nn) {
+                for (; i < nn; i += st) {
                     const float2 q0 = ep[i];
-                    e2 = fmaf(q0.x, __ldg(a + __float_as_int(q0.y)), e2);
+                    nc_dev_fma4(q0.x, __ldg(a4 + (__float_as_int(q0.y) >> 2)), acc0);
                 }
             }
         }
@@ -464,25 +468,36 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     vv = nc_dev_warp_sum(vv);
     if (lane == 0)
         v2s[warp] = vv;
+    /* every thread has left phase 2, so the segments are free: each lane
+     * leaves its slice's sums there for the slice-0 lanes to add in order */
+    float4 *red = (float4 *)(ent + (size_t)p * T * cap);     /* [S][nq] of the team */
+    if (lane_k)
+        red[gl] = make_float4(acc0.x + acc1.x, acc0.y + acc1.y, acc0.z + acc1.z,
+                              acc0.w + acc1.w);
     __syncthreads();
     const size_t row = (b * g.n_out + oy) * g.n_out + ox;      /* (b, o) */
-    const bool writer = kl < kc && k < ks && slice == 0;
+    const bool writer = lane_k && sl == 0;
     if (live) {                                 /* uniform per warp */
-        float e = (e0 + e1) + (e2 + e3);
-        for (uint32_t o = kc; o < 32u && S > 1; o <<= 1)
-            e += __shfl_xor_sync(0xffffffffu, e, o);
+        float4 e = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (uint32_t j2 = 0; writer && j2 < S; j2++) {
+            const float4 r = red[j2 * nq + kq];
+            e.x += r.x;
+            e.y += r.y;
+            e.z += r.z;
+            e.w += r.w;
+        }
         float v2 = 0.0f;
         for (uint32_t jj = 0; jj < T; jj++)
             v2 += v2s[p * T + jj];
         if (sp.R > 1) {                         /* partial sums of run z */
             if (writer)
-                sp.part_e[((size_t)z * sp.rows + row) * ks + k] = e;
+                *(float4 *)(sp.part_e + ((size_t)z * sp.rows + row) * ks + k) = e;
             if (gl == 0)
                 sp.part_v[((size_t)z * gridDim.y + blockIdx.y) * sp.rows + row] = v2;
         } else if (writer) {
-            const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
-            out[row * ks + k] = val;
-            if (val > 0.0f)
+            const float4 val = s_finish4(e, v2, s, k);
+            *(float4 *)(out + row * ks + k) = val;
+            if (val.x > 0.0f || val.y > 0.0f || val.z > 0.0f || val.w > 0.0f)
                 flag[p] = 1;
         }
     }
@@ -504,14 +519,20 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
             return;                             /* uniform */
         __threadfence();
         if (live && writer) {
-            float e = 0.0f, v2 = 0.0f;
+            float4 e = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            float v2 = 0.0f;
             for (uint32_t r = 0; r < sp.R; r++) {
-                e += __ldcg(sp.part_e + ((size_t)r * sp.rows + row) * ks + k);
+                const float4 pe = __ldcg((const float4 *)(sp.part_e +
+                                                          ((size_t)r * sp.rows + row) * ks + k));
+                e.x += pe.x;
+                e.y += pe.y;
+                e.z += pe.z;
+                e.w += pe.w;
                 v2 += __ldcg(sp.part_v + ((size_t)r * gridDim.y + blockIdx.y) * sp.rows + row);
             }
-            const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
-            out[row * ks + k] = val;
-            if (val > 0.0f)
+            const float4 val = s_finish4(e, v2, s, k);
+            *(float4 *)(out + row * ks + k) = val;
+            if (val.x > 0.0f || val.y > 0.0f || val.z > 0.0f || val.w > 0.0f)
                 flag[p] = 1;
         }
     }
@@ -672,7 +693,9 @@ static int s_launch(const nc_gpu_neocog_s_args *s, const float *in, const uint8_
             sp.part_v = part + off_v;
         }
         if (s->g.step != 1 || s->in_stride % 4 != 0 || Pe + s->g.win - 1 > 64 ||
-            s->g.win > 32 || (!dry && ((uintptr_t)in & 15) != 0) ||
+            s->g.win > 32 || ((uintptr_t)s->a & 15) != 0 ||
+            (!dry && (((uintptr_t)in & 15) != 0 || ((uintptr_t)out & 15) != 0 ||
+                      ((uintptr_t)part & 15) != 0)) ||
             (uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
             return -EINVAL;
         if ((size_t)batch * s->g.n_out * nce > 0x7fffffffu || n_kc > 65535u)
