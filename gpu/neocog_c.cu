@@ -378,12 +378,7 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
                 }
             }
             if (sl == 0 && q < Q) {
-                const int k = 4 * q;
-                float4 v;
-                v.x = (k + 0 < (int)c.k && x.x > 0.0f) ? x.x / (1.0f + x.x) : 0.0f;
-                v.y = (k + 1 < (int)c.k && x.y > 0.0f) ? x.y / (1.0f + x.y) : 0.0f;
-                v.z = (k + 2 < (int)c.k && x.z > 0.0f) ? x.z / (1.0f + x.z) : 0.0f;
-                v.w = (k + 3 < (int)c.k && x.w > 0.0f) ? x.w / (1.0f + x.w) : 0.0f;
+                const float4 v = nc_dev_psi4(x, 4 * q, (int)c.k);
                 po[q] = v;
                 fired |= v.x > 0.0f || v.y > 0.0f || v.z > 0.0f || v.w > 0.0f;
             }

@@ -227,12 +227,7 @@ c_tile_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
         }
         const int oy = oy0 + ly, ox = ox0 + lx;
         if (s == 0 && valid && oy < n_out && ox < n_out) {
-            const int k = 4 * q;
-            float4 v;
-            v.x = (k + 0 < (int)c.k && x.x > 0.0f) ? x.x / (1.0f + x.x) : 0.0f;
-            v.y = (k + 1 < (int)c.k && x.y > 0.0f) ? x.y / (1.0f + x.y) : 0.0f;
-            v.z = (k + 2 < (int)c.k && x.z > 0.0f) ? x.z / (1.0f + x.z) : 0.0f;
-            v.w = (k + 3 < (int)c.k && x.w > 0.0f) ? x.w / (1.0f + x.w) : 0.0f;
+            const float4 v = nc_dev_psi4(x, 4 * q, (int)c.k);
             out4[((b * n_out + oy) * n_out + ox) * Q + q] = v;
             if (v.x > 0.0f || v.y > 0.0f || v.z > 0.0f || v.w > 0.0f)
                 flag[p] = 1;                    /* the same value from any lane */

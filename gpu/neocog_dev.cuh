@@ -62,6 +62,33 @@ static __device__ __forceinline__ void nc_dev_fma4(float w, float4 v, float4 &ac
     acc.w = fmaf(w, v.w, acc.w);
 }
 
+/* u_S of seed eq. 1 from the numerator e, tv = theta sqrt(v^2), the plane's b
+ * and gain = theta / (1 - theta), as core's s_finish */
+static __device__ __forceinline__ float nc_dev_s_finish_tv(float e, float tv, float b,
+                                                           float gain)
+{
+    const float x = (1.0f + e) / (1.0f + tv * b) - 1.0f;
+    return x > 0.0f ? gain * x : 0.0f;
+}
+
+/* the same from v^2 and theta */
+static __device__ __forceinline__ float nc_dev_s_finish(float e, float v2, float b, float theta)
+{
+    return nc_dev_s_finish_tv(e, theta * sqrtf(v2), b, theta / (1.0f - theta));
+}
+
+/* psi(x) = max(x, 0) / (1 + max(x, 0)) of the four planes k .. k + 3 whose
+ * sums x holds, 0 on the pad lanes past k_out (the C kernels' last step) */
+static __device__ __forceinline__ float4 nc_dev_psi4(float4 x, int k, int k_out)
+{
+    float4 v;
+    v.x = (k + 0 < k_out && x.x > 0.0f) ? x.x / (1.0f + x.x) : 0.0f;
+    v.y = (k + 1 < k_out && x.y > 0.0f) ? x.y / (1.0f + x.y) : 0.0f;
+    v.z = (k + 2 < k_out && x.z > 0.0f) ? x.z / (1.0f + x.z) : 0.0f;
+    v.w = (k + 3 < k_out && x.w > 0.0f) ? x.w / (1.0f + x.w) : 0.0f;
+    return v;
+}
+
 static __device__ __forceinline__ float nc_dev_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)

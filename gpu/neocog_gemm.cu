@@ -76,15 +76,6 @@ struct gemm_ptrs {
     int kp, n_chunks, bn;
 };
 
-/* u_S from e and v^2 (seed eq. 1), as core's s_finish. */
-static __device__ __forceinline__ float g_finish(float e, float v2, float b, float theta)
-{
-    const float gain = theta / (1.0f - theta);
-    const float tv = theta * sqrtf(v2);
-    const float x = (1.0f + e) / (1.0f + tv * b) - 1.0f;
-    return x > 0.0f ? gain * x : 0.0f;
-}
-
 /* ---- weights: core's [kappa][t][k] -> [t][kappa < KP][k], zero padded ------ */
 
 static __global__ void permute_kernel(const float *__restrict__ a, float *__restrict__ w,
@@ -301,7 +292,7 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int k = k0 + j;
-                val[j] = k < (int)s.k_out ? g_finish(acc[i][j], v2, __ldg(s.b + k), s.theta)
+                val[j] = k < (int)s.k_out ? nc_dev_s_finish(acc[i][j], v2, __ldg(s.b + k), s.theta)
                                           : 0.0f;
                 fired |= val[j] > 0.0f;
             }
@@ -316,14 +307,6 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                 p.occ_out[r_idx[rr]] = 1;
         __syncthreads();
     }
-}
-
-/* u_S from e, tv = theta sqrt(v^2) and b: g_finish with the row's sqrt
- * hoisted (the same operations, so the same value). */
-static __device__ __forceinline__ float g_finish_tv(float e, float tv, float b, float gain)
-{
-    const float x = (1.0f + e) / (1.0f + tv * b) - 1.0f;
-    return x > 0.0f ? gain * x : 0.0f;
 }
 
 /* ---- 4'. K_in <= 2 (US1 on UG's on/off planes): rows, no shared patch --------
@@ -457,7 +440,7 @@ gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p
                 for (int j = 0; j < 4; j++) {
                     const int k = k0 + j;
                     val[j] = k < (int)s.k_out
-                                 ? g_finish_tv(acc[r][4 * h + j], tv, __ldg(s.b + k), gain)
+                                 ? nc_dev_s_finish_tv(acc[r][4 * h + j], tv, __ldg(s.b + k), gain)
                                  : 0.0f;
                     fired |= val[j] > 0.0f;
                 }

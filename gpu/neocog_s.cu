@@ -44,25 +44,15 @@
 
 #include "neocog_dev.cuh"
 
-/* u_S from e and v^2 (seed eq. 1), as core's s_finish. */
-static __device__ __forceinline__ float s_finish(float e, float v2, float b,
-                                                 float theta)
-{
-    const float gain = theta / (1.0f - theta);
-    const float tv = theta * sqrtf(v2);
-    const float x = (1.0f + e) / (1.0f + tv * b) - 1.0f;
-    return x > 0.0f ? gain * x : 0.0f;
-}
-
 /* s_finish for planes k .. k + 3 (0 past k_out: the pad lanes) */
 static __device__ __forceinline__ float4 s_finish4(float4 e, float v2,
                                                    const nc_gpu_neocog_s_args &s, uint32_t k)
 {
     float4 r;
-    r.x = k < s.k_out ? s_finish(e.x, v2, s.b[k], s.theta) : 0.0f;
-    r.y = k + 1 < s.k_out ? s_finish(e.y, v2, s.b[k + 1], s.theta) : 0.0f;
-    r.z = k + 2 < s.k_out ? s_finish(e.z, v2, s.b[k + 2], s.theta) : 0.0f;
-    r.w = k + 3 < s.k_out ? s_finish(e.w, v2, s.b[k + 3], s.theta) : 0.0f;
+    r.x = k < s.k_out ? nc_dev_s_finish(e.x, v2, s.b[k], s.theta) : 0.0f;
+    r.y = k + 1 < s.k_out ? nc_dev_s_finish(e.y, v2, s.b[k + 1], s.theta) : 0.0f;
+    r.z = k + 2 < s.k_out ? nc_dev_s_finish(e.z, v2, s.b[k + 2], s.theta) : 0.0f;
+    r.w = k + 3 < s.k_out ? nc_dev_s_finish(e.w, v2, s.b[k + 3], s.theta) : 0.0f;
     return r;
 }
 
@@ -102,7 +92,7 @@ static __global__ void s_t1_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
             }
             v2 += g.w[t] * uu;
         }
-        val = s_finish(e, v2, s.b[k], s.theta);
+        val = nc_dev_s_finish(e, v2, s.b[k], s.theta);
     }
     out[i] = val;
     if (occ_out && val > 0.0f)
@@ -139,7 +129,7 @@ static __global__ void s_t3_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
         }
         v2 += g.w[t] * uu;
     }
-    const float val = k < s.k_out ? s_finish(e, v2, s.b[k], s.theta) : 0.0f;
+    const float val = k < s.k_out ? nc_dev_s_finish(e, v2, s.b[k], s.theta) : 0.0f;
     out[bo * ks + k] = val;
     const int any = __syncthreads_or(val > 0.0f);
     if (occ_out && k == 0)
@@ -218,7 +208,7 @@ static __global__ void s_t4_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
                 }
             }
         }
-        val = s_finish(e, v2, s.b[k], s.theta);
+        val = nc_dev_s_finish(e, v2, s.b[k], s.theta);
         if (val > 0.0f)
             flag[p] = 1;
     }
