@@ -14,7 +14,10 @@
  * labels on every fixture digit, through the graph path (batches <= 64) and
  * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog_gemm)
  * is a layer variant like the others here: every S-layer, both inputs,
- * every batch, poisoned outputs and occupancy.
+ * every batch, poisoned outputs and occupancy.  So is the sparse kernel
+ * with its reduction split over blocks (2, 5 and 32 runs at batches 1, 3 and
+ * 33, two launches on one scratch bit-identical), and the engine with its
+ * splits forced.
  *
  * Large plane counts: the shipped model (models/neocognitron.ncm, K =
  * 16/35/295/2433 since session 10) runs the same layer parity on real digits at batches 1,
