@@ -39,6 +39,7 @@ typedef struct train_scores {
     float *raw;                 /* [count][n_classes], the caller's */
     uint8_t *ok;                /* [count], the caller's */
     double seconds;             /* wall time */
+    const nc_prep *prep;        /* NULL: the model's; else this one, same size */
 } train_scores;
 int train_scores_run(train_scores *s);
 

@@ -219,7 +219,7 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         err = -ENOMEM;
         goto fail;
     }
-    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0 };
+    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0, NULL };
     if ((err = train_scores_run(&sc)))
         goto fail;
     for (uint32_t i = 0; i < n; i++)

@@ -216,6 +216,9 @@ static void usage(FILE *f)
         "  --sheet FILE      write the most confident misrecognitions as PNG\n"
         "  --sheet-max N     tiles on the sheet (100)\n"
         "  --max-response    neocognitron: ignore an interpolating-vector mark\n"
+        "  --heights H,H,..  neocognitron: prepare each digit at these heights (the\n"
+        "                    file's box) and average the scores, up to 8 (a trial\n"
+        "                    of test-time voting; the daemon does not do this)\n"
         "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
         "                    neocognitron file (the rule the daemon would use)\n"
         "  --threads N       threads (default 1)\n"
@@ -300,7 +303,7 @@ static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const
         err = -ENOMEM;
         goto out;
     }
-    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0 };
+    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0, NULL };
     if ((err = train_scores_run(&sn)))
         goto out;
     train_calibrated(&neo->calib, NC_MF_KIND_NEOCOG, K, raw_neo, ok_neo, n, ans, conf, p_neo,
@@ -341,11 +344,73 @@ out:
     return err;
 }
 
+#define MAX_HEIGHTS 8
+
+/* "44,48,52": 1..MAX_HEIGHTS heights of 1..NC_PREP_MAX_SIZE */
+static int parse_heights(const char *arg, uint32_t *h, uint32_t *ret_n)
+{
+    uint32_t n = 0;
+    const char *p = arg;
+    for (;;) {
+        char *end = NULL;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v < 1 || v > NC_PREP_MAX_SIZE || n == MAX_HEIGHTS ||
+            (*end != ',' && *end != '\0'))
+            return -EINVAL;
+        h[n++] = (uint32_t)v;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    *ret_n = n;
+    return 0;
+}
+
+/* The backend's scores over the digits, each prepared at every height in
+ * h[0..nh) (the file's box) and averaged; nh 0: as the file says. */
+static int scores_at_heights(const nc_backend *be, const nc_dataset *ds, uint32_t first,
+                             uint32_t count, uint32_t threads, const uint32_t *h, uint32_t nh,
+                             float *raw, uint8_t *ok, double *ret_secs)
+{
+    const uint32_t K = be->info.n_classes;
+    train_scores sc = { be, ds, first, count, threads, raw, ok, 0.0, NULL };
+    if (nh == 0) {
+        int err = train_scores_run(&sc);
+        *ret_secs = sc.seconds;
+        return err;
+    }
+    float *r1 = malloc((size_t)count * K * sizeof(float));
+    uint8_t *ok1 = malloc(count);
+    int err = r1 && ok1 ? 0 : -ENOMEM;
+    memset(raw, 0, (size_t)count * K * sizeof(float));
+    memset(ok, 1, count);
+    *ret_secs = 0.0;
+    for (uint32_t j = 0; !err && j < nh; j++) {
+        nc_prep p = be->info.prep;
+        p.box = h[j];
+        if ((err = nc_prep_check(&p)))
+            break;
+        sc.raw = r1;
+        sc.ok = ok1;
+        sc.prep = &p;
+        if ((err = train_scores_run(&sc)))
+            break;
+        *ret_secs += sc.seconds;
+        for (size_t i = 0; i < (size_t)count * K; i++)
+            raw[i] += r1[i] / (float)nh;
+        for (uint32_t i = 0; i < count; i++)
+            ok[i] &= ok1[i];
+    }
+    free(r1);
+    free(ok1);
+    return err;
+}
+
 int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
     enum { O_MODEL = 256, O_DATA, O_SET, O_FIRST, O_COUNT, O_SHEET, O_SHEETMAX, O_MAXR,
-           O_THREADS, O_ENS };
+           O_THREADS, O_ENS, O_HEIGHTS };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "data", required_argument, NULL, O_DATA },
@@ -357,12 +422,14 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         { "max-response", no_argument, NULL, O_MAXR },
         { "threads", required_argument, NULL, O_THREADS },
         { "ensemble", required_argument, NULL, O_ENS },
+        { "heights", required_argument, NULL, O_HEIGHTS },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL, *ensemble = NULL;
     uint32_t first = 0, count = 0, sheet_max = 100, threads = 1;
     int max_resp = 0, c, bad = 0;
+    uint32_t heights[MAX_HEIGHTS], n_heights = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         int err = 0;
@@ -377,6 +444,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         case O_THREADS: err = train_parse_u32(optarg, &threads); break;
         case O_MAXR: max_resp = 1; break;
         case O_ENS: ensemble = optarg; break;
+        case O_HEIGHTS: err = parse_heights(optarg, heights, &n_heights); break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;
         }
@@ -444,6 +512,11 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t n_classes;
     double secs;
     const char *rule;
+    if (n_heights && (kind != NC_MF_KIND_NEOCOG || max_resp)) {
+        fprintf(stderr, "neocog-train eval: --heights takes a neocognitron file, without "
+                "--max-response\n");
+        goto out;
+    }
     if (kind == NC_MF_KIND_NEOCOG && max_resp) {
         if ((err = nc_neocog_load(buf, len, &neo, &info)))
             goto fail;
@@ -479,10 +552,9 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             err = -ENOMEM;
             goto fail;
         }
-        train_scores sc = { be, &ds, first, count, threads, raw, ok, 0.0 };
-        if ((err = train_scores_run(&sc)))
+        if ((err = scores_at_heights(be, &ds, first, count, threads, heights, n_heights, raw,
+                                     ok, &secs)))
             goto fail;
-        secs = sc.seconds;
         for (uint32_t i = 0; i < count; i++) {
             const float *r = raw + (size_t)i * n_classes;
             float p[NC_MF_MAX_CLASSES];
@@ -539,6 +611,12 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                info.test_set[0] ? info.test_set : "-");
     printf("command     %s\n", info.command);
     printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
+    if (n_heights) {
+        printf("heights     ");
+        for (uint32_t j = 0; j < n_heights; j++)
+            printf("%s%u", j ? "/" : "", heights[j]);
+        printf(" px (scores averaged over these preparations of each digit)\n");
+    }
     printf("error       %.2f%% (%u / %u)\n", 100.0 * errors / count, errors, count);
     uint32_t n_cols = 1;
     if (kind == NC_MF_KIND_CNN && nc_mf_get_u32(rd, NC_CNN_TAG_NCOL, &n_cols, 1) == 0)

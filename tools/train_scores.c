@@ -69,6 +69,7 @@ static void score_task(void *arg, uint32_t part)
     score_job *j = (score_job *)arg + part;
     train_scores *s = j->s;
     const nc_backend *be = s->be;
+    const nc_prep *prep = s->prep ? s->prep : &be->info.prep;
     const uint32_t K = be->info.n_classes;
     const size_t L = be->input_len;
     void *worker = NULL;
@@ -85,7 +86,7 @@ static void score_task(void *arg, uint32_t part)
             nc_image im = { d->cols, d->rows, d->cols,
                             d->pixels + (size_t)k * d->rows * d->cols };
             float *dst = in + (size_t)n * L;
-            int e = nc_prep_apply(&im, &be->info.prep, dst);
+            int e = nc_prep_apply(&im, prep, dst);
             s->ok[i] = e == 0;
             if (e == -ENOENT) {
                 memset(dst, 0, L * sizeof(float));
