@@ -101,6 +101,15 @@ static int time_work(nc_gpu_neocog *e, const work *w, int reps, float *ret_ms)
     return r;
 }
 
+/* The whole net at batch 1: median GPU ms of a graph replay (*ret_graph)
+ * and of plain launches (*ret_launch), reps runs each. */
+static int time_batch1(nc_gpu_neocog *e, int reps, float *ret_graph, float *ret_launch)
+{
+    const work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
+    int err = time_work(e, &wg, reps, ret_graph);
+    return err < 0 ? err : time_work(e, &wl, reps, ret_launch);
+}
+
 /* With a model file only the variants that take any plane count are timed. */
 static int wanted(const nc_bench_gpu_opts *o, int v)
 {
@@ -417,10 +426,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 continue;
             if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
                 goto out;
-            work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
             float mg = 0.0f, ml = 0.0f;
-            if ((err = time_work(e, &wg, reps * 10, &mg)) < 0 ||
-                (err = time_work(e, &wl, reps * 10, &ml)) < 0)
+            if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
                 goto out;
             float *wall = (float *)malloc(reps * 10 * sizeof(float));
             if (!wall) {
@@ -466,10 +473,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                     snprintf(name, sizeof name, "%s on every layer%s",
                              nc_gpu_neocog_c_kind_name(k),
                              k == NC_GPU_NEOCOG_C_STAGED ? " (before session 9)" : "");
-                work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
                 float mg = 0.0f, ml = 0.0f;
-                if ((err = time_work(e, &wg, reps * 10, &mg)) < 0 ||
-                    (err = time_work(e, &wl, reps * 10, &ml)) < 0)
+                if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
                     goto out;
                 printf("| %s | %.1f | %.1f |\n", name, mg * 1e3f, ml * 1e3f);
             }
@@ -507,10 +512,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                         goto out;
                     ts[l] = ms * 1e3f;
                 }
-                work wg = { 2, 0, 1 }, wl = { 1, 0, 1 };
                 float mg = 0.0f, ml = 0.0f;
-                if ((err = time_work(e, &wg, reps * 10, &mg)) < 0 ||
-                    (err = time_work(e, &wl, reps * 10, &ml)) < 0)
+                if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
                     goto out;
                 char name[64];
                 snprintf(name, sizeof name, "%s%u/%u/%u/%u",
