@@ -77,6 +77,19 @@ static __device__ __forceinline__ float nc_dev_s_finish(float e, float v2, float
     return nc_dev_s_finish_tv(e, theta * sqrtf(v2), b, theta / (1.0f - theta));
 }
 
+/* nc_dev_s_finish for planes k .. k + 3 (0 past k_out: the pad lanes) */
+static __device__ __forceinline__ float4 nc_dev_s_finish4(float4 e, float v2,
+                                                          const nc_gpu_neocog_s_args &s,
+                                                          uint32_t k)
+{
+    float4 r;
+    r.x = k < s.k_out ? nc_dev_s_finish(e.x, v2, s.b[k], s.theta) : 0.0f;
+    r.y = k + 1 < s.k_out ? nc_dev_s_finish(e.y, v2, s.b[k + 1], s.theta) : 0.0f;
+    r.z = k + 2 < s.k_out ? nc_dev_s_finish(e.z, v2, s.b[k + 2], s.theta) : 0.0f;
+    r.w = k + 3 < s.k_out ? nc_dev_s_finish(e.w, v2, s.b[k + 3], s.theta) : 0.0f;
+    return r;
+}
+
 /* psi(x) = max(x, 0) / (1 + max(x, 0)) of the four planes k .. k + 3 whose
  * sums x holds, 0 on the pad lanes past k_out (the C kernels' last step) */
 static __device__ __forceinline__ float4 nc_dev_psi4(float4 x, int k, int k_out)

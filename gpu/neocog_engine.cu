@@ -33,6 +33,7 @@
 #include "neocog_gemm.cuh"
 #include "neocog_iv.cuh"
 #include "neocog_s.cuh"
+#include "neocog_s_warp.cuh"
 
 struct nc_gpu_neocog {
     int device;
@@ -48,6 +49,11 @@ struct nc_gpu_neocog {
      * partials serves every stage, the layers running one after another
      * on `run` */
     uint32_t split[NC_NEOCOG_MAX_STAGES];
+    /* up to NC_GPU_NEOCOG_S_WARP_BATCH, where the sparse kernel would run
+     * stage l: the kernel by teams of warps (gpu/neocog_s_warp.cuh)
+     * instead, with teams of s_warp[l] warps at batch 1, halved until team
+     * x n <= s_warp[l] at batch n; 0: the sparse kernel */
+    uint32_t s_warp[NC_NEOCOG_MAX_STAGES];
     uint32_t n_sm;
     unsigned *d_split_count;
     float *d_split_part;
@@ -226,9 +232,11 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
     NC_CUDA_CHECK(cudaMalloc(&e->d_split_count, e->n_split_count * sizeof(unsigned)));
     NC_CUDA_CHECK(cudaMemset(e->d_split_count, 0, e->n_split_count * sizeof(unsigned)));
     NC_CUDA_CHECK(cudaMalloc(&e->d_split_part, e->n_split_part * sizeof(float)));
-    for (uint32_t l = 0; l < L; l++)
+    for (uint32_t l = 0; l < L; l++) {
         e->split[l] = nc_gpu_neocog_s_default_splits(&e->s[l],
                                                      e->block[NC_GPU_NEOCOG_SPARSE][l], e->n_sm);
+        e->s_warp[l] = nc_gpu_neocog_s_warp_default(&e->s[l], 1, e->n_sm);
+    }
     return 0;
 }
 
@@ -414,6 +422,14 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
             return nc_gpu_neocog_gemm_forward(e->gemm[l], e->act[layer - 1],
                                               e->occ[layer - 1], e->act[layer],
                                               last ? NULL : e->occ[layer], n, st);
+        if (v == NC_GPU_NEOCOG_SPARSE && n <= NC_GPU_NEOCOG_S_WARP_BATCH && e->s_warp[l]) {
+            uint32_t team = e->s_warp[l];
+            while (team > 1 && team * n > e->s_warp[l])
+                team /= 2;
+            return nc_gpu_neocog_s_forward_warp(&e->s[l], e->act[layer - 1],
+                                                e->occ[layer - 1], e->act[layer],
+                                                last ? NULL : e->occ[layer], n, team, st);
+        }
         const uint32_t runs = v == NC_GPU_NEOCOG_SPARSE ? e->split[l] / n : 1;
         if (runs >= 2)
             return nc_gpu_neocog_s_forward_split(&e->s[l], e->act[layer - 1],
@@ -826,6 +842,47 @@ static int tune_split(nc_gpu_neocog *e)
     return r;
 }
 
+/* The S kernel by teams of warps at batch 1: per stage the fastest of the
+ * sparse kernel (team 0, with the split tune_split kept) and teams of 1, 2,
+ * 4, 8 and 16 timed alone, kept only if the whole net at batch 1 beats both
+ * the default teams and the sparse kernel everywhere (see check_small_c). */
+static int tune_warp(nc_gpu_neocog *e)
+{
+    static const uint32_t cand[] = { 0, 1, 2, 4, 8, 16 };
+    const int v = NC_GPU_NEOCOG_SPARSE;
+    uint32_t pick[NC_NEOCOG_MAX_STAGES], dflt[NC_NEOCOG_MAX_STAGES];
+    int r = run_net(e, v, 1, e->d_in, e->d_scores, e->d_labels, e->run);
+    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
+        dflt[l] = nc_gpu_neocog_s_warp_default(&e->s[l], 1, e->n_sm);
+        pick[l] = dflt[l];
+        const int fit = s_fits(e, v, l);
+        if (fit <= 0) {         /* the GEMM path runs this stage */
+            r = fit < 0 ? fit : 0;
+            continue;
+        }
+        float best = 1e30f;
+        for (size_t i = 0; r == 0 && i < sizeof cand / sizeof cand[0]; i++) {
+            float ms = 0.0f;
+            e->s_warp[l] = cand[i];
+            r = time_s(e, v, 1 + 2 * (int)l, 1, 3, &ms);
+            if (r == 0 && ms < best) {
+                best = ms;
+                pick[l] = cand[i];
+            }
+        }
+    }
+    float m[3] = { 0.0f, 0.0f, 0.0f };         /* pick, default, sparse */
+    for (int i = 0; r == 0 && i < 3; i++) {
+        for (uint32_t l = 0; l < e->n_stages; l++)
+            e->s_warp[l] = i == 0 ? pick[l] : i == 1 ? dflt[l] : 0;
+        r = time_s(e, v, -1, 1, 10, &m[i]);
+    }
+    const int best = m[0] < m[1] && m[0] < m[2] ? 0 : m[1] <= m[2] ? 1 : 2;
+    for (uint32_t l = 0; l < e->n_stages; l++)
+        e->s_warp[l] = best == 0 ? pick[l] : best == 1 ? dflt[l] : 0;
+    return r;
+}
+
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
  * on n characters; then AUTO's threshold: the smallest batch of 1, 2, 4 ..
  * n from which on the whole net under GEMM beats the sparse one (never, if
@@ -867,8 +924,20 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         r = tune_c(e, v1, 1);
         if (r == 0)
             r = check_small_c(e, v1);
-        if (r == 0 && v1 == NC_GPU_NEOCOG_SPARSE)
+        if (r == 0 && v1 == NC_GPU_NEOCOG_SPARSE) {
+            /* the splits with the sparse kernel on every stage, then the
+             * warp teams against that */
+            uint32_t team[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < e->n_stages; l++) {
+                team[l] = e->s_warp[l];
+                e->s_warp[l] = 0;
+            }
             r = tune_split(e);
+            for (uint32_t l = 0; l < e->n_stages; l++)
+                e->s_warp[l] = team[l];
+            if (r == 0)
+                r = tune_warp(e);
+        }
     }
     drop_graphs(e);
     return r;
@@ -1006,4 +1075,18 @@ extern "C" int nc_gpu_neocog_set_split(nc_gpu_neocog *e, uint32_t l, uint32_t sp
 extern "C" uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l < e->n_stages ? e->split[l] : 0;
+}
+
+extern "C" int nc_gpu_neocog_set_s_warp(nc_gpu_neocog *e, uint32_t l, uint32_t team)
+{
+    if (!e || l >= e->n_stages || team > NC_GPU_NEOCOG_S_WARP_MAX || (team & (team - 1)))
+        return -EINVAL;
+    e->s_warp[l] = team;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? e->s_warp[l] : 0;
 }

@@ -39,6 +39,11 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
 #define NC_GPU_NEOCOG_C_MIN 32
 /* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
 #define NC_GPU_NEOCOG_AUTO_MIN 128
+/* The S kernel by teams of warps (nc_gpu_neocog_set_s_warp) runs up to this
+ * batch: on an H100, the seed's net, the whole net by graph took 58.3 /
+ * 78.5 / 118.3 / 187.1 / 307.2 us at batches 1 / 2 / 4 / 8 / 16 with it
+ * and 73.5 / 89.3 / 118.4 / 192.4 / 300.3 us with the sparse kernel. */
+#define NC_GPU_NEOCOG_S_WARP_BATCH 8
 
 /* Upload net (every stage with >= 1 plane, labels set) to device `device`
  * for batches of up to max_batch characters.  The engine keeps no pointer
@@ -139,6 +144,17 @@ int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *eng, uint32_t l);
  * per stage if the whole net beats the default splits and no split. */
 int nc_gpu_neocog_set_split(nc_gpu_neocog *eng, uint32_t l, uint32_t splits);
 uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *eng, uint32_t l);
+/* Batches up to NC_GPU_NEOCOG_S_WARP_BATCH, where the sparse kernel would
+ * run stage l, run the kernel by teams of warps
+ * (nc_gpu_neocog_s_forward_warp) instead, with teams of `team` warps at
+ * batch 1 (1, 2, 4, 8 or 16), halved until team x n <= `team` at batch n;
+ * 0: the sparse kernel (and its split).  The default is
+ * nc_gpu_neocog_s_warp_default at batch 1; nc_gpu_neocog_tune with GEMM or
+ * AUTO at n >= c_min, when batch 1 runs the sparse variant, times the
+ * sparse kernel and every team per stage at batch 1 and keeps the fastest
+ * if the whole net beats both the default teams and the sparse kernel. */
+int nc_gpu_neocog_set_s_warp(nc_gpu_neocog *eng, uint32_t l, uint32_t team);
+uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

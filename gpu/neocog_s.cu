@@ -44,18 +44,6 @@
 
 #include "neocog_dev.cuh"
 
-/* s_finish for planes k .. k + 3 (0 past k_out: the pad lanes) */
-static __device__ __forceinline__ float4 s_finish4(float4 e, float v2,
-                                                   const nc_gpu_neocog_s_args &s, uint32_t k)
-{
-    float4 r;
-    r.x = k < s.k_out ? nc_dev_s_finish(e.x, v2, s.b[k], s.theta) : 0.0f;
-    r.y = k + 1 < s.k_out ? nc_dev_s_finish(e.y, v2, s.b[k + 1], s.theta) : 0.0f;
-    r.z = k + 2 < s.k_out ? nc_dev_s_finish(e.z, v2, s.b[k + 2], s.theta) : 0.0f;
-    r.w = k + 3 < s.k_out ? nc_dev_s_finish(e.w, v2, s.b[k + 3], s.theta) : 0.0f;
-    return r;
-}
-
 /* ---- T1 ------------------------------------------------------------------- */
 
 static __global__ void s_t1_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
@@ -485,7 +473,7 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
             if (gl == 0)
                 sp.part_v[((size_t)z * gridDim.y + blockIdx.y) * sp.rows + row] = v2;
         } else if (writer) {
-            const float4 val = s_finish4(e, v2, s, k);
+            const float4 val = nc_dev_s_finish4(e, v2, s, k);
             *(float4 *)(out + row * ks + k) = val;
             if (val.x > 0.0f || val.y > 0.0f || val.z > 0.0f || val.w > 0.0f)
                 flag[p] = 1;
@@ -520,7 +508,7 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
                 e.w += pe.w;
                 v2 += __ldcg(sp.part_v + ((size_t)r * gridDim.y + blockIdx.y) * sp.rows + row);
             }
-            const float4 val = s_finish4(e, v2, s, k);
+            const float4 val = nc_dev_s_finish4(e, v2, s, k);
             *(float4 *)(out + row * ks + k) = val;
             if (val.x > 0.0f || val.y > 0.0f || val.z > 0.0f || val.w > 0.0f)
                 flag[p] = 1;

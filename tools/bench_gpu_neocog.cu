@@ -13,7 +13,8 @@
  *   3. whole-network latency at batch 1: GPU time of a graph replay, of
  *      plain launches, and host wall time of nc_gpu_neocog_forward (copies
  *      included); then the sparse variant with each small-batch C kernel,
- *      and with its S-layers' reductions split in runs;
+ *      and with its S-layers' reductions split in runs, and with the S kernel
+ *      by teams of warps that replaces the sparse one at small batches;
  *   4. throughput from batch 1 to max_batch on device-resident inputs (what
  *      the PyTorch peer measures), and end to end from host memory, for the
  *      sparse kernels, the GEMM path and AUTO (the engine's default: sparse
@@ -304,6 +305,13 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 goto out;
             if ((err = nc_gpu_neocog_set_variant(e, v)) < 0)
                 goto out;
+            /* the variant's own kernels: not the warp teams that replace
+             * the sparse one at small batches (3d times those) */
+            uint32_t team[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+                team[l] = nc_gpu_neocog_get_s_warp(e, l);
+                nc_gpu_neocog_set_s_warp(e, l, 0);
+            }
             for (int pass = 0; pass < 2; pass++) {
                 const uint32_t n = pass ? nb : 1;
                 /* fill the activations, then time each layer on them */
@@ -318,6 +326,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                     (pass ? tb : t1)[v][layer] = ms * 1e3f / n;
                 }
             }
+            for (uint32_t l = 0; l < net->arch.n_stages; l++)
+                nc_gpu_neocog_set_s_warp(e, l, team[l]);
         }
         printf("### S-layer kernels, as seed 004 Table 5 (us per character)\n\n");
         printf("| variant | S1 | S2 | S3 | S4 | all S | at batch %u: S1 | S2 | S3 | S4 | all S "
@@ -487,9 +497,12 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
          * default for this device, then the same split on every stage */
         {
             const uint32_t ns = net->arch.n_stages;
-            uint32_t kept[NC_NEOCOG_MAX_STAGES];
-            for (uint32_t l = 0; l < ns; l++)
+            uint32_t kept[NC_NEOCOG_MAX_STAGES], team[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < ns; l++) {
                 kept[l] = nc_gpu_neocog_get_split(e, l);
+                team[l] = nc_gpu_neocog_get_s_warp(e, l);   /* the sparse kernel here */
+                nc_gpu_neocog_set_s_warp(e, l, 0);
+            }
             printf("\n| sparse variant, batch 1: splits US1..US4 | S1 | S2 | S3 | S4 (us per "
                    "layer) | GPU time, graph (us) | GPU time, launches (us) |\n"
                    "|---|---:|---:|---:|---:|---:|---:|\n");
@@ -524,8 +537,87 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 printf("| %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n", name, ts[0], ts[1],
                        ts[2], ts[3], mg * 1e3f, ml * 1e3f);
             }
-            for (uint32_t l = 0; l < ns; l++)
+            for (uint32_t l = 0; l < ns; l++) {
                 nc_gpu_neocog_set_split(e, l, kept[l]);
+                nc_gpu_neocog_set_s_warp(e, l, team[l]);
+            }
+        }
+
+        /* 3d: batch 1 with the S kernel by teams of warps
+         * (nc_gpu_neocog_set_s_warp) in place of the sparse one: the
+         * engine's teams (tuned), every team size on every stage, then each
+         * stage's fastest; then small batches, sparse against that pick */
+        {
+            const uint32_t ns = net->arch.n_stages;
+            uint32_t kept[NC_NEOCOG_MAX_STAGES], best_w[NC_NEOCOG_MAX_STAGES];
+            float best_t[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < ns; l++) {
+                kept[l] = nc_gpu_neocog_get_s_warp(e, l);
+                best_w[l] = 0;
+                best_t[l] = 1e30f;
+            }
+            printf("\n| sparse variant, batch 1: S kernel (warps a team) | S1 | S2 | S3 | S4 "
+                   "(us per layer) | GPU time, graph (us) | GPU time, launches (us) |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|\n");
+            if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0)
+                goto out;
+            static const int32_t team[] = { -2, 0, 1, 2, 4, 8, 16, -1 };
+            for (size_t c = 0; c < sizeof team / sizeof team[0]; c++) {
+                for (uint32_t l = 0; l < ns; l++)
+                    if ((err = nc_gpu_neocog_set_s_warp(e, l, team[c] == -2 ? kept[l]
+                                                              : team[c] < 0 ? best_w[l]
+                                                                            : (uint32_t)team[c])) < 0)
+                        goto out;
+                float ts[NC_NEOCOG_MAX_STAGES] = { 0 };
+                if ((err = nc_gpu_neocog_enqueue(e, 1, 0)) < 0 ||
+                    (err = nc_gpu_neocog_sync(e)) < 0)
+                    goto out;
+                for (uint32_t l = 0; l < ns && l < 4; l++) {
+                    work w = { 0, 1 + 2 * (int)l, 1 };
+                    float ms = 0.0f;
+                    if ((err = time_work(e, &w, reps * 10, &ms)) < 0)
+                        goto out;
+                    ts[l] = ms * 1e3f;
+                    if (team[c] >= 0 && ts[l] < best_t[l]) {
+                        best_t[l] = ts[l];
+                        best_w[l] = (uint32_t)team[c];
+                    }
+                }
+                float mg = 0.0f, ml = 0.0f;
+                if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
+                    goto out;
+                char name[64];
+                if (team[c] == 0)
+                    snprintf(name, sizeof name, "sparse, splits %u/%u/%u/%u",
+                             nc_gpu_neocog_get_split(e, 0), nc_gpu_neocog_get_split(e, 1),
+                             nc_gpu_neocog_get_split(e, 2), nc_gpu_neocog_get_split(e, 3));
+                else if (team[c] > 0)
+                    snprintf(name, sizeof name, "warps, teams of %d", team[c]);
+                else if (team[c] == -2)
+                    snprintf(name, sizeof name, "the engine's (tuned): %u/%u/%u/%u (0: sparse)",
+                             kept[0], kept[1], kept[2], kept[3]);
+                else
+                    snprintf(name, sizeof name, "each stage's fastest: %u/%u/%u/%u (0: sparse)",
+                             best_w[0], best_w[1], best_w[2], best_w[3]);
+                printf("| %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n", name, ts[0], ts[1],
+                       ts[2], ts[3], mg * 1e3f, ml * 1e3f);
+            }
+            printf("\n| batch | sparse: GPU us per batch, graph | warps (each stage's fastest at "
+                   "batch 1): GPU us per batch, graph |\n|---:|---:|---:|\n");
+            for (uint32_t n = 1; n <= 16 && n <= max_batch; n *= 2) {
+                float m[2] = { 0.0f, 0.0f };
+                for (int i = 0; i < 2; i++) {
+                    work w = { 2, 0, n };
+                    for (uint32_t l = 0; l < ns; l++)
+                        if ((err = nc_gpu_neocog_set_s_warp(e, l, i ? best_w[l] : 0)) < 0)
+                            goto out;
+                    if ((err = time_work(e, &w, reps * 10, &m[i])) < 0)
+                        goto out;
+                }
+                printf("| %u | %.1f | %.1f |\n", n, m[0] * 1e3f, m[1] * 1e3f);
+            }
+            for (uint32_t l = 0; l < ns; l++)
+                nc_gpu_neocog_set_s_warp(e, l, kept[l]);
         }
 
         /* 4: throughput, sparse / gemm / auto */

@@ -49,6 +49,7 @@
 #include "neocog_geom.h"
 #include "neocog_occ.cuh"
 #include "neocog_s.cuh"
+#include "neocog_s_warp.cuh"
 
 #define POOL 37
 #define TOL 1e-5
@@ -65,6 +66,10 @@ static uint32_t tile_side, tile_slices;
 /* run_case's split of the sparse S kernel (nc_gpu_neocog_s_forward_split);
  * 0: the plain launch */
 static uint32_t s_splits;
+/* run_case's S kernel for small batches by teams of warps
+ * (nc_gpu_neocog_s_forward_warp) and its team size; 0: not that kernel */
+static int s_warp_on;
+static uint32_t s_warps;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -252,7 +257,10 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
                 r = -EIO;
             nc_gpu_neocog_gemm_free(gm);
-        } else if ((lc->layer - 1) % 2 == 0 && s_splits)
+        } else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
+            r = nc_gpu_neocog_s_forward_warp(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
+                                             s_warps, 0);
+        else if ((lc->layer - 1) % 2 == 0 && s_splits)
             r = split_twice(lc, d_in, d_occ_in, d_out, d_occ_out, batch, out_n);
         else if ((lc->layer - 1) % 2 == 0)
             r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
@@ -504,6 +512,35 @@ static void test_layers(void)
                     "%s\n", name[layer],
                     nc_test_failures == before ? "ok" : "FAILED");
         }
+        /* the S kernel by teams of warps: every team size and the
+         * default, at the batches it is for (and 200, past them); a team
+         * size that is no power of two is refused */
+        if (is_s) {
+            static const uint32_t team[] = { 0, 1, 2, 4, 8, 16 }, sb[] = { 1, 3, 33, 200 };
+            before = nc_test_failures;
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_warp(&lc.s, d_a[0], NULL, d_a[0], NULL, 1, 3,
+                                                      0), -EINVAL);
+            s_warp_on = 1;
+            for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
+                s_warps = team[i];
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
+                    char tag[96];
+                    if (team[i] > 2 && sb[bi] == 200)
+                        continue;
+                    snprintf(tag, sizeof tag, "%s warp team %u digits", name[layer], s_warps);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_real, ref_real, sb[bi]);
+                    if (!with_random)
+                        continue;
+                    snprintf(tag, sizeof tag, "%s warp team %u random", name[layer], s_warps);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_rand, ref_rand, sb[bi]);
+                }
+            }
+            s_warp_on = 0;
+            s_warps = 0;
+            fprintf(stderr, "  %-3s: warp teams 0(default)/1/2/4/8/16 x batches 1/3/33 "
+                    "(200 for 0-2): %s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
+        }
         /* the tile kernel's other shapes (the bench times them all): tile
          * sides 1..8 (edge tiles cut by the plane's width), 1, 2 or 4 tap
          * slices, an empty tile's zeros, the loop past 1024 threads */
@@ -643,8 +680,16 @@ static void test_engine(void)
     CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, net->arch.n_stages - 1, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_c_small_kind(eng, 0, NC_GPU_NEOCOG_C_N_KINDS), -EINVAL);
     /* the sparse kernels' split reductions: no split, the default, 4 and 32
-     * runs on every stage (32 / n at batch n), graphs of 1, 3 and 8 */
+     * runs on every stage (32 / n at batch n), graphs of 1, 3 and 8, with
+     * the sparse kernel itself at those batches (no warp teams) */
     CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_SPARSE), 0);
+    uint32_t team0[NC_NEOCOG_MAX_STAGES];
+    for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+        team0[l] = nc_gpu_neocog_get_s_warp(eng, l);
+        CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, l, 0), 0);
+    }
+    fprintf(stderr, "  engine default warp teams at batch 1: %u/%u/%u/%u\n", team0[0], team0[1],
+            team0[2], team0[3]);
     fprintf(stderr, "  engine default splits at batch 1: %u/%u/%u/%u\n",
             nc_gpu_neocog_get_split(eng, 0), nc_gpu_neocog_get_split(eng, 1),
             nc_gpu_neocog_get_split(eng, 2), nc_gpu_neocog_get_split(eng, 3));
@@ -672,6 +717,34 @@ static void test_engine(void)
     CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, net->arch.n_stages, 2), -EINVAL);
     for (uint32_t l = 0; l < net->arch.n_stages; l++)
         CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, l, 0), 0);
+    /* the S kernel by teams of warps in the sparse one's place: teams of 1,
+     * 4 and 16 on every stage (halved at batch n), graphs of 1, 3 and 8, and
+     * 40 (past NC_GPU_NEOCOG_S_WARP_BATCH: the sparse kernel again); then
+     * the default teams back */
+    static const uint32_t eng_team[] = { 1, 4, NC_GPU_NEOCOG_S_WARP_MAX };
+    for (size_t i = 0; i < NC_ARRAY_LEN(eng_team); i++) {
+        for (uint32_t l = 0; l < net->arch.n_stages; l++)
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, l, eng_team[i]), 0);
+        const uint32_t small[] = { 1, 3, 8, 40 };
+        uint32_t diff = 0;
+        for (size_t si = 0; si < NC_ARRAY_LEN(small); si++)
+            for (uint32_t off = 300; off < 900; off += 150) {
+                const uint32_t m = small[si];
+                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu),
+                             0);
+                for (uint32_t j = 0; j < m; j++)
+                    diff += gpu[j].label != cpu[off + j].label;
+            }
+        CHECK_MSG(diff == 0, "engine sparse, warp teams of %u: %u labels differ", eng_team[i],
+                  diff);
+        fprintf(stderr, "  engine sparse with warp teams of %u on 1/3/8/40: %u labels differ\n",
+                eng_team[i], diff);
+    }
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, 0, 3), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, 0, 2 * NC_GPU_NEOCOG_S_WARP_MAX), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, net->arch.n_stages, 1), -EINVAL);
+    for (uint32_t l = 0; l < net->arch.n_stages; l++)
+        CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, l, team0[l]), 0);
     /* tuning keeps the answers */
     CHECK_INT_EQ(nc_gpu_neocog_upload(eng, digits, 64), 0);
     CHECK_INT_EQ(nc_gpu_neocog_tune(eng, NC_GPU_NEOCOG_SPARSE, 64), 0);
@@ -692,9 +765,12 @@ static void test_engine(void)
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 0)),
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 1)),
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 2)));
-    fprintf(stderr, "  tuned at 64: sparse splits at batch 1 %u/%u/%u/%u\n",
+    fprintf(stderr, "  tuned at 64: sparse splits at batch 1 %u/%u/%u/%u, warp teams "
+            "%u/%u/%u/%u\n",
             nc_gpu_neocog_get_split(eng, 0), nc_gpu_neocog_get_split(eng, 1),
-            nc_gpu_neocog_get_split(eng, 2), nc_gpu_neocog_get_split(eng, 3));
+            nc_gpu_neocog_get_split(eng, 2), nc_gpu_neocog_get_split(eng, 3),
+            nc_gpu_neocog_get_s_warp(eng, 0), nc_gpu_neocog_get_s_warp(eng, 1),
+            nc_gpu_neocog_get_s_warp(eng, 2), nc_gpu_neocog_get_s_warp(eng, 3));
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
@@ -704,6 +780,19 @@ static void test_engine(void)
             diff += gpu[j].label != cpu[j].label;
         CHECK_MSG(diff == 0, "tuned %s: %u labels differ", nc_gpu_neocog_variant_name(vv[i]),
                   diff);
+    }
+    /* the tuned small batches (warp teams and splits as the tuner left
+     * them) under AUTO */
+    {
+        uint32_t diff = 0;
+        for (uint32_t m = 1; m <= 4; m += 3)
+            for (uint32_t off = 500; off < 900; off += 100) {
+                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu),
+                             0);
+                for (uint32_t j = 0; j < m; j++)
+                    diff += gpu[j].label != cpu[off + j].label;
+            }
+        CHECK_MSG(diff == 0, "tuned AUTO at batches 1 and 4: %u labels differ", diff);
     }
     /* AUTO forced onto the GEMM path for every batch, graphs included */
     CHECK_INT_EQ(nc_gpu_neocog_set_auto(eng, 1), 0);

@@ -1,0 +1,255 @@
+/* gpu/neocog_s_warp.cu — the S-layer for small batches, a team of warps a
+ * position reading its window from global memory (see neocog_s_warp.cuh).
+ *
+ * Layer: gpu.  Block: P positions x W warps (P * W = 8, or 16 when W is
+ * 16), character b and positions p0 .. p0 + P - 1 of the output plane
+ * (row-major, so a block's positions share most of their windows in L1),
+ * planes 128 * blockIdx.y .. + 127. */
+#include "neocog_s_warp.cuh"
+
+#include <errno.h>
+
+#include "neocog_dev.cuh"
+
+/* Entries (u, weight offset) a warp lists before its lanes run down them;
+ * the scan flushes the list whenever the next four cells' planes might not
+ * fit, so any density is exact. */
+#define S_WARP_CAP 256u
+/* Planes a block covers: 32 lanes of four. */
+#define S_WARP_PLANES 128u
+/* Occupied taps whose cells a warp loads at once. */
+#define S_WARP_TAPS 4u
+
+static __host__ __device__ __forceinline__ uint32_t s_warp_positions(uint32_t W)
+{
+    return W >= 8u ? 1u : 8u / W;
+}
+
+/* list entries [P * W][cap], then the tap table: packed (ty, tx) [nl] and
+ * c(nu) [nl] */
+static size_t s_warp_smem(uint32_t P, uint32_t W, uint32_t nl)
+{
+    return (size_t)P * W * S_WARP_CAP * sizeof(float2) + (size_t)nl * 2u * sizeof(int);
+}
+
+/* e += u * a[off + k4 .. k4 + 3] over the n listed entries (active lanes
+ * only: the others own no planes), eight loads in flight */
+static __device__ __forceinline__ void s_warp_run(const float2 *lst, uint32_t n,
+                                                  const float *__restrict__ a, uint32_t k4,
+                                                  bool act, float4 &e)
+{
+    __syncwarp();
+    if (act) {
+        uint32_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            float4 p[4], w[8];
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                p[q] = *(const float4 *)(lst + i + 2 * q);
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                w[2 * q] = __ldg((const float4 *)(a + __float_as_int(p[q].y) + k4));
+                w[2 * q + 1] = __ldg((const float4 *)(a + __float_as_int(p[q].w) + k4));
+            }
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                nc_dev_fma4(p[q].x, w[2 * q], e);
+                nc_dev_fma4(p[q].z, w[2 * q + 1], e);
+            }
+        }
+        for (; i < n; i++) {
+            const float2 p = lst[i];
+            nc_dev_fma4(p.x, __ldg((const float4 *)(a + __float_as_int(p.y) + k4)), e);
+        }
+    }
+    __syncwarp();       /* the list is written again after this */
+}
+
+/* the same, out of line: the scan's rare flush of a full list, so the
+ * scan's registers need not hold the eight loads in flight */
+static __device__ __noinline__ float4 s_warp_flush(const float2 *lst, uint32_t n,
+                                                   const float *__restrict__ a, uint32_t k4,
+                                                   bool act, float4 e)
+{
+    s_warp_run(lst, n, a, k4, act, e);
+    return e;
+}
+
+static __global__ void __launch_bounds__(512, 2)
+s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__restrict__ in,
+              const uint8_t *__restrict__ occ_in, float *__restrict__ out,
+              uint8_t *__restrict__ occ_out, uint32_t P, uint32_t W)
+{
+    extern __shared__ float2 ent[];     /* [P * W][cap] */
+    const nc_gpu_neocog_geom &g = s.g;
+    const uint32_t ks = nc_dev_kstride(s.k_out), nl = g.n_live, kin = s.k_in;
+    const uint32_t n_i = g.n_in * g.n_in, n_o = g.n_out * g.n_out;
+    const uint32_t n_pg = (n_o + P - 1) / P;
+    const size_t b = blockIdx.x / n_pg;
+    const uint32_t p0 = (blockIdx.x - b * n_pg) * P;
+    int *tyx = (int *)(ent + (size_t)P * W * S_WARP_CAP);      /* [nl] */
+    float *cw = (float *)(tyx + nl);                            /* [nl] */
+    const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+    const uint32_t p = warp / W, w = warp - p * W, o = p0 + p;
+    const uint32_t k4 = blockIdx.y * S_WARP_PLANES + 4u * lane;
+    const bool act = k4 < ks;
+    const unsigned lt = nc_dev_lanemask_lt();
+    /* lanes per tap: kin rounded up to a power of two, at most 32; G taps
+     * a load */
+    const uint32_t L = kin >= 32u ? 32u : 1u << (32 - __clz((int)kin - 1));
+    const uint32_t G = 32u / L, grp = lane / L, sub = lane % L;
+
+    for (uint32_t t = tid; t < nl; t += blockDim.x) {
+        tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
+        cw[t] = g.w[t];
+    }
+    __syncthreads();
+
+    float4 e = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float v2 = 0.0f;
+    if (o < n_o) {
+        const int oy = (int)(o / g.n_out) - g.pad, ox = (int)(o % g.n_out) - g.pad;
+        const float *inb = in + b * n_i * s.in_stride;
+        const uint8_t *occb = occ_in ? occ_in + b * n_i : nullptr;
+        float2 *lst = ent + (size_t)warp * S_WARP_CAP;
+        uint32_t n = 0;
+        /* lane j of a round looks at tap w + W (32 r + j) */
+        for (uint32_t t0 = w; t0 < nl; t0 += 32u * W) {
+            const uint32_t t = t0 + lane * W;
+            bool on = false;
+            int ip = 0;
+            if (t < nl) {
+                const int iy = oy + (tyx[t] >> 16), ix = ox + (tyx[t] & 0xffff);
+                ip = iy * g.n_in + ix;
+                on = iy >= 0 && iy < g.n_in && ix >= 0 && ix < g.n_in &&
+                     (!occb || occb[ip]);
+            }
+            /* the occupied taps G x 4 at a time: lane group lane / L of
+             * slot q takes the (i + q G + lane / L)-th of them, lane % L its
+             * plane; the four slots' loads are in flight together */
+            const unsigned m = __ballot_sync(0xffffffffu, on);
+            const uint32_t n_on = __popc(m);
+            for (uint32_t i = 0; i < n_on; i += G * S_WARP_TAPS)
+                for (uint32_t k0 = 0; k0 < kin; k0 += 32u) {
+                    const uint32_t kap = k0 + sub;
+                    if (n + 32u * S_WARP_TAPS > S_WARP_CAP) {   /* room for all four */
+                        e = s_warp_flush(lst, n, s.a, k4, act, e);
+                        n = 0;
+                    }
+                    uint32_t tq[S_WARP_TAPS];
+                    float xq[S_WARP_TAPS];
+#pragma unroll
+                    for (uint32_t q = 0; q < S_WARP_TAPS; q++) {
+                        const uint32_t r = i + q * G + grp;
+                        const int j = r < n_on ? (int)__fns(m, 0, (int)r + 1) : 0;
+                        tq[q] = __shfl_sync(0xffffffffu, t, j);
+                        const int iq = __shfl_sync(0xffffffffu, ip, j);
+                        xq[q] = r < n_on && kap < kin
+                                    ? __ldg(inb + (size_t)iq * s.in_stride + kap) : 0.0f;
+                    }
+#pragma unroll
+                    for (uint32_t q = 0; q < S_WARP_TAPS; q++) {
+                        const float x = xq[q];
+                        v2 = fmaf(cw[tq[q]] * x, x, v2);
+                        const unsigned nz = __ballot_sync(0xffffffffu, x != 0.0f);
+                        if (x != 0.0f)
+                            lst[n + __popc(nz & lt)] = make_float2(
+                                x, __int_as_float((int)((kap * nl + tq[q]) * ks)));
+                        n += __popc(nz);
+                    }
+                }
+        }
+        s_warp_run(lst, n, s.a, k4, act, e);
+        /* one v^2 for every lane: lane 0's sum */
+        v2 = __shfl_sync(0xffffffffu, nc_dev_warp_sum(v2), 0);
+    }
+    if (W > 1) {        /* the team's partial sums, added in warp order */
+        __syncthreads();                /* every list is spent */
+        float4 *red = (float4 *)ent;                            /* [P * W][32] */
+        float *rv = (float *)(red + (size_t)P * W * 32u);       /* [P * W] */
+        red[warp * 32u + lane] = e;
+        if (lane == 0)
+            rv[warp] = v2;
+        __syncthreads();
+        if (w == 0)
+            for (uint32_t j = 1; j < W; j++) {
+                const float4 x = red[(warp + j) * 32u + lane];
+                e.x += x.x;
+                e.y += x.y;
+                e.z += x.z;
+                e.w += x.w;
+                v2 += rv[warp + j];
+            }
+    }
+    if (w != 0 || o >= n_o)
+        return;
+    const size_t row = b * n_o + o;
+    float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (act) {
+        val = nc_dev_s_finish4(e, v2, s, k4);
+        *(float4 *)(out + row * ks + k4) = val;
+    }
+    const bool any = __any_sync(0xffffffffu, val.x > 0.0f || val.y > 0.0f || val.z > 0.0f ||
+                                                 val.w > 0.0f);
+    /* one block of planes writes the map; with several, the launcher
+     * cleared it and any block that fires sets it */
+    if (occ_out && lane == 0 && (gridDim.y == 1 || any))
+        occ_out[row] = (uint8_t)any;
+}
+
+extern "C" uint32_t nc_gpu_neocog_s_warp_default(const nc_gpu_neocog_s_args *s,
+                                                 uint32_t batch, uint32_t n_sm)
+{
+    if (!s || batch < 1 || n_sm < 1 || s->g.n_out < 1)
+        return 1;
+    const size_t ks = nc_dev_kstride(s->k_out);
+    const size_t have = (size_t)batch * s->g.n_out * s->g.n_out *
+                        ((ks + S_WARP_PLANES - 1) / S_WARP_PLANES);
+    const size_t want = (size_t)n_sm * 24u;
+    uint32_t W = 1;
+    while (W < NC_GPU_NEOCOG_S_WARP_MAX && have * W < want && 2u * 2u * W <= (uint32_t)s->g.n_live)
+        W *= 2;
+    return W;
+}
+
+extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const float *in,
+                                            const uint8_t *occ_in, float *out,
+                                            uint8_t *occ_out, uint32_t batch, uint32_t warps,
+                                            cudaStream_t stream)
+{
+    if (!s || !in || !out || batch < 1 || s->k_in < 1 || s->k_in > s->in_stride ||
+        s->k_out < 1 || s->k_out > NC_NEOCOG_MAX_PLANES || !s->a || !s->b ||
+        s->g.n_out < 1 || s->g.n_live < 1 || s->g.step != 1 ||
+        !(s->theta > 0.0f && s->theta < 1.0f))
+        return -EINVAL;
+    if (((uintptr_t)s->a & 15) != 0 || ((uintptr_t)in & 15) != 0 || ((uintptr_t)out & 15) != 0)
+        return -EINVAL;
+    int dev = 0, n_sm = 0;
+    if (warps == 0) {
+        NC_CUDA_CHECK(cudaGetDevice(&dev));
+        NC_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        warps = nc_gpu_neocog_s_warp_default(s, batch, (uint32_t)n_sm);
+    }
+    if (warps > NC_GPU_NEOCOG_S_WARP_MAX || (warps & (warps - 1)) != 0)
+        return -EINVAL;
+    const uint32_t ks = nc_dev_kstride(s->k_out), nl = (uint32_t)s->g.n_live;
+    /* weight offsets travel as 32-bit integers */
+    if ((uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
+        return -EINVAL;
+    const uint32_t W = warps, P = s_warp_positions(W);
+    const uint32_t n_o = (uint32_t)(s->g.n_out * s->g.n_out);
+    const size_t n_blocks = (size_t)batch * ((n_o + P - 1) / P);
+    const uint32_t n_kc = (ks + S_WARP_PLANES - 1) / S_WARP_PLANES;
+    if (n_blocks > 0x7fffffffu || n_kc > 65535u)
+        return -E2BIG;
+    const size_t smem = s_warp_smem(P, W, nl);
+    int r;
+    if ((r = nc_dev_smem_allow((const void *)s_warp_kernel, smem)) < 0)
+        return r;
+    if (occ_out && n_kc > 1)
+        NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
+    s_warp_kernel<<<dim3((unsigned)n_blocks, n_kc), P * W * 32u, smem, stream>>>(
+        *s, in, occ_in, out, occ_out, P, W);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
