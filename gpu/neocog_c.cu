@@ -439,7 +439,8 @@ extern "C" const char *nc_gpu_neocog_c_kind_name(int kind)
 {
     return kind == NC_GPU_NEOCOG_C_STAGED ? "staged"
          : kind == NC_GPU_NEOCOG_C_DIRECT ? "direct"
-         : kind == NC_GPU_NEOCOG_C_TILE ? "tile" : "?";
+         : kind == NC_GPU_NEOCOG_C_TILE ? "tile"
+         : kind == NC_GPU_NEOCOG_C_WARP ? "warp" : "?";
 }
 
 extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind,
@@ -451,6 +452,9 @@ extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int k
         return nc_gpu_neocog_c_forward(c, in, occ_in, out, occ_out, batch, per_block, stream);
     if (kind == NC_GPU_NEOCOG_C_TILE)
         return nc_gpu_neocog_c_tile_forward(c, in, occ_in, out, occ_out, batch, per_block, 0,
+                                            stream);
+    if (kind == NC_GPU_NEOCOG_C_WARP)
+        return nc_gpu_neocog_c_warp_forward(c, in, occ_in, out, occ_out, batch, per_block,
                                             stream);
     if (kind != NC_GPU_NEOCOG_C_DIRECT || !c || !in || !out || batch < 1 || c->k < 1 ||
         c->k > NC_NEOCOG_MAX_PLANES || c->g.n_out < 1 || c->g.win > 32 || c->g.win < 1 ||

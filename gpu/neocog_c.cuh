@@ -33,18 +33,25 @@ int nc_gpu_neocog_c_forward(const nc_gpu_neocog_c_args *c, const float *in,
  *         planes), the tile's union window staged in shared memory once
  *         (empty cells as zeros), a thread per (position, 4 planes, tap
  *         slice), the slices added by a fixed shuffle tree
- *         (neocog_c_tile.cu). */
+ *         (neocog_c_tile.cu);
+ * WARP    for small batches: a team of warps per output position, each warp
+ *         listing its share of the occupied live taps (lane = tap, the
+ *         occupancy loads of four rounds in flight) and summing them straight
+ *         from global memory (lanes = groups of 16-byte plane slices, four
+ *         entries in flight), the groups and the team's warps added in a
+ *         fixed order; no staging but the tap table (neocog_c_warp.cu). */
 enum {
     NC_GPU_NEOCOG_C_STAGED = 0,
     NC_GPU_NEOCOG_C_DIRECT = 1,
     NC_GPU_NEOCOG_C_TILE = 2,
-    NC_GPU_NEOCOG_C_N_KINDS = 3,
+    NC_GPU_NEOCOG_C_WARP = 3,
+    NC_GPU_NEOCOG_C_N_KINDS = 4,
 };
 const char *nc_gpu_neocog_c_kind_name(int kind);
 
 /* As nc_gpu_neocog_c_forward with the kernel chosen (per_block: positions
  * per block for STAGED, most positions per warp strip for DIRECT, the tile
- * side for TILE; 0: the default).  DIRECT and TILE need in and out 16-byte
+ * side for TILE, warps a position for WARP; 0: the default).  DIRECT and TILE need in and out 16-byte
  * aligned. */
 int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind, const float *in,
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
@@ -60,6 +67,14 @@ int nc_gpu_neocog_c_tile_forward(const nc_gpu_neocog_c_args *c, const float *in,
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                  uint32_t batch, uint32_t side, uint32_t slices,
                                  cudaStream_t stream);
+
+/* The WARP kernel with teams of `team` warps a position (1, 2, 4, 8 or 16;
+ * 0: enough for about 24 warps an SM at this batch, no fewer than two taps
+ * a warp).  in and out 16-byte aligned.  -EINVAL on bad arguments, -E2BIG
+ * past the grid or 32-bit cell offsets; both before anything is queued. */
+int nc_gpu_neocog_c_warp_forward(const nc_gpu_neocog_c_args *c, const float *in,
+                                 const uint8_t *occ_in, float *out, uint8_t *occ_out,
+                                 uint32_t batch, uint32_t team, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

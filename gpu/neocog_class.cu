@@ -25,6 +25,8 @@ static __global__ void class_kernel(const float *__restrict__ in, uint32_t n_pos
     const float *inb = in + b * n_pos * ks;
     for (uint32_t c = threadIdx.x; c < n_classes; c += blockDim.x)
         best[c] = 0u;
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
     __syncthreads();
     for (uint32_t i = threadIdx.x; i < n_pos * ks; i += blockDim.x) {
         const uint32_t kk = i % ks;
@@ -63,8 +65,7 @@ extern "C" int nc_gpu_neocog_class_forward(const float *in, uint32_t n_pos, uint
      * 25 x 72 cells took 9 us (ncu) for a trivial maximum. */
     const uint32_t cells = n_pos * nc_neocog_kstride(k);
     const uint32_t threads = cells >= 1024u ? 1024u : cells <= 128u ? 128u : (cells + 31u) & ~31u;
-    class_kernel<<<batch, threads, 0, stream>>>(in, n_pos, k, labels_of_plane, n_classes,
-                                                scores, labels);
-    NC_CUDA_CHECK(cudaGetLastError());
+    NC_CUDA_CHECK(nc_dev_launch(class_kernel, dim3(batch), dim3(threads), 0, stream, batch, in,
+                                n_pos, k, labels_of_plane, n_classes, scores, labels));
     return 0;
 }

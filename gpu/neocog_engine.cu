@@ -214,7 +214,7 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
             return r;
         e->use_gemm[l] = 1;
         e->c_kind[l] = NC_GPU_NEOCOG_C_DIRECT;
-        e->c_small_kind[l] = NC_GPU_NEOCOG_C_TILE;
+        e->c_small_kind[l] = NC_GPU_NEOCOG_C_SMALL;
     }
     /* split scratch for any split a stage may be given: at batch n the
      * engine runs max_split / n runs, so n * runs <= max_split */
@@ -783,19 +783,19 @@ static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
  * the per-layer pick (staged / tile / staged) made the whole net 3 us slower
  * than the tile kernel on every layer (docs/gpu-neocog-notes.md, session 9).
  * So the pick stays only if the whole net at batch 1 under variant v is
- * faster with it than with the default, TILE everywhere. */
+ * faster with it than with the default, NC_GPU_NEOCOG_C_SMALL everywhere. */
 static int check_small_c(nc_gpu_neocog *e, int v)
 {
     int pick[NC_NEOCOG_MAX_STAGES];
-    float m_pick = 0.0f, m_tile = 0.0f;
+    float m_pick = 0.0f, m_dflt = 0.0f;
     for (uint32_t l = 0; l + 1 < e->n_stages; l++)
         pick[l] = e->c_small_kind[l];
     int r = time_s(e, v, -1, 1, 10, &m_pick);
     for (uint32_t l = 0; l + 1 < e->n_stages; l++)
-        e->c_small_kind[l] = NC_GPU_NEOCOG_C_TILE;
+        e->c_small_kind[l] = NC_GPU_NEOCOG_C_SMALL;
     if (r == 0)
-        r = time_s(e, v, -1, 1, 10, &m_tile);
-    if (r == 0 && m_pick < m_tile)
+        r = time_s(e, v, -1, 1, 10, &m_dflt);
+    if (r == 0 && m_pick < m_dflt)
         for (uint32_t l = 0; l + 1 < e->n_stages; l++)
             e->c_small_kind[l] = pick[l];
     return r;

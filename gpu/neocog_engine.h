@@ -31,12 +31,19 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
 #define NC_GPU_NEOCOG_CHUNK 1024
 /* The C kernel the engine picks per layer (DIRECT unless the tuner found
  * another faster) runs from this batch on; below it the small-batch kernel
- * (TILE unless the tuner found another faster at batch 1) does: on an H100,
- * batch 1, TILE UC1..UC3 8.6 / 8.2 / 6.1 us against STAGED 10.9 / 9.7 /
- * 6.7 us (DIRECT, long strips per warp and few warps, slower still), and at
- * 1024 DIRECT 0.73 / 0.29 / 0.08 us per character against TILE 1.42 / 0.95
- * / 0.63; 32 is where AUTO switches to GEMM. */
+ * (NC_GPU_NEOCOG_C_SMALL unless the tuner found another faster at batch 1)
+ * does: on an H100, batch 1, TILE UC1..UC3 8.6 / 8.2 / 6.1 us against
+ * STAGED 10.9 / 9.7 / 6.7 us (DIRECT, long strips per warp and few warps,
+ * slower still), and at 1024 DIRECT 0.73 / 0.29 / 0.08 us per character
+ * against TILE 1.42 / 0.95 / 0.63; 32 is where AUTO switches to GEMM. */
 #define NC_GPU_NEOCOG_C_MIN 32
+/* The small-batch C kernel by default: WARP, whose launches overlap the
+ * previous layer's (programmatic dependence, gpu/neocog_dev.cuh).  On an
+ * H100 at batch 1, with the warp-team S kernels, the whole net took 52.9 us
+ * with WARP on every C-layer against 61.3 STAGED and 69.2 TILE (TILE was
+ * 58.8 before the overlap: its few heavy blocks, launched early, land badly,
+ * so it runs without). */
+#define NC_GPU_NEOCOG_C_SMALL NC_GPU_NEOCOG_C_WARP
 /* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
 #define NC_GPU_NEOCOG_AUTO_MIN 128
 /* The S kernel by teams of warps (nc_gpu_neocog_set_s_warp) runs up to this
@@ -120,8 +127,8 @@ int nc_gpu_neocog_set_auto(nc_gpu_neocog *eng, uint32_t from);
 uint32_t nc_gpu_neocog_get_auto(const nc_gpu_neocog *eng);
 /* 1 when stage l runs the GEMM path under NC_GPU_NEOCOG_GEMM. */
 int nc_gpu_neocog_stage_uses_gemm(const nc_gpu_neocog *eng, uint32_t l);
-/* The kernel of C-layer l (l + 1 < stages): NC_GPU_NEOCOG_C_STAGED or
- * NC_GPU_NEOCOG_C_DIRECT or NC_GPU_NEOCOG_C_TILE (gpu/neocog_c.cuh; the
+/* The kernel of C-layer l (l + 1 < stages): NC_GPU_NEOCOG_C_STAGED,
+ * _DIRECT, _TILE or _WARP (gpu/neocog_c.cuh; the
  * default is DIRECT, and nc_gpu_neocog_tune with GEMM or AUTO keeps the
  * fastest one per layer at its batch). */
 int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
@@ -129,7 +136,7 @@ int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
  * whatever c_kind says (default NC_GPU_NEOCOG_C_MIN; 1: c_kind always). */
 int nc_gpu_neocog_set_c_min(nc_gpu_neocog *eng, uint32_t from);
 int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *eng, uint32_t l);
-/* The kernel of C-layer l below c_min (default NC_GPU_NEOCOG_C_TILE;
+/* The kernel of C-layer l below c_min (default NC_GPU_NEOCOG_C_SMALL;
  * nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min also times every kind
  * at batch 1 and keeps the fastest per layer).  A kernel that refuses the
  * layer is replaced by the STAGED one, or DIRECT where STAGED refuses. */

@@ -29,6 +29,8 @@ static __global__ void g_kernel(const __grid_constant__ nc_gpu_neocog_g_args a,
     const size_t i = t / G;
     const int part = (int)(t % G);
     const bool live = i < n_pos;
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
     if (G == 1 && !live)
         return;
     const nc_gpu_neocog_geom &g = a.g;
@@ -73,11 +75,10 @@ extern "C" int nc_gpu_neocog_g_forward(const nc_gpu_neocog_g_args *g, const floa
     if ((n_pos + 127) / 128 > 0x7fffffffu / 4)
         return -EINVAL;
     if (n_pos < G_SPLIT_BELOW)
-        g_kernel<4><<<(unsigned)((4 * n_pos + 127) / 128), 128, 0, stream>>>(*g, in, out,
-                                                                           occ_out, n_pos);
+        NC_CUDA_CHECK(nc_dev_launch(g_kernel<4>, dim3((unsigned)((4 * n_pos + 127) / 128)),
+                                    dim3(128), 0, stream, batch, *g, in, out, occ_out, n_pos));
     else
-        g_kernel<1><<<(unsigned)((n_pos + 127) / 128), 128, 0, stream>>>(*g, in, out,
-                                                                       occ_out, n_pos);
-    NC_CUDA_CHECK(cudaGetLastError());
+        NC_CUDA_CHECK(nc_dev_launch(g_kernel<1>, dim3((unsigned)((n_pos + 127) / 128)),
+                                    dim3(128), 0, stream, batch, *g, in, out, occ_out, n_pos));
     return 0;
 }

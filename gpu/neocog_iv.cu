@@ -68,6 +68,8 @@ static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in
     const float *inb = in + ch * P.n_i * P.in_stride;
     const float *usb = us + ch * P.n_p * P.ks;
     const uint32_t C = P.n_classes, T = P.top_t;
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
 
     for (uint32_t i = threadIdx.x; i < P.n_i; i += blockDim.x) {
         const float *u = inb + (size_t)i * P.in_stride;
@@ -274,14 +276,13 @@ int nc_gpu_neocog_iv_classify(const nc_gpu_neocog_iv *d, const float *in, const 
         return -EINVAL;
     const uint32_t T = d->p.top_t;
     if (T <= IV_T_SMALL)
-        iv_kernel<IV_T_SMALL><<<batch, d->threads, d->smem, stream>>>(d->p, in, us, scores,
-                                                                      labels);
+        NC_CUDA_CHECK(nc_dev_launch(iv_kernel<IV_T_SMALL>, dim3(batch), dim3(d->threads),
+                                    d->smem, stream, batch, d->p, in, us, scores, labels));
     else if (T <= IV_T_MID)
-        iv_kernel<IV_T_MID><<<batch, d->threads, d->smem, stream>>>(d->p, in, us, scores,
-                                                                    labels);
+        NC_CUDA_CHECK(nc_dev_launch(iv_kernel<IV_T_MID>, dim3(batch), dim3(d->threads),
+                                    d->smem, stream, batch, d->p, in, us, scores, labels));
     else
-        iv_kernel<IV_T_MAX><<<batch, d->threads, d->smem, stream>>>(d->p, in, us, scores,
-                                                                    labels);
-    NC_CUDA_CHECK(cudaGetLastError());
+        NC_CUDA_CHECK(nc_dev_launch(iv_kernel<IV_T_MAX>, dim3(batch), dim3(d->threads),
+                                    d->smem, stream, batch, d->p, in, us, scores, labels));
     return 0;
 }

@@ -286,6 +286,8 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
     }
     if (tid < P)
         flag[tid] = 0;
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
     /* occupied input cells of the union window as one 64-bit mask per row
      * (0 outside the input: that is the edge clipping) */
     for (uint32_t ty = warp; ty < win; ty += n_warps) {
@@ -685,8 +687,8 @@ static int s_launch(const nc_gpu_neocog_s_args *s, const float *in, const uint8_
         if (occ_out && n_kc > 1)
             NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
         const dim3 grid((unsigned)((size_t)batch * s->g.n_out * nce), n_kc, R);
-        s_sparse_kernel<<<grid, Pe * T * 32u, smem, stream>>>(*s, in, occ_in, out, occ_out,
-                                                              Pe, T, kc, sp);
+        NC_CUDA_CHECK(nc_dev_launch(s_sparse_kernel, grid, dim3(Pe * T * 32u), smem, stream,
+                                    batch, *s, in, occ_in, out, occ_out, Pe, T, kc, sp));
         break;
     }
     default:

@@ -104,6 +104,8 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         cw[t] = g.w[t];
     }
     __syncthreads();
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();          /* the previous layer's output is read from here on */
 
     float4 e = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float v2 = 0.0f;
@@ -248,8 +250,7 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
         return r;
     if (occ_out && n_kc > 1)
         NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
-    s_warp_kernel<<<dim3((unsigned)n_blocks, n_kc), P * W * 32u, smem, stream>>>(
-        *s, in, occ_in, out, occ_out, P, W);
-    NC_CUDA_CHECK(cudaGetLastError());
+    NC_CUDA_CHECK(nc_dev_launch(s_warp_kernel, dim3((unsigned)n_blocks, n_kc), dim3(P * W * 32u),
+                                smem, stream, batch, *s, in, occ_in, out, occ_out, P, W));
     return 0;
 }

@@ -1,8 +1,9 @@
 /* tests/gpu/test_neocog.c — parity of the GPU neocognitron with core/.
  *
- * Every layer (UG, US1..US4 in every S-layer variant, UC1..UC3 with every C
- * kernel and several shapes of the tile one, UC4) is fed
- * the very input core's layer got and compared with core's output:
+ * Every layer (UG, US1..US4 in every S-layer variant and every team of the
+ * warp-team S kernel, UC1..UC3 with every C kernel, several shapes of the
+ * tile one and every team of the warp one, UC4) is fed the very input core's
+ * layer got and compared with core's output:
  * ||gpu - cpu|| / ||cpu|| <= 1e-5 over the batch, no NaN (outputs are
  * poisoned with NaN before each run, so an unwritten cell fails), and the
  * occupancy map each kernel writes must match its own output.  Inputs are
@@ -70,6 +71,8 @@ static uint32_t s_splits;
  * (nc_gpu_neocog_s_forward_warp) and its team size; 0: not that kernel */
 static int s_warp_on;
 static uint32_t s_warps;
+/* run_case's team size for the WARP C kernel; 0: its default */
+static uint32_t c_team;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -270,7 +273,8 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
                                              tile_side, tile_slices, 0);
         else
             r = nc_gpu_neocog_c_forward_kind(&lc->c, variant, d_in, d_occ_in, d_out, d_occ_out,
-                                             batch, 0, 0);
+                                             batch, variant == NC_GPU_NEOCOG_C_WARP ? c_team : 0,
+                                             0);
     }
     CHECK_MSG(r == 0, "%s: launch %d (%s)", tag, r, nc_gpu_last_error());
     CUDA_OK(cudaDeviceSynchronize());
@@ -539,6 +543,29 @@ static void test_layers(void)
             s_warps = 0;
             fprintf(stderr, "  %-3s: warp teams 0(default)/1/2/4/8/16 x batches 1/3/33 "
                     "(200 for 0-2): %s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
+        }
+        /* the WARP C kernel's team sizes (the default is in the kinds'
+         * loop above); a team that is no power of two is refused */
+        if (is_c) {
+            static const uint32_t team[] = { 1, 2, 4, 8, 16 }, sb[] = { 1, 3, 33 };
+            before = nc_test_failures;
+            CHECK_INT_EQ(nc_gpu_neocog_c_forward_kind(&lc.c, NC_GPU_NEOCOG_C_WARP, d_a[0], NULL,
+                                                      d_a[0], NULL, 1, 3, 0), -EINVAL);
+            for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
+                c_team = team[i];
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
+                    char tag[96];
+                    snprintf(tag, sizeof tag, "%s warp team %u digits", name[layer], c_team);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_C_WARP, in_real, ref_real, sb[bi]);
+                    if (!with_random)
+                        continue;
+                    snprintf(tag, sizeof tag, "%s warp team %u random", name[layer], c_team);
+                    run_case(tag, &lc, NC_GPU_NEOCOG_C_WARP, in_rand, ref_rand, sb[bi]);
+                }
+            }
+            c_team = 0;
+            fprintf(stderr, "  %-3s: warp teams 1/2/4/8/16 x batches 1/3/33: %s\n", name[layer],
                     nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the tile kernel's other shapes (the bench times them all): tile
