@@ -32,32 +32,30 @@ static size_t s_warp_smem(uint32_t P, uint32_t W, uint32_t nl)
     return (size_t)P * W * S_WARP_CAP * sizeof(float2) + (size_t)nl * 2u * sizeof(int);
 }
 
-/* e += u * a[off + k4 .. k4 + 3] over the n listed entries (active lanes
- * only: the others own no planes), eight loads in flight */
+/* e += u * a[off + k4 .. k4 + 3] over the listed entries eg, eg + Ge, ..
+ * below n (lanes that own planes only), eight loads in flight */
 static __device__ __forceinline__ void s_warp_run(const float2 *lst, uint32_t n,
                                                   const float *__restrict__ a, uint32_t k4,
-                                                  bool act, float4 &e)
+                                                  uint32_t eg, uint32_t Ge, bool act,
+                                                  float4 &e)
 {
     __syncwarp();
     if (act) {
-        uint32_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            float4 p[4], w[8];
+        uint32_t i = eg;
+        for (; i + 7u * Ge < n; i += 8u * Ge) {
+            float2 p[8];
+            float4 w[8];
 #pragma unroll
-            for (int q = 0; q < 4; q++)
-                p[q] = *(const float4 *)(lst + i + 2 * q);
+            for (uint32_t q = 0; q < 8; q++)
+                p[q] = lst[i + q * Ge];
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                w[2 * q] = __ldg((const float4 *)(a + __float_as_int(p[q].y) + k4));
-                w[2 * q + 1] = __ldg((const float4 *)(a + __float_as_int(p[q].w) + k4));
-            }
+            for (uint32_t q = 0; q < 8; q++)
+                w[q] = __ldg((const float4 *)(a + __float_as_int(p[q].y) + k4));
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                nc_dev_fma4(p[q].x, w[2 * q], e);
-                nc_dev_fma4(p[q].z, w[2 * q + 1], e);
-            }
+            for (uint32_t q = 0; q < 8; q++)
+                nc_dev_fma4(p[q].x, w[q], e);
         }
-        for (; i < n; i++) {
+        for (; i < n; i += Ge) {
             const float2 p = lst[i];
             nc_dev_fma4(p.x, __ldg((const float4 *)(a + __float_as_int(p.y) + k4)), e);
         }
@@ -69,9 +67,10 @@ static __device__ __forceinline__ void s_warp_run(const float2 *lst, uint32_t n,
  * scan's registers need not hold the eight loads in flight */
 static __device__ __noinline__ float4 s_warp_flush(const float2 *lst, uint32_t n,
                                                    const float *__restrict__ a, uint32_t k4,
-                                                   bool act, float4 e)
+                                                   uint32_t eg, uint32_t Ge, bool act,
+                                                   float4 e)
 {
-    s_warp_run(lst, n, a, k4, act, e);
+    s_warp_run(lst, n, a, k4, eg, Ge, act, e);
     return e;
 }
 
@@ -91,8 +90,14 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
     float *cw = (float *)(tyx + nl);                            /* [nl] */
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     const uint32_t p = warp / W, w = warp - p * W, o = p0 + p;
-    const uint32_t k4 = blockIdx.y * S_WARP_PLANES + 4u * lane;
-    const bool act = k4 < ks;
+    /* the list's entries by Ge groups of Lk lanes: Lk the float4s of this
+     * block's planes rounded up to a power of two, lane ql of a group owning
+     * planes k4 .. k4 + 3 (at US1's 16 planes, 8 entries at once) */
+    const uint32_t nq = min(ks - blockIdx.y * S_WARP_PLANES, S_WARP_PLANES) / 4u;
+    const uint32_t Lk = nq <= 1u ? 1u : 1u << (32 - __clz((int)nq - 1));
+    const uint32_t Ge = 32u / Lk, eg = lane / Lk, ql = lane % Lk;
+    const uint32_t k4 = blockIdx.y * S_WARP_PLANES + 4u * ql;
+    const bool act = ql < nq;
     const unsigned lt = nc_dev_lanemask_lt();
     /* lanes per tap: kin rounded up to a power of two, at most 32; G taps
      * a load */
@@ -135,7 +140,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                 for (uint32_t k0 = 0; k0 < kin; k0 += 32u) {
                     const uint32_t kap = k0 + sub;
                     if (n + 32u * S_WARP_TAPS > S_WARP_CAP) {   /* room for all four */
-                        e = s_warp_flush(lst, n, s.a, k4, act, e);
+                        e = s_warp_flush(lst, n, s.a, k4, eg, Ge, act, e);
                         n = 0;
                     }
                     uint32_t tq[S_WARP_TAPS];
@@ -161,7 +166,14 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                     }
                 }
         }
-        s_warp_run(lst, n, s.a, k4, act, e);
+        s_warp_run(lst, n, s.a, k4, eg, Ge, act, e);
+        /* the entry groups, in a fixed tree: group 0 ends with the sums */
+        for (uint32_t d = Lk; d < 32u; d <<= 1) {
+            e.x += __shfl_down_sync(0xffffffffu, e.x, d);
+            e.y += __shfl_down_sync(0xffffffffu, e.y, d);
+            e.z += __shfl_down_sync(0xffffffffu, e.z, d);
+            e.w += __shfl_down_sync(0xffffffffu, e.w, d);
+        }
         /* one v^2 for every lane: lane 0's sum */
         v2 = __shfl_sync(0xffffffffu, nc_dev_warp_sum(v2), 0);
     }
@@ -187,7 +199,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         return;
     const size_t row = b * n_o + o;
     float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (act) {
+    if (act && eg == 0) {
         val = nc_dev_s_finish4(e, v2, s, k4);
         *(float4 *)(out + row * ks + k4) = val;
     }

@@ -16,7 +16,9 @@
  * lists the non-zero planes (u, weight offset) in its own shared-memory
  * segment with ballot + popc, in a fixed order.  The lanes then run down the
  * list, lane j owning planes 4j .. 4j + 3 of the block's 128 (16-byte weight
- * loads, four FMAs an entry, eight entries in flight).  The W partial sums
+ * loads, four FMAs an entry, eight entries in flight; with fewer planes the
+ * warp's lanes split into groups that take every G-th entry and meet by a
+ * fixed shuffle tree: at 16 planes, eight entries at once).  The W partial sums
  * meet once, in warp order, so every launch gives the same bits.  Planes
  * past 128 go to gridDim.y blocks that list the same cells.  No barrier in
  * the scan, no atomics, every output cell written once. */
