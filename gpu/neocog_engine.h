@@ -39,17 +39,17 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
 #define NC_GPU_NEOCOG_C_MIN 32
 /* The small-batch C kernel by default: WARP, whose launches overlap the
  * previous layer's (programmatic dependence, gpu/neocog_dev.cuh).  On an
- * H100 at batch 1, with the warp-team S kernels, the whole net took 52.9 us
- * with WARP on every C-layer against 61.3 STAGED and 69.2 TILE (TILE was
- * 58.8 before the overlap: its few heavy blocks, launched early, land badly,
- * so it runs without). */
+ * H100 at batch 1, with the warp-team S kernels, the whole net took 50.8 us
+ * with WARP on every C-layer against 55.0 TILE, 59.4 STAGED and 64.5 DIRECT
+ * (TILE launched with the overlap took 68-73 us: its few heavy blocks,
+ * launched early, land badly, so it runs without). */
 #define NC_GPU_NEOCOG_C_SMALL NC_GPU_NEOCOG_C_WARP
 /* AUTO's threshold until the tuner measures one: GEMM from this batch on. */
 #define NC_GPU_NEOCOG_AUTO_MIN 128
 /* The S kernel by teams of warps (nc_gpu_neocog_set_s_warp) runs up to this
- * batch: on an H100, the seed's net, the whole net by graph took 58.3 /
- * 78.5 / 118.3 / 187.1 / 307.2 us at batches 1 / 2 / 4 / 8 / 16 with it
- * and 73.5 / 89.3 / 118.4 / 192.4 / 300.3 us with the sparse kernel. */
+ * batch: on an H100, the seed's net, the whole net by graph took 52.5 /
+ * 74.6 / 109.1 / 172.2 / 305.2 us at batches 1 / 2 / 4 / 8 / 16 with it
+ * and 74.8 / 88.3 / 112.0 / 189.1 / 305.3 us with the sparse kernel. */
 #define NC_GPU_NEOCOG_S_WARP_BATCH 8
 
 /* Upload net (every stage with >= 1 plane, labels set) to device `device`
