@@ -116,26 +116,8 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
         const uint32_t G = 32u / Lq, grp = lane / Lq, sub = lane % Lq;
         const bool act = sub < Qp;
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (act) {
-            uint32_t i = grp;
-            for (; i + 3u * G < n; i += 4u * G) {
-                float2 e[4];
-                float4 v[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    e[j] = lst[i + j * G];
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    v[j] = __ldg(in4 + (size_t)__float_as_int(e[j].y) * Q + q0 + sub);
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    nc_dev_fma4(e[j].x, v[j], acc);
-            }
-            for (; i < n; i += G) {
-                const float2 e = lst[i];
-                nc_dev_fma4(e.x, __ldg(in4 + (size_t)__float_as_int(e.y) * Q + q0 + sub), acc);
-            }
-        }
+        if (act)
+            nc_dev_list_fma4<4>(lst, n, grp, G, in4, Q, q0 + sub, acc);
         /* the groups: lane sub of group 0 ends with the sum, groups added
          * in a fixed tree */
         for (uint32_t d = Lq; d < 32u; d <<= 1) {
@@ -144,19 +126,9 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
             acc.z += __shfl_down_sync(0xffffffffu, acc.z, d);
             acc.w += __shfl_down_sync(0xffffffffu, acc.w, d);
         }
-        if (W > 1) {    /* the team, in warp order */
-            __syncthreads();
-            red[warp * 32u + lane] = acc;
-            __syncthreads();
-            if (w == 0)
-                for (uint32_t j = 1; j < W; j++) {
-                    const float4 x = red[(warp + j) * 32u + lane];
-                    acc.x += x.x;
-                    acc.y += x.y;
-                    acc.z += x.z;
-                    acc.w += x.w;
-                }
-        }
+        float none = 0.0f;
+        if (W > 1)      /* the team, in warp order */
+            acc = nc_dev_team_sum4(red, nullptr, warp, w, W, lane, acc, none);
         if (w == 0 && live && grp == 0 && act) {
             const float4 v = nc_dev_psi4(acc, (int)(4u * (q0 + sub)), (int)c.k);
             ((float4 *)out)[(b * n_o + o) * Q + q0 + sub] = v;

@@ -166,6 +166,65 @@ static inline cudaError_t nc_dev_launch(void (*kernel)(KArgs...), dim3 grid, dim
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
 
+/* acc += w * base[idx * mul + add] over the entries (w, idx as int bits)
+ * i0, i0 + G, .. below n of a list in shared memory, N loads in flight:
+ * the last step of the warp-team kernels, where a lane's group runs down
+ * the warp's list (S: weight rows, C: input cells) */
+template <int N>
+static __device__ __forceinline__ void nc_dev_list_fma4(const float2 *lst, uint32_t n,
+                                                        uint32_t i0, uint32_t G,
+                                                        const float4 *__restrict__ base,
+                                                        uint32_t mul, uint32_t add,
+                                                        float4 &acc)
+{
+    uint32_t i = i0;
+    for (; i + (N - 1) * G < n; i += N * G) {
+        float2 p[N];
+        float4 v[N];
+#pragma unroll
+        for (int q = 0; q < N; q++)
+            p[q] = lst[i + q * G];
+#pragma unroll
+        for (int q = 0; q < N; q++)
+            v[q] = __ldg(base + (size_t)(uint32_t)__float_as_int(p[q].y) * mul + add);
+#pragma unroll
+        for (int q = 0; q < N; q++)
+            nc_dev_fma4(p[q].x, v[q], acc);
+    }
+    for (; i < n; i += G) {
+        const float2 p = lst[i];
+        nc_dev_fma4(p.x, __ldg(base + (size_t)(uint32_t)__float_as_int(p.y) * mul + add), acc);
+    }
+}
+
+/* The W warps of a team (warps warp - w .. warp - w + W - 1 of the block,
+ * this one the w-th) add their lanes' x, and each its scalar s when rs is
+ * not NULL, in warp order through shared memory red ([warps][32]) and rs
+ * ([warps]): the team's first warp ends with the sums.  Every thread of
+ * the block calls it (two barriers; the first also means red may be memory
+ * the block used before). */
+static __device__ __forceinline__ float4 nc_dev_team_sum4(float4 *red, float *rs, uint32_t warp,
+                                                          uint32_t w, uint32_t W, uint32_t lane,
+                                                          float4 x, float &s)
+{
+    __syncthreads();
+    red[warp * 32u + lane] = x;
+    if (rs && lane == 0)
+        rs[warp] = s;
+    __syncthreads();
+    if (w == 0)
+        for (uint32_t j = 1; j < W; j++) {
+            const float4 y = red[(warp + j) * 32u + lane];
+            x.x += y.x;
+            x.y += y.y;
+            x.z += y.z;
+            x.w += y.w;
+            if (rs)
+                s += rs[warp + j];
+        }
+    return x;
+}
+
 static __device__ __forceinline__ float nc_dev_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)

@@ -801,18 +801,18 @@ static int check_small_c(nc_gpu_neocog *e, int v)
     return r;
 }
 
-/* The sparse S-layers' splits at batch 1: per stage the fastest of the
- * candidates timed alone, kept only if the whole net at batch 1 under the
- * sparse kernels beats both the default splits and no split at all (a
- * layer timed alone is not the layer in the net: see check_small_c). */
-static int tune_split(nc_gpu_neocog *e)
+/* One batch-1 setting of the sparse variant's S-layers, knob[l] (the
+ * splits or the warp teams): per stage the fastest of the candidates timed
+ * alone, kept only if the whole net at batch 1 beats both the defaults dflt
+ * and `none` on every stage (a layer timed alone is not the layer in the
+ * net: see check_small_c).  Stages the GEMM path runs keep their default. */
+static int tune_batch1(nc_gpu_neocog *e, uint32_t *knob, const uint32_t *cand, size_t n_cand,
+                       const uint32_t *dflt, uint32_t none)
 {
-    static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 };
     const int v = NC_GPU_NEOCOG_SPARSE;
-    uint32_t pick[NC_NEOCOG_MAX_STAGES], dflt[NC_NEOCOG_MAX_STAGES];
+    uint32_t pick[NC_NEOCOG_MAX_STAGES];
     int r = run_net(e, v, 1, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
-        dflt[l] = nc_gpu_neocog_s_default_splits(&e->s[l], e->block[v][l], e->n_sm);
         pick[l] = dflt[l];
         const int fit = s_fits(e, v, l);
         if (fit <= 0) {         /* the GEMM path runs this stage */
@@ -820,9 +820,9 @@ static int tune_split(nc_gpu_neocog *e)
             continue;
         }
         float best = 1e30f;
-        for (size_t i = 0; r == 0 && i < sizeof cand / sizeof cand[0]; i++) {
+        for (size_t i = 0; r == 0 && i < n_cand; i++) {
             float ms = 0.0f;
-            e->split[l] = cand[i];
+            knob[l] = cand[i];
             r = time_s(e, v, 1 + 2 * (int)l, 1, 3, &ms);
             if (r == 0 && ms < best) {
                 best = ms;
@@ -833,54 +833,35 @@ static int tune_split(nc_gpu_neocog *e)
     float m[3] = { 0.0f, 0.0f, 0.0f };         /* pick, default, none */
     for (int i = 0; r == 0 && i < 3; i++) {
         for (uint32_t l = 0; l < e->n_stages; l++)
-            e->split[l] = i == 0 ? pick[l] : i == 1 ? dflt[l] : 1;
+            knob[l] = i == 0 ? pick[l] : i == 1 ? dflt[l] : none;
         r = time_s(e, v, -1, 1, 10, &m[i]);
     }
     const int best = m[0] < m[1] && m[0] < m[2] ? 0 : m[1] <= m[2] ? 1 : 2;
     for (uint32_t l = 0; l < e->n_stages; l++)
-        e->split[l] = best == 0 ? pick[l] : best == 1 ? dflt[l] : 1;
+        knob[l] = best == 0 ? pick[l] : best == 1 ? dflt[l] : none;
     return r;
 }
 
-/* The S kernel by teams of warps at batch 1: per stage the fastest of the
- * sparse kernel (team 0, with the split tune_split kept) and teams of 1, 2,
- * 4, 8 and 16 timed alone, kept only if the whole net at batch 1 beats both
- * the default teams and the sparse kernel everywhere (see check_small_c). */
+/* The sparse kernel's splits at batch 1 (1 .. 32 runs; none: 1). */
+static int tune_split(nc_gpu_neocog *e)
+{
+    static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 };
+    uint32_t dflt[NC_NEOCOG_MAX_STAGES];
+    for (uint32_t l = 0; l < e->n_stages; l++)
+        dflt[l] = nc_gpu_neocog_s_default_splits(&e->s[l],
+                                                 e->block[NC_GPU_NEOCOG_SPARSE][l], e->n_sm);
+    return tune_batch1(e, e->split, cand, sizeof cand / sizeof cand[0], dflt, 1);
+}
+
+/* The S kernel by teams of warps at batch 1: the sparse kernel (team 0,
+ * with the splits tune_split kept) or teams of 1 .. 16. */
 static int tune_warp(nc_gpu_neocog *e)
 {
     static const uint32_t cand[] = { 0, 1, 2, 4, 8, 16 };
-    const int v = NC_GPU_NEOCOG_SPARSE;
-    uint32_t pick[NC_NEOCOG_MAX_STAGES], dflt[NC_NEOCOG_MAX_STAGES];
-    int r = run_net(e, v, 1, e->d_in, e->d_scores, e->d_labels, e->run);
-    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
-        dflt[l] = nc_gpu_neocog_s_warp_default(&e->s[l], 1, e->n_sm);
-        pick[l] = dflt[l];
-        const int fit = s_fits(e, v, l);
-        if (fit <= 0) {         /* the GEMM path runs this stage */
-            r = fit < 0 ? fit : 0;
-            continue;
-        }
-        float best = 1e30f;
-        for (size_t i = 0; r == 0 && i < sizeof cand / sizeof cand[0]; i++) {
-            float ms = 0.0f;
-            e->s_warp[l] = cand[i];
-            r = time_s(e, v, 1 + 2 * (int)l, 1, 3, &ms);
-            if (r == 0 && ms < best) {
-                best = ms;
-                pick[l] = cand[i];
-            }
-        }
-    }
-    float m[3] = { 0.0f, 0.0f, 0.0f };         /* pick, default, sparse */
-    for (int i = 0; r == 0 && i < 3; i++) {
-        for (uint32_t l = 0; l < e->n_stages; l++)
-            e->s_warp[l] = i == 0 ? pick[l] : i == 1 ? dflt[l] : 0;
-        r = time_s(e, v, -1, 1, 10, &m[i]);
-    }
-    const int best = m[0] < m[1] && m[0] < m[2] ? 0 : m[1] <= m[2] ? 1 : 2;
+    uint32_t dflt[NC_NEOCOG_MAX_STAGES];
     for (uint32_t l = 0; l < e->n_stages; l++)
-        e->s_warp[l] = best == 0 ? pick[l] : best == 1 ? dflt[l] : 0;
-    return r;
+        dflt[l] = nc_gpu_neocog_s_warp_default(&e->s[l], 1, e->n_sm);
+    return tune_batch1(e, e->s_warp, cand, sizeof cand / sizeof cand[0], dflt, 0);
 }
 
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster

@@ -32,45 +32,28 @@ static size_t s_warp_smem(uint32_t P, uint32_t W, uint32_t nl)
     return (size_t)P * W * S_WARP_CAP * sizeof(float2) + (size_t)nl * 2u * sizeof(int);
 }
 
-/* e += u * a[off + k4 .. k4 + 3] over the listed entries eg, eg + Ge, ..
- * below n (lanes that own planes only), eight loads in flight */
+/* e += u * a[4 (off + q4) .. + 3] over the listed entries eg, eg + Ge, ..
+ * below n (off in float4s; lanes that own planes only), eight loads in
+ * flight */
 static __device__ __forceinline__ void s_warp_run(const float2 *lst, uint32_t n,
-                                                  const float *__restrict__ a, uint32_t k4,
+                                                  const float *__restrict__ a, uint32_t q4,
                                                   uint32_t eg, uint32_t Ge, bool act,
                                                   float4 &e)
 {
     __syncwarp();
-    if (act) {
-        uint32_t i = eg;
-        for (; i + 7u * Ge < n; i += 8u * Ge) {
-            float2 p[8];
-            float4 w[8];
-#pragma unroll
-            for (uint32_t q = 0; q < 8; q++)
-                p[q] = lst[i + q * Ge];
-#pragma unroll
-            for (uint32_t q = 0; q < 8; q++)
-                w[q] = __ldg((const float4 *)(a + __float_as_int(p[q].y) + k4));
-#pragma unroll
-            for (uint32_t q = 0; q < 8; q++)
-                nc_dev_fma4(p[q].x, w[q], e);
-        }
-        for (; i < n; i += Ge) {
-            const float2 p = lst[i];
-            nc_dev_fma4(p.x, __ldg((const float4 *)(a + __float_as_int(p.y) + k4)), e);
-        }
-    }
+    if (act)
+        nc_dev_list_fma4<8>(lst, n, eg, Ge, (const float4 *)a, 1u, q4, e);
     __syncwarp();       /* the list is written again after this */
 }
 
 /* the same, out of line: the scan's rare flush of a full list, so the
  * scan's registers need not hold the eight loads in flight */
 static __device__ __noinline__ float4 s_warp_flush(const float2 *lst, uint32_t n,
-                                                   const float *__restrict__ a, uint32_t k4,
+                                                   const float *__restrict__ a, uint32_t q4,
                                                    uint32_t eg, uint32_t Ge, bool act,
                                                    float4 e)
 {
-    s_warp_run(lst, n, a, k4, eg, Ge, act, e);
+    s_warp_run(lst, n, a, q4, eg, Ge, act, e);
     return e;
 }
 
@@ -140,7 +123,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                 for (uint32_t k0 = 0; k0 < kin; k0 += 32u) {
                     const uint32_t kap = k0 + sub;
                     if (n + 32u * S_WARP_TAPS > S_WARP_CAP) {   /* room for all four */
-                        e = s_warp_flush(lst, n, s.a, k4, eg, Ge, act, e);
+                        e = s_warp_flush(lst, n, s.a, k4 / 4u, eg, Ge, act, e);
                         n = 0;
                     }
                     uint32_t tq[S_WARP_TAPS];
@@ -161,12 +144,12 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                         const unsigned nz = __ballot_sync(0xffffffffu, x != 0.0f);
                         if (x != 0.0f)
                             lst[n + __popc(nz & lt)] = make_float2(
-                                x, __int_as_float((int)((kap * nl + tq[q]) * ks)));
+                                x, __int_as_float((int)((kap * nl + tq[q]) * (ks / 4u))));
                         n += __popc(nz);
                     }
                 }
         }
-        s_warp_run(lst, n, s.a, k4, eg, Ge, act, e);
+        s_warp_run(lst, n, s.a, k4 / 4u, eg, Ge, act, e);
         /* the entry groups, in a fixed tree: group 0 ends with the sums */
         for (uint32_t d = Lk; d < 32u; d <<= 1) {
             e.x += __shfl_down_sync(0xffffffffu, e.x, d);
@@ -177,23 +160,10 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         /* one v^2 for every lane: lane 0's sum */
         v2 = __shfl_sync(0xffffffffu, nc_dev_warp_sum(v2), 0);
     }
-    if (W > 1) {        /* the team's partial sums, added in warp order */
-        __syncthreads();                /* every list is spent */
+    if (W > 1) {        /* the team's partial sums, in the spent lists' memory */
         float4 *red = (float4 *)ent;                            /* [P * W][32] */
-        float *rv = (float *)(red + (size_t)P * W * 32u);       /* [P * W] */
-        red[warp * 32u + lane] = e;
-        if (lane == 0)
-            rv[warp] = v2;
-        __syncthreads();
-        if (w == 0)
-            for (uint32_t j = 1; j < W; j++) {
-                const float4 x = red[(warp + j) * 32u + lane];
-                e.x += x.x;
-                e.y += x.y;
-                e.z += x.z;
-                e.w += x.w;
-                v2 += rv[warp + j];
-            }
+        e = nc_dev_team_sum4(red, (float *)(red + (size_t)P * W * 32u), warp, w, W, lane, e,
+                             v2);
     }
     if (w != 0 || o >= n_o)
         return;

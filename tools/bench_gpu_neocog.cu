@@ -111,6 +111,23 @@ static int time_batch1(nc_gpu_neocog *e, int reps, float *ret_graph, float *ret_
     return err < 0 ? err : time_work(e, &wl, reps, ret_launch);
 }
 
+/* At batch 1: each S layer alone (us, ts[0..3], on the activations one run
+ * of the net leaves), then the whole net by graph and by launches (ms). */
+static int time_s_batch1(nc_gpu_neocog *e, uint32_t ns, int reps, float *ts, float *ret_graph,
+                         float *ret_launch)
+{
+    int err = nc_gpu_neocog_enqueue(e, 1, 0);
+    if (err == 0)
+        err = nc_gpu_neocog_sync(e);
+    for (uint32_t l = 0; err == 0 && l < ns && l < 4; l++) {
+        const work w = { 0, 1 + 2 * (int)l, 1 };
+        float ms = 0.0f;
+        err = time_work(e, &w, reps, &ms);
+        ts[l] = ms * 1e3f;
+    }
+    return err < 0 ? err : time_batch1(e, reps, ret_graph, ret_launch);
+}
+
 /* With a model file only the variants that take any plane count are timed. */
 static int wanted(const nc_bench_gpu_opts *o, int v)
 {
@@ -514,19 +531,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                     if ((err = nc_gpu_neocog_set_split(e, l, cfg[c] < 0 ? kept[l]
                                                                         : (uint32_t)cfg[c])) < 0)
                         goto out;
-                float ts[NC_NEOCOG_MAX_STAGES] = { 0 };
-                if ((err = nc_gpu_neocog_enqueue(e, 1, 0)) < 0 ||
-                    (err = nc_gpu_neocog_sync(e)) < 0)
-                    goto out;
-                for (uint32_t l = 0; l < ns && l < 4; l++) {
-                    work w = { 0, 1 + 2 * (int)l, 1 };
-                    float ms = 0.0f;
-                    if ((err = time_work(e, &w, reps * 10, &ms)) < 0)
-                        goto out;
-                    ts[l] = ms * 1e3f;
-                }
-                float mg = 0.0f, ml = 0.0f;
-                if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
+                float ts[NC_NEOCOG_MAX_STAGES] = { 0 }, mg = 0.0f, ml = 0.0f;
+                if ((err = time_s_batch1(e, ns, reps * 10, ts, &mg, &ml)) < 0)
                     goto out;
                 char name[64];
                 snprintf(name, sizeof name, "%s%u/%u/%u/%u",
@@ -568,24 +574,14 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                                                               : team[c] < 0 ? best_w[l]
                                                                             : (uint32_t)team[c])) < 0)
                         goto out;
-                float ts[NC_NEOCOG_MAX_STAGES] = { 0 };
-                if ((err = nc_gpu_neocog_enqueue(e, 1, 0)) < 0 ||
-                    (err = nc_gpu_neocog_sync(e)) < 0)
+                float ts[NC_NEOCOG_MAX_STAGES] = { 0 }, mg = 0.0f, ml = 0.0f;
+                if ((err = time_s_batch1(e, ns, reps * 10, ts, &mg, &ml)) < 0)
                     goto out;
-                for (uint32_t l = 0; l < ns && l < 4; l++) {
-                    work w = { 0, 1 + 2 * (int)l, 1 };
-                    float ms = 0.0f;
-                    if ((err = time_work(e, &w, reps * 10, &ms)) < 0)
-                        goto out;
-                    ts[l] = ms * 1e3f;
-                    if (team[c] >= 0 && ts[l] < best_t[l]) {
+                for (uint32_t l = 0; team[c] >= 0 && l < ns && l < 4; l++)
+                    if (ts[l] < best_t[l]) {
                         best_t[l] = ts[l];
                         best_w[l] = (uint32_t)team[c];
                     }
-                }
-                float mg = 0.0f, ml = 0.0f;
-                if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
-                    goto out;
                 char name[64];
                 if (team[c] == 0)
                     snprintf(name, sizeof name, "sparse, splits %u/%u/%u/%u",

@@ -297,6 +297,25 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
     cudaFree(d_label);
 }
 
+/* A layer's inputs and core's outputs on them: real digits and random. */
+typedef struct pools {
+    const float *in_real, *ref_real, *in_rand, *ref_rand;
+} pools;
+
+/* run_case on the digits, then (with_random) on the random inputs, tagged
+ * "<what> digits" and "<what> random" */
+static void run_both(const char *what, const layer_case *lc, int variant, const pools *pl,
+                     uint32_t batch)
+{
+    char tag[160];
+    snprintf(tag, sizeof tag, "%s digits", what);
+    run_case(tag, lc, variant, pl->in_real, pl->ref_real, batch);
+    if (!with_random)
+        return;
+    snprintf(tag, sizeof tag, "%s random", what);
+    run_case(tag, lc, variant, pl->in_rand, pl->ref_rand, batch);
+}
+
 /* ---- building the cases ---------------------------------------------------- */
 
 static float *d_a[4], *d_b[4];
@@ -458,6 +477,8 @@ static void test_layers(void)
         const int is_s = layer % 2 == 1;
         const int is_c = layer % 2 == 0 && layer >= 2 && layer <= 6;
         const int n_var = is_s ? NC_GPU_NEOCOG_N_VARIANTS : is_c ? NC_GPU_NEOCOG_C_N_KINDS : 1;
+        const pools pl = { in_real, ref_real, in_rand, ref_rand };
+        char what[96];
         int before = nc_test_failures, n_run = 0;
         for (int v = 0; v < n_var; v++) {
             if (is_s && v != NC_GPU_NEOCOG_GEMM) {
@@ -473,19 +494,11 @@ static void test_layers(void)
                 }
             }
             n_run++;
-            for (size_t bi = 0; bi < n_batches; bi++) {
-                char tag[96];
-                snprintf(tag, sizeof tag, "%s %s digits", name[layer],
-                         is_s ? nc_gpu_neocog_variant_name(v)
-                              : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
-                run_case(tag, &lc, v, in_real, ref_real, batches[bi]);
-                if (!with_random)
-                    continue;
-                snprintf(tag, sizeof tag, "%s %s random", name[layer],
-                         is_s ? nc_gpu_neocog_variant_name(v)
-                              : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
-                run_case(tag, &lc, v, in_rand, ref_rand, batches[bi]);
-            }
+            snprintf(what, sizeof what, "%s %s", name[layer],
+                     is_s ? nc_gpu_neocog_variant_name(v)
+                          : is_c ? nc_gpu_neocog_c_kind_name(v) : "");
+            for (size_t bi = 0; bi < n_batches; bi++)
+                run_both(what, &lc, v, &pl, batches[bi]);
         }
         fprintf(stderr, "  %-3s: %d variant(s) x %zu batches x %s: %s\n", name[layer],
                 n_run, n_batches, with_random ? "digits+random" : "digits",
@@ -497,19 +510,10 @@ static void test_layers(void)
             before = nc_test_failures;
             for (size_t i = 0; i < NC_ARRAY_LEN(splits); i++) {
                 s_splits = splits[i];
-                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
-                    char tag[96];
-                    if (sb[bi] * s_splits > 99)
-                        continue;       /* the engine splits batch n in 32 / n at most */
-                    snprintf(tag, sizeof tag, "%s sparse split %u digits", name[layer],
-                             s_splits);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_real, ref_real, sb[bi]);
-                    if (!with_random)
-                        continue;
-                    snprintf(tag, sizeof tag, "%s sparse split %u random", name[layer],
-                             s_splits);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_rand, ref_rand, sb[bi]);
-                }
+                snprintf(what, sizeof what, "%s sparse split %u", name[layer], s_splits);
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                    if (sb[bi] * s_splits <= 99)    /* the engine splits batch n in 32 / n */
+                        run_both(what, &lc, NC_GPU_NEOCOG_SPARSE, &pl, sb[bi]);
             }
             s_splits = 0;
             fprintf(stderr, "  %-3s: sparse split 2/5/32 x batches 1/3/33 (n x split <= 99): "
@@ -527,17 +531,10 @@ static void test_layers(void)
             s_warp_on = 1;
             for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
                 s_warps = team[i];
-                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
-                    char tag[96];
-                    if (team[i] > 2 && sb[bi] == 200)
-                        continue;
-                    snprintf(tag, sizeof tag, "%s warp team %u digits", name[layer], s_warps);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_real, ref_real, sb[bi]);
-                    if (!with_random)
-                        continue;
-                    snprintf(tag, sizeof tag, "%s warp team %u random", name[layer], s_warps);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_SPARSE, in_rand, ref_rand, sb[bi]);
-                }
+                snprintf(what, sizeof what, "%s warp team %u", name[layer], s_warps);
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                    if (team[i] <= 2 || sb[bi] != 200)
+                        run_both(what, &lc, NC_GPU_NEOCOG_SPARSE, &pl, sb[bi]);
             }
             s_warp_on = 0;
             s_warps = 0;
@@ -554,15 +551,9 @@ static void test_layers(void)
                                                       d_a[0], NULL, 1, 3, 0), -EINVAL);
             for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
                 c_team = team[i];
-                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
-                    char tag[96];
-                    snprintf(tag, sizeof tag, "%s warp team %u digits", name[layer], c_team);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_C_WARP, in_real, ref_real, sb[bi]);
-                    if (!with_random)
-                        continue;
-                    snprintf(tag, sizeof tag, "%s warp team %u random", name[layer], c_team);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_C_WARP, in_rand, ref_rand, sb[bi]);
-                }
+                snprintf(what, sizeof what, "%s warp team %u", name[layer], c_team);
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                    run_both(what, &lc, NC_GPU_NEOCOG_C_WARP, &pl, sb[bi]);
             }
             c_team = 0;
             fprintf(stderr, "  %-3s: warp teams 1/2/4/8/16 x batches 1/3/33: %s\n", name[layer],
@@ -579,17 +570,10 @@ static void test_layers(void)
             for (size_t i = 0; i < NC_ARRAY_LEN(shape); i++) {
                 tile_side = shape[i][0];
                 tile_slices = shape[i][1];
-                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
-                    char tag[96];
-                    snprintf(tag, sizeof tag, "%s tile %ux%u/%u digits", name[layer],
-                             tile_side, tile_side, tile_slices);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_C_TILE, in_real, ref_real, sb[bi]);
-                    if (!with_random)
-                        continue;
-                    snprintf(tag, sizeof tag, "%s tile %ux%u/%u random", name[layer],
-                             tile_side, tile_side, tile_slices);
-                    run_case(tag, &lc, NC_GPU_NEOCOG_C_TILE, in_rand, ref_rand, sb[bi]);
-                }
+                snprintf(what, sizeof what, "%s tile %ux%u/%u", name[layer], tile_side,
+                         tile_side, tile_slices);
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                    run_both(what, &lc, NC_GPU_NEOCOG_C_TILE, &pl, sb[bi]);
             }
             tile_side = tile_slices = 0;
             fprintf(stderr, "  %-3s: tile shapes x batches 1/33: %s\n", name[layer],
@@ -603,6 +587,22 @@ static void test_layers(void)
 }
 
 /* ---- the resident engine ---------------------------------------------------- */
+
+/* Labels that differ from core's (cpu[]) over forwards of each batch size
+ * in small[] at fixture digits 300, 450, 600 and 750. */
+static uint32_t engine_diff(nc_gpu_neocog *eng, const nc_neocog_result *cpu,
+                            nc_neocog_result *gpu, const uint32_t *small, size_t n_small)
+{
+    uint32_t diff = 0;
+    for (size_t si = 0; si < n_small; si++)
+        for (uint32_t off = 300; off < 900; off += 150) {
+            const uint32_t m = small[si];
+            CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu), 0);
+            for (uint32_t j = 0; j < m; j++)
+                diff += gpu[j].label != cpu[off + j].label;
+        }
+    return diff;
+}
 
 static void test_engine(void)
 {
@@ -724,16 +724,8 @@ static void test_engine(void)
     for (size_t i = 0; i < NC_ARRAY_LEN(eng_splits); i++) {
         for (uint32_t l = 0; l < net->arch.n_stages; l++)
             CHECK_INT_EQ(nc_gpu_neocog_set_split(eng, l, eng_splits[i]), 0);
-        const uint32_t small[] = { 1, 3, 8 };
-        uint32_t diff = 0;
-        for (size_t si = 0; si < NC_ARRAY_LEN(small); si++)
-            for (uint32_t off = 300; off < 900; off += 150) {
-                const uint32_t m = small[si];
-                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu),
-                             0);
-                for (uint32_t j = 0; j < m; j++)
-                    diff += gpu[j].label != cpu[off + j].label;
-            }
+        static const uint32_t small[] = { 1, 3, 8 };
+        const uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
         CHECK_MSG(diff == 0, "engine sparse, split %u: %u labels differ", eng_splits[i], diff);
         fprintf(stderr, "  engine sparse with split %u (%u/%u/%u/%u) on graphs of 1/3/8: "
                 "%u labels differ\n", eng_splits[i], nc_gpu_neocog_get_split(eng, 0),
@@ -752,16 +744,8 @@ static void test_engine(void)
     for (size_t i = 0; i < NC_ARRAY_LEN(eng_team); i++) {
         for (uint32_t l = 0; l < net->arch.n_stages; l++)
             CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, l, eng_team[i]), 0);
-        const uint32_t small[] = { 1, 3, 8, 40 };
-        uint32_t diff = 0;
-        for (size_t si = 0; si < NC_ARRAY_LEN(small); si++)
-            for (uint32_t off = 300; off < 900; off += 150) {
-                const uint32_t m = small[si];
-                CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)off * 65 * 65, m, gpu),
-                             0);
-                for (uint32_t j = 0; j < m; j++)
-                    diff += gpu[j].label != cpu[off + j].label;
-            }
+        static const uint32_t small[] = { 1, 3, 8, 40 };
+        const uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
         CHECK_MSG(diff == 0, "engine sparse, warp teams of %u: %u labels differ", eng_team[i],
                   diff);
         fprintf(stderr, "  engine sparse with warp teams of %u on 1/3/8/40: %u labels differ\n",
