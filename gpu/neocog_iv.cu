@@ -1,10 +1,13 @@
-/* gpu/neocog_iv.cu — the interpolating-vector classifier, one block per
- * character.
+/* gpu/neocog_iv.cu — the interpolating-vector classifier: one block per
+ * character, and for batches up to IV_ITEM_BATCH one block per (character,
+ * class, position) (iv_item_kernel, below; at batch 1 the block per
+ * character ran on one SM for 326 us with the shipped file).
  *
- * Layer: gpu.  Thread mapping: the block's threads first sum each input
- * position's squares (one thread per position, planes in order), then each
- * output position's V-cell square v^2 (one thread per position, gather
- * entries in order), both into shared memory; then one thread per (class,
+ * Layer: gpu.  Thread mapping (block per character): the block's threads
+ * first sum each input position's squares (one thread per position, planes
+ * in order), then each output position's V-cell square v^2 (one thread per
+ * position, gather entries in order), both into shared memory; then one
+ * thread per (class,
  * position) walks the class's planes in ascending order exactly as core's
  * loop meets them, keeps the class's top-T cosines by the same insertion,
  * pairs them, and leaves its best in shared memory; last, one thread per
@@ -53,7 +56,41 @@ struct nc_gpu_neocog_iv {
     iv_params p;
     size_t smem;                    /* dynamic shared memory per block */
     uint32_t threads;
+    /* small batches: a block per (character, class, position) */
+    float *item_best;               /* [IV_ITEM_BATCH][n_classes][n_p], or NULL */
+    double *item_su;                /* [IV_ITEM_BATCH][n_i] */
+    size_t item_smem;
+    uint32_t max_class, max_gather;
 };
+
+/* Batches up to this run a block per (character, class, position): at
+ * batch 1 the block per character was one SM walking 25 positions x 10
+ * classes of the shipped file's planes, 326 us on an H100 (ncu). */
+#define IV_ITEM_BATCH 16u
+#define IV_ITEM_THREADS 256u
+
+/* sum of u[kap]^2 over kap = 0 .. k - 1 in that order, in double as core;
+ * eight loads in flight (one at a time, the 295 planes of the shipped
+ * file's UC3 were 295 round trips to L2 a thread) */
+static __device__ __forceinline__ double iv_sum_squares(const float *__restrict__ u, uint32_t k)
+{
+    double s = 0.0;
+    uint32_t kap = 0;
+    for (; kap + 8u <= k; kap += 8u) {
+        float x[8];
+#pragma unroll
+        for (int q = 0; q < 8; q++)
+            x[q] = __ldg(u + kap + q);
+#pragma unroll
+        for (int q = 0; q < 8; q++)
+            s = __dadd_rn(s, __dmul_rn((double)x[q], (double)x[q]));
+    }
+    for (; kap < k; kap++) {
+        const double x = (double)__ldg(u + kap);
+        s = __dadd_rn(s, __dmul_rn(x, x));
+    }
+    return s;
+}
 
 template <uint32_t TMAX>
 static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in,
@@ -71,15 +108,8 @@ static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
 
-    for (uint32_t i = threadIdx.x; i < P.n_i; i += blockDim.x) {
-        const float *u = inb + (size_t)i * P.in_stride;
-        double s = 0.0;
-        for (uint32_t kap = 0; kap < P.k_in; kap++) {
-            const double x = (double)u[kap];
-            s = __dadd_rn(s, __dmul_rn(x, x));
-        }
-        su[i] = s;
-    }
+    for (uint32_t i = threadIdx.x; i < P.n_i; i += blockDim.x)
+        su[i] = iv_sum_squares(inb + (size_t)i * P.in_stride, P.k_in);
     __syncthreads();
     for (uint32_t p = threadIdx.x; p < P.n_p; p += blockDim.x) {
         double v2 = 0.0;
@@ -167,11 +197,219 @@ static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in
     }
 }
 
+/* ---- small batches: a block per (character, class, position) -------------
+ *
+ * The same arithmetic as iv_kernel, spread over more blocks:
+ *  0. iv_su_kernel, a warp per (character, input position): the sum of the
+ *     cell's squares in plane order (iv_kernel's su), once, not once per
+ *     class and position that reads it.
+ *  1. v^2 of the position: thread j multiplies gather entry j's su by c(nu),
+ *     thread 0 adds the products in entry order (iv_kernel's v2 loop).
+ *  2. thread i computes plane i's cosine s_i of the class (or none).
+ *  3. core's insertion sort keeps the stored floats non-increasing and puts
+ *     a later plane i after exactly the earlier planes j with
+ *     (double)(float)s_j >= s_i; so plane i's place among every plane is
+ *     #{j < i: f_j >= s_i} + #{j > i: f_i < s_j}, and core's top T are the
+ *     planes whose place is below T (a full list drops just those past T).
+ *     Each thread counts its own place.
+ *  4. every pair of the top list, as iv_kernel pairs them, by threads; the
+ *     largest (a maximum: any order) with the best single cosine.
+ * The label kernel then takes each class's maximum over positions and the
+ * answer.  So the scores are iv_kernel's, hence core's, bit for bit. */
+/* A warp per (character, input position): the cell's planes to shared
+ * memory in coalesced loads (all in flight), lane 0 sums their squares in
+ * plane order.  Blocks of IV_ITEM_THREADS, shared [warps][in_stride]. */
+static __global__ void __launch_bounds__(IV_ITEM_THREADS)
+iv_su_kernel(const iv_params P, const float *__restrict__ in, double *__restrict__ su,
+             uint32_t n_cells)
+{
+    extern __shared__ float srow[];
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t cell = blockIdx.x * (blockDim.x >> 5) + warp;    /* ch * n_i + i */
+    if (cell >= n_cells)
+        return;                 /* whole warps; no barrier below */
+    float *row = srow + (size_t)warp * P.in_stride;
+    const float *u = in + (size_t)cell * P.in_stride;
+    for (uint32_t kap = lane; kap < P.k_in; kap += 32u)
+        row[kap] = __ldg(u + kap);
+    __syncwarp();
+    if (lane == 0) {
+        double s = 0.0;
+        for (uint32_t kap = 0; kap < P.k_in; kap++) {
+            const double x = (double)row[kap];
+            s = __dadd_rn(s, __dmul_rn(x, x));
+        }
+        su[cell] = s;
+    }
+}
+
+static __global__ void __launch_bounds__(IV_ITEM_THREADS)
+iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__restrict__ us,
+               float *__restrict__ best_out)
+{
+    extern __shared__ double ism[];
+    __shared__ double v2_sh;
+    __shared__ double red[IV_ITEM_THREADS / 32];
+    __shared__ uint32_t n_sh;
+    const uint32_t C = P.n_classes, T = P.top_t, tid = threadIdx.x;
+    const uint32_t item = blockIdx.x;               /* (ch * C + c) * n_p + p */
+    const uint32_t p = item % P.n_p, c = item / P.n_p % C;
+    const size_t ch = item / P.n_p / C;
+    const uint32_t i0 = P.cls_off[c], nc = P.cls_off[c + 1] - i0;
+    const int32_t g0 = P.gat_ptr[p], ng = P.gat_ptr[p + 1] - g0;
+    double *sd = ism;                               /* [max_class] cosines */
+    double *prod = sd + nc;                         /* [ng] */
+    float *sf = (float *)(prod + ng);               /* [nc] as stored by core */
+    float *ts = sf + nc;                            /* [T] */
+    uint32_t *ti = (uint32_t *)(ts + T);            /* [T] */
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
+
+    /* 1. v^2 */
+    const double *sub = su + ch * P.n_i;
+    for (int32_t j = (int32_t)tid; j < ng; j += (int32_t)blockDim.x)
+        prod[j] = __dmul_rn((double)P.s_c[P.gat_tap[g0 + j]], sub[P.gat_in[g0 + j]]);
+    __syncthreads();
+    if (tid == 0) {
+        double v2 = 0.0;
+        for (int32_t j = 0; j < ng; j++)
+            v2 = __dadd_rn(v2, prod[j]);
+        v2_sh = v2;
+        n_sh = 0;
+    }
+    __syncthreads();
+    const double v2 = v2_sh;
+    float result = 0.0f;
+    if (v2 > 0.0) {     /* block-uniform */
+        /* 2. the class's cosines (-1: the plane is skipped, as core's
+         * continue) */
+        const double th = P.theta, v = __dsqrt_rn(v2);
+        const float *up = us + (ch * P.n_p + p) * P.ks;
+        for (uint32_t i = tid; i < nc; i += blockDim.x) {
+            const uint32_t k = P.members[i0 + i];
+            const double u = (double)up[k], b = (double)P.b[k];
+            double s = -1.0;
+            if (u > 0.0 && b > 0.0) {
+                const double t3 = __dadd_rn(__ddiv_rn(__dmul_rn(u, __dadd_rn(1.0, -th)), th), 1.0);
+                const double t6 = __dadd_rn(1.0, __dmul_rn(__dmul_rn(th, b), v));
+                const double e = __dadd_rn(__dmul_rn(t3, t6), -1.0);
+                s = __ddiv_rn(e, __dmul_rn(b, v));
+                s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
+            }
+            sd[i] = s;
+            sf[i] = (float)s;
+        }
+        __syncthreads();
+        /* 3. places */
+        uint32_t n_valid = 0;
+        for (uint32_t i = tid; i < nc; i += blockDim.x) {
+            const double si = sd[i];
+            if (si < 0.0)
+                continue;
+            n_valid++;
+            const double fi = (double)sf[i];
+            /* eight planes a step, their loads in flight together (one
+             * at a time, each step waited on shared memory) */
+            uint32_t place = 0;
+            for (uint32_t j0 = 0; j0 < nc && place < T; j0 += 8u) {
+#pragma unroll
+                for (uint32_t q = 0; q < 8u; q++) {
+                    const uint32_t j = j0 + q;
+                    if (j < nc && j != i) {
+                        const double sj = sd[j], fj = (double)sf[j];
+                        if (sj >= 0.0)
+                            place += j < i ? fj >= si : fi < sj;
+                    }
+                }
+            }
+            if (place < T) {
+                ts[place] = sf[i];
+                ti[place] = i;
+            }
+        }
+        if (n_valid)
+            atomicAdd(&n_sh, n_valid);      /* a count: exact in any order */
+        __syncthreads();
+        const uint32_t n = n_sh < T ? n_sh : T;
+        /* 4. pairs */
+        const float *G = P.gram + P.gram_off[c];
+        double bst = n ? (double)ts[0] : 0.0;
+        for (uint32_t q = tid; q < n * n; q += blockDim.x) {
+            const uint32_t x = q / n, y = q % n;
+            if (y <= x)
+                continue;
+            const double al = ts[x], be = ts[y];
+            const double g = G[(size_t)ti[x] * nc + ti[y]];
+            if (!(g < 1.0 - 1e-6))
+                continue;
+            const double den = __dadd_rn(1.0, -__dmul_rn(g, g));
+            const double pa = __ddiv_rn(__dadd_rn(al, -__dmul_rn(g, be)), den);
+            const double pb = __ddiv_rn(__dadd_rn(be, -__dmul_rn(g, al)), den);
+            if (pa > 0.0 && pb > 0.0) {
+                double s = __dsqrt_rn(__dadd_rn(__dmul_rn(pa, al), __dmul_rn(pb, be)));
+                s = s > 1.0 ? 1.0 : s;
+                bst = s > bst ? s : bst;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const double y = __shfl_xor_sync(0xffffffffu, bst, o);
+            bst = y > bst ? y : bst;
+        }
+        if ((tid & 31u) == 0)
+            red[tid >> 5] = bst;
+        __syncthreads();
+        if (tid == 0) {
+            for (uint32_t w = 1; w < blockDim.x / 32u; w++)
+                bst = red[w] > bst ? red[w] : bst;
+            result = (float)bst;    /* float of the largest = the largest float */
+        }
+    }
+    if (tid == 0)
+        best_out[item] = result;
+}
+
+/* Each class's maximum over positions and the answer, as iv_kernel's end:
+ * a block per character reads its C x n_p bests at once into shared
+ * memory (dynamic, C * n_p floats). */
+static __global__ void iv_label_kernel(const iv_params P, const float *__restrict__ best,
+                                       float *__restrict__ scores, int32_t *__restrict__ labels)
+{
+    extern __shared__ float lb[];
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();
+    const uint32_t C = P.n_classes, n = C * P.n_p;
+    const size_t ch = blockIdx.x;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+        lb[i] = best[ch * n + i];
+    __syncthreads();
+    for (uint32_t c = threadIdx.x; c < C; c += blockDim.x) {
+        float m = 0.0f;
+        for (uint32_t p = 0; p < P.n_p; p++)
+            m = lb[c * P.n_p + p] > m ? lb[c * P.n_p + p] : m;
+        scores[ch * C + c] = m;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float bv = 0.0f;
+        int32_t arg = -1;
+        for (uint32_t c = 0; c < C; c++)
+            if (scores[ch * C + c] > bv) {
+                bv = scores[ch * C + c];
+                arg = (int32_t)c;
+            }
+        labels[ch] = arg;
+    }
+}
+
 void nc_gpu_neocog_iv_free(nc_gpu_neocog_iv *d)
 {
     if (!d)
         return;
     cudaFree(d->mem);
+    cudaFree(d->item_best);
+    cudaFree(d->item_su);
     free(d);
 }
 
@@ -261,6 +499,29 @@ int nc_gpu_neocog_iv_new(const nc_neocog *net, const nc_neocog_iv *iv,
     P.gat_tap = (const int16_t *)(m + o_gt);
     d->p = P;
     d->smem = smem;
+    /* the small-batch kernels' scratch and shared memory (off, and the
+     * block per character for every batch, when a class's lists would not
+     * fit 48 KB) */
+    for (uint32_t c = 0; c < C; c++)
+        d->max_class = w.cls_off[c + 1] - w.cls_off[c] > d->max_class
+                           ? w.cls_off[c + 1] - w.cls_off[c] : d->max_class;
+    for (uint32_t p = 0; p < P.n_p; p++)
+        d->max_gather = (uint32_t)(ix->gat_ptr[p + 1] - ix->gat_ptr[p]) > d->max_gather
+                            ? (uint32_t)(ix->gat_ptr[p + 1] - ix->gat_ptr[p]) : d->max_gather;
+    d->item_smem = ((size_t)d->max_class + d->max_gather) * sizeof(double) +
+                   (size_t)d->max_class * sizeof(float) + (size_t)P.top_t * 2u * sizeof(float);
+    if (d->item_smem <= 48u * 1024u &&
+        (size_t)(IV_ITEM_THREADS / 32u) * P.in_stride * sizeof(float) <= 48u * 1024u) {
+        ce = cudaMalloc((void **)&d->item_best,
+                        (size_t)IV_ITEM_BATCH * C * P.n_p * sizeof(float));
+        if (ce == cudaSuccess)
+            ce = cudaMalloc((void **)&d->item_su, (size_t)IV_ITEM_BATCH * P.n_i * sizeof(double));
+        if (ce != cudaSuccess) {
+            r = nc_gpu_record_error(ce, "iv scratch", __func__, __FILE__, __LINE__);
+            nc_gpu_neocog_iv_free(d);
+            return r;
+        }
+    }
     /* one thread per (class, position) item in one stride, in whole warps */
     const uint32_t items = C * P.n_p > P.n_i ? C * P.n_p : P.n_i;
     d->threads = items >= 512u ? 512u : (items + 31u) & ~31u;
@@ -275,6 +536,21 @@ int nc_gpu_neocog_iv_classify(const nc_gpu_neocog_iv *d, const float *in, const 
     if (!d || !in || !us || !scores || !labels || batch < 1 || batch > 0x7fffffffu)
         return -EINVAL;
     const uint32_t T = d->p.top_t;
+    const size_t n_items = (size_t)batch * d->p.n_classes * d->p.n_p;
+    if (batch <= IV_ITEM_BATCH && d->item_best && n_items <= 0x7fffffffu) {
+        const uint32_t n_cells = batch * d->p.n_i, wpb = IV_ITEM_THREADS / 32u;
+        NC_CUDA_CHECK(nc_dev_launch(iv_su_kernel, dim3((n_cells + wpb - 1) / wpb),
+                                    dim3(IV_ITEM_THREADS),
+                                    (size_t)wpb * d->p.in_stride * sizeof(float), stream, batch,
+                                    d->p, in, d->item_su, n_cells));
+        NC_CUDA_CHECK(nc_dev_launch(iv_item_kernel, dim3((unsigned)n_items),
+                                    dim3(IV_ITEM_THREADS), d->item_smem, stream, batch, d->p,
+                                    (const double *)d->item_su, us, d->item_best));
+        NC_CUDA_CHECK(nc_dev_launch(iv_label_kernel, dim3(batch), dim3(IV_ITEM_THREADS),
+                                    (size_t)d->p.n_classes * d->p.n_p * sizeof(float), stream,
+                                    batch, d->p, (const float *)d->item_best, scores, labels));
+        return 0;
+    }
     if (T <= IV_T_SMALL)
         NC_CUDA_CHECK(nc_dev_launch(iv_kernel<IV_T_SMALL>, dim3(batch), dim3(d->threads),
                                     d->smem, stream, batch, d->p, in, us, scores, labels));
