@@ -249,7 +249,7 @@ static __global__ void __launch_bounds__(IV_ITEM_THREADS)
 iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__restrict__ us,
                float *__restrict__ best_out)
 {
-    extern __shared__ double ism[];
+    extern __shared__ double2 ism[];
     __shared__ double v2_sh;
     __shared__ double red[IV_ITEM_THREADS / 32];
     __shared__ uint32_t n_sh;
@@ -259,10 +259,12 @@ iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__
     const size_t ch = item / P.n_p / C;
     const uint32_t i0 = P.cls_off[c], nc = P.cls_off[c + 1] - i0;
     const int32_t g0 = P.gat_ptr[p], ng = P.gat_ptr[p + 1] - g0;
-    double *sd = ism;                               /* [max_class] cosines */
-    double *prod = sd + nc;                         /* [ng] */
-    float *sf = (float *)(prod + ng);               /* [nc] as stored by core */
-    float *ts = sf + nc;                            /* [T] */
+    /* a plane's cosine and its float as core stores it, (-1, -1) for a
+     * skipped plane and past nc (to a multiple of 8) */
+    const uint32_t nc8 = (nc + 7u) & ~7u;
+    double2 *sp = ism;                              /* [nc8] */
+    double *prod = (double *)(sp + nc8);            /* [ng] */
+    float *ts = (float *)(prod + ng);               /* [T] */
     uint32_t *ti = (uint32_t *)(ts + T);            /* [T] */
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();          /* programmatic launch: see neocog_dev.cuh */
@@ -287,6 +289,8 @@ iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__
          * continue) */
         const double th = P.theta, v = __dsqrt_rn(v2);
         const float *up = us + (ch * P.n_p + p) * P.ks;
+        for (uint32_t i = nc + tid; i < nc8; i += blockDim.x)
+            sp[i] = make_double2(-1.0, -1.0);
         for (uint32_t i = tid; i < nc; i += blockDim.x) {
             const uint32_t k = P.members[i0 + i];
             const double u = (double)up[k], b = (double)P.b[k];
@@ -298,34 +302,29 @@ iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__
                 s = __ddiv_rn(e, __dmul_rn(b, v));
                 s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
             }
-            sd[i] = s;
-            sf[i] = (float)s;
+            sp[i] = make_double2(s, (double)(float)s);
         }
         __syncthreads();
         /* 3. places */
         uint32_t n_valid = 0;
         for (uint32_t i = tid; i < nc; i += blockDim.x) {
-            const double si = sd[i];
+            const double si = sp[i].x, fi = sp[i].y;
             if (si < 0.0)
                 continue;
             n_valid++;
-            const double fi = (double)sf[i];
-            /* eight planes a step, their loads in flight together (one
-             * at a time, each step waited on shared memory) */
+            /* eight planes a step, loads in flight together and no branch
+             * (a skipped plane's -1 never counts: si, fi >= 0) */
             uint32_t place = 0;
-            for (uint32_t j0 = 0; j0 < nc && place < T; j0 += 8u) {
+            for (uint32_t j0 = 0; j0 < nc8 && place < T; j0 += 8u) {
 #pragma unroll
                 for (uint32_t q = 0; q < 8u; q++) {
                     const uint32_t j = j0 + q;
-                    if (j < nc && j != i) {
-                        const double sj = sd[j], fj = (double)sf[j];
-                        if (sj >= 0.0)
-                            place += j < i ? fj >= si : fi < sj;
-                    }
+                    const double2 e = sp[j];
+                    place += j < i ? (uint32_t)(e.y >= si) : (uint32_t)(j > i && fi < e.x);
                 }
             }
             if (place < T) {
-                ts[place] = sf[i];
+                ts[place] = (float)fi;
                 ti[place] = i;
             }
         }
@@ -508,8 +507,8 @@ int nc_gpu_neocog_iv_new(const nc_neocog *net, const nc_neocog_iv *iv,
     for (uint32_t p = 0; p < P.n_p; p++)
         d->max_gather = (uint32_t)(ix->gat_ptr[p + 1] - ix->gat_ptr[p]) > d->max_gather
                             ? (uint32_t)(ix->gat_ptr[p + 1] - ix->gat_ptr[p]) : d->max_gather;
-    d->item_smem = ((size_t)d->max_class + d->max_gather) * sizeof(double) +
-                   (size_t)d->max_class * sizeof(float) + (size_t)P.top_t * 2u * sizeof(float);
+    d->item_smem = (size_t)((d->max_class + 7u) & ~7u) * sizeof(double2) +
+                   (size_t)d->max_gather * sizeof(double) + (size_t)P.top_t * 2u * sizeof(float);
     if (d->item_smem <= 48u * 1024u &&
         (size_t)(IV_ITEM_THREADS / 32u) * P.in_stride * sizeof(float) <= 48u * 1024u) {
         ce = cudaMalloc((void **)&d->item_best,
