@@ -41,8 +41,8 @@ struct nc_gpu_neocog {
     int variant;                /* nc_gpu_neocog_variant or NC_GPU_NEOCOG_AUTO */
     uint32_t auto_min;          /* AUTO: GEMM from this batch on */
     int use_gemm[NC_NEOCOG_MAX_STAGES];
-    int c_kind[NC_NEOCOG_MAX_STAGES];   /* C-layer kernel (NC_GPU_NEOCOG_C_*) */
-    int c_small_kind[NC_NEOCOG_MAX_STAGES];     /* the same below c_min */
+    uint32_t c_kind[NC_NEOCOG_MAX_STAGES];      /* C-layer kernel (NC_GPU_NEOCOG_C_*) */
+    uint32_t c_small_kind[NC_NEOCOG_MAX_STAGES];        /* the same below c_min */
     uint32_t c_min;             /* c_kind from this batch on, c_small_kind below */
     /* sparse S-layers: the reduction split in split[l] runs at batch 1,
      * split[l] / n at batch n (none below 2); one set of counters and
@@ -447,7 +447,7 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
          * -E2BIG: the staged one past 1024 lanes or its shared memory, the
          * tile one when one window's planes overflow shared memory); the
          * staged kernel then runs it, or the direct one in its place */
-        const int kind = n >= e->c_min ? e->c_kind[l] : e->c_small_kind[l];
+        const int kind = (int)(n >= e->c_min ? e->c_kind[l] : e->c_small_kind[l]);
         int r = nc_gpu_neocog_c_forward_kind(&e->c[l], kind, e->act[layer - 1],
                                              e->occ[layer - 1], e->act[layer],
                                              e->occ[layer], n, 0, st);
@@ -760,7 +760,7 @@ static int time_s(nc_gpu_neocog *e, int v, int layer, uint32_t n, int reps, floa
  * setting that batch n reads: c_kind from c_min on, c_small_kind below. */
 static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
 {
-    int *kind = n >= e->c_min ? e->c_kind : e->c_small_kind;
+    uint32_t *kind = n >= e->c_min ? e->c_kind : e->c_small_kind;
     int r = run_net(e, v, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l + 1 < e->n_stages; l++) {
         float best = 1e30f;
@@ -779,89 +779,92 @@ static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
     return r;
 }
 
-/* A layer timed alone at batch 1 is not the layer in the net: on an H100
- * the per-layer pick (staged / tile / staged) made the whole net 3 us slower
- * than the tile kernel on every layer (docs/gpu-neocog-notes.md, session 9).
- * So the pick stays only if the whole net at batch 1 under variant v is
- * faster with it than with the default, NC_GPU_NEOCOG_C_SMALL everywhere. */
-static int check_small_c(nc_gpu_neocog *e, int v)
+/* The batch-1 settings (knob[l] for l < n_knob: the sparse kernel's
+ * splits, the warp teams, the small-batch C kernels) by the whole net: a
+ * layer timed alone is not the layer in the net (on an H100 session 9's
+ * per-layer C picks made the net 3 us slower than the tile kernel
+ * everywhere, and session 12's per-layer S picks up to 4 us slower than
+ * each stage's fastest), so from the defaults already in knob, stage by
+ * stage, every candidate is timed in the whole net at batch 1 under
+ * variant v (best of 10) and the fastest kept.  Stages with skip[l] set
+ * keep theirs. */
+static int descend_batch1(nc_gpu_neocog *e, int v, uint32_t *knob, uint32_t n_knob,
+                          const uint32_t *cand, size_t n_cand, const uint8_t *skip)
 {
-    int pick[NC_NEOCOG_MAX_STAGES];
-    float m_pick = 0.0f, m_dflt = 0.0f;
-    for (uint32_t l = 0; l + 1 < e->n_stages; l++)
-        pick[l] = e->c_small_kind[l];
-    int r = time_s(e, v, -1, 1, 10, &m_pick);
-    for (uint32_t l = 0; l + 1 < e->n_stages; l++)
-        e->c_small_kind[l] = NC_GPU_NEOCOG_C_SMALL;
-    if (r == 0)
-        r = time_s(e, v, -1, 1, 10, &m_dflt);
-    if (r == 0 && m_pick < m_dflt)
-        for (uint32_t l = 0; l + 1 < e->n_stages; l++)
-            e->c_small_kind[l] = pick[l];
-    return r;
-}
-
-/* One batch-1 setting of the sparse variant's S-layers, knob[l] (the
- * splits or the warp teams): per stage the fastest of the candidates timed
- * alone, kept only if the whole net at batch 1 beats both the defaults dflt
- * and `none` on every stage (a layer timed alone is not the layer in the
- * net: see check_small_c).  Stages the GEMM path runs keep their default. */
-static int tune_batch1(nc_gpu_neocog *e, uint32_t *knob, const uint32_t *cand, size_t n_cand,
-                       const uint32_t *dflt, uint32_t none)
-{
-    const int v = NC_GPU_NEOCOG_SPARSE;
-    uint32_t pick[NC_NEOCOG_MAX_STAGES];
-    int r = run_net(e, v, 1, e->d_in, e->d_scores, e->d_labels, e->run);
-    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
-        pick[l] = dflt[l];
-        const int fit = s_fits(e, v, l);
-        if (fit <= 0) {         /* the GEMM path runs this stage */
-            r = fit < 0 ? fit : 0;
+    float best = 0.0f;
+    int r = time_s(e, v, -1, 1, 10, &best);
+    for (uint32_t l = 0; r == 0 && l < n_knob; l++) {
+        if (skip && skip[l])
             continue;
-        }
-        float best = 1e30f;
+        uint32_t keep = knob[l];
         for (size_t i = 0; r == 0 && i < n_cand; i++) {
+            if (cand[i] == keep)
+                continue;
             float ms = 0.0f;
             knob[l] = cand[i];
-            r = time_s(e, v, 1 + 2 * (int)l, 1, 3, &ms);
+            r = time_s(e, v, -1, 1, 10, &ms);
             if (r == 0 && ms < best) {
                 best = ms;
-                pick[l] = cand[i];
+                keep = cand[i];
             }
         }
+        knob[l] = keep;
     }
-    float m[3] = { 0.0f, 0.0f, 0.0f };         /* pick, default, none */
-    for (int i = 0; r == 0 && i < 3; i++) {
-        for (uint32_t l = 0; l < e->n_stages; l++)
-            knob[l] = i == 0 ? pick[l] : i == 1 ? dflt[l] : none;
-        r = time_s(e, v, -1, 1, 10, &m[i]);
-    }
-    const int best = m[0] < m[1] && m[0] < m[2] ? 0 : m[1] <= m[2] ? 1 : 2;
-    for (uint32_t l = 0; l < e->n_stages; l++)
-        knob[l] = best == 0 ? pick[l] : best == 1 ? dflt[l] : none;
     return r;
 }
 
-/* The sparse kernel's splits at batch 1 (1 .. 32 runs; none: 1). */
+/* Stages the sparse variant's kernels do not take (the GEMM path runs
+ * them): skip[l] = 1.  Negative errno on a CUDA failure. */
+static int sparse_skips(nc_gpu_neocog *e, uint8_t *skip)
+{
+    for (uint32_t l = 0; l < e->n_stages; l++) {
+        const int fit = s_fits(e, NC_GPU_NEOCOG_SPARSE, l);
+        if (fit < 0)
+            return fit;
+        skip[l] = fit == 0;
+    }
+    return 0;
+}
+
+/* The sparse kernel's splits at batch 1 (1 .. 32 runs), from the default
+ * for this device. */
 static int tune_split(nc_gpu_neocog *e)
 {
     static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 };
-    uint32_t dflt[NC_NEOCOG_MAX_STAGES];
+    uint8_t skip[NC_NEOCOG_MAX_STAGES];
+    int r = sparse_skips(e, skip);
     for (uint32_t l = 0; l < e->n_stages; l++)
-        dflt[l] = nc_gpu_neocog_s_default_splits(&e->s[l],
-                                                 e->block[NC_GPU_NEOCOG_SPARSE][l], e->n_sm);
-    return tune_batch1(e, e->split, cand, sizeof cand / sizeof cand[0], dflt, 1);
+        e->split[l] = nc_gpu_neocog_s_default_splits(&e->s[l],
+                                                     e->block[NC_GPU_NEOCOG_SPARSE][l], e->n_sm);
+    return r < 0 ? r : descend_batch1(e, NC_GPU_NEOCOG_SPARSE, e->split, e->n_stages, cand,
+                                      sizeof cand / sizeof cand[0], skip);
 }
 
 /* The S kernel by teams of warps at batch 1: the sparse kernel (team 0,
- * with the splits tune_split kept) or teams of 1 .. 16. */
+ * with the splits tune_split kept) or teams of 1 .. 16, from the default
+ * teams. */
 static int tune_warp(nc_gpu_neocog *e)
 {
     static const uint32_t cand[] = { 0, 1, 2, 4, 8, 16 };
-    uint32_t dflt[NC_NEOCOG_MAX_STAGES];
+    uint8_t skip[NC_NEOCOG_MAX_STAGES];
+    int r = sparse_skips(e, skip);
     for (uint32_t l = 0; l < e->n_stages; l++)
-        dflt[l] = nc_gpu_neocog_s_warp_default(&e->s[l], 1, e->n_sm);
-    return tune_batch1(e, e->s_warp, cand, sizeof cand / sizeof cand[0], dflt, 0);
+        e->s_warp[l] = nc_gpu_neocog_s_warp_default(&e->s[l], 1, e->n_sm);
+    return r < 0 ? r : descend_batch1(e, NC_GPU_NEOCOG_SPARSE, e->s_warp, e->n_stages, cand,
+                                      sizeof cand / sizeof cand[0], skip);
+}
+
+/* The small-batch C kernels at batch 1 under variant v, from the default
+ * NC_GPU_NEOCOG_C_SMALL on every layer. */
+static int tune_small_c(nc_gpu_neocog *e, int v)
+{
+    uint32_t cand[NC_GPU_NEOCOG_C_N_KINDS];
+    for (uint32_t k = 0; k < NC_GPU_NEOCOG_C_N_KINDS; k++)
+        cand[k] = k;
+    for (uint32_t l = 0; l + 1 < e->n_stages; l++)
+        e->c_small_kind[l] = NC_GPU_NEOCOG_C_SMALL;
+    return descend_batch1(e, v, e->c_small_kind, e->n_stages - 1, cand,
+                          NC_GPU_NEOCOG_C_N_KINDS, NULL);
 }
 
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
@@ -902,23 +905,17 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
      * best kernel for one character is not the best for n */
     if (r == 0 && n >= e->c_min && e->c_min > 1) {
         const int v1 = 1 >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE;
-        r = tune_c(e, v1, 1);
-        if (r == 0)
-            r = check_small_c(e, v1);
-        if (r == 0 && v1 == NC_GPU_NEOCOG_SPARSE) {
+        if (v1 == NC_GPU_NEOCOG_SPARSE) {
             /* the splits with the sparse kernel on every stage, then the
-             * warp teams against that */
-            uint32_t team[NC_NEOCOG_MAX_STAGES];
-            for (uint32_t l = 0; l < e->n_stages; l++) {
-                team[l] = e->s_warp[l];
-                e->s_warp[l] = 0;
-            }
-            r = tune_split(e);
+             * warp teams (or that kernel) against them */
             for (uint32_t l = 0; l < e->n_stages; l++)
-                e->s_warp[l] = team[l];
+                e->s_warp[l] = 0;
+            r = tune_split(e);
             if (r == 0)
                 r = tune_warp(e);
         }
+        if (r == 0)
+            r = tune_small_c(e, v1);
     }
     drop_graphs(e);
     return r;
@@ -1008,7 +1005,7 @@ extern "C" int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *e, uint32_t l, int kind)
 {
     if (!e || l + 1 >= e->n_stages || kind < 0 || kind >= NC_GPU_NEOCOG_C_N_KINDS)
         return -EINVAL;
-    e->c_kind[l] = kind;
+    e->c_kind[l] = (uint32_t)kind;
     drop_graphs(e);
     return 0;
 }
@@ -1024,21 +1021,21 @@ extern "C" int nc_gpu_neocog_set_c_min(nc_gpu_neocog *e, uint32_t from)
 
 extern "C" int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *e, uint32_t l)
 {
-    return e && l + 1 < e->n_stages ? e->c_kind[l] : -EINVAL;
+    return e && l + 1 < e->n_stages ? (int)e->c_kind[l] : -EINVAL;
 }
 
 extern "C" int nc_gpu_neocog_set_c_small_kind(nc_gpu_neocog *e, uint32_t l, int kind)
 {
     if (!e || l + 1 >= e->n_stages || kind < 0 || kind >= NC_GPU_NEOCOG_C_N_KINDS)
         return -EINVAL;
-    e->c_small_kind[l] = kind;
+    e->c_small_kind[l] = (uint32_t)kind;
     drop_graphs(e);
     return 0;
 }
 
 extern "C" int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *e, uint32_t l)
 {
-    return e && l + 1 < e->n_stages ? e->c_small_kind[l] : -EINVAL;
+    return e && l + 1 < e->n_stages ? (int)e->c_small_kind[l] : -EINVAL;
 }
 
 extern "C" int nc_gpu_neocog_set_split(nc_gpu_neocog *e, uint32_t l, uint32_t splits)

@@ -110,9 +110,11 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * kernel, whichever is faster at n; then AUTO's threshold, the smallest
  * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never).  With
  * GEMM or AUTO it also keeps the fastest C kernel per layer at n (c_kind,
- * or c_small_kind when n < c_min) and, when n >= c_min, at batch 1
- * (c_small_kind), that pick kept only if the whole net at batch 1 runs
- * faster with it than with the tile kernel on every layer. */
+ * or c_small_kind when n < c_min) and, when n >= c_min, what batch 1 runs
+ * by timing the whole net at batch 1 (a layer timed alone is not the layer
+ * in the net): with the sparse variant there, the splits and then the warp
+ * teams, then the small-batch C kernels, each stage by stage from its
+ * default, every candidate in the whole net, the fastest kept. */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
 /* Characters per pass now (the activations download_layer reads are those
  * of the last pass: after a forward of n <= chunk, all n). */
@@ -137,8 +139,8 @@ int nc_gpu_neocog_set_c_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
 int nc_gpu_neocog_set_c_min(nc_gpu_neocog *eng, uint32_t from);
 int nc_gpu_neocog_get_c_kind(const nc_gpu_neocog *eng, uint32_t l);
 /* The kernel of C-layer l below c_min (default NC_GPU_NEOCOG_C_SMALL;
- * nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min also times every kind
- * at batch 1 and keeps the fastest per layer).  A kernel that refuses the
+ * nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min picks it by the whole
+ * net at batch 1, as it says).  A kernel that refuses the
  * layer is replaced by the STAGED one, or DIRECT where STAGED refuses. */
 int nc_gpu_neocog_set_c_small_kind(nc_gpu_neocog *eng, uint32_t l, int kind);
 int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *eng, uint32_t l);
@@ -147,8 +149,8 @@ int nc_gpu_neocog_get_c_small_kind(const nc_gpu_neocog *eng, uint32_t l);
  * (nc_gpu_neocog_s_forward_split; 1..NC_GPU_NEOCOG_S_MAX_SPLITS, 0: the
  * default, nc_gpu_neocog_s_default_splits for this device).
  * nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min, when batch 1 runs
- * the sparse kernels, times the splits at batch 1 and keeps the fastest
- * per stage if the whole net beats the default splits and no split. */
+ * the sparse kernels, picks them by the whole net at batch 1 (with the
+ * sparse kernel on every stage, before the warp teams). */
 int nc_gpu_neocog_set_split(nc_gpu_neocog *eng, uint32_t l, uint32_t splits);
 uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *eng, uint32_t l);
 /* Batches up to NC_GPU_NEOCOG_S_WARP_BATCH, where the sparse kernel would
@@ -157,9 +159,8 @@ uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *eng, uint32_t l);
  * batch 1 (1, 2, 4, 8 or 16), halved until team x n <= `team` at batch n;
  * 0: the sparse kernel (and its split).  The default is
  * nc_gpu_neocog_s_warp_default at batch 1; nc_gpu_neocog_tune with GEMM or
- * AUTO at n >= c_min, when batch 1 runs the sparse variant, times the
- * sparse kernel and every team per stage at batch 1 and keeps the fastest
- * if the whole net beats both the default teams and the sparse kernel. */
+ * AUTO at n >= c_min, when batch 1 runs the sparse variant, picks each
+ * stage's team (or the sparse kernel) by the whole net at batch 1. */
 int nc_gpu_neocog_set_s_warp(nc_gpu_neocog *eng, uint32_t l, uint32_t team);
 uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *eng, uint32_t l);
 

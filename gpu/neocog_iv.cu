@@ -71,6 +71,46 @@ struct nc_gpu_neocog_iv {
 #define IV_ITEM_BATCH 16u
 #define IV_ITEM_THREADS 256u
 
+/* A plane's cosine with the input, core's arithmetic:
+ * (u * (1 - th) / th + 1) * (1 + th * b * v) - 1, over b v, in [0, 1]. */
+static __device__ __forceinline__ double iv_cosine(double u, double b, double th, double v)
+{
+    const double t3 = __dadd_rn(__ddiv_rn(__dmul_rn(u, __dadd_rn(1.0, -th)), th), 1.0);
+    const double t6 = __dadd_rn(1.0, __dmul_rn(__dmul_rn(th, b), v));
+    const double e = __dadd_rn(__dmul_rn(t3, t6), -1.0);
+    const double s = __ddiv_rn(e, __dmul_rn(b, v));
+    return s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
+}
+
+/* The interpolated cosine of two top-list entries al, be whose planes'
+ * gram entry is g; 0 when the pair does not interpolate (core's rules). */
+static __device__ __forceinline__ double iv_pair(double al, double be, double g)
+{
+    if (!(g < 1.0 - 1e-6))
+        return 0.0;
+    const double den = __dadd_rn(1.0, -__dmul_rn(g, g));
+    const double pa = __ddiv_rn(__dadd_rn(al, -__dmul_rn(g, be)), den);
+    const double pb = __ddiv_rn(__dadd_rn(be, -__dmul_rn(g, al)), den);
+    if (!(pa > 0.0 && pb > 0.0))
+        return 0.0;
+    const double s = __dsqrt_rn(__dadd_rn(__dmul_rn(pa, al), __dmul_rn(pb, be)));
+    return s > 1.0 ? 1.0 : s;
+}
+
+/* The answer from a character's class scores, as core: strictly larger
+ * wins, so ties go to the lower class; -1 when none is above 0. */
+static __device__ __forceinline__ int32_t iv_answer(const float *score, uint32_t C)
+{
+    float bv = 0.0f;
+    int32_t arg = -1;
+    for (uint32_t c = 0; c < C; c++)
+        if (score[c] > bv) {
+            bv = score[c];
+            arg = (int32_t)c;
+        }
+    return arg;
+}
+
 /* sum of u[kap]^2 over kap = 0 .. k - 1 in that order, in double as core;
  * eight loads in flight (one at a time, the 295 planes of the shipped
  * file's UC3 were 295 round trips to L2 a thread) */
@@ -138,12 +178,7 @@ static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in
                 const double u = (double)up[k], b = (double)P.b[k];
                 if (!(u > 0.0) || !(b > 0.0))
                     continue;
-                /* core: (u * (1 - th) / th + 1) * (1 + th * b * v) - 1 */
-                const double t3 = __dadd_rn(__ddiv_rn(__dmul_rn(u, __dadd_rn(1.0, -th)), th), 1.0);
-                const double t6 = __dadd_rn(1.0, __dmul_rn(__dmul_rn(th, b), v));
-                const double e = __dadd_rn(__dmul_rn(t3, t6), -1.0);
-                double s = __ddiv_rn(e, __dmul_rn(b, v));
-                s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
+                const double s = iv_cosine(u, b, th, v);
                 uint32_t at = n < T ? n : T - 1;
                 if (n == T && !(s > (double)ts[T - 1]))
                     continue;
@@ -162,18 +197,9 @@ static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in
             double bst = n ? (double)ts[0] : 0.0;
             for (uint32_t x = 0; x < n; x++)
                 for (uint32_t y = x + 1; y < n; y++) {
-                    const double al = ts[x], be = ts[y];
-                    const double g = G[(size_t)ti[x] * nc + ti[y]];
-                    if (!(g < 1.0 - 1e-6))
-                        continue;
-                    const double den = __dadd_rn(1.0, -__dmul_rn(g, g));
-                    const double pa = __ddiv_rn(__dadd_rn(al, -__dmul_rn(g, be)), den);
-                    const double pb = __ddiv_rn(__dadd_rn(be, -__dmul_rn(g, al)), den);
-                    if (pa > 0.0 && pb > 0.0) {
-                        double s = __dsqrt_rn(__dadd_rn(__dmul_rn(pa, al), __dmul_rn(pb, be)));
-                        s = s > 1.0 ? 1.0 : s;
-                        bst = s > bst ? s : bst;
-                    }
+                    const double s =
+                        iv_pair(ts[x], ts[y], G[(size_t)ti[x] * nc + ti[y]]);
+                    bst = s > bst ? s : bst;
                 }
             result = bst;
         }
@@ -187,16 +213,8 @@ static __global__ void iv_kernel(const iv_params P, const float *__restrict__ in
         scores[ch * C + c] = (float)m;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float bv = 0.0f;
-        int32_t arg = -1;
-        for (uint32_t c = 0; c < C; c++)
-            if (scores[ch * C + c] > bv) {
-                bv = scores[ch * C + c];
-                arg = (int32_t)c;
-            }
-        labels[ch] = arg;
-    }
+    if (threadIdx.x == 0)
+        labels[ch] = iv_answer(scores + ch * C, C);
 }
 
 /* ---- small batches: a block per (character, class, position) -------------
@@ -297,13 +315,8 @@ iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__
             const uint32_t k = P.members[i0 + i];
             const double u = (double)up[k], b = (double)P.b[k];
             double s = -1.0;
-            if (u > 0.0 && b > 0.0) {
-                const double t3 = __dadd_rn(__ddiv_rn(__dmul_rn(u, __dadd_rn(1.0, -th)), th), 1.0);
-                const double t6 = __dadd_rn(1.0, __dmul_rn(__dmul_rn(th, b), v));
-                const double e = __dadd_rn(__dmul_rn(t3, t6), -1.0);
-                s = __ddiv_rn(e, __dmul_rn(b, v));
-                s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
-            }
+            if (u > 0.0 && b > 0.0)
+                s = iv_cosine(u, b, th, v);
             sp[i] = make_double2(s, (double)(float)s);
         }
         __syncthreads();
@@ -341,18 +354,8 @@ iv_item_kernel(const iv_params P, const double *__restrict__ su, const float *__
             const uint32_t x = q / n, y = q % n;
             if (y <= x)
                 continue;
-            const double al = ts[x], be = ts[y];
-            const double g = G[(size_t)ti[x] * nc + ti[y]];
-            if (!(g < 1.0 - 1e-6))
-                continue;
-            const double den = __dadd_rn(1.0, -__dmul_rn(g, g));
-            const double pa = __ddiv_rn(__dadd_rn(al, -__dmul_rn(g, be)), den);
-            const double pb = __ddiv_rn(__dadd_rn(be, -__dmul_rn(g, al)), den);
-            if (pa > 0.0 && pb > 0.0) {
-                double s = __dsqrt_rn(__dadd_rn(__dmul_rn(pa, al), __dmul_rn(pb, be)));
-                s = s > 1.0 ? 1.0 : s;
-                bst = s > bst ? s : bst;
-            }
+            const double s = iv_pair(ts[x], ts[y], G[(size_t)ti[x] * nc + ti[y]]);
+            bst = s > bst ? s : bst;
         }
         for (int o = 16; o > 0; o >>= 1) {
             const double y = __shfl_xor_sync(0xffffffffu, bst, o);
@@ -392,16 +395,8 @@ static __global__ void iv_label_kernel(const iv_params P, const float *__restric
         scores[ch * C + c] = m;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float bv = 0.0f;
-        int32_t arg = -1;
-        for (uint32_t c = 0; c < C; c++)
-            if (scores[ch * C + c] > bv) {
-                bv = scores[ch * C + c];
-                arg = (int32_t)c;
-            }
-        labels[ch] = arg;
-    }
+    if (threadIdx.x == 0)
+        labels[ch] = iv_answer(scores + ch * C, C);
 }
 
 void nc_gpu_neocog_iv_free(nc_gpu_neocog_iv *d)
