@@ -66,9 +66,11 @@ struct nc_gpu_neocog_iv {
 /* Batches up to this run a block per (character, class, position): at
  * batch 1 the block per character was one SM walking 25 positions x 10
  * classes of the shipped file's planes, 326 us on an H100 (ncu; now 7.6 +
- * 19.8 us).  The shipped file's whole forward with copies took 1963 us at
- * batch 16 this way and 2378 us at 17 with a block per character. */
-#define IV_ITEM_BATCH 16u
+ * 19.8 us).  The shipped file's whole forward with copies, this way against
+ * a block per character, same H100 run: 2953 / 3225 us at batch 24, 3749 /
+ * 3947 at 32, 5444 / 5615 at 48, 7285 / 7371 at 64 (neocogd's largest
+ * batch). */
+#define IV_ITEM_BATCH 64u
 #define IV_ITEM_THREADS 256u
 
 /* A plane's cosine with the input, core's arithmetic:

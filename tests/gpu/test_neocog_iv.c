@@ -5,7 +5,8 @@
  * Exact check: after each engine forward, the last stage's input and
  * S-layer come back from the device into a core state and core classifies
  * them; the device's scores must be those bit for bit and the labels the
- * same, for every character.  Batches 1 and 33 (graphs) and 200 (chunked)
+ * same, for every character.  Batches 1 and 33 (graphs; the kernels by
+ * (character, class, position)) and 200 (chunked; a block per character)
  * at changing offsets, so a stale answer shows; one character in seven is
  * random sparse noise (often nothing fires: label -1).  top_t 1, 3, 8, 17
  * and 70 (more than a class has planes) on a net seeded from fixture
