@@ -105,9 +105,9 @@ static __device__ __forceinline__ float4 nc_dev_psi4(float4 x, int k, int k_out)
 /* ---- programmatic dependent launch (Hopper) ---------------------------------
  *
  * At small batches a layer's kernel is a few microseconds, about what the
- * launch and the ramp-up of the next one cost.  A kernel launched with
- * nc_dev_launch(.., pdl = 1) may start while the previous kernel on its
- * stream is still running: its blocks do what needs no earlier output
+ * launch and the ramp-up of the next one cost.  A kernel launched by
+ * nc_dev_launch at a batch up to NC_DEV_PDL_MAX_BATCH may start while the
+ * previous kernel on its stream is still running: its blocks do what needs no earlier output
  * (tables into shared memory, indices), then nc_dev_pdl_wait() holds them
  * until the previous grid has completed and its writes are visible.  Every
  * kernel launched so calls nc_dev_pdl_wait() before it touches global
