@@ -2,7 +2,7 @@
  * (NC_GPU_NEOCOG_C_WARP, see neocog_c.cuh), the C twin of neocog_s_warp.cu.
  *
  * Layer: gpu.  Block: P positions x W warps (P * W = 8, or 16 when W is 16)
- * of one character; warp w of a position's team takes the live taps w,
+ * of character blockIdx.y; warp w of a position's team takes the live taps w,
  * w + W, .. of its window.
  *  1. lane = tap: the input's occupancy map says which of the warp's taps
  *     read an occupied cell (0 outside the input: core's edge clipping);
@@ -51,9 +51,8 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     const uint32_t p = warp / W, w = warp - p * W;
     const uint32_t n_i = g.n_in * g.n_in, n_o = g.n_out * g.n_out, nl = g.n_live;
-    const uint32_t n_pg = (n_o + P - 1) / P;
-    const size_t b = blockIdx.x / n_pg;
-    const uint32_t o = (blockIdx.x - (uint32_t)b * n_pg) * P + p;
+    const size_t b = blockIdx.y;
+    const uint32_t o = blockIdx.x * P + p;
     const uint32_t Q = nc_dev_kstride(c.k) >> 2;          /* float4s a cell */
     float4 *red = cw_sm;                                    /* [P * W][32] */
     float2 *lists = (float2 *)(red + (size_t)P * W * 32u);
@@ -164,16 +163,16 @@ extern "C" int nc_gpu_neocog_c_warp_forward(const nc_gpu_neocog_c_args *c, const
             team *= 2;
     }
     const uint32_t W = team, P = cw_positions(W);
-    const size_t n_blocks = (size_t)batch * ((n_o + P - 1) / P);
-    if (n_blocks > 0x7fffffffu || (size_t)batch * n_o > 0x7fffffffu ||
+    const size_t n_blocks = (n_o + P - 1) / P;     /* a character's; characters on y */
+    if (batch > 65535u || (size_t)batch * n_o > 0x7fffffffu ||
         (size_t)c->g.n_in * c->g.n_in * batch * (nc_dev_kstride(c->k) / 4) > 0x7fffffffu)
         return -E2BIG;
     const size_t smem = cw_smem(P, W, nl);
     int r;
     if ((r = nc_dev_smem_allow((const void *)c_warp_kernel, smem)) < 0)
         return r;
-    NC_CUDA_CHECK(nc_dev_launch(c_warp_kernel, dim3((unsigned)n_blocks), dim3(P * W * 32u), smem,
-                                stream, batch, *c, in, occ_in, out, occ_out, P, W,
-                                (nl + W - 1) / W));
+    NC_CUDA_CHECK(nc_dev_launch(c_warp_kernel, dim3((unsigned)n_blocks, batch),
+                                dim3(P * W * 32u), smem, stream, batch, *c, in, occ_in, out,
+                                occ_out, P, W, (nl + W - 1) / W));
     return 0;
 }

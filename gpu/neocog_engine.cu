@@ -54,6 +54,8 @@ struct nc_gpu_neocog {
      * instead, with teams of s_warp[l] warps at batch 1, halved until team
      * x n <= s_warp[l] at batch n; 0: the sparse kernel */
     uint32_t s_warp[NC_NEOCOG_MAX_STAGES];
+    /* and its planes a block there (0: the kernel's 128) */
+    uint32_t s_planes[NC_NEOCOG_MAX_STAGES];
     uint32_t n_sm;
     unsigned *d_split_count;
     float *d_split_part;
@@ -428,7 +430,8 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
                 team /= 2;
             return nc_gpu_neocog_s_forward_warp(&e->s[l], e->act[layer - 1],
                                                 e->occ[layer - 1], e->act[layer],
-                                                last ? NULL : e->occ[layer], n, team, st);
+                                                last ? NULL : e->occ[layer], n, team,
+                                                e->s_planes[l], st);
         }
         const uint32_t runs = v == NC_GPU_NEOCOG_SPARSE ? e->split[l] / n : 1;
         if (runs >= 2)
@@ -854,6 +857,25 @@ static int tune_warp(nc_gpu_neocog *e)
                                       sizeof cand / sizeof cand[0], skip);
 }
 
+/* The warp S kernel's planes a block at batch 1 (128 down to 8), then its
+ * teams once more around what that kept: fewer planes a block shorten each
+ * lane's chain of weight loads and add blocks, so the best team moves.
+ * Stages on the sparse kernel (team 0) keep 128. */
+static int tune_planes(nc_gpu_neocog *e)
+{
+    static const uint32_t cand[] = { 0, 64, 32, 16, 8 };
+    static const uint32_t teams[] = { 1, 2, 4, 8, 16 };
+    uint8_t skip[NC_NEOCOG_MAX_STAGES];
+    for (uint32_t l = 0; l < e->n_stages; l++) {
+        skip[l] = e->s_warp[l] == 0;
+        e->s_planes[l] = 0;
+    }
+    int r = descend_batch1(e, NC_GPU_NEOCOG_SPARSE, e->s_planes, e->n_stages, cand,
+                           sizeof cand / sizeof cand[0], skip);
+    return r < 0 ? r : descend_batch1(e, NC_GPU_NEOCOG_SPARSE, e->s_warp, e->n_stages, teams,
+                                      sizeof teams / sizeof teams[0], skip);
+}
+
 /* The small-batch C kernels at batch 1 under variant v, from the default
  * NC_GPU_NEOCOG_C_SMALL on every layer. */
 static int tune_small_c(nc_gpu_neocog *e, int v)
@@ -907,12 +929,17 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         const int v1 = 1 >= e->auto_min ? NC_GPU_NEOCOG_GEMM : NC_GPU_NEOCOG_SPARSE;
         if (v1 == NC_GPU_NEOCOG_SPARSE) {
             /* the splits with the sparse kernel on every stage, then the
-             * warp teams (or that kernel) against them */
-            for (uint32_t l = 0; l < e->n_stages; l++)
+             * warp teams (or that kernel) against them, then their planes
+             * a block */
+            for (uint32_t l = 0; l < e->n_stages; l++) {
                 e->s_warp[l] = 0;
+                e->s_planes[l] = 0;
+            }
             r = tune_split(e);
             if (r == 0)
                 r = tune_warp(e);
+            if (r == 0)
+                r = tune_planes(e);
         }
         if (r == 0)
             r = tune_small_c(e, v1);
@@ -1067,4 +1094,19 @@ extern "C" int nc_gpu_neocog_set_s_warp(nc_gpu_neocog *e, uint32_t l, uint32_t t
 extern "C" uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l < e->n_stages ? e->s_warp[l] : 0;
+}
+
+extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t planes)
+{
+    if (!e || l >= e->n_stages || planes > 128 || (planes && planes < 8) ||
+        (planes & (planes - 1)))
+        return -EINVAL;
+    e->s_planes[l] = planes;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? (e->s_planes[l] ? e->s_planes[l] : 128) : 0;
 }

@@ -163,6 +163,12 @@ uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *eng, uint32_t l);
  * stage's team (or the sparse kernel) by the whole net at batch 1. */
 int nc_gpu_neocog_set_s_warp(nc_gpu_neocog *eng, uint32_t l, uint32_t team);
 uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *eng, uint32_t l);
+/* The planes a block of that kernel covers at stage l (8, 16, 32, 64 or
+ * 128; 0: 128, the default).  Fewer planes a block shorten each lane's
+ * chain of weight loads and put more blocks on the grid.  The same tuning
+ * picks them after the teams, then the teams once more. */
+int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *eng, uint32_t l, uint32_t planes);
+uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,9 @@
  * position reading its window from global memory (see neocog_s_warp.cuh).
  *
  * Layer: gpu.  Block: P positions x W warps (P * W = 8, or 16 when W is
- * 16), character b and positions p0 .. p0 + P - 1 of the output plane
+ * 16), character blockIdx.z and positions p0 .. p0 + P - 1 of the output plane
  * (row-major, so a block's positions share most of their windows in L1),
- * planes 128 * blockIdx.y .. + 127. */
+ * planes pb * blockIdx.y .. + pb - 1 (pb a power of two, 8 .. 128). */
 #include "neocog_s_warp.cuh"
 
 #include <errno.h>
@@ -15,7 +15,7 @@
  * the scan flushes the list whenever the next four cells' planes might not
  * fit, so any density is exact. */
 #define S_WARP_CAP 256u
-/* Planes a block covers: 32 lanes of four. */
+/* Most planes a block covers: 32 lanes of four. */
 #define S_WARP_PLANES 128u
 /* Occupied taps whose cells a warp loads at once. */
 #define S_WARP_TAPS 4u
@@ -25,11 +25,13 @@ static __host__ __device__ __forceinline__ uint32_t s_warp_positions(uint32_t W)
     return W >= 8u ? 1u : 8u / W;
 }
 
-/* list entries [P * W][cap], then the tap table: packed (ty, tx) [nl] and
- * c(nu) [nl] */
+/* list entries [P * W][cap], each warp's occupied taps of a round [P * W]
+ * [32] (input cell, tap, c(nu)), then the tap table: packed (ty, tx) [nl]
+ * and c(nu) [nl] */
 static size_t s_warp_smem(uint32_t P, uint32_t W, uint32_t nl)
 {
-    return (size_t)P * W * S_WARP_CAP * sizeof(float2) + (size_t)nl * 2u * sizeof(int);
+    return (size_t)P * W * (S_WARP_CAP * sizeof(float2) + 32u * sizeof(int4)) +
+           (size_t)nl * 2u * sizeof(int);
 }
 
 /* e += u * a[4 (off + q4) .. + 3] over the listed entries eg, eg + Ge, ..
@@ -60,26 +62,26 @@ static __device__ __noinline__ float4 s_warp_flush(const float2 *lst, uint32_t n
 static __global__ void __launch_bounds__(512, 2)
 s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__restrict__ in,
               const uint8_t *__restrict__ occ_in, float *__restrict__ out,
-              uint8_t *__restrict__ occ_out, uint32_t P, uint32_t W)
+              uint8_t *__restrict__ occ_out, uint32_t P, uint32_t W, uint32_t pb)
 {
     extern __shared__ float2 ent[];     /* [P * W][cap] */
     const nc_gpu_neocog_geom &g = s.g;
     const uint32_t ks = nc_dev_kstride(s.k_out), nl = g.n_live, kin = s.k_in;
     const uint32_t n_i = g.n_in * g.n_in, n_o = g.n_out * g.n_out;
-    const uint32_t n_pg = (n_o + P - 1) / P;
-    const size_t b = blockIdx.x / n_pg;
-    const uint32_t p0 = (blockIdx.x - b * n_pg) * P;
-    int *tyx = (int *)(ent + (size_t)P * W * S_WARP_CAP);      /* [nl] */
+    const size_t b = blockIdx.z;
+    const uint32_t p0 = blockIdx.x * P;
+    int4 *taps = (int4 *)(ent + (size_t)P * W * S_WARP_CAP);   /* [P * W][32] */
+    int *tyx = (int *)(taps + (size_t)P * W * 32u);             /* [nl] */
     float *cw = (float *)(tyx + nl);                            /* [nl] */
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     const uint32_t p = warp / W, w = warp - p * W, o = p0 + p;
     /* the list's entries by Ge groups of Lk lanes: Lk the float4s of this
      * block's planes rounded up to a power of two, lane ql of a group owning
      * planes k4 .. k4 + 3 (at US1's 16 planes, 8 entries at once) */
-    const uint32_t nq = min(ks - blockIdx.y * S_WARP_PLANES, S_WARP_PLANES) / 4u;
+    const uint32_t nq = min(ks - blockIdx.y * pb, pb) / 4u;
     const uint32_t Lk = nq <= 1u ? 1u : 1u << (32 - __clz((int)nq - 1));
     const uint32_t Ge = 32u / Lk, eg = lane / Lk, ql = lane % Lk;
-    const uint32_t k4 = blockIdx.y * S_WARP_PLANES + 4u * ql;
+    const uint32_t k4 = blockIdx.y * pb + 4u * ql;
     const bool act = ql < nq;
     const unsigned lt = nc_dev_lanemask_lt();
     /* lanes per tap: kin rounded up to a power of two, at most 32; G taps
@@ -102,6 +104,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         const float *inb = in + b * n_i * s.in_stride;
         const uint8_t *occb = occ_in ? occ_in + b * n_i : nullptr;
         float2 *lst = ent + (size_t)warp * S_WARP_CAP;
+        int4 *tl = taps + (size_t)warp * 32u;
         uint32_t n = 0;
         /* lane j of a round looks at tap w + W (32 r + j) */
         for (uint32_t t0 = w; t0 < nl; t0 += 32u * W) {
@@ -114,40 +117,49 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                 on = iy >= 0 && iy < g.n_in && ix >= 0 && ix < g.n_in &&
                      (!occb || occb[ip]);
             }
-            /* the occupied taps G x 4 at a time: lane group lane / L of
-             * slot q takes the (i + q G + lane / L)-th of them, lane % L its
-             * plane; the four slots' loads are in flight together */
+            /* the occupied taps to the warp's table in tap order (input
+             * cell, tap, c(nu)): one store, where a search for the r-th set
+             * bit and two shuffles a slot cost some 40 instructions */
             const unsigned m = __ballot_sync(0xffffffffu, on);
             const uint32_t n_on = __popc(m);
-            for (uint32_t i = 0; i < n_on; i += G * S_WARP_TAPS)
+            if (on)
+                tl[__popc(m & lt)] = make_int4(ip, (int)t, __float_as_int(cw[t]), 0);
+            __syncwarp();
+            /* G x 4 of them at a time: lane group lane / L of slot q takes
+             * the (i + q G + lane / L)-th, lane % L its plane; the four
+             * slots' loads are in flight together */
+            for (uint32_t i = 0; i < n_on; i += G * S_WARP_TAPS) {
+                int4 tq[S_WARP_TAPS];
+#pragma unroll
+                for (uint32_t q = 0; q < S_WARP_TAPS; q++) {
+                    const uint32_t r = i + q * G + grp;
+                    tq[q] = r < n_on ? tl[r] : make_int4(-1, 0, 0, 0);      /* x: -1, none */
+                }
                 for (uint32_t k0 = 0; k0 < kin; k0 += 32u) {
                     const uint32_t kap = k0 + sub;
                     if (n + 32u * S_WARP_TAPS > S_WARP_CAP) {   /* room for all four */
                         e = s_warp_flush(lst, n, s.a, k4 / 4u, eg, Ge, act, e);
                         n = 0;
                     }
-                    uint32_t tq[S_WARP_TAPS];
                     float xq[S_WARP_TAPS];
 #pragma unroll
-                    for (uint32_t q = 0; q < S_WARP_TAPS; q++) {
-                        const uint32_t r = i + q * G + grp;
-                        const int j = r < n_on ? (int)__fns(m, 0, (int)r + 1) : 0;
-                        tq[q] = __shfl_sync(0xffffffffu, t, j);
-                        const int iq = __shfl_sync(0xffffffffu, ip, j);
-                        xq[q] = r < n_on && kap < kin
-                                    ? __ldg(inb + (size_t)iq * s.in_stride + kap) : 0.0f;
-                    }
+                    for (uint32_t q = 0; q < S_WARP_TAPS; q++)
+                        xq[q] = tq[q].x >= 0 && kap < kin
+                                    ? __ldg(inb + (size_t)tq[q].x * s.in_stride + kap) : 0.0f;
 #pragma unroll
                     for (uint32_t q = 0; q < S_WARP_TAPS; q++) {
                         const float x = xq[q];
-                        v2 = fmaf(cw[tq[q]] * x, x, v2);
+                        v2 = fmaf(__int_as_float(tq[q].z) * x, x, v2);
                         const unsigned nz = __ballot_sync(0xffffffffu, x != 0.0f);
                         if (x != 0.0f)
                             lst[n + __popc(nz & lt)] = make_float2(
-                                x, __int_as_float((int)((kap * nl + tq[q]) * (ks / 4u))));
+                                x, __int_as_float((int)((kap * nl + (uint32_t)tq[q].y) *
+                                                        (ks / 4u))));
                         n += __popc(nz);
                     }
                 }
+            }
+            __syncwarp();       /* the table is written again after this */
         }
         s_warp_run(lst, n, s.a, k4 / 4u, eg, Ge, act, e);
         /* the entry groups, in a fixed tree: group 0 ends with the sums */
@@ -199,7 +211,7 @@ extern "C" uint32_t nc_gpu_neocog_s_warp_default(const nc_gpu_neocog_s_args *s,
 extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const float *in,
                                             const uint8_t *occ_in, float *out,
                                             uint8_t *occ_out, uint32_t batch, uint32_t warps,
-                                            cudaStream_t stream)
+                                            uint32_t planes, cudaStream_t stream)
 {
     if (!s || !in || !out || batch < 1 || s->k_in < 1 || s->k_in > s->in_stride ||
         s->k_out < 1 || s->k_out > NC_NEOCOG_MAX_PLANES || !s->a || !s->b ||
@@ -216,15 +228,18 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
     }
     if (warps > NC_GPU_NEOCOG_S_WARP_MAX || (warps & (warps - 1)) != 0)
         return -EINVAL;
+    const uint32_t pb = planes ? planes : S_WARP_PLANES;
+    if (pb < 8u || pb > S_WARP_PLANES || (pb & (pb - 1)) != 0)
+        return -EINVAL;
     const uint32_t ks = nc_dev_kstride(s->k_out), nl = (uint32_t)s->g.n_live;
     /* weight offsets travel as 32-bit integers */
     if ((uint64_t)s->k_in * nl * ks >= 0x7fffffffu)
         return -EINVAL;
     const uint32_t W = warps, P = s_warp_positions(W);
     const uint32_t n_o = (uint32_t)(s->g.n_out * s->g.n_out);
-    const size_t n_blocks = (size_t)batch * ((n_o + P - 1) / P);
-    const uint32_t n_kc = (ks + S_WARP_PLANES - 1) / S_WARP_PLANES;
-    if (n_blocks > 0x7fffffffu || n_kc > 65535u)
+    const size_t n_blocks = (n_o + P - 1) / P;     /* a character's; characters on z */
+    const uint32_t n_kc = (ks + pb - 1) / pb;
+    if (n_blocks > 0x7fffffffu || n_kc > 65535u || batch > 65535u)
         return -E2BIG;
     const size_t smem = s_warp_smem(P, W, nl);
     int r;
@@ -232,7 +247,8 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
         return r;
     if (occ_out && n_kc > 1)
         NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
-    NC_CUDA_CHECK(nc_dev_launch(s_warp_kernel, dim3((unsigned)n_blocks, n_kc), dim3(P * W * 32u),
-                                smem, stream, batch, *s, in, occ_in, out, occ_out, P, W));
+    NC_CUDA_CHECK(nc_dev_launch(s_warp_kernel, dim3((unsigned)n_blocks, n_kc, batch),
+                                dim3(P * W * 32u), smem, stream, batch, *s, in, occ_in, out,
+                                occ_out, P, W, pb));
     return 0;
 }

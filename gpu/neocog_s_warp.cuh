@@ -20,8 +20,11 @@
  * warp's lanes split into groups that take every G-th entry and meet by a
  * fixed shuffle tree: at 16 planes, eight entries at once).  The W partial sums
  * meet once, in warp order, so every launch gives the same bits.  Planes
- * past 128 go to gridDim.y blocks that list the same cells.  No barrier in
- * the scan, no atomics, every output cell written once. */
+ * past a block's share (128, or fewer when asked) go to gridDim.y blocks
+ * that list the same cells: fewer planes a block means more entry groups,
+ * so a shorter chain of weight loads for each lane (US4 at batch 1: 25
+ * positions, some 130 entries a warp one after another at 128 planes).  No
+ * barrier in the scan, no atomics, every output cell written once. */
 #ifndef NC_GPU_NEOCOG_S_WARP_CUH
 #define NC_GPU_NEOCOG_S_WARP_CUH
 
@@ -40,13 +43,16 @@ extern "C" {
 /* The S-layer of batch characters, as nc_gpu_neocog_s_forward (same
  * layouts, occupancy map in and out; occ_in NULL: every input position is
  * read), with teams of `warps` warps a position (1, 2, 4, 8 or 16; 0: the
- * default below).  s->a, in and out must be 16-byte aligned (plane strides
- * are multiples of 8, so every cell row is).  Returns 0 or a negative
- * errno (-EINVAL for bad arguments, -E2BIG for a grid past the device's);
- * the launch is checked, not waited for. */
+ * default below) and `planes` planes a block (8, 16, 32, 64 or 128; 0:
+ * 128).  With more than one block of planes the occupancy map out is
+ * cleared first (one more node on the stream).  s->a, in and out must be
+ * 16-byte aligned (plane strides are multiples of 8, so every cell row
+ * is).  Returns 0 or a negative errno (-EINVAL for bad arguments, -E2BIG
+ * for a grid past the device's); the launch is checked, not waited for. */
 int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const float *in,
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
-                                 uint32_t batch, uint32_t warps, cudaStream_t stream);
+                                 uint32_t batch, uint32_t warps, uint32_t planes,
+                                 cudaStream_t stream);
 
 /* Team size for batch characters on n_sm SMs: enough warps for about 24 an
  * SM, no more than one for every two live taps (on an H100 at batch 1, the

@@ -128,6 +128,55 @@ static int time_s_batch1(nc_gpu_neocog *e, uint32_t ns, int reps, float *ts, flo
     return err < 0 ? err : time_batch1(e, reps, ret_graph, ret_launch);
 }
 
+/* Layers first .. last of the net at batch 1 captured as one graph:
+ * median GPU ms of its replays (reps), so that a layer's share of the
+ * whole net can be read off prefixes (its kernels start while the one
+ * before ends, so alone it is not the same). */
+static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int reps, float *ret_ms)
+{
+    cudaStream_t st = (cudaStream_t)nc_gpu_neocog_stream(e);
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaEvent_t t0 = NULL, t1 = NULL;
+    float *ms = (float *)malloc(reps * sizeof(float));
+    int r = ms ? 0 : -ENOMEM;
+    if (r == 0 && cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+        r = -EIO;
+    if (r == 0) {
+        for (int l = first; r == 0 && l <= last; l++)
+            r = nc_gpu_neocog_enqueue_layer(e, l, 1);
+        if (cudaStreamEndCapture(st, &g) != cudaSuccess && r == 0)
+            r = -EIO;
+    }
+    if (r == 0 && (cudaGraphInstantiate(&x, g, 0) != cudaSuccess ||
+                   cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess))
+        r = -EIO;
+    for (int i = -2; r == 0 && i < reps; i++) {
+        cudaEventRecord(t0, st);
+        if (cudaGraphLaunch(x, st) != cudaSuccess)
+            r = -EIO;
+        cudaEventRecord(t1, st);
+        float m = 0.0f;
+        if (r == 0 && (cudaEventSynchronize(t1) != cudaSuccess ||
+                       cudaEventElapsedTime(&m, t0, t1) != cudaSuccess))
+            r = -EIO;
+        if (i >= 0)
+            ms[i] = m;
+    }
+    if (r == 0)
+        *ret_ms = median(ms, reps);
+    if (t0)
+        cudaEventDestroy(t0);
+    if (t1)
+        cudaEventDestroy(t1);
+    if (x)
+        cudaGraphExecDestroy(x);
+    if (g)
+        cudaGraphDestroy(g);
+    free(ms);
+    return r;
+}
+
 /* With a model file only the variants that take any plane count are timed. */
 static int wanted(const nc_bench_gpu_opts *o, int v)
 {
@@ -614,6 +663,61 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             }
             for (uint32_t l = 0; l < ns; l++)
                 nc_gpu_neocog_set_s_warp(e, l, kept[l]);
+        }
+
+        /* 3e: batch 1 with the warp S kernel's planes a block
+         * (nc_gpu_neocog_set_s_planes), the engine's teams: the engine's
+         * (tuned), then each count on every stage that runs that kernel */
+        {
+            const uint32_t ns = net->arch.n_stages;
+            uint32_t kept[NC_NEOCOG_MAX_STAGES];
+            for (uint32_t l = 0; l < ns; l++)
+                kept[l] = nc_gpu_neocog_get_s_planes(e, l);
+            printf("\n| sparse variant, batch 1: warp S kernel, planes a block (teams %u/%u/%u/%u) "
+                   "| S1 | S2 | S3 | S4 (us per layer) | GPU time, graph (us) | GPU time, "
+                   "launches (us) |\n|---|---:|---:|---:|---:|---:|---:|\n",
+                   nc_gpu_neocog_get_s_warp(e, 0), nc_gpu_neocog_get_s_warp(e, 1),
+                   nc_gpu_neocog_get_s_warp(e, 2), nc_gpu_neocog_get_s_warp(e, 3));
+            static const int32_t planes[] = { -1, 128, 64, 32, 16, 8 };
+            for (size_t c = 0; c < sizeof planes / sizeof planes[0]; c++) {
+                for (uint32_t l = 0; l < ns; l++)
+                    if ((err = nc_gpu_neocog_set_s_planes(e, l, planes[c] < 0
+                                                                   ? kept[l]
+                                                                   : (uint32_t)planes[c])) < 0)
+                        goto out;
+                float ts[NC_NEOCOG_MAX_STAGES] = { 0 }, mg = 0.0f, ml = 0.0f;
+                if ((err = time_s_batch1(e, ns, reps * 10, ts, &mg, &ml)) < 0)
+                    goto out;
+                char name[64];
+                if (planes[c] < 0)
+                    snprintf(name, sizeof name, "the engine's (tuned): %u/%u/%u/%u", kept[0],
+                             kept[1], kept[2], kept[3]);
+                else
+                    snprintf(name, sizeof name, "%d on every stage", planes[c]);
+                printf("| %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n", name, ts[0], ts[1],
+                       ts[2], ts[3], mg * 1e3f, ml * 1e3f);
+            }
+            for (uint32_t l = 0; l < ns; l++)
+                nc_gpu_neocog_set_s_planes(e, l, kept[l]);
+
+            /* 3f: where batch 1 goes, the engine as tuned: graphs of the
+             * layers UG .. X (the step from the row above is X's share of
+             * the whole net) and of X alone */
+            static const char *const lname[] = { "UG", "US1", "UC1", "US2", "UC2",
+                                                 "US3", "UC3", "US4", "UC4" };
+            printf("\n| batch 1, engine as tuned: graph of the layers | GPU us | step (us) | "
+                   "that layer alone, graph (us) |\n|---|---:|---:|---:|\n");
+            float prev = 0.0f;
+            for (int k = 0; k <= 2 * (int)ns && k <= 8; k++) {
+                float mp = 0.0f, ma = 0.0f;
+                if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0 ||
+                    (err = time_layers_graph(e, 0, k, reps * 20, &mp)) < 0 ||
+                    (err = time_layers_graph(e, k, k, reps * 20, &ma)) < 0)
+                    goto out;
+                printf("| UG .. %s | %.1f | %.1f | %.1f |\n", lname[k], mp * 1e3f,
+                       (mp - prev) * 1e3f, ma * 1e3f);
+                prev = mp;
+            }
         }
 
         /* 4: throughput, sparse / gemm / auto */

@@ -71,6 +71,8 @@ static uint32_t s_splits;
  * (nc_gpu_neocog_s_forward_warp) and its team size; 0: not that kernel */
 static int s_warp_on;
 static uint32_t s_warps;
+/* and its planes a block; 0: its default (128) */
+static uint32_t s_warp_planes;
 /* run_case's team size for the WARP C kernel; 0: its default */
 static uint32_t c_team;
 
@@ -262,7 +264,7 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             nc_gpu_neocog_gemm_free(gm);
         } else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
             r = nc_gpu_neocog_s_forward_warp(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
-                                             s_warps, 0);
+                                             s_warps, s_warp_planes, 0);
         else if ((lc->layer - 1) % 2 == 0 && s_splits)
             r = split_twice(lc, d_in, d_occ_in, d_out, d_occ_out, batch, out_n);
         else if ((lc->layer - 1) % 2 == 0)
@@ -527,7 +529,11 @@ static void test_layers(void)
             static const uint32_t team[] = { 0, 1, 2, 4, 8, 16 }, sb[] = { 1, 3, 33, 200 };
             before = nc_test_failures;
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_warp(&lc.s, d_a[0], NULL, d_a[0], NULL, 1, 3,
-                                                      0), -EINVAL);
+                                                      0, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_warp(&lc.s, d_a[0], NULL, d_a[0], NULL, 1, 1,
+                                                      24, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_warp(&lc.s, d_a[0], NULL, d_a[0], NULL, 1, 1,
+                                                      4, 0), -EINVAL);
             s_warp_on = 1;
             for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
                 s_warps = team[i];
@@ -536,11 +542,28 @@ static void test_layers(void)
                     if (team[i] <= 2 || sb[bi] != 200)
                         run_both(what, &lc, NC_GPU_NEOCOG_SPARSE, &pl, sb[bi]);
             }
-            s_warp_on = 0;
-            s_warps = 0;
             fprintf(stderr, "  %-3s: warp teams 0(default)/1/2/4/8/16 x batches 1/3/33 "
                     "(200 for 0-2): %s\n", name[layer],
                     nc_test_failures == before ? "ok" : "FAILED");
+            /* fewer planes a block: more blocks on the grid's y, the
+             * occupancy map cleared first and set by any that fires */
+            static const uint32_t planes[] = { 8, 16, 32, 64 }, pteam[] = { 1, 4, 16 };
+            before = nc_test_failures;
+            for (size_t i = 0; i < NC_ARRAY_LEN(planes); i++)
+                for (size_t j = 0; j < NC_ARRAY_LEN(pteam); j++) {
+                    s_warp_planes = planes[i];
+                    s_warps = pteam[j];
+                    snprintf(what, sizeof what, "%s warp team %u, %u planes a block",
+                             name[layer], s_warps, s_warp_planes);
+                    for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                        if (sb[bi] != 200)
+                            run_both(what, &lc, NC_GPU_NEOCOG_SPARSE, &pl, sb[bi]);
+                }
+            s_warp_on = 0;
+            s_warps = 0;
+            s_warp_planes = 0;
+            fprintf(stderr, "  %-3s: warp teams 1/4/16 x 8/16/32/64 planes a block x batches "
+                    "1/3/33: %s\n", name[layer], nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the WARP C kernel's team sizes (the default is in the kinds'
          * loop above); a team that is no power of two is refused */
@@ -751,6 +774,29 @@ static void test_engine(void)
         fprintf(stderr, "  engine sparse with warp teams of %u on 1/3/8/40: %u labels differ\n",
                 eng_team[i], diff);
     }
+    /* and with 16 and 32 planes a block on every stage (teams of 4) */
+    static const uint32_t eng_planes[] = { 16, 32 };
+    for (size_t i = 0; i < NC_ARRAY_LEN(eng_planes); i++) {
+        for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, l, 4), 0);
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, l, eng_planes[i]), 0);
+            CHECK_INT_EQ(nc_gpu_neocog_get_s_planes(eng, l), eng_planes[i]);
+        }
+        static const uint32_t small[] = { 1, 3, 8 };
+        const uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
+        CHECK_MSG(diff == 0, "engine sparse, %u planes a block: %u labels differ",
+                  eng_planes[i], diff);
+        fprintf(stderr, "  engine sparse with warp teams of 4, %u planes a block, on 1/3/8: "
+                "%u labels differ\n", eng_planes[i], diff);
+    }
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, 0, 4), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, 0, 48), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, 0, 256), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, net->arch.n_stages, 16), -EINVAL);
+    for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, l, 0), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_get_s_planes(eng, l), 128);
+    }
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, 0, 3), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, 0, 2 * NC_GPU_NEOCOG_S_WARP_MAX), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, net->arch.n_stages, 1), -EINVAL);
@@ -777,11 +823,13 @@ static void test_engine(void)
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 1)),
             nc_gpu_neocog_c_kind_name(nc_gpu_neocog_get_c_small_kind(eng, 2)));
     fprintf(stderr, "  tuned at 64: sparse splits at batch 1 %u/%u/%u/%u, warp teams "
-            "%u/%u/%u/%u\n",
+            "%u/%u/%u/%u, planes a block %u/%u/%u/%u\n",
             nc_gpu_neocog_get_split(eng, 0), nc_gpu_neocog_get_split(eng, 1),
             nc_gpu_neocog_get_split(eng, 2), nc_gpu_neocog_get_split(eng, 3),
             nc_gpu_neocog_get_s_warp(eng, 0), nc_gpu_neocog_get_s_warp(eng, 1),
-            nc_gpu_neocog_get_s_warp(eng, 2), nc_gpu_neocog_get_s_warp(eng, 3));
+            nc_gpu_neocog_get_s_warp(eng, 2), nc_gpu_neocog_get_s_warp(eng, 3),
+            nc_gpu_neocog_get_s_planes(eng, 0), nc_gpu_neocog_get_s_planes(eng, 1),
+            nc_gpu_neocog_get_s_planes(eng, 2), nc_gpu_neocog_get_s_planes(eng, 3));
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
