@@ -32,13 +32,13 @@ static __host__ __device__ __forceinline__ uint32_t cw_positions(uint32_t W)
 }
 
 /* the team's partial sums [P * W][32] float4, each warp's list of its share
- * of the taps (ceil(nl / W) entries), the tap table: packed (ty, tx) and
+ * of the taps (ceil(nl / W) entries), the tap table when g has no device copy: packed (ty, tx) and
  * d(nu) [nl] */
-static size_t cw_smem(uint32_t P, uint32_t W, uint32_t nl)
+static size_t cw_smem(uint32_t P, uint32_t W, uint32_t nl, bool table)
 {
     const size_t share = (nl + W - 1) / W;
     return (size_t)P * W * (share * sizeof(float2) + 32u * sizeof(float4)) +
-           (size_t)nl * 2u * sizeof(int);
+           (table ? (size_t)nl * 2u * sizeof(int) : 0u);
 }
 
 static __global__ void __launch_bounds__(512, 2)
@@ -61,19 +61,30 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
     float *dw = (float *)(tyx + nl);                        /* [nl] */
     const unsigned lt = nc_dev_lanemask_lt();
 
-    /* the tap table once per block: lanes read it by tap, which the
-     * constant bank would serialise */
-    for (uint32_t t = tid; t < nl; t += blockDim.x) {
-        tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
-        dw[t] = g.w[t];
+    /* the taps, lane j of round r looking at tap t0 + (32 r + j) W: from
+     * the device table (the first rounds' before the wait: it is no layer's
+     * output), or else the table once per block from the constant bank,
+     * which serialises lanes that read different taps */
+    const int2 *gt = (const int2 *)g.taps;
+    const bool live = o < n_o;
+    int2 tw0[CW_ROUNDS];
+#pragma unroll
+    for (uint32_t r = 0; r < CW_ROUNDS; r++) {
+        const uint32_t t = w + (32u * r + lane) * W;
+        tw0[r] = gt && live && t < nl ? __ldg(gt + t) : make_int2(0, 0);
     }
-    __syncthreads();
+    if (!gt) {
+        for (uint32_t t = tid; t < nl; t += blockDim.x) {
+            tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
+            dw[t] = g.w[t];
+        }
+        __syncthreads();
+    }
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();          /* the S-layer's output is read from here on */
 
     /* 1. the warp's occupied taps, in tap order */
     uint32_t n = 0;
-    const bool live = o < n_o;
     if (live) {
         const int by = (int)(o / g.n_out) * g.step - g.pad;
         const int bx = (int)(o % g.n_out) * g.step - g.pad;
@@ -81,13 +92,23 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
         for (uint32_t t0 = w; t0 < nl; t0 += 32u * W * CW_ROUNDS) {
             bool on[CW_ROUNDS];
             int ip[CW_ROUNDS];
+            int2 tw[CW_ROUNDS];     /* (ty << 16 | tx, bits of d(nu)) */
+#pragma unroll
+            for (uint32_t r = 0; r < CW_ROUNDS; r++) {
+                const uint32_t t = t0 + (32u * r + lane) * W;
+                tw[r] = tw0[r];
+                if (t < nl && !gt)
+                    tw[r] = make_int2(tyx[t], __float_as_int(dw[t]));
+                else if (t < nl && t0 != w)
+                    tw[r] = __ldg(gt + t);
+            }
 #pragma unroll
             for (uint32_t r = 0; r < CW_ROUNDS; r++) {
                 const uint32_t t = t0 + (32u * r + lane) * W;
                 on[r] = false;
                 ip[r] = 0;
                 if (t < nl) {
-                    const int iy = by + (tyx[t] >> 16), ix = bx + (tyx[t] & 0xffff);
+                    const int iy = by + (tw[r].x >> 16), ix = bx + (tw[r].x & 0xffff);
                     ip[r] = iy * g.n_in + ix;
                     on[r] = iy >= 0 && iy < g.n_in && ix >= 0 && ix < g.n_in &&
                             (!occb || occb[ip[r]]);
@@ -96,10 +117,9 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
 #pragma unroll
             for (uint32_t r = 0; r < CW_ROUNDS; r++) {
                 const unsigned m = __ballot_sync(0xffffffffu, on[r]);
-                if (on[r]) {
-                    const uint32_t t = t0 + (32u * r + lane) * W;
-                    lst[n + __popc(m & lt)] = make_float2(dw[t], __int_as_float(ip[r]));
-                }
+                if (on[r])
+                    lst[n + __popc(m & lt)] = make_float2(__int_as_float(tw[r].y),
+                                                          __int_as_float(ip[r]));
                 n += __popc(m);
             }
         }
@@ -167,7 +187,7 @@ extern "C" int nc_gpu_neocog_c_warp_forward(const nc_gpu_neocog_c_args *c, const
     if (batch > 65535u || (size_t)batch * n_o > 0x7fffffffu ||
         (size_t)c->g.n_in * c->g.n_in * batch * (nc_dev_kstride(c->k) / 4) > 0x7fffffffu)
         return -E2BIG;
-    const size_t smem = cw_smem(P, W, nl);
+    const size_t smem = cw_smem(P, W, nl, c->g.taps == NULL);
     int r;
     if ((r = nc_dev_smem_allow((const void *)c_warp_kernel, smem)) < 0)
         return r;

@@ -162,8 +162,32 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
         const size_t ks = nc_neocog_kstride(e->k[l]);
         wf += (size_t)e->s[l].k_in * net->s_ix[l]->n_live * ks + ks;
     }
-    const size_t wbytes = wf * sizeof(float) + e->k[L - 1] * sizeof(uint32_t);
+    /* then the live taps of every S- and C-layer for the warp kernels
+     * (nc_gpu_neocog_geom's taps), 8-byte aligned */
+    size_t nt = 0;
+    for (uint32_t l = 0; l < L; l++)
+        nt += (size_t)e->s[l].g.n_live + (net->c_ix[l] ? (size_t)e->c[l].g.n_live : 0);
+    const size_t tap_off = (wf * sizeof(float) + e->k[L - 1] * sizeof(uint32_t) + 7) & ~(size_t)7;
+    const size_t wbytes = tap_off + nt * 2 * sizeof(int32_t);
     NC_CUDA_CHECK(cudaMalloc(&e->d_weights, wbytes));
+    int32_t *h_taps = (int32_t *)malloc(nt * 2 * sizeof(int32_t) + 1);
+    if (!h_taps)
+        return -ENOMEM;
+    int32_t *d_taps = (int32_t *)((char *)e->d_weights + tap_off);
+    size_t at = 0;
+    for (uint32_t l = 0; l < L; l++)
+        for (int c = 0; c < 2; c++) {
+            nc_gpu_neocog_geom *g = c ? &e->c[l].g : &e->s[l].g;
+            if (c && !net->c_ix[l])
+                continue;
+            nc_gpu_neocog_geom_pack_taps(g, h_taps + 2 * at);
+            g->taps = d_taps + 2 * at;
+            at += (size_t)g->n_live;
+        }
+    cudaError_t ce = cudaMemcpy(d_taps, h_taps, nt * 2 * sizeof(int32_t),
+                                cudaMemcpyHostToDevice);
+    free(h_taps);
+    NC_CUDA_CHECK(ce);
     float *w = (float *)e->d_weights;
     for (uint32_t l = 0; l < L; l++) {
         const size_t ks = nc_neocog_kstride(e->k[l]);

@@ -50,6 +50,16 @@ int nc_gpu_neocog_geom_init(const nc_neocog_index *ix, const float *w,
     return 0;
 }
 
+void nc_gpu_neocog_geom_pack_taps(const nc_gpu_neocog_geom *g, int32_t *out)
+{
+    for (int32_t t = 0; t < g->n_live; t++) {
+        int32_t bits;
+        memcpy(&bits, &g->w[t], sizeof bits);
+        out[2 * t] = (int32_t)g->tap_y[t] << 16 | (int32_t)g->tap_x[t];
+        out[2 * t + 1] = bits;
+    }
+}
+
 const char *nc_gpu_neocog_variant_name(int variant)
 {
     static const char *const name[NC_GPU_NEOCOG_N_VARIANTS + 1] = {

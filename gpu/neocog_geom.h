@@ -41,13 +41,26 @@ typedef struct nc_gpu_neocog_geom {
      * row_first[ty] + (tx - row_lo[ty]) for tx in [row_lo[ty], row_hi[ty]) */
     int16_t row_first[NC_GPU_NEOCOG_MAX_WIN];
     int8_t row_lo[NC_GPU_NEOCOG_MAX_WIN], row_hi[NC_GPU_NEOCOG_MAX_WIN];
+    /* The same live taps in device memory for the warp-team kernels, two
+     * int32 a tap (ty << 16 | tx, the bits of w), as
+     * nc_gpu_neocog_geom_pack_taps writes them; NULL: those kernels copy
+     * them from this block to shared memory first.  Each lane there reads
+     * its own tap, and from the constant bank 32 different addresses are
+     * 32 reads one after another (UC1's 276 taps: most of the kernel's
+     * samples at batch 1 under ncu), where global memory serves a warp
+     * in one go and the read can start before the previous layer ends. */
+    const int32_t *taps;
 } nc_gpu_neocog_geom;
 
-/* Fill ret from core's index and its n_live fixed weights.  -EINVAL when the
- * geometry is larger than the limits above (the caller then stays on the
- * CPU). */
+/* Fill ret from core's index and its n_live fixed weights (taps NULL).
+ * -EINVAL when the geometry is larger than the limits above (the caller
+ * then stays on the CPU). */
 int nc_gpu_neocog_geom_init(const nc_neocog_index *ix, const float *w,
                             nc_gpu_neocog_geom *ret);
+
+/* g's live taps as the `taps` table holds them: out[2 t] = ty << 16 | tx,
+ * out[2 t + 1] = the bits of w[t], t < n_live. */
+void nc_gpu_neocog_geom_pack_taps(const nc_gpu_neocog_geom *g, int32_t *out);
 
 /* S-layer kernels, seed 004 Table 5 plus the zero-skipping one. */
 typedef enum nc_gpu_neocog_variant {

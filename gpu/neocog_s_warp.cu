@@ -26,8 +26,8 @@ static __host__ __device__ __forceinline__ uint32_t s_warp_positions(uint32_t W)
 }
 
 /* list entries [P * W][cap], each warp's occupied taps of a round [P * W]
- * [32] (input cell, tap, c(nu)), then the tap table: packed (ty, tx) [nl]
- * and c(nu) [nl] */
+ * [32] (input cell, tap, c(nu)), then the tap table (nl 0 when g has a
+ * device copy): packed (ty, tx) [nl] and c(nu) [nl] */
 static size_t s_warp_smem(uint32_t P, uint32_t W, uint32_t nl)
 {
     return (size_t)P * W * (S_WARP_CAP * sizeof(float2) + 32u * sizeof(int4)) +
@@ -89,11 +89,21 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
     const uint32_t L = kin >= 32u ? 32u : 1u << (32 - __clz((int)kin - 1));
     const uint32_t G = 32u / L, grp = lane / L, sub = lane % L;
 
-    for (uint32_t t = tid; t < nl; t += blockDim.x) {
-        tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
-        cw[t] = g.w[t];
+    /* the taps: lane j of a round looks at tap w + W (32 r + j), from the
+     * device table (the first round's before the wait: it is no layer's
+     * output) or from the constant bank through shared memory */
+    const int2 *gt = (const int2 *)g.taps;
+    int2 tw0 = make_int2(0, 0);
+    if (gt) {
+        if (o < n_o && w + lane * W < nl)
+            tw0 = __ldg(gt + w + lane * W);
+    } else {
+        for (uint32_t t = tid; t < nl; t += blockDim.x) {
+            tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
+            cw[t] = g.w[t];
+        }
+        __syncthreads();
     }
-    __syncthreads();
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();          /* the previous layer's output is read from here on */
 
@@ -106,13 +116,17 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         float2 *lst = ent + (size_t)warp * S_WARP_CAP;
         int4 *tl = taps + (size_t)warp * 32u;
         uint32_t n = 0;
-        /* lane j of a round looks at tap w + W (32 r + j) */
         for (uint32_t t0 = w; t0 < nl; t0 += 32u * W) {
             const uint32_t t = t0 + lane * W;
             bool on = false;
             int ip = 0;
+            int2 tw = tw0;      /* (ty << 16 | tx, bits of c(nu)) */
+            if (t < nl && !gt)
+                tw = make_int2(tyx[t], __float_as_int(cw[t]));
+            else if (t < nl && t0 != w)
+                tw = __ldg(gt + t);
             if (t < nl) {
-                const int iy = oy + (tyx[t] >> 16), ix = ox + (tyx[t] & 0xffff);
+                const int iy = oy + (tw.x >> 16), ix = ox + (tw.x & 0xffff);
                 ip = iy * g.n_in + ix;
                 on = iy >= 0 && iy < g.n_in && ix >= 0 && ix < g.n_in &&
                      (!occb || occb[ip]);
@@ -123,7 +137,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
             const unsigned m = __ballot_sync(0xffffffffu, on);
             const uint32_t n_on = __popc(m);
             if (on)
-                tl[__popc(m & lt)] = make_int4(ip, (int)t, __float_as_int(cw[t]), 0);
+                tl[__popc(m & lt)] = make_int4(ip, (int)t, tw.y, 0);
             __syncwarp();
             /* G x 4 of them at a time: lane group lane / L of slot q takes
              * the (i + q G + lane / L)-th, lane % L its plane; the four
@@ -241,7 +255,7 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
     const uint32_t n_kc = (ks + pb - 1) / pb;
     if (n_blocks > 0x7fffffffu || n_kc > 65535u || batch > 65535u)
         return -E2BIG;
-    const size_t smem = s_warp_smem(P, W, nl);
+    const size_t smem = s_warp_smem(P, W, s->g.taps ? 0 : nl);
     int r;
     if ((r = nc_dev_smem_allow((const void *)s_warp_kernel, smem)) < 0)
         return r;

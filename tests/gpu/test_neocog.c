@@ -341,6 +341,23 @@ static int upload_weights(void)
     return 0;
 }
 
+/* g's live taps in device memory, as the engine gives them to the warp
+ * kernels (nc_gpu_neocog_geom's taps); NULL on failure. */
+static int32_t *upload_taps(const nc_gpu_neocog_geom *g)
+{
+    int32_t *h = malloc((size_t)g->n_live * 2 * sizeof(int32_t)), *d = NULL;
+    if (!h)
+        return NULL;
+    nc_gpu_neocog_geom_pack_taps(g, h);
+    if (cudaMalloc((void **)&d, (size_t)g->n_live * 2 * sizeof(int32_t)) != cudaSuccess ||
+        cudaMemcpy(d, h, (size_t)g->n_live * 2 * sizeof(int32_t), cudaMemcpyHostToDevice)) {
+        cudaFree(d);
+        d = NULL;
+    }
+    free(h);
+    return d;
+}
+
 static void make_case(int layer, layer_case *lc)
 {
     memset(lc, 0, sizeof *lc);
@@ -535,6 +552,10 @@ static void test_layers(void)
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_warp(&lc.s, d_a[0], NULL, d_a[0], NULL, 1, 1,
                                                       4, 0), -EINVAL);
             s_warp_on = 1;
+            /* the taps from a device table, as the engine runs it */
+            int32_t *d_taps = upload_taps(&lc.s.g);
+            REQUIRE(d_taps != NULL);
+            lc.s.g.taps = d_taps;
             for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
                 s_warps = team[i];
                 snprintf(what, sizeof what, "%s warp team %u", name[layer], s_warps);
@@ -542,11 +563,14 @@ static void test_layers(void)
                     if (team[i] <= 2 || sb[bi] != 200)
                         run_both(what, &lc, NC_GPU_NEOCOG_SPARSE, &pl, sb[bi]);
             }
+            lc.s.g.taps = NULL;
+            cudaFree(d_taps);
             fprintf(stderr, "  %-3s: warp teams 0(default)/1/2/4/8/16 x batches 1/3/33 "
-                    "(200 for 0-2): %s\n", name[layer],
+                    "(200 for 0-2), taps from a device table: %s\n", name[layer],
                     nc_test_failures == before ? "ok" : "FAILED");
             /* fewer planes a block: more blocks on the grid's y, the
-             * occupancy map cleared first and set by any that fires */
+             * occupancy map cleared first and set by any that fires (the
+             * taps from the constant bank) */
             static const uint32_t planes[] = { 8, 16, 32, 64 }, pteam[] = { 1, 4, 16 };
             before = nc_test_failures;
             for (size_t i = 0; i < NC_ARRAY_LEN(planes); i++)
@@ -563,24 +587,31 @@ static void test_layers(void)
             s_warps = 0;
             s_warp_planes = 0;
             fprintf(stderr, "  %-3s: warp teams 1/4/16 x 8/16/32/64 planes a block x batches "
-                    "1/3/33: %s\n", name[layer], nc_test_failures == before ? "ok" : "FAILED");
+                    "1/3/33, taps from the constant bank: %s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the WARP C kernel's team sizes (the default is in the kinds'
-         * loop above); a team that is no power of two is refused */
+         * loop above, taps from the constant bank; here from a device
+         * table); a team that is no power of two is refused */
         if (is_c) {
             static const uint32_t team[] = { 1, 2, 4, 8, 16 }, sb[] = { 1, 3, 33 };
             before = nc_test_failures;
             CHECK_INT_EQ(nc_gpu_neocog_c_forward_kind(&lc.c, NC_GPU_NEOCOG_C_WARP, d_a[0], NULL,
                                                       d_a[0], NULL, 1, 3, 0), -EINVAL);
+            int32_t *d_taps = upload_taps(&lc.c.g);
+            REQUIRE(d_taps != NULL);
+            lc.c.g.taps = d_taps;
             for (size_t i = 0; i < NC_ARRAY_LEN(team); i++) {
                 c_team = team[i];
                 snprintf(what, sizeof what, "%s warp team %u", name[layer], c_team);
                 for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
                     run_both(what, &lc, NC_GPU_NEOCOG_C_WARP, &pl, sb[bi]);
             }
+            lc.c.g.taps = NULL;
+            cudaFree(d_taps);
             c_team = 0;
-            fprintf(stderr, "  %-3s: warp teams 1/2/4/8/16 x batches 1/3/33: %s\n", name[layer],
-                    nc_test_failures == before ? "ok" : "FAILED");
+            fprintf(stderr, "  %-3s: warp teams 1/2/4/8/16 x batches 1/3/33, taps from a device "
+                    "table: %s\n", name[layer], nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the tile kernel's other shapes (the bench times them all): tile
          * sides 1..8 (edge tiles cut by the plane's width), 1, 2 or 4 tap
