@@ -2,8 +2,9 @@
  * turns the 65x65 input into on- and off-centre planes.
  *
  * Layer: gpu.  Thread mapping: G threads per output position (b, o): thread
- * g walks window rows g, g + G, ... clipped by the constant-bank row and
- * axis tables, reads the input through L1 (neighbouring threads share most
+ * g walks window rows g, g + G, ... clipped at the image's edges (core's
+ * axis tables, as arithmetic) and by the constant-bank row tables, reads
+ * the input through L1 (neighbouring threads share most
  * of it); two xor-shuffles add the G partial sums (the same value on every
  * one of them: float addition commutes), and the first writes the
  * position's 8 lanes as two 16-byte stores plus its occupancy byte.  G = 1
@@ -42,8 +43,12 @@ static __global__ void g_kernel(const __grid_constant__ nc_gpu_neocog_g_args a,
         const int oy = o / g.n_out, ox = o % g.n_out;
         const float *inb = in + b * g.n_in * g.n_in;
         const int by = oy * g.step - g.pad, bx = ox * g.step - g.pad;
-        const int tx0 = g.axis_t0[ox], tx1 = g.axis_t1[ox];
-        for (int ty = g.axis_t0[oy] + part; ty < g.axis_t1[oy]; ty += G) {
+        /* core's edge clipping (the axis tables: taps t with 0 <= base + t
+         * < n_in) by arithmetic: lanes of a warp hold different ox, and
+         * the constant bank would serve their 32 table entries one by one */
+        const int tx0 = max(-bx, 0), tx1 = min(g.n_in - bx, g.win);
+        const int ty1 = min(g.n_in - by, g.win);
+        for (int ty = max(-by, 0) + part; ty < ty1; ty += G) {
             const int lo = max((int)g.row_lo[ty], tx0), hi = min((int)g.row_hi[ty], tx1);
             const float *row = inb + (by + ty) * g.n_in + bx;
             for (int tx = lo; tx < hi; tx++)
