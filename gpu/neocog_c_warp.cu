@@ -67,6 +67,8 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
      * which serialises lanes that read different taps */
     const int2 *gt = (const int2 *)g.taps;
     const bool live = o < n_o;
+    const int by = (int)(o / g.n_out) * g.step - g.pad;
+    const int bx = (int)(o % g.n_out) * g.step - g.pad;
     int2 tw0[CW_ROUNDS];
 #pragma unroll
     for (uint32_t r = 0; r < CW_ROUNDS; r++) {
@@ -86,8 +88,6 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
     /* 1. the warp's occupied taps, in tap order */
     uint32_t n = 0;
     if (live) {
-        const int by = (int)(o / g.n_out) * g.step - g.pad;
-        const int bx = (int)(o % g.n_out) * g.step - g.pad;
         const uint8_t *occb = occ_in ? occ_in + b * n_i : nullptr;
         for (uint32_t t0 = w; t0 < nl; t0 += 32u * W * CW_ROUNDS) {
             bool on[CW_ROUNDS];

@@ -94,6 +94,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
      * output) or from the constant bank through shared memory */
     const int2 *gt = (const int2 *)g.taps;
     int2 tw0 = make_int2(0, 0);
+    const int oy = (int)(o / g.n_out) - g.pad, ox = (int)(o % g.n_out) - g.pad;
     if (gt) {
         if (o < n_o && w + lane * W < nl)
             tw0 = __ldg(gt + w + lane * W);
@@ -110,7 +111,6 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
     float4 e = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float v2 = 0.0f;
     if (o < n_o) {
-        const int oy = (int)(o / g.n_out) - g.pad, ox = (int)(o % g.n_out) - g.pad;
         const float *inb = in + b * n_i * s.in_stride;
         const uint8_t *occb = occ_in ? occ_in + b * n_i : nullptr;
         float2 *lst = ent + (size_t)warp * S_WARP_CAP;
