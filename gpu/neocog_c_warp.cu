@@ -32,8 +32,8 @@ static __host__ __device__ __forceinline__ uint32_t cw_positions(uint32_t W)
 }
 
 /* the team's partial sums [P * W][32] float4, each warp's list of its share
- * of the taps (ceil(nl / W) entries), the tap table when g has no device copy: packed (ty, tx) and
- * d(nu) [nl] */
+ * of the taps (ceil(nl / W) entries), and when g has no device copy of its
+ * taps (table) the tap table: packed (ty, tx) and d(nu) [nl] */
 static size_t cw_smem(uint32_t P, uint32_t W, uint32_t nl, bool table)
 {
     const size_t share = (nl + W - 1) / W;

@@ -4,9 +4,9 @@
  * Layer: gpu.  Thread mapping: G threads per output position (b, o): thread
  * g walks window rows g, g + G, ... clipped at the image's edges (core's
  * axis tables, as arithmetic) and by the constant-bank row tables, reads
- * the input through L1 (neighbouring threads share most
- * of it); two xor-shuffles add the G partial sums (the same value on every
- * one of them: float addition commutes), and the first writes the
+ * the input through L1 (neighbouring threads share most of it); two
+ * xor-shuffles add the G partial sums (the same value on every one of
+ * them: float addition commutes), and the first writes the
  * position's 8 lanes as two 16-byte stores plus its occupancy byte.  G = 1
  * for large batches; for small ones G = 4, so a character's 4225 positions
  * give four times the threads, each with a quarter of the chain (at batch 1

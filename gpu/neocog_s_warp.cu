@@ -2,9 +2,9 @@
  * position reading its window from global memory (see neocog_s_warp.cuh).
  *
  * Layer: gpu.  Block: P positions x W warps (P * W = 8, or 16 when W is
- * 16), character blockIdx.z and positions p0 .. p0 + P - 1 of the output plane
- * (row-major, so a block's positions share most of their windows in L1),
- * planes pb * blockIdx.y .. + pb - 1 (pb a power of two, 8 .. 128). */
+ * 16), character blockIdx.z and positions p0 .. p0 + P - 1 of its output
+ * plane (row-major, so a block's positions share most of their windows in
+ * L1), planes pb * blockIdx.y .. + pb - 1 (pb a power of two, 8 .. 128). */
 #include "neocog_s_warp.cuh"
 
 #include <errno.h>
