@@ -49,7 +49,10 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
     extern __shared__ float4 cw_sm[];
     const nc_gpu_neocog_geom &g = c.g;
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-    const uint32_t p = warp / W, w = warp - p * W;
+    /* W and Lq are powers of two: shifts and masks, where a division by a
+     * value known only at run time costs some twenty instructions */
+    const uint32_t w_sh = (uint32_t)__ffs((int)W) - 1u;
+    const uint32_t p = warp >> w_sh, w = warp & (W - 1u);
     const uint32_t n_i = g.n_in * g.n_in, n_o = g.n_out * g.n_out, nl = g.n_live;
     const size_t b = blockIdx.y;
     const uint32_t o = blockIdx.x * P + p;
@@ -131,8 +134,9 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
     bool fired = false;
     for (uint32_t q0 = 0; q0 < Q; q0 += 32u) {
         const uint32_t Qp = Q - q0 < 32u ? Q - q0 : 32u;
-        const uint32_t Lq = Qp <= 1u ? 1u : 1u << (32 - __clz((int)Qp - 1));
-        const uint32_t G = 32u / Lq, grp = lane / Lq, sub = lane % Lq;
+        const uint32_t lq_sh = Qp <= 1u ? 0u : 32u - (uint32_t)__clz((int)Qp - 1);
+        const uint32_t Lq = 1u << lq_sh;
+        const uint32_t G = 32u >> lq_sh, grp = lane >> lq_sh, sub = lane & (Lq - 1u);
         const bool act = sub < Qp;
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (act)

@@ -74,20 +74,25 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
     int *tyx = (int *)(taps + (size_t)P * W * 32u);             /* [nl] */
     float *cw = (float *)(tyx + nl);                            /* [nl] */
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-    const uint32_t p = warp / W, w = warp - p * W, o = p0 + p;
+    /* W, Lk and L are powers of two: shifts and masks, where a division
+     * by a value known only at run time costs some twenty instructions */
+    const uint32_t w_sh = (uint32_t)__ffs((int)W) - 1u;
+    const uint32_t p = warp >> w_sh, w = warp & (W - 1u), o = p0 + p;
     /* the list's entries by Ge groups of Lk lanes: Lk the float4s of this
      * block's planes rounded up to a power of two, lane ql of a group owning
      * planes k4 .. k4 + 3 (at US1's 16 planes, 8 entries at once) */
     const uint32_t nq = min(ks - blockIdx.y * pb, pb) / 4u;
-    const uint32_t Lk = nq <= 1u ? 1u : 1u << (32 - __clz((int)nq - 1));
-    const uint32_t Ge = 32u / Lk, eg = lane / Lk, ql = lane % Lk;
+    const uint32_t lk_sh = nq <= 1u ? 0u : 32u - (uint32_t)__clz((int)nq - 1);
+    const uint32_t Lk = 1u << lk_sh;
+    const uint32_t Ge = 32u >> lk_sh, eg = lane >> lk_sh, ql = lane & (Lk - 1u);
     const uint32_t k4 = blockIdx.y * pb + 4u * ql;
     const bool act = ql < nq;
     const unsigned lt = nc_dev_lanemask_lt();
     /* lanes per tap: kin rounded up to a power of two, at most 32; G taps
      * a load */
-    const uint32_t L = kin >= 32u ? 32u : 1u << (32 - __clz((int)kin - 1));
-    const uint32_t G = 32u / L, grp = lane / L, sub = lane % L;
+    const uint32_t l_sh = kin >= 32u ? 5u : 32u - (uint32_t)__clz((int)kin - 1);
+    const uint32_t L = 1u << l_sh;
+    const uint32_t G = 32u >> l_sh, grp = lane >> l_sh, sub = lane & (L - 1u);
 
     /* the taps: lane j of a round looks at tap w + W (32 r + j), from the
      * device table (the first round's before the wait: it is no layer's
