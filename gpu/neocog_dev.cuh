@@ -77,17 +77,27 @@ static __device__ __forceinline__ float nc_dev_s_finish(float e, float v2, float
     return nc_dev_s_finish_tv(e, theta * sqrtf(v2), b, theta / (1.0f - theta));
 }
 
-/* nc_dev_s_finish for planes k .. k + 3 (0 past k_out: the pad lanes) */
+/* nc_dev_s_finish for planes k .. k + 3 with their b in b4 (0 past k_out:
+ * the pad lanes) */
+static __device__ __forceinline__ float4 nc_dev_s_finish4b(float4 e, float v2, float4 b4,
+                                                           const nc_gpu_neocog_s_args &s,
+                                                           uint32_t k)
+{
+    float4 r;
+    r.x = k < s.k_out ? nc_dev_s_finish(e.x, v2, b4.x, s.theta) : 0.0f;
+    r.y = k + 1 < s.k_out ? nc_dev_s_finish(e.y, v2, b4.y, s.theta) : 0.0f;
+    r.z = k + 2 < s.k_out ? nc_dev_s_finish(e.z, v2, b4.z, s.theta) : 0.0f;
+    r.w = k + 3 < s.k_out ? nc_dev_s_finish(e.w, v2, b4.w, s.theta) : 0.0f;
+    return r;
+}
+
+/* the same, b read here (s.b holds ks(k_out) values, zero past k_out) */
 static __device__ __forceinline__ float4 nc_dev_s_finish4(float4 e, float v2,
                                                           const nc_gpu_neocog_s_args &s,
                                                           uint32_t k)
 {
-    float4 r;
-    r.x = k < s.k_out ? nc_dev_s_finish(e.x, v2, s.b[k], s.theta) : 0.0f;
-    r.y = k + 1 < s.k_out ? nc_dev_s_finish(e.y, v2, s.b[k + 1], s.theta) : 0.0f;
-    r.z = k + 2 < s.k_out ? nc_dev_s_finish(e.z, v2, s.b[k + 2], s.theta) : 0.0f;
-    r.w = k + 3 < s.k_out ? nc_dev_s_finish(e.w, v2, s.b[k + 3], s.theta) : 0.0f;
-    return r;
+    return nc_dev_s_finish4b(e, v2, make_float4(s.b[k], s.b[k + 1], s.b[k + 2], s.b[k + 3]),
+                             s, k);
 }
 
 /* psi(x) = max(x, 0) / (1 + max(x, 0)) of the four planes k .. k + 3 whose

@@ -110,6 +110,11 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         }
         __syncthreads();
     }
+    /* the writing lanes' b, also no layer's output (16-byte aligned: s.a's
+     * layout puts it after whole rows of ks floats) */
+    float4 b4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (w == 0 && o < n_o && act && eg == 0)
+        b4 = __ldg((const float4 *)(s.b + k4));
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();          /* the previous layer's output is read from here on */
 
@@ -201,7 +206,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
     const size_t row = b * n_o + o;
     float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (act && eg == 0) {
-        val = nc_dev_s_finish4(e, v2, s, k4);
+        val = nc_dev_s_finish4b(e, v2, b4, s, k4);
         *(float4 *)(out + row * ks + k4) = val;
     }
     const bool any = __any_sync(0xffffffffu, val.x > 0.0f || val.y > 0.0f || val.z > 0.0f ||
@@ -237,7 +242,8 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
         s->g.n_out < 1 || s->g.n_live < 1 || s->g.step != 1 ||
         !(s->theta > 0.0f && s->theta < 1.0f))
         return -EINVAL;
-    if (((uintptr_t)s->a & 15) != 0 || ((uintptr_t)in & 15) != 0 || ((uintptr_t)out & 15) != 0)
+    if (((uintptr_t)s->a & 15) != 0 || ((uintptr_t)s->b & 15) != 0 ||
+        ((uintptr_t)in & 15) != 0 || ((uintptr_t)out & 15) != 0)
         return -EINVAL;
     int dev = 0, n_sm = 0;
     if (warps == 0) {

@@ -45,9 +45,9 @@ extern "C" {
  * read), with teams of `warps` warps a position (1, 2, 4, 8 or 16; 0: the
  * default below) and `planes` planes a block (8, 16, 32, 64 or 128; 0:
  * 128).  With more than one block of planes the occupancy map out is
- * cleared first (one more node on the stream).  s->a, in and out must be
- * 16-byte aligned (plane strides are multiples of 8, so every cell row
- * is).  Returns 0 or a negative errno (-EINVAL for bad arguments, -E2BIG
+ * cleared first (one more node on the stream).  s->a, s->b, in and out
+ * must be 16-byte aligned (plane strides are multiples of 8, so every cell
+ * row is).  Returns 0 or a negative errno (-EINVAL for bad arguments, -E2BIG
  * for a grid past the device's); the launch is checked, not waited for. */
 int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const float *in,
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
