@@ -79,10 +79,7 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
         tw0[r] = gt && live && t < nl ? __ldg(gt + t) : make_int2(0, 0);
     }
     if (!gt) {
-        for (uint32_t t = tid; t < nl; t += blockDim.x) {
-            tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
-            dw[t] = g.w[t];
-        }
+        nc_dev_stage_taps(g, tyx, dw);
         __syncthreads();
     }
     nc_dev_pdl_trigger();
@@ -100,10 +97,8 @@ c_warp_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__res
             for (uint32_t r = 0; r < CW_ROUNDS; r++) {
                 const uint32_t t = t0 + (32u * r + lane) * W;
                 tw[r] = tw0[r];
-                if (t < nl && !gt)
-                    tw[r] = make_int2(tyx[t], __float_as_int(dw[t]));
-                else if (t < nl && t0 != w)
-                    tw[r] = __ldg(gt + t);
+                if (t < nl && (!gt || t0 != w))
+                    tw[r] = nc_dev_tap(gt, tyx, dw, t);
             }
 #pragma unroll
             for (uint32_t r = 0; r < CW_ROUNDS; r++) {

@@ -77,6 +77,26 @@ static __device__ __forceinline__ float nc_dev_s_finish(float e, float v2, float
     return nc_dev_s_finish_tv(e, theta * sqrtf(v2), b, theta / (1.0f - theta));
 }
 
+/* The live taps of g for the warp-team kernels, each as (ty << 16 | tx,
+ * bits of its weight): from g's device table gt, or from the block's copy
+ * in shared memory (tyx, w [n_live]) when gt is NULL.  nc_dev_stage_taps
+ * makes that copy (every thread of the block calls it, then the block
+ * syncs). */
+static __device__ __forceinline__ void nc_dev_stage_taps(const nc_gpu_neocog_geom &g, int *tyx,
+                                                         float *w)
+{
+    for (uint32_t t = threadIdx.x; t < (uint32_t)g.n_live; t += blockDim.x) {
+        tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
+        w[t] = g.w[t];
+    }
+}
+
+static __device__ __forceinline__ int2 nc_dev_tap(const int2 *__restrict__ gt, const int *tyx,
+                                                  const float *w, uint32_t t)
+{
+    return gt ? __ldg(gt + t) : make_int2(tyx[t], __float_as_int(w[t]));
+}
+
 /* nc_dev_s_finish for planes k .. k + 3 with their b in b4 (0 past k_out:
  * the pad lanes) */
 static __device__ __forceinline__ float4 nc_dev_s_finish4b(float4 e, float v2, float4 b4,

@@ -15,8 +15,6 @@
  * the scan flushes the list whenever the next four cells' planes might not
  * fit, so any density is exact. */
 #define S_WARP_CAP 256u
-/* Most planes a block covers: 32 lanes of four. */
-#define S_WARP_PLANES 128u
 /* Occupied taps whose cells a warp loads at once. */
 #define S_WARP_TAPS 4u
 
@@ -104,10 +102,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         if (o < n_o && w + lane * W < nl)
             tw0 = __ldg(gt + w + lane * W);
     } else {
-        for (uint32_t t = tid; t < nl; t += blockDim.x) {
-            tyx[t] = (int)g.tap_y[t] << 16 | (int)g.tap_x[t];
-            cw[t] = g.w[t];
-        }
+        nc_dev_stage_taps(g, tyx, cw);
         __syncthreads();
     }
     /* the writing lanes' b, also no layer's output (16-byte aligned: s.a's
@@ -131,10 +126,8 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
             bool on = false;
             int ip = 0;
             int2 tw = tw0;      /* (ty << 16 | tx, bits of c(nu)) */
-            if (t < nl && !gt)
-                tw = make_int2(tyx[t], __float_as_int(cw[t]));
-            else if (t < nl && t0 != w)
-                tw = __ldg(gt + t);
+            if (t < nl && (!gt || t0 != w))
+                tw = nc_dev_tap(gt, tyx, cw, t);
             if (t < nl) {
                 const int iy = oy + (tw.x >> 16), ix = ox + (tw.x & 0xffff);
                 ip = iy * g.n_in + ix;
@@ -224,7 +217,7 @@ extern "C" uint32_t nc_gpu_neocog_s_warp_default(const nc_gpu_neocog_s_args *s,
         return 1;
     const size_t ks = nc_dev_kstride(s->k_out);
     const size_t have = (size_t)batch * s->g.n_out * s->g.n_out *
-                        ((ks + S_WARP_PLANES - 1) / S_WARP_PLANES);
+                        ((ks + NC_GPU_NEOCOG_S_WARP_PLANES - 1) / NC_GPU_NEOCOG_S_WARP_PLANES);
     const size_t want = (size_t)n_sm * 24u;
     uint32_t W = 1;
     while (W < NC_GPU_NEOCOG_S_WARP_MAX && have * W < want && 2u * 2u * W <= (uint32_t)s->g.n_live)
@@ -253,8 +246,9 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
     }
     if (warps > NC_GPU_NEOCOG_S_WARP_MAX || (warps & (warps - 1)) != 0)
         return -EINVAL;
-    const uint32_t pb = planes ? planes : S_WARP_PLANES;
-    if (pb < 8u || pb > S_WARP_PLANES || (pb & (pb - 1)) != 0)
+    const uint32_t pb = planes ? planes : NC_GPU_NEOCOG_S_WARP_PLANES;
+    if (pb < NC_GPU_NEOCOG_S_WARP_PLANES_MIN || pb > NC_GPU_NEOCOG_S_WARP_PLANES ||
+        (pb & (pb - 1)) != 0)
         return -EINVAL;
     const uint32_t ks = nc_dev_kstride(s->k_out), nl = (uint32_t)s->g.n_live;
     /* weight offsets travel as 32-bit integers */
