@@ -54,7 +54,7 @@ struct nc_gpu_neocog {
      * instead, with teams of s_warp[l] warps at batch 1, halved until team
      * x n <= s_warp[l] at batch n; 0: the sparse kernel */
     uint32_t s_warp[NC_NEOCOG_MAX_STAGES];
-    /* and its planes a block there (0: the kernel's 128) */
+    /* and its planes a block there (0: NC_GPU_NEOCOG_S_WARP_PLANES) */
     uint32_t s_planes[NC_NEOCOG_MAX_STAGES];
     uint32_t n_sm;
     unsigned *d_split_count;
@@ -1132,8 +1132,8 @@ extern "C" uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *e, uint32_t l)
 
 extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t planes)
 {
-    if (!e || l >= e->n_stages || planes > 128 || (planes && planes < 8) ||
-        (planes & (planes - 1)))
+    if (!e || l >= e->n_stages || planes > NC_GPU_NEOCOG_S_WARP_PLANES ||
+        (planes && planes < NC_GPU_NEOCOG_S_WARP_PLANES_MIN) || (planes & (planes - 1)))
         return -EINVAL;
     e->s_planes[l] = planes;
     drop_graphs(e);
@@ -1142,5 +1142,6 @@ extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t
 
 extern "C" uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *e, uint32_t l)
 {
-    return e && l < e->n_stages ? (e->s_planes[l] ? e->s_planes[l] : 128) : 0;
+    return e && l < e->n_stages ? (e->s_planes[l] ? e->s_planes[l] : NC_GPU_NEOCOG_S_WARP_PLANES)
+                                : 0;
 }

@@ -39,6 +39,10 @@ extern "C" {
 
 /* Most warps a position's team may have. */
 #define NC_GPU_NEOCOG_S_WARP_MAX 16
+/* Planes a block may cover: 8 (two lanes of four) up to 128 (32 lanes of
+ * four, the default), powers of two. */
+#define NC_GPU_NEOCOG_S_WARP_PLANES_MIN 8u
+#define NC_GPU_NEOCOG_S_WARP_PLANES 128u
 
 /* The S-layer of batch characters, as nc_gpu_neocog_s_forward (same
  * layouts, occupancy map in and out; occ_in NULL: every input position is
