@@ -31,6 +31,7 @@
 #include "neocog_class.cuh"
 #include "neocog_g.cuh"
 #include "neocog_gemm.cuh"
+#include "neocog_gs1.cuh"
 #include "neocog_iv.cuh"
 #include "neocog_s.cuh"
 #include "neocog_s_warp.cuh"
@@ -56,6 +57,11 @@ struct nc_gpu_neocog {
     uint32_t s_warp[NC_NEOCOG_MAX_STAGES];
     /* and its planes a block there (0: NC_GPU_NEOCOG_S_WARP_PLANES) */
     uint32_t s_planes[NC_NEOCOG_MAX_STAGES];
+    /* batches up to NC_GPU_NEOCOG_GS1_BATCH under the sparse variant run UG
+     * and US1 as one kernel (gpu/neocog_gs1.cuh) when gs1 is 1; gs1_ok:
+     * that kernel takes this net */
+    uint32_t gs1;
+    int gs1_ok;
     uint32_t n_sm;
     unsigned *d_split_count;
     float *d_split_part;
@@ -337,6 +343,8 @@ extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_
         nc_gpu_neocog_free(e);
         return r;
     }
+    e->gs1_ok = nc_gpu_neocog_gs1_check(&e->g, &e->s[0]) == 0;
+    e->gs1 = (uint32_t)e->gs1_ok;
     *ret_eng = e;
     return 0;
 }
@@ -500,7 +508,15 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
 static int run_net(nc_gpu_neocog *e, int v, uint32_t n, const float *in, float *scores,
                    int32_t *labels, cudaStream_t st)
 {
-    for (int layer = 0; layer <= 2 * (int)e->n_stages; layer++) {
+    int layer = 0;
+    if (e->gs1 && e->gs1_ok && v == NC_GPU_NEOCOG_SPARSE && n <= NC_GPU_NEOCOG_GS1_BATCH) {
+        int r = nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], in, e->act[0], e->occ[0], e->act[1],
+                                          e->n_stages > 1 ? e->occ[1] : NULL, n, st);
+        if (r < 0)
+            return r;
+        layer = 2;
+    }
+    for (; layer <= 2 * (int)e->n_stages; layer++) {
         int r = run_layer(e, v, layer, n, in, scores, labels, st);
         if (r < 0)
             return r;
@@ -964,16 +980,22 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         if (v1 == NC_GPU_NEOCOG_SPARSE) {
             /* the splits with the sparse kernel on every stage, then the
              * warp teams (or that kernel) against them, then their planes
-             * a block */
+             * a block, all with UG and US1 apart; then UG and US1 as one
+             * kernel against that */
             for (uint32_t l = 0; l < e->n_stages; l++) {
                 e->s_warp[l] = 0;
                 e->s_planes[l] = 0;
             }
+            e->gs1 = 0;
             r = tune_split(e);
             if (r == 0)
                 r = tune_warp(e);
             if (r == 0)
                 r = tune_planes(e);
+            if (r == 0 && e->gs1_ok) {
+                static const uint32_t fuse[] = { 0, 1 };
+                r = descend_batch1(e, v1, &e->gs1, 1, fuse, 2, NULL);
+            }
         }
         if (r == 0)
             r = tune_small_c(e, v1);
@@ -1138,6 +1160,20 @@ extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t
     e->s_planes[l] = planes;
     drop_graphs(e);
     return 0;
+}
+
+extern "C" int nc_gpu_neocog_set_gs1(nc_gpu_neocog *e, uint32_t on)
+{
+    if (!e || on > 1 || (on && !e->gs1_ok))
+        return -EINVAL;
+    e->gs1 = on;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_gs1(const nc_gpu_neocog *e)
+{
+    return e && e->gs1_ok ? e->gs1 : 0;
 }
 
 extern "C" uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *e, uint32_t l)

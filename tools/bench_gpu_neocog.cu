@@ -718,6 +718,24 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                        (mp - prev) * 1e3f, ma * 1e3f);
                 prev = mp;
             }
+
+            /* 3g: UG and US1 as one kernel or two (nc_gpu_neocog_set_gs1),
+             * the rest as tuned: the whole net at batch 1, three rounds
+             * of each taken in turn, so that the clocks treat both alike */
+            const uint32_t gs1 = nc_gpu_neocog_get_gs1(e);
+            printf("\n| batch 1, UG and US1 (engine's: %s) | round | GPU time, graph (us) | "
+                   "GPU time, launches (us) |\n|---|---:|---:|---:|\n",
+                   gs1 ? "one kernel" : "two");
+            for (int i = 0; i < 6 && (gs1 || nc_gpu_neocog_set_gs1(e, 1) == 0); i++) {
+                if ((err = nc_gpu_neocog_set_gs1(e, (uint32_t)(i & 1))) < 0)
+                    goto out;
+                float mg = 0.0f, ml = 0.0f;
+                if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
+                    goto out;
+                printf("| %s | %d | %.1f | %.1f |\n", i & 1 ? "one kernel" : "two kernels",
+                       i / 2 + 1, mg * 1e3f, ml * 1e3f);
+            }
+            nc_gpu_neocog_set_gs1(e, gs1);
         }
 
         /* 4: throughput, sparse / gemm / auto */

@@ -48,6 +48,7 @@
 #include "neocog_g.cuh"
 #include "neocog_gemm.cuh"
 #include "neocog_geom.h"
+#include "neocog_gs1.cuh"
 #include "neocog_occ.cuh"
 #include "neocog_s.cuh"
 #include "neocog_s_warp.cuh"
@@ -640,6 +641,118 @@ static void test_layers(void)
     }
 }
 
+/* ---- UG and US1 as one kernel ---------------------------------------------- */
+
+/* nc_gpu_neocog_gs1_forward on batch images tiled from pool_in (b mod
+ * POOL): UG and US1 against core's (ug_ref, s1_ref, same tiling), outputs
+ * poisoned first, both occupancy maps checked. */
+static void gs1_case(const char *tag, const layer_case *lg, const layer_case *ls,
+                     const float *pool_in, const float *ug_ref, const float *s1_ref,
+                     uint32_t batch)
+{
+    const size_t ni = lg->in_floats, ng = lg->out_floats, ns = ls->out_floats;
+    float *h_in = malloc(batch * ni * sizeof(float));
+    float *h_ug = malloc(batch * ng * sizeof(float)), *r_ug = malloc(batch * ng * sizeof(float));
+    float *h_s = malloc(batch * ns * sizeof(float)), *r_s = malloc(batch * ns * sizeof(float));
+    uint8_t *h_og = malloc((size_t)batch * lg->n_out_pos);
+    uint8_t *h_os = malloc((size_t)batch * ls->n_out_pos);
+    REQUIRE(h_in && h_ug && r_ug && h_s && r_s && h_og && h_os);
+    for (uint32_t b = 0; b < batch; b++) {
+        memcpy(h_in + b * ni, pool_in + (b % POOL) * ni, ni * sizeof(float));
+        memcpy(r_ug + b * ng, ug_ref + (b % POOL) * ng, ng * sizeof(float));
+        memcpy(r_s + b * ns, s1_ref + (b % POOL) * ns, ns * sizeof(float));
+    }
+    float *d_in = NULL, *d_ug = NULL, *d_s = NULL;
+    uint8_t *d_og = NULL, *d_os = NULL;
+    CUDA_OK(cudaMalloc((void **)&d_in, batch * ni * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_ug, batch * ng * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_s, batch * ns * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_og, (size_t)batch * lg->n_out_pos));
+    CUDA_OK(cudaMalloc((void **)&d_os, (size_t)batch * ls->n_out_pos));
+    CUDA_OK(cudaMemcpy(d_in, h_in, batch * ni * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_ug, 0xff, batch * ng * sizeof(float)));       /* NaN */
+    CUDA_OK(cudaMemset(d_s, 0xff, batch * ns * sizeof(float)));
+    CUDA_OK(cudaMemset(d_og, 0xab, (size_t)batch * lg->n_out_pos));
+    CUDA_OK(cudaMemset(d_os, 0xab, (size_t)batch * ls->n_out_pos));
+    int r = nc_gpu_neocog_gs1_forward(&lg->g, &ls->s, d_in, d_ug, d_og, d_s, d_os, batch, 0);
+    CHECK_MSG(r == 0, "%s: launch %d (%s)", tag, r, nc_gpu_last_error());
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(h_ug, d_ug, batch * ng * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h_s, d_s, batch * ns * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h_og, d_og, (size_t)batch * lg->n_out_pos, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h_os, d_os, (size_t)batch * ls->n_out_pos, cudaMemcpyDeviceToHost));
+    char what[160];
+    snprintf(what, sizeof what, "%s UG batch %u", tag, batch);
+    compare(what, h_ug, r_ug, batch * ng);
+    check_occ(what, h_og, h_ug, (size_t)batch * lg->n_out_pos, lg->out_stride);
+    snprintf(what, sizeof what, "%s US1 batch %u", tag, batch);
+    compare(what, h_s, r_s, batch * ns);
+    check_occ(what, h_os, h_s, (size_t)batch * ls->n_out_pos, ls->out_stride);
+    cudaFree(d_in);
+    cudaFree(d_ug);
+    cudaFree(d_s);
+    cudaFree(d_og);
+    cudaFree(d_os);
+    free(h_in);
+    free(h_ug);
+    free(r_ug);
+    free(h_s);
+    free(r_s);
+    free(h_og);
+    free(h_os);
+}
+
+/* UG and US1 in one launch, on digits (core's own UG and US1 of them) and
+ * random images, batches 1, 3, 8 and 33 (tiles cut by the plane's edge,
+ * characters on the grid's y); a stage it does not take is refused. */
+static void test_gs1(void)
+{
+    layer_case lg, ls, l2;
+    make_case(NC_NEOCOG_L_UG, &lg);
+    make_case(NC_NEOCOG_L_S1, &ls);
+    make_case(NC_NEOCOG_L_S2, &l2);
+    CHECK_INT_EQ(nc_gpu_neocog_gs1_check(&lg.g, &ls.s), 0);
+    CHECK_INT_EQ(nc_gpu_neocog_gs1_check(&lg.g, &l2.s), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_gs1_forward(&lg.g, &l2.s, d_a[0], NULL, NULL, d_a[0], NULL, 1,
+                                           0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_gs1_forward(&lg.g, &ls.s, d_a[0], NULL, NULL, d_a[0], NULL, 0,
+                                           0), -EINVAL);
+    const size_t ni = lg.in_floats, ng = lg.out_floats, ns = ls.out_floats;
+    float *in[2], *ug[2], *s1[2];
+    for (int i = 0; i < 2; i++) {
+        in[i] = malloc(POOL * ni * sizeof(float));
+        ug[i] = malloc(POOL * ng * sizeof(float));
+        s1[i] = malloc(POOL * ns * sizeof(float));
+        REQUIRE(in[i] && ug[i] && s1[i]);
+    }
+    for (int p = 0; p < POOL; p++) {
+        const float *out = NULL;
+        memcpy(in[0] + p * ni, state_in(pool_st[p], NC_NEOCOG_L_UG), ni * sizeof(float));
+        CHECK_INT_EQ(nc_neocog_layer_out(net, pool_st[p], NC_NEOCOG_L_UG, &out, NULL, NULL,
+                                         NULL), 0);
+        memcpy(ug[0] + p * ng, out, ng * sizeof(float));
+        CHECK_INT_EQ(nc_neocog_layer_out(net, pool_st[p], NC_NEOCOG_L_S1, &out, NULL, NULL,
+                                         NULL), 0);
+        memcpy(s1[0] + p * ns, out, ns * sizeof(float));
+        random_input(&lg, in[1] + p * ni);
+        cpu_layer(&lg, in[1] + p * ni, ug[1] + p * ng);
+        cpu_layer(&ls, ug[1] + p * ng, s1[1] + p * ns);
+    }
+    static const uint32_t sb[] = { 1, 3, 8, 33 };
+    const int before = nc_test_failures;
+    for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++) {
+        gs1_case("UG+US1 digits", &lg, &ls, in[0], ug[0], s1[0], sb[bi]);
+        gs1_case("UG+US1 random", &lg, &ls, in[1], ug[1], s1[1], sb[bi]);
+    }
+    fprintf(stderr, "  UG+US1 in one kernel x batches 1/3/8/33 x digits+random: %s\n",
+            nc_test_failures == before ? "ok" : "FAILED");
+    for (int i = 0; i < 2; i++) {
+        free(in[i]);
+        free(ug[i]);
+        free(s1[i]);
+    }
+}
+
 /* ---- the resident engine ---------------------------------------------------- */
 
 /* Labels that differ from core's (cpu[]) over forwards of each batch size
@@ -828,6 +941,20 @@ static void test_engine(void)
         CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, l, 0), 0);
         CHECK_INT_EQ(nc_gpu_neocog_get_s_planes(eng, l), 128);
     }
+    /* UG and US1 as one kernel (the default for this net) and as two, on
+     * graphs of 1, 3 and 8 and on 40 (past NC_GPU_NEOCOG_GS1_BATCH: two) */
+    CHECK_INT_EQ(nc_gpu_neocog_get_gs1(eng), 1);
+    for (uint32_t on = 0; on <= 1; on++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_gs1(eng, on), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_get_gs1(eng), on);
+        static const uint32_t small[] = { 1, 3, 8, 40 };
+        const uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
+        CHECK_MSG(diff == 0, "engine sparse, UG+US1 %s: %u labels differ",
+                  on ? "as one kernel" : "as two", diff);
+        fprintf(stderr, "  engine sparse with UG and US1 as %s on 1/3/8/40: %u labels "
+                "differ\n", on ? "one kernel" : "two", diff);
+    }
+    CHECK_INT_EQ(nc_gpu_neocog_set_gs1(eng, 2), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, 0, 3), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, 0, 2 * NC_GPU_NEOCOG_S_WARP_MAX), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp(eng, net->arch.n_stages, 1), -EINVAL);
@@ -861,6 +988,8 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_warp(eng, 2), nc_gpu_neocog_get_s_warp(eng, 3),
             nc_gpu_neocog_get_s_planes(eng, 0), nc_gpu_neocog_get_s_planes(eng, 1),
             nc_gpu_neocog_get_s_planes(eng, 2), nc_gpu_neocog_get_s_planes(eng, 3));
+    fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
+            nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, vv[i]), 0);
@@ -1051,6 +1180,7 @@ int main(void)
                               NC_NEOCOG_FORM_F, &res) < 0)
             return 1;
     test_layers();
+    test_gs1();
     CHECK_MSG(refused == 0, "%d S-layer variant(s) refused the seeded net", refused);
     test_engine();
     test_big();

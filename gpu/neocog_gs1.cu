@@ -1,0 +1,227 @@
+/* gpu/neocog_gs1.cu — UG and US1 in one launch (see neocog_gs1.cuh).
+ *
+ * Layer: gpu.  Block (tile, character): 512 threads, a tile of GS_TY x
+ * GS_TX US1 positions.
+ *  0. Before the programmatic wait (nothing here is a layer's output): the
+ *     US1 weights as a dense 6 x 6 window of (a(on), a(off)) pairs a plane,
+ *     zero at the circular mask's dead taps, and b.  The dense window costs
+ *     4 multiply-adds of zero a position and plane, and spares every lane a
+ *     table look-up per tap.
+ *  1. The image under the tile's UG region, zero outside the image (core
+ *     clips the window there: the same sum, +0 added).
+ *  2. UG: four threads a cell, thread p taking window rows p, p + 4, two
+ *     xor-shuffles; on/off cut, zero outside the UG plane (US1's clipping);
+ *     the cell's sum of squares for the V-cell; the cells this block owns
+ *     written out with their occupancy.
+ *  3. US1: thread (position, plane): e over the dense window in two
+ *     chains, v^2 split over the position's 16 lanes (three taps each) and
+ *     added by four xor-shuffles, core's s_finish, one 64-byte row a
+ *     position, occupancy by ballot.
+ * No atomics; every output cell written by one thread of one block. */
+#include "neocog_gs1.cuh"
+
+#include <errno.h>
+#include <string.h>
+
+#include "neocog_dev.cuh"
+
+#define GS_TY 4                 /* tile rows */
+#define GS_TX 8                 /* tile columns */
+#define GS_KS 16                /* US1 plane stride: lanes a position */
+#define GS_WG 7                 /* UG window */
+#define GS_WS 6                 /* US1 window */
+#define GS_NTH (GS_TY * GS_TX * GS_KS)
+#define GS_RH (GS_TY + GS_WS - 1)       /* UG region */
+#define GS_RW (GS_TX + GS_WS - 1)
+#define GS_IH (GS_RH + GS_WG - 1)       /* image region */
+#define GS_IW (GS_RW + GS_WG - 1)
+
+/* What the kernel needs of both layers, the windows dense (0 at dead taps). */
+struct gs1_args {
+    int n_img, n_ug, n_out, g_pad, s_pad, k_out, n_live;
+    float cut, theta;
+    float g[GS_WG * GS_WG];
+    float c[GS_WS * GS_WS];
+    int t_of[GS_WS * GS_WS];    /* US1 live tap of a window slot, -1: dead */
+    const float *a, *b;
+};
+
+static __global__ void __launch_bounds__(GS_NTH)
+gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
+           float *__restrict__ ug, uint8_t *__restrict__ ug_occ, float *__restrict__ out,
+           uint8_t *__restrict__ occ_out, int n_tx, int n_ty)
+{
+    __shared__ float2 s_w[GS_WS * GS_WS][GS_KS];
+    __shared__ float s_b[GS_KS];
+    /* the fixed windows: lanes read different taps at once, which the
+     * constant bank would serve one after another */
+    __shared__ float s_g[GS_WG * GS_WG], s_c[GS_WS * GS_WS];
+    __shared__ float s_img[GS_IH][GS_IW];
+    __shared__ float2 s_ug[GS_RH][GS_RW];
+    __shared__ float s_q[GS_RH][GS_RW];
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int tile_y = (int)blockIdx.x / n_tx, tile_x = (int)blockIdx.x - tile_y * n_tx;
+    const size_t b = blockIdx.y;
+    const int oy0 = tile_y * GS_TY, ox0 = tile_x * GS_TX;
+    const int gy0 = oy0 - p.s_pad, gx0 = ox0 - p.s_pad;         /* UG region */
+    const int iy0 = gy0 - p.g_pad, ix0 = gx0 - p.g_pad;         /* image region */
+
+    /* 0. weights (a [2][n_live][16]) */
+    for (int i = tid; i < GS_WS * GS_WS * GS_KS; i += GS_NTH) {
+        const int slot = i / GS_KS, k = i - slot * GS_KS, t = p.t_of[slot];
+        s_w[slot][k] = t < 0 ? make_float2(0.0f, 0.0f)
+                             : make_float2(p.a[t * GS_KS + k],
+                                           p.a[(p.n_live + t) * GS_KS + k]);
+    }
+    if (tid < GS_KS)
+        s_b[tid] = p.b[tid];
+    if (tid < GS_WG * GS_WG)
+        s_g[tid] = p.g[tid];
+    if (tid < GS_WS * GS_WS)
+        s_c[tid] = p.c[tid];
+    nc_dev_pdl_trigger();
+    nc_dev_pdl_wait();
+
+    /* 1. the image region */
+    const float *inb = in + b * p.n_img * p.n_img;
+    for (int i = tid; i < GS_IH * GS_IW; i += GS_NTH) {
+        const int r = i / GS_IW, c = i - r * GS_IW;
+        const int y = iy0 + r, x = ix0 + c;
+        s_img[r][c] = y >= 0 && y < p.n_img && x >= 0 && x < p.n_img
+                          ? __ldg(inb + y * p.n_img + x) : 0.0f;
+    }
+    __syncthreads();
+
+    /* 2. UG, four threads a cell (the last warp's lanes past the region
+     * take part in the shuffles with x = 0) */
+    {
+        const int cell = tid >> 2, part = tid & 3;
+        const int cr = cell / GS_RW, cc = cell - cr * GS_RW;
+        const bool live = cell < GS_RH * GS_RW;
+        float x = 0.0f;
+        if (live)
+            for (int ty = part; ty < GS_WG; ty += 4) {
+#pragma unroll
+                for (int tx = 0; tx < GS_WG; tx++)
+                    x = fmaf(s_g[ty * GS_WG + tx], s_img[cr + ty][cc + tx], x);
+            }
+        x += __shfl_xor_sync(0xffffffffu, x, 1);
+        x += __shfl_xor_sync(0xffffffffu, x, 2);
+        const int gy = gy0 + cr, gx = gx0 + cc;
+        const bool inside = live && gy >= 0 && gy < p.n_ug && gx >= 0 && gx < p.n_ug;
+        const float on = inside && x > p.cut ? x : 0.0f;
+        const float off = inside && x < -p.cut ? -x : 0.0f;
+        if (live && part == 0) {
+            s_ug[cr][cc] = make_float2(on, off);
+            s_q[cr][cc] = on * on + off * off;
+        }
+        /* the cells of this block's own rows and columns; the last tile of
+         * a row or column also owns the plane's edge past it */
+        const bool own = inside && ug && gy >= oy0 && (gy < oy0 + GS_TY || tile_y == n_ty - 1) &&
+                         gx >= ox0 && (gx < ox0 + GS_TX || tile_x == n_tx - 1);
+        if (own) {
+            const size_t o = b * p.n_ug * p.n_ug + (size_t)gy * p.n_ug + gx;
+            float4 *po = (float4 *)(ug + o * 8);
+            if (part == 0)
+                po[0] = make_float4(on, off, 0.0f, 0.0f);
+            else if (part == 1)
+                po[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            else if (part == 2 && ug_occ)
+                ug_occ[o] = (uint8_t)(on > 0.0f || off > 0.0f);
+        }
+    }
+    __syncthreads();
+
+    /* 3. US1: thread (position, plane k) */
+    const int pos = tid >> 4, k = tid & (GS_KS - 1);
+    const int py = pos / GS_TX, px = pos - py * GS_TX;
+    float e0 = 0.0f, e1 = 0.0f;
+#pragma unroll
+    for (int ty = 0; ty < GS_WS; ty++)
+#pragma unroll
+        for (int tx = 0; tx < GS_WS; tx++) {
+            const float2 u = s_ug[py + ty][px + tx];
+            const float2 w = s_w[ty * GS_WS + tx][k];
+            if (tx & 1) {
+                e1 = fmaf(w.x, u.x, e1);
+                e1 = fmaf(w.y, u.y, e1);
+            } else {
+                e0 = fmaf(w.x, u.x, e0);
+                e0 = fmaf(w.y, u.y, e0);
+            }
+        }
+    float v2 = 0.0f;
+    for (int i = k; i < GS_WS * GS_WS; i += GS_KS) {
+        const int ty = i / GS_WS, tx = i - ty * GS_WS;
+        v2 = fmaf(s_c[i], s_q[py + ty][px + tx], v2);
+    }
+    for (int m = GS_KS / 2; m > 0; m >>= 1)     /* within the position's 16 lanes */
+        v2 += __shfl_xor_sync(0xffffffffu, v2, m);
+    const int oy = oy0 + py, ox = ox0 + px;
+    const bool valid = oy < p.n_out && ox < p.n_out;
+    const float u = valid && k < p.k_out ? nc_dev_s_finish(e0 + e1, v2, s_b[k], p.theta) : 0.0f;
+    const size_t o = b * p.n_out * p.n_out + (size_t)oy * p.n_out + ox;
+    if (valid)
+        out[o * GS_KS + k] = u;
+    const unsigned fired = __ballot_sync(0xffffffffu, u > 0.0f);
+    if (valid && occ_out && k == 0)
+        occ_out[o] = (uint8_t)(((fired >> (lane & 16)) & 0xffffu) != 0u);
+}
+
+extern "C" int nc_gpu_neocog_gs1_check(const nc_gpu_neocog_g_args *g,
+                                       const nc_gpu_neocog_s_args *s)
+{
+    if (!g || !s)
+        return -EINVAL;
+    const nc_gpu_neocog_geom &gg = g->g, &sg = s->g;
+    if (gg.step != 1 || sg.step != 1 || gg.win != GS_WG || sg.win != GS_WS ||
+        sg.pad < 0 || sg.pad >= GS_WS || gg.pad < 0 || gg.n_out != sg.n_in || gg.n_in < 1 ||
+        sg.n_out < 1 || s->k_in != 2 || s->in_stride != 8 ||
+        nc_dev_kstride(s->k_out) != GS_KS || !s->a || !s->b || !(g->cut >= 0.0f))
+        return -EINVAL;
+    return 0;
+}
+
+/* The dense windows of gs1_args from the geometries' row tables. */
+static void dense_args(const nc_gpu_neocog_g_args *g, const nc_gpu_neocog_s_args *s,
+                       gs1_args *p)
+{
+    memset(p, 0, sizeof *p);
+    p->n_img = g->g.n_in;
+    p->n_ug = g->g.n_out;
+    p->n_out = s->g.n_out;
+    p->g_pad = g->g.pad;
+    p->s_pad = s->g.pad;
+    p->k_out = (int)s->k_out;
+    p->n_live = s->g.n_live;
+    p->cut = g->cut;
+    p->theta = s->theta;
+    p->a = s->a;
+    p->b = s->b;
+    for (int ty = 0; ty < GS_WG; ty++)
+        for (int tx = g->g.row_lo[ty]; tx < g->g.row_hi[ty]; tx++)
+            p->g[ty * GS_WG + tx] = g->g.w[g->g.row_first[ty] + tx - g->g.row_lo[ty]];
+    for (int i = 0; i < GS_WS * GS_WS; i++)
+        p->t_of[i] = -1;
+    for (int ty = 0; ty < GS_WS; ty++)
+        for (int tx = s->g.row_lo[ty]; tx < s->g.row_hi[ty]; tx++) {
+            const int t = s->g.row_first[ty] + tx - s->g.row_lo[ty];
+            p->t_of[ty * GS_WS + tx] = t;
+            p->c[ty * GS_WS + tx] = s->g.w[t];
+        }
+}
+
+extern "C" int nc_gpu_neocog_gs1_forward(const nc_gpu_neocog_g_args *g,
+                                         const nc_gpu_neocog_s_args *s, const float *in,
+                                         float *ug, uint8_t *ug_occ, float *out,
+                                         uint8_t *occ_out, uint32_t batch, cudaStream_t stream)
+{
+    if (nc_gpu_neocog_gs1_check(g, s) < 0 || !in || !out || batch < 1 || batch > 65535)
+        return -EINVAL;
+    gs1_args p;
+    dense_args(g, s, &p);
+    const int n_ty = (p.n_out + GS_TY - 1) / GS_TY, n_tx = (p.n_out + GS_TX - 1) / GS_TX;
+    NC_CUDA_CHECK(nc_dev_launch(gs1_kernel, dim3((unsigned)(n_ty * n_tx), batch), dim3(GS_NTH),
+                                0, stream, batch, p, in, ug, ug_occ, out, occ_out, n_tx, n_ty));
+    return 0;
+}
