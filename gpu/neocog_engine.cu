@@ -599,6 +599,18 @@ extern "C" int nc_gpu_neocog_enqueue(nc_gpu_neocog *e, uint32_t n, int graph)
     return fail(e, enqueue_dev(e, n, graph));
 }
 
+extern "C" int nc_gpu_neocog_enqueue_gs1(nc_gpu_neocog *e, uint32_t n)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (n < 1 || n > e->chunk || !e->gs1_ok)
+        return -EINVAL;
+    return fail(e, nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], e->d_in, e->act[0], e->occ[0],
+                                             e->act[1], e->n_stages > 1 ? e->occ[1] : NULL, n,
+                                             e->run));
+}
+
 extern "C" int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *e, int layer, uint32_t n)
 {
     int r = enter(e);

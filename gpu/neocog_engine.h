@@ -97,6 +97,10 @@ int nc_gpu_neocog_enqueue(nc_gpu_neocog *eng, uint32_t n, int graph);
 /* Queue one layer (nc_neocog_layer) on the activations of the first n
  * (<= chunk) characters, as left by the previous layer. */
 int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *eng, int layer, uint32_t n);
+/* Queue UG and US1 as one kernel (gpu/neocog_gs1.cuh) on the first n (<=
+ * chunk) uploaded images, as a forward with nc_gpu_neocog_set_gs1 on does;
+ * -EINVAL where that kernel does not take the net. */
+int nc_gpu_neocog_enqueue_gs1(nc_gpu_neocog *eng, uint32_t n);
 /* Wait for the engine's stream. */
 int nc_gpu_neocog_sync(nc_gpu_neocog *eng);
 /* Copy a layer's activations of the first n (<= chunk) characters to host

@@ -1,22 +1,30 @@
 /* gpu/neocog_gs1.cu — UG and US1 in one launch (see neocog_gs1.cuh).
  *
- * Layer: gpu.  Block (tile, character): 512 threads, a tile of GS_TY x
- * GS_TX US1 positions.
+ * Layer: gpu.  Block (tile, character): 128 threads, a tile of GS_TY x
+ * GS_TX US1 positions; warp w takes the tile's row w, lane (h, k) the
+ * four positions 4h .. 4h + 3 of it for plane k.
  *  0. Before the programmatic wait (nothing here is a layer's output): the
  *     US1 weights as a dense 6 x 6 window of (a(on), a(off)) pairs a plane,
- *     zero at the circular mask's dead taps, and b.  The dense window costs
- *     4 multiply-adds of zero a position and plane, and spares every lane a
- *     table look-up per tap.
+ *     zero at the circular mask's dead taps, b and the V-cell's c.  The
+ *     dense window costs 4 multiply-adds of zero a position and plane, and
+ *     spares every lane a table look-up per tap.
  *  1. The image under the tile's UG region, zero outside the image (core
  *     clips the window there: the same sum, +0 added).
- *  2. UG: four threads a cell, thread p taking window rows p, p + 4, two
- *     xor-shuffles; on/off cut, zero outside the UG plane (US1's clipping);
- *     the cell's sum of squares for the V-cell; the cells this block owns
- *     written out with their occupancy.
- *  3. US1: thread (position, plane): e over the dense window in two
- *     chains, v^2 split over the position's 16 lanes (three taps each) and
- *     added by four xor-shuffles, core's s_finish, one 64-byte row a
- *     position, occupancy by ballot.
+ *  2. UG: a thread a cell, the dense 7 x 7 window's weights straight from
+ *     the constant bank (the same for every lane, unrolled: operands of the
+ *     multiply-adds), two chains; on/off cut, zero outside the UG plane
+ *     (US1's clipping); the cell's sum of squares for the V-cell; the cells
+ *     this block owns written out with their occupancy.
+ *  3. US1: v^2 of the lane's four positions first, split over the 16 plane
+ *     lanes (three taps each) and added by xor-shuffles.  v^2 = 0 means
+ *     every input of the window is 0, so e = 0 and u_S = 0 (core's formula
+ *     gives exactly that): a lane whose four windows are all empty skips the
+ *     sums (70 % of US1's windows on digits).  Otherwise, per window row, the
+ *     row's 9 input cells and the plane's 6 weights are read once from
+ *     shared memory and make 48 multiply-adds (four positions, two chains
+ *     each): a third of the shared-memory reads of a thread per position,
+ *     which bound the first version (ncu at batch 8: L1 73 % busy).  Core's
+ *     s_finish, occupancy by ballot.
  * No atomics; every output cell written by one thread of one block. */
 #include "neocog_gs1.cuh"
 
@@ -27,14 +35,18 @@
 
 #define GS_TY 4                 /* tile rows */
 #define GS_TX 8                 /* tile columns */
-#define GS_KS 16                /* US1 plane stride: lanes a position */
+#define GS_PX 2                 /* positions a lane, along a row */
+#define GS_KS 16                /* US1 plane stride: lanes a group */
 #define GS_WG 7                 /* UG window */
 #define GS_WS 6                 /* US1 window */
-#define GS_NTH (GS_TY * GS_TX * GS_KS)
+#define GS_NTH (GS_TY * (GS_TX / GS_PX) * GS_KS)
 #define GS_RH (GS_TY + GS_WS - 1)       /* UG region */
 #define GS_RW (GS_TX + GS_WS - 1)
 #define GS_IH (GS_RH + GS_WG - 1)       /* image region */
 #define GS_IW (GS_RW + GS_WG - 1)
+#define GS_NW (GS_WS * GS_WS * GS_KS)   /* weight pairs */
+#define GS_WPT ((GS_NW + GS_NTH - 1) / GS_NTH)          /* a thread's share */
+#define GS_IPT ((GS_IH * GS_IW + GS_NTH - 1) / GS_NTH)
 
 /* What the kernel needs of both layers, the windows dense (0 at dead taps). */
 struct gs1_args {
@@ -52,10 +64,7 @@ gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
            uint8_t *__restrict__ occ_out, int n_tx, int n_ty)
 {
     __shared__ float2 s_w[GS_WS * GS_WS][GS_KS];
-    __shared__ float s_b[GS_KS];
-    /* the fixed windows: lanes read different taps at once, which the
-     * constant bank would serve one after another */
-    __shared__ float s_g[GS_WG * GS_WG], s_c[GS_WS * GS_WS];
+    __shared__ float s_b[GS_KS], s_c[GS_WS * GS_WS], s_g[GS_WG * GS_WG];
     __shared__ float s_img[GS_IH][GS_IW];
     __shared__ float2 s_ug[GS_RH][GS_RW];
     __shared__ float s_q[GS_RH][GS_RW];
@@ -66,47 +75,76 @@ gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
     const int gy0 = oy0 - p.s_pad, gx0 = ox0 - p.s_pad;         /* UG region */
     const int iy0 = gy0 - p.g_pad, ix0 = gx0 - p.g_pad;         /* image region */
 
-    /* 0. weights (a [2][n_live][16]) */
-    for (int i = tid; i < GS_WS * GS_WS * GS_KS; i += GS_NTH) {
-        const int slot = i / GS_KS, k = i - slot * GS_KS, t = p.t_of[slot];
-        s_w[slot][k] = t < 0 ? make_float2(0.0f, 0.0f)
-                             : make_float2(p.a[t * GS_KS + k],
-                                           p.a[(p.n_live + t) * GS_KS + k]);
+    /* 0. the weights (a [2][n_live][16]) into registers, then the wait,
+     * then the image region: both reads in flight at once, stored to
+     * shared memory after the wait */
+    float2 wr[GS_WPT];
+#pragma unroll
+    for (int j = 0; j < GS_WPT; j++) {
+        const int i = tid + j * GS_NTH;
+        const int slot = i / GS_KS, k = i - slot * GS_KS;
+        const int t = i < GS_NW ? p.t_of[slot] : -1;
+        wr[j] = t < 0 ? make_float2(0.0f, 0.0f)
+                      : make_float2(__ldg(p.a + t * GS_KS + k),
+                                    __ldg(p.a + (p.n_live + t) * GS_KS + k));
     }
-    if (tid < GS_KS)
-        s_b[tid] = p.b[tid];
-    if (tid < GS_WG * GS_WG)
-        s_g[tid] = p.g[tid];
-    if (tid < GS_WS * GS_WS)
-        s_c[tid] = p.c[tid];
+    const float br = tid < GS_KS ? __ldg(p.b + tid) : 0.0f;
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();
-
-    /* 1. the image region */
     const float *inb = in + b * p.n_img * p.n_img;
-    for (int i = tid; i < GS_IH * GS_IW; i += GS_NTH) {
-        const int r = i / GS_IW, c = i - r * GS_IW;
+    float im[GS_IPT];
+#pragma unroll
+    for (int j = 0; j < GS_IPT; j++) {
+        const int i = tid + j * GS_NTH, r = i / GS_IW, c = i - r * GS_IW;
         const int y = iy0 + r, x = ix0 + c;
-        s_img[r][c] = y >= 0 && y < p.n_img && x >= 0 && x < p.n_img
-                          ? __ldg(inb + y * p.n_img + x) : 0.0f;
+        im[j] = i < GS_IH * GS_IW && y >= 0 && y < p.n_img && x >= 0 && x < p.n_img
+                    ? __ldg(inb + y * p.n_img + x) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < GS_WPT; j++) {
+        const int i = tid + j * GS_NTH;
+        if (i < GS_NW)
+            s_w[i / GS_KS][i % GS_KS] = wr[j];
+    }
+    if (tid < GS_KS)
+        s_b[tid] = br;
+    if (tid < GS_WS * GS_WS)
+        s_c[tid] = p.c[tid];
+    if (tid < GS_WG * GS_WG)
+        s_g[tid] = p.g[tid];
+#pragma unroll
+    for (int j = 0; j < GS_IPT; j++) {
+        const int i = tid + j * GS_NTH;
+        if (i < GS_IH * GS_IW)
+            s_img[i / GS_IW][i % GS_IW] = im[j];
     }
     __syncthreads();
 
-    /* 2. UG, four threads a cell (the last warp's lanes past the region
-     * take part in the shuffles with x = 0) */
+    /* 2. UG: two threads a cell, window rows 0-3 and 4-6, one xor-shuffle
+     * (the last lanes, past the region, take part with x = 0) */
     {
-        const int cell = tid >> 2, part = tid & 3;
+        const int cell = tid >> 1, part = tid & 1;
         const int cr = cell / GS_RW, cc = cell - cr * GS_RW;
         const bool live = cell < GS_RH * GS_RW;
         float x = 0.0f;
-        if (live)
-            for (int ty = part; ty < GS_WG; ty += 4) {
+        if (live) {
+            float x1 = 0.0f;
 #pragma unroll
-                for (int tx = 0; tx < GS_WG; tx++)
-                    x = fmaf(s_g[ty * GS_WG + tx], s_img[cr + ty][cc + tx], x);
+            for (int i = 0; i < 4; i++) {
+                const int ty = part * 4 + i;
+                if (ty < GS_WG)
+#pragma unroll
+                    for (int tx = 0; tx < GS_WG; tx++) {
+                        const float v = s_g[ty * GS_WG + tx] * s_img[cr + ty][cc + tx];
+                        if (tx & 1)
+                            x1 += v;
+                        else
+                            x += v;
+                    }
             }
+            x += x1;
+        }
         x += __shfl_xor_sync(0xffffffffu, x, 1);
-        x += __shfl_xor_sync(0xffffffffu, x, 2);
         const int gy = gy0 + cr, gx = gx0 + cc;
         const bool inside = live && gy >= 0 && gy < p.n_ug && gx >= 0 && gx < p.n_ug;
         const float on = inside && x > p.cut ? x : 0.0f;
@@ -117,55 +155,82 @@ gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
         }
         /* the cells of this block's own rows and columns; the last tile of
          * a row or column also owns the plane's edge past it */
-        const bool own = inside && ug && gy >= oy0 && (gy < oy0 + GS_TY || tile_y == n_ty - 1) &&
-                         gx >= ox0 && (gx < ox0 + GS_TX || tile_x == n_tx - 1);
-        if (own) {
+        if (inside && part == 1 && ug && gy >= oy0 &&
+            (gy < oy0 + GS_TY || tile_y == n_ty - 1) && gx >= ox0 &&
+            (gx < ox0 + GS_TX || tile_x == n_tx - 1)) {
             const size_t o = b * p.n_ug * p.n_ug + (size_t)gy * p.n_ug + gx;
             float4 *po = (float4 *)(ug + o * 8);
-            if (part == 0)
-                po[0] = make_float4(on, off, 0.0f, 0.0f);
-            else if (part == 1)
-                po[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            else if (part == 2 && ug_occ)
+            po[0] = make_float4(on, off, 0.0f, 0.0f);
+            po[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (ug_occ)
                 ug_occ[o] = (uint8_t)(on > 0.0f || off > 0.0f);
         }
     }
     __syncthreads();
 
-    /* 3. US1: thread (position, plane k) */
-    const int pos = tid >> 4, k = tid & (GS_KS - 1);
-    const int py = pos / GS_TX, px = pos - py * GS_TX;
-    float e0 = 0.0f, e1 = 0.0f;
+    /* 3. US1: lane (group, k), the group's positions px0, px0 + 1 of row py */
+    const int k = tid & (GS_KS - 1), grp = tid >> 4;
+    const int py = grp / (GS_TX / GS_PX), px0 = (grp % (GS_TX / GS_PX)) * GS_PX;
+    float v2[GS_PX];
 #pragma unroll
-    for (int ty = 0; ty < GS_WS; ty++)
+    for (int q = 0; q < GS_PX; q++)
+        v2[q] = 0.0f;
 #pragma unroll
-        for (int tx = 0; tx < GS_WS; tx++) {
-            const float2 u = s_ug[py + ty][px + tx];
-            const float2 w = s_w[ty * GS_WS + tx][k];
-            if (tx & 1) {
-                e1 = fmaf(w.x, u.x, e1);
-                e1 = fmaf(w.y, u.y, e1);
-            } else {
-                e0 = fmaf(w.x, u.x, e0);
-                e0 = fmaf(w.y, u.y, e0);
+    for (int j = 0; j < (GS_WS * GS_WS + GS_KS - 1) / GS_KS; j++) {
+        const int i = k + j * GS_KS;
+        if (i < GS_WS * GS_WS) {
+            const int ty = i / GS_WS, tx = i - ty * GS_WS;
+            const float c = s_c[i];
+#pragma unroll
+            for (int q = 0; q < GS_PX; q++)
+                v2[q] = fmaf(c, s_q[py + ty][px0 + q + tx], v2[q]);
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < GS_PX; q++)
+#pragma unroll
+        for (int m = GS_KS / 2; m > 0; m >>= 1)     /* within the group's 16 lanes */
+            v2[q] += __shfl_xor_sync(0xffffffffu, v2[q], m);
+    float e[GS_PX][2];
+    bool any = false;
+#pragma unroll
+    for (int q = 0; q < GS_PX; q++) {
+        e[q][0] = e[q][1] = 0.0f;
+        any |= v2[q] > 0.0f;
+    }
+    if (any) {
+#pragma unroll
+        for (int ty = 0; ty < GS_WS; ty++) {
+            float2 u[GS_PX + GS_WS - 1];
+#pragma unroll
+            for (int j = 0; j < GS_PX + GS_WS - 1; j++)
+                u[j] = s_ug[py + ty][px0 + j];
+#pragma unroll
+            for (int tx = 0; tx < GS_WS; tx++) {
+                const float2 w = s_w[ty * GS_WS + tx][k];
+#pragma unroll
+                for (int q = 0; q < GS_PX; q++) {
+                    e[q][tx & 1] = fmaf(w.x, u[q + tx].x, e[q][tx & 1]);
+                    e[q][tx & 1] = fmaf(w.y, u[q + tx].y, e[q][tx & 1]);
+                }
             }
         }
-    float v2 = 0.0f;
-    for (int i = k; i < GS_WS * GS_WS; i += GS_KS) {
-        const int ty = i / GS_WS, tx = i - ty * GS_WS;
-        v2 = fmaf(s_c[i], s_q[py + ty][px + tx], v2);
     }
-    for (int m = GS_KS / 2; m > 0; m >>= 1)     /* within the position's 16 lanes */
-        v2 += __shfl_xor_sync(0xffffffffu, v2, m);
-    const int oy = oy0 + py, ox = ox0 + px;
-    const bool valid = oy < p.n_out && ox < p.n_out;
-    const float u = valid && k < p.k_out ? nc_dev_s_finish(e0 + e1, v2, s_b[k], p.theta) : 0.0f;
-    const size_t o = b * p.n_out * p.n_out + (size_t)oy * p.n_out + ox;
-    if (valid)
-        out[o * GS_KS + k] = u;
-    const unsigned fired = __ballot_sync(0xffffffffu, u > 0.0f);
-    if (valid && occ_out && k == 0)
-        occ_out[o] = (uint8_t)(((fired >> (lane & 16)) & 0xffffu) != 0u);
+    const int oy = oy0 + py;
+    const float bk = s_b[k];
+#pragma unroll
+    for (int q = 0; q < GS_PX; q++) {
+        const int ox = ox0 + px0 + q;
+        const bool valid = oy < p.n_out && ox < p.n_out;
+        const float u = valid && k < p.k_out
+                            ? nc_dev_s_finish(e[q][0] + e[q][1], v2[q], bk, p.theta) : 0.0f;
+        const size_t o = b * p.n_out * p.n_out + (size_t)oy * p.n_out + ox;
+        if (valid)
+            out[o * GS_KS + k] = u;
+        const unsigned fired = __ballot_sync(0xffffffffu, u > 0.0f);
+        if (valid && occ_out && k == 0)
+            occ_out[o] = (uint8_t)(((fired >> (lane & 16)) & 0xffffu) != 0u);
+    }
 }
 
 extern "C" int nc_gpu_neocog_gs1_check(const nc_gpu_neocog_g_args *g,

@@ -131,8 +131,10 @@ static int time_s_batch1(nc_gpu_neocog *e, uint32_t ns, int reps, float *ts, flo
 /* Layers first .. last of the net at batch 1 captured as one graph:
  * median GPU ms of its replays (reps), so that a layer's share of the
  * whole net can be read off prefixes (its kernels start while the one
- * before ends, so alone it is not the same). */
-static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int reps, float *ret_ms)
+ * before ends, so alone it is not the same).  gs1: UG and US1 (first 0,
+ * last >= 1) as one kernel. */
+static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int gs1, int reps,
+                             float *ret_ms)
 {
     cudaStream_t st = (cudaStream_t)nc_gpu_neocog_stream(e);
     cudaGraph_t g = NULL;
@@ -143,6 +145,10 @@ static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int reps, fl
     if (r == 0 && cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
         r = -EIO;
     if (r == 0) {
+        if (gs1) {
+            r = nc_gpu_neocog_enqueue_gs1(e, 1);
+            first = 2;
+        }
         for (int l = first; r == 0 && l <= last; l++)
             r = nc_gpu_neocog_enqueue_layer(e, l, 1);
         if (cudaStreamEndCapture(st, &g) != cudaSuccess && r == 0)
@@ -711,8 +717,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             for (int k = 0; k <= 2 * (int)ns && k <= 8; k++) {
                 float mp = 0.0f, ma = 0.0f;
                 if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_SPARSE)) < 0 ||
-                    (err = time_layers_graph(e, 0, k, reps * 20, &mp)) < 0 ||
-                    (err = time_layers_graph(e, k, k, reps * 20, &ma)) < 0)
+                    (err = time_layers_graph(e, 0, k, 0, reps * 20, &mp)) < 0 ||
+                    (err = time_layers_graph(e, k, k, 0, reps * 20, &ma)) < 0)
                     goto out;
                 printf("| UG .. %s | %.1f | %.1f | %.1f |\n", lname[k], mp * 1e3f,
                        (mp - prev) * 1e3f, ma * 1e3f);
@@ -736,6 +742,22 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                        i / 2 + 1, mg * 1e3f, ml * 1e3f);
             }
             nc_gpu_neocog_set_gs1(e, gs1);
+            /* and where it goes: graphs of UG + US1 as one kernel, then the
+             * layers after it, against the rows of UG .. X above */
+            if (nc_gpu_neocog_set_gs1(e, 1) == 0) {
+                printf("\n| batch 1: graph of UG + US1 as one kernel, then the layers | GPU us | "
+                       "step (us) |\n|---|---:|---:|\n");
+                prev = 0.0f;
+                for (int k = 1; k <= 2 * (int)ns && k <= 8; k++) {
+                    float mp = 0.0f;
+                    if ((err = time_layers_graph(e, 0, k, 1, reps * 20, &mp)) < 0)
+                        goto out;
+                    printf("| UG+US1 .. %s | %.1f | %.1f |\n", lname[k], mp * 1e3f,
+                           (mp - prev) * 1e3f);
+                    prev = mp;
+                }
+                nc_gpu_neocog_set_gs1(e, gs1);
+            }
         }
 
         /* 4: throughput, sparse / gemm / auto */
