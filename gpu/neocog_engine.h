@@ -119,8 +119,10 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * or c_small_kind when n < c_min) and, when n >= c_min, what batch 1 runs
  * by timing the whole net at batch 1 (a layer timed alone is not the layer
  * in the net): with the sparse variant there, the splits and then the warp
- * teams, then the small-batch C kernels, each stage by stage from its
- * default, every candidate in the whole net, the fastest kept. */
+ * teams and their planes a block (UG and US1 as two kernels), then UG and
+ * US1 as one kernel or two, then the small-batch C kernels, each stage by
+ * stage from its default, every candidate in the whole net, the fastest
+ * kept. */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
 /* Characters per pass now (the activations download_layer reads are those
  * of the last pass: after a forward of n <= chunk, all n). */

@@ -1,30 +1,32 @@
 /* gpu/neocog_gs1.cu — UG and US1 in one launch (see neocog_gs1.cuh).
  *
- * Layer: gpu.  Block (tile, character): 128 threads, a tile of GS_TY x
- * GS_TX US1 positions; warp w takes the tile's row w, lane (h, k) the
- * four positions 4h .. 4h + 3 of it for plane k.
- *  0. Before the programmatic wait (nothing here is a layer's output): the
- *     US1 weights as a dense 6 x 6 window of (a(on), a(off)) pairs a plane,
- *     zero at the circular mask's dead taps, b and the V-cell's c.  The
- *     dense window costs 4 multiply-adds of zero a position and plane, and
- *     spares every lane a table look-up per tap.
- *  1. The image under the tile's UG region, zero outside the image (core
- *     clips the window there: the same sum, +0 added).
- *  2. UG: a thread a cell, the dense 7 x 7 window's weights straight from
- *     the constant bank (the same for every lane, unrolled: operands of the
- *     multiply-adds), two chains; on/off cut, zero outside the UG plane
- *     (US1's clipping); the cell's sum of squares for the V-cell; the cells
- *     this block owns written out with their occupancy.
- *  3. US1: v^2 of the lane's four positions first, split over the 16 plane
- *     lanes (three taps each) and added by xor-shuffles.  v^2 = 0 means
- *     every input of the window is 0, so e = 0 and u_S = 0 (core's formula
- *     gives exactly that): a lane whose four windows are all empty skips the
- *     sums (70 % of US1's windows on digits).  Otherwise, per window row, the
- *     row's 9 input cells and the plane's 6 weights are read once from
- *     shared memory and make 48 multiply-adds (four positions, two chains
- *     each): a third of the shared-memory reads of a thread per position,
- *     which bound the first version (ncu at batch 8: L1 73 % busy).  Core's
+ * Layer: gpu.  Block (tile, character): 256 threads, a tile of GS_TY x
+ * GS_TX US1 positions; a group of 16 lanes takes GS_PX = 2 neighbouring
+ * positions of a tile row, lane k of it plane k.
+ *  0. The US1 weights, as a dense 6 x 6 window of (a(on), a(off)) pairs a
+ *     plane (zero at the circular mask's dead taps: 4 multiply-adds of zero
+ *     a position and plane, and no table look-up per tap), are read into
+ *     registers before the programmatic wait (no layer's output), the
+ *     image under the tile's UG region after it (zero outside the image,
+ *     where core clips the window: the same sum, +0 added), so that both
+ *     reads are in flight at once; then both go to shared memory.
+ *  1. UG: two threads a cell (window rows 0-3 and 4-6), one xor-shuffle;
+ *     on/off cut, zero outside the UG plane (US1's clipping); the cell's
+ *     sum of squares for the V-cell; the cells this block owns written out
+ *     with their occupancy.
+ *  2. US1: v^2 of the lane's positions first, split over the 16 plane lanes
+ *     (three taps each) and added by xor-shuffles.  v^2 = 0 means every
+ *     input of the window is 0, so e = 0 and u_S = 0 (core's formula gives
+ *     exactly that): a group whose windows are all empty skips the sums (70
+ *     % of US1's windows on digits).  Otherwise, per window row, the row's
+ *     7 input cells and the plane's 6 weights are read once from shared
+ *     memory for 24 multiply-adds (two positions, two chains each).  Core's
  *     s_finish, occupancy by ballot.
+ * Measured on an H200 at batch 1 (session 14, docs/gpu-neocog-notes.md):
+ * a thread a (position, plane) with no skip was bound by its shared-memory
+ * reads (ncu at batch 8: L1 73 % busy; 8.9 us in a graph of its own); four
+ * positions a lane in 128 threads by the chain of its few warps (7.6 us);
+ * this shape 6.5 us, against 10.5 us for the two kernels.
  * No atomics; every output cell written by one thread of one block. */
 #include "neocog_gs1.cuh"
 

@@ -11,10 +11,12 @@
  * halo of 5 cells around the tile is computed by the neighbouring blocks
  * too: about 3.7 UG cells a position, against the 32 a cell that a UG
  * computed per tap of US1 cost when it was tried, docs/gpu-neocog-notes.md
- * session 13), then US1 densely from shared memory, a thread per (position,
- * plane).  Each block also writes the UG cells it owns (rows and columns of
- * its own tile, the last tiles taking the plane's edge), so both layers'
- * outputs and occupancy maps are those the two kernels write. */
+ * session 13), then US1 from shared memory, two positions and one plane a
+ * thread, skipping windows with no input.  Each block also writes the UG
+ * cells it owns (rows and columns of its own tile, the last tiles taking
+ * the plane's edge), so both layers' outputs and occupancy maps are those
+ * the two kernels write.  On an H200 the whole net at batch 1 took 37.4 us
+ * with it against 41.1 us without (session 14). */
 #ifndef NC_GPU_NEOCOG_GS1_CUH
 #define NC_GPU_NEOCOG_GS1_CUH
 

@@ -18,7 +18,9 @@
  * every batch, poisoned outputs and occupancy.  So is the sparse kernel
  * with its reduction split over blocks (2, 5 and 32 runs at batches 1, 3 and
  * 33, two launches on one scratch bit-identical), and the engine with its
- * splits forced.
+ * splits forced.  UG and US1 as one kernel (gpu/neocog_gs1) give both
+ * layers' outputs and occupancy maps as core's, and the engine its labels
+ * with that kernel and without.
  *
  * Large plane counts: the shipped model (models/neocognitron.ncm, K =
  * 16/35/295/2433 since session 10) runs the same layer parity on real digits at batches 1,
