@@ -25,7 +25,12 @@
  *                   of weights, 16 FFMA.  Epilogue: u_S = s_finish(e, v^2, b)
  *                   written as 16-byte stores, occ_out = 1 where any plane
  *                   fired.  No atomics; every output cell written once.
- *                   Runs the stages with K_in > 2.
+ *                   Runs the stages with K_in > 2.  Where a chunk is one
+ *                   tap (T16: KP and the plane stride multiples of 16, as
+ *                   US2 and US4 here) each thread keeps its rows' window
+ *                   origins and cell offsets in registers for the tile and
+ *                   reads the chunk's tap once, a third of the general
+ *                   gather's instructions.
  *   4'. gemm_k2_kernel  K_in <= 2 (US1): two rows x 16 planes per thread,
  *                   patch gathered straight into registers, zero taps
  *                   skipped per warp (0.60 -> 0.41 us per character at batch
@@ -55,6 +60,7 @@ struct nc_gpu_neocog_gemm {
     int grid_max;               /* resident blocks of the kernel that runs */
     int maxa;                   /* gemm_kernel's template argument: patch float4 per thread */
     int path;                   /* G_PATH_* */
+    int t16;                    /* gemm_kernel's T16: KP and the plane stride multiples of 16 */
     unsigned nth;               /* threads per block */
     size_t smem;                /* dynamic shared memory per block */
     uint32_t rows_per_tile;
@@ -151,7 +157,12 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
 
 /* ---- 4. the GEMM ------------------------------------------------------------ */
 
-template <int MAXA>
+/* T16: KP is a multiple of G_BK and the input's plane stride of 16, so
+ * chunk c is one tap, (c * G_BK) / KP, and 16 planes of it: the gather
+ * reads the tap once a chunk and each row's window origin and cell offset
+ * from registers set once a tile, instead of a division, three
+ * shared-memory reads and the address arithmetic for every float4 */
+template <int MAXA, bool T16>
 static __global__ void __launch_bounds__(512)
 gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 {
@@ -200,6 +211,21 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
         float4 ra[MAXA];
         float4 rw;
         int nz = 0;
+        /* T16: this thread's rows of the patch, once a tile (a row past
+         * the count: ry far outside, so no tap reads it) */
+        int ry[MAXA], rx[MAXA];
+        long long rbase[MAXA];
+        if (T16) {
+#pragma unroll
+            for (int m = 0; m < MAXA; m++) {
+                const int r = ((tid + m * nth) >> 2) & (G_BM - 1);
+                const int bb = r_b[r];
+                ry[m] = bb >= 0 ? r_y[r] : -(1 << 20);
+                rx[m] = r_x[r];
+                rbase[m] = ((long long)(bb >= 0 ? bb : 0) * n_i + (long long)ry[m] * n_in + rx[m]) *
+                               stride + ((tid + m * nth) & 3) * 4;
+            }
+        }
         float acc[4][4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -208,9 +234,37 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                 acc[i][j] = 0.0f;
 
         /* chunk c of the patch and weights into registers */
+#define G_LOAD_T16(c)                                                                  \
+        do {                                                                           \
+            const int j0 = (c) * G_BK, t = j0 / KP, kap0 = j0 - t * KP;                \
+            const short2 tp = s_tap[t];                                                \
+            const long long toff = (long long)(tp.x * n_in + tp.y) * stride + kap0;    \
+            _Pragma("unroll")                                                          \
+            for (int m = 0; m < MAXA; m++) {                                         \
+                ra[m] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                           \
+                const int iy = ry[m] + tp.x, ix = rx[m] + tp.y;                        \
+                if (m < n_a && tid + m * nth < G_BM * G_BK / 4 &&                      \
+                    (unsigned)iy < (unsigned)n_in && (unsigned)ix < (unsigned)n_in) {  \
+                    float4 v = __ldg((const float4 *)(p.in + rbase[m] + toff));        \
+                    const int kq = kap0 + ((tid + m * nth) & 3) * 4;                   \
+                    if (kq + 4 > k_in) {                                               \
+                        if (kq >= k_in) v.x = 0.0f;                                    \
+                        if (kq + 1 >= k_in) v.y = 0.0f;                                \
+                        if (kq + 2 >= k_in) v.z = 0.0f;                                \
+                        v.w = 0.0f;                                                    \
+                    }                                                                  \
+                    ra[m] = v;                                                         \
+                    nz |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) |              \
+                          (v.w != 0.0f);                                               \
+                }                                                                      \
+            }                                                                          \
+        } while (0)
 #define G_LOAD(c)                                                                      \
         do {                                                                           \
             nz = 0;                                                                    \
+            if (T16) {                                                                 \
+                G_LOAD_T16(c);                                                         \
+            } else                                                                     \
             _Pragma("unroll")                                                          \
             for (int m = 0; m < MAXA; m++) {                                         \
                 ra[m] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                           \
@@ -277,6 +331,7 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
             }
         }
 #undef G_LOAD
+#undef G_LOAD_T16
 
         /* epilogue: u_S, 16-byte stores, row flags */
         const int k0 = n0 + tx * 4;
@@ -455,6 +510,28 @@ gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p
 
 /* ---- host ------------------------------------------------------------------- */
 
+/* gemm_kernel<maxa, T16>: resident blocks an SM, and the launch */
+template <bool T16>
+static cudaError_t gemm_occupancy(int maxa, int nth, int *per_sm)
+{
+    return maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<1, T16>, nth, 0)
+         : maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<2, T16>, nth, 0)
+         : maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<4, T16>, nth, 0)
+         : cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<8, T16>, nth, 0);
+}
+
+template <bool T16>
+static void gemm_launch(int maxa, dim3 grid, unsigned nth, cudaStream_t stream,
+                        const nc_gpu_neocog_s_args &s, const gemm_ptrs &p)
+{
+    switch (maxa) {
+    case 1: gemm_kernel<1, T16><<<grid, nth, 0, stream>>>(s, p); break;
+    case 2: gemm_kernel<2, T16><<<grid, nth, 0, stream>>>(s, p); break;
+    case 4: gemm_kernel<4, T16><<<grid, nth, 0, stream>>>(s, p); break;
+    default: gemm_kernel<8, T16><<<grid, nth, 0, stream>>>(s, p); break;
+    }
+}
+
 extern "C" void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g)
 {
     if (!g)
@@ -505,11 +582,8 @@ static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
         g->smem = 0;
         g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
         g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
-        cudaError_t ce = g->maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<1>, nth, 0)
-                       : g->maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<2>, nth, 0)
-                       : g->maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<4>, nth, 0)
-                       : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<8>, nth, 0);
-        NC_CUDA_CHECK(ce);
+        NC_CUDA_CHECK(g->t16 ? gemm_occupancy<true>(g->maxa, nth, &per_sm)
+                             : gemm_occupancy<false>(g->maxa, nth, &per_sm));
     }
     g->grid_max = n_sm * (per_sm > 0 ? per_sm : 1);
     return 0;
@@ -533,8 +607,16 @@ extern "C" int nc_gpu_neocog_gemm_new(const nc_gpu_neocog_s_args *s, uint32_t ma
     g->max_batch = max_batch;
     g->ks = nc_dev_kstride(s->k_out);
     /* planes per tap: 16-byte gathers; 2 (8-byte gathers, two taps per
-     * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes */
-    g->kp = s->k_in <= 2 ? 2u : (s->k_in + 3u) & ~3u;
+     * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes.
+     * Where K_in rounded up to 4 is a multiple of 16 and so is the input's
+     * plane stride (US2's 16 planes, US4's 78), a chunk is one tap
+     * (gemm_kernel's T16): on an H200 at 1024 characters US2 1.047-1.050 ->
+     * 0.896-0.902 us a character.  US3's 26 planes would need 32 a tap
+     * instead of 28, and the extra multiply-adds cost more than the
+     * gather saves (1.564-1.568 -> 1.696-1.706 us), so it keeps the
+     * general gather. */
+    g->t16 = s->k_in > 2 && s->in_stride % 16 == 0 && ((s->k_in + 3u) & ~3u) % 16 == 0;
+    g->kp = s->k_in <= 2 ? 2u : g->t16 ? (s->k_in + 15u) & ~15u : (s->k_in + 3u) & ~3u;
     g->n_chunks = ((uint32_t)s->g.n_live * g->kp + G_BK - 1) / G_BK;
     g->path = g->kp == 2 ? G_PATH_K2ROW : G_PATH_TILE;
     if (g->path == G_PATH_K2ROW) {
@@ -591,12 +673,10 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     if (g->path == G_PATH_K2ROW) {
         gemm_k2_kernel<<<grid, nth, g->smem, stream>>>(*s, p);
     } else {
-        switch (g->maxa) {
-        case 1: gemm_kernel<1><<<grid, nth, 0, stream>>>(*s, p); break;
-        case 2: gemm_kernel<2><<<grid, nth, 0, stream>>>(*s, p); break;
-        case 4: gemm_kernel<4><<<grid, nth, 0, stream>>>(*s, p); break;
-        default: gemm_kernel<8><<<grid, nth, 0, stream>>>(*s, p); break;
-        }
+        if (g->t16)
+            gemm_launch<true>(g->maxa, grid, nth, stream, *s, p);
+        else
+            gemm_launch<false>(g->maxa, grid, nth, stream, *s, p);
     }
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
