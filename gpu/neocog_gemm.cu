@@ -514,10 +514,10 @@ gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p
 template <bool T16>
 static cudaError_t gemm_occupancy(int maxa, int nth, int *per_sm)
 {
-    return maxa == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<1, T16>, nth, 0)
-         : maxa == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<2, T16>, nth, 0)
-         : maxa == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<4, T16>, nth, 0)
-         : cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, gemm_kernel<8, T16>, nth, 0);
+    void (*const f)(nc_gpu_neocog_s_args, gemm_ptrs) =
+        maxa == 1 ? gemm_kernel<1, T16> : maxa == 2 ? gemm_kernel<2, T16>
+        : maxa == 4 ? gemm_kernel<4, T16> : gemm_kernel<8, T16>;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, f, nth, 0);
 }
 
 template <bool T16>
