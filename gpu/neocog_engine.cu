@@ -57,9 +57,8 @@ struct nc_gpu_neocog {
     uint32_t s_warp[NC_NEOCOG_MAX_STAGES];
     /* and its planes a block there (0: NC_GPU_NEOCOG_S_WARP_PLANES) */
     uint32_t s_planes[NC_NEOCOG_MAX_STAGES];
-    /* batches up to NC_GPU_NEOCOG_GS1_BATCH under the sparse variant run UG
-     * and US1 as one kernel (gpu/neocog_gs1.cuh) when gs1 is 1; gs1_ok:
-     * that kernel takes this net */
+    /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
+     * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
     int gs1_ok;
     uint32_t n_sm;
@@ -509,7 +508,7 @@ static int run_net(nc_gpu_neocog *e, int v, uint32_t n, const float *in, float *
                    int32_t *labels, cudaStream_t st)
 {
     int layer = 0;
-    if (e->gs1 && e->gs1_ok && v == NC_GPU_NEOCOG_SPARSE && n <= NC_GPU_NEOCOG_GS1_BATCH) {
+    if (e->gs1 && e->gs1_ok && v == NC_GPU_NEOCOG_SPARSE) {
         int r = nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], in, e->act[0], e->occ[0], e->act[1],
                                           e->n_stages > 1 ? e->occ[1] : NULL, n, st);
         if (r < 0)

@@ -51,8 +51,6 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
  * 74.6 / 109.1 / 172.2 / 305.2 us at batches 1 / 2 / 4 / 8 / 16 with it
  * and 74.8 / 88.3 / 112.0 / 189.1 / 305.3 us with the sparse kernel. */
 #define NC_GPU_NEOCOG_S_WARP_BATCH 8
-/* UG and US1 run as one kernel (nc_gpu_neocog_set_gs1) up to this batch. */
-#define NC_GPU_NEOCOG_GS1_BATCH 8
 
 /* Upload net (every stage with >= 1 plane, labels set) to device `device`
  * for batches of up to max_batch characters.  The engine keeps no pointer
@@ -177,13 +175,15 @@ uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *eng, uint32_t l);
  * picks them after the teams, then the teams once more. */
 int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *eng, uint32_t l, uint32_t planes);
 uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *eng, uint32_t l);
-/* Batches up to NC_GPU_NEOCOG_GS1_BATCH that run the sparse variant run UG
- * and US1 as one kernel (gpu/neocog_gs1.cuh) when on is 1, as two when 0.
- * The default is 1 where that kernel takes the net (-EINVAL for 1 where it
- * does not; get says 0 there); nc_gpu_neocog_tune with GEMM or AUTO at n >=
- * c_min, when batch 1 runs the sparse variant, keeps whichever makes the
- * whole net at batch 1 faster, after the teams and planes (tuned with the
- * two kernels). */
+/* Batches that run the sparse variant (under AUTO, those below its
+ * threshold) run UG and US1 as one kernel (gpu/neocog_gs1.cuh) when on is
+ * 1, as two when 0; the GEMM path keeps its own two (on an H200 at 1024
+ * characters the one kernel made the sparse variant 88k -> 149k characters
+ * a second, and the GEMM path 222k -> 202k).  The default is 1 where that
+ * kernel takes the net (-EINVAL for 1 where it does not; get says 0
+ * there); nc_gpu_neocog_tune with GEMM or AUTO at n >= c_min, when batch 1
+ * runs the sparse variant, keeps whichever makes the whole net at batch 1
+ * faster, after the teams and planes (tuned with the two kernels). */
 int nc_gpu_neocog_set_gs1(nc_gpu_neocog *eng, uint32_t on);
 uint32_t nc_gpu_neocog_get_gs1(const nc_gpu_neocog *eng);
 

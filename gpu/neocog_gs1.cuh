@@ -1,5 +1,6 @@
-/* gpu/neocog_gs1.cuh — UG and US1 in one launch for small batches (twin of
- * nc_neocog_g_forward followed by nc_neocog_s_forward on stage 0).
+/* gpu/neocog_gs1.cuh — UG and US1 in one launch, where the engine runs the
+ * sparse variant (small batches; twin of nc_neocog_g_forward followed by
+ * nc_neocog_s_forward on stage 0).
  *
  * Layer: gpu, C linkage.
  *

@@ -944,7 +944,7 @@ static void test_engine(void)
         CHECK_INT_EQ(nc_gpu_neocog_get_s_planes(eng, l), 128);
     }
     /* UG and US1 as one kernel (the default for this net) and as two, on
-     * graphs of 1, 3 and 8 and on 40 (past NC_GPU_NEOCOG_GS1_BATCH: two) */
+     * graphs of 1, 3 and 8 and on 40 (no graph) */
     CHECK_INT_EQ(nc_gpu_neocog_get_gs1(eng), 1);
     for (uint32_t on = 0; on <= 1; on++) {
         CHECK_INT_EQ(nc_gpu_neocog_set_gs1(eng, on), 0);
