@@ -25,12 +25,12 @@
  *                   of weights, 16 FFMA.  Epilogue: u_S = s_finish(e, v^2, b)
  *                   written as 16-byte stores, occ_out = 1 where any plane
  *                   fired.  No atomics; every output cell written once.
- *                   Runs the stages with K_in > 2.  Where a chunk is one
- *                   tap (T16: KP and the plane stride multiples of 16, as
- *                   US2 and US4 here) each thread keeps its rows' window
- *                   origins and cell offsets in registers for the tile and
- *                   reads the chunk's tap once, not a division, three
- *                   shared-memory reads and the address arithmetic a float4.
+ *                   Runs the stages with K_in > 2.  Where KP >= 16 (RG:
+ *                   US2, US3 and US4 here) each thread keeps its rows'
+ *                   window origins and cell offsets in registers for the
+ *                   tile and finds its (tap, plane) once a chunk, instead
+ *                   of a division, three shared-memory reads and the
+ *                   address arithmetic for every float4.
  *   4'. gemm_k2_kernel  K_in <= 2 (US1): two rows x 16 planes per thread,
  *                   patch gathered straight into registers, zero taps
  *                   skipped per warp (0.60 -> 0.41 us per character at batch
@@ -60,7 +60,7 @@ struct nc_gpu_neocog_gemm {
     int grid_max;               /* resident blocks of the kernel that runs */
     int maxa;                   /* gemm_kernel's template argument: patch float4 per thread */
     int path;                   /* G_PATH_* */
-    int t16;                    /* gemm_kernel's T16: KP and the plane stride multiples of 16 */
+    int rg;                     /* gemm_kernel's RG: KP >= G_BK */
     unsigned nth;               /* threads per block */
     size_t smem;                /* dynamic shared memory per block */
     uint32_t rows_per_tile;
@@ -157,12 +157,13 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
 
 /* ---- 4. the GEMM ------------------------------------------------------------ */
 
-/* T16: KP is a multiple of G_BK and the input's plane stride of 16, so
- * chunk c is one tap, (c * G_BK) / KP, and 16 planes of it: the gather
- * reads the tap once a chunk and each row's window origin and cell offset
- * from registers set once a tile, instead of a division, three
- * shared-memory reads and the address arithmetic for every float4 */
-template <int MAXA, bool T16>
+/* RG (KP >= G_BK): a thread's patch float4 are rows r = (tid + m nth) / 4
+ * at the same place q = tid % 4 of each chunk (nth is a multiple of 4), so
+ * at chunk c they are all j = 16 c + 4 q, one (tap, plane) found by one
+ * division a chunk; the rows' window origins and cell offsets sit in
+ * registers for the tile.  The general gather pays a division, three
+ * shared-memory reads and the address arithmetic for every float4. */
+template <int MAXA, bool RG>
 static __global__ void __launch_bounds__(512)
 gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 {
@@ -211,11 +212,11 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
         float4 ra[MAXA];
         float4 rw;
         int nz = 0;
-        /* T16: this thread's rows of the patch, once a tile (a row past
-         * the count: ry far outside, so no tap reads it) */
+        /* RG: this thread's rows of the patch, once a tile (a row past the
+         * count: ry far outside, so no tap reads it) */
         int ry[MAXA], rx[MAXA];
         long long rbase[MAXA];
-        if (T16) {
+        if (RG) {
 #pragma unroll
             for (int m = 0; m < MAXA; m++) {
                 const int r = ((tid + m * nth) >> 2) & (G_BM - 1);
@@ -224,7 +225,7 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                 rx[m] = r_x[r];
                 const long long cell = (long long)(bb >= 0 ? bb : 0) * n_i +
                                        (long long)ry[m] * n_in + rx[m];
-                rbase[m] = cell * stride + ((tid + m * nth) & 3) * 4;
+                rbase[m] = cell * stride;
             }
         }
         float acc[4][4];
@@ -235,23 +236,24 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                 acc[i][j] = 0.0f;
 
         /* chunk c of the patch and weights into registers */
-#define G_LOAD_T16(c)                                                                  \
+#define G_LOAD_RG(c)                                                                   \
         do {                                                                           \
-            const int j0 = (c) * G_BK, t = j0 / KP, kap0 = j0 - t * KP;                \
-            const short2 tp = s_tap[t];                                                \
-            const long long toff = (long long)(tp.x * n_in + tp.y) * stride + kap0;    \
+            const int j = (c) * G_BK + (tid & 3) * 4;                                  \
+            const int g_t = j / KP, g_kap = j - g_t * KP;                              \
+            const bool tok = g_t < nl;  /* past the last tap: zeros */                \
+            const short2 tp = s_tap[tok ? g_t : nl - 1];                               \
+            const long long toff = (long long)(tp.x * n_in + tp.y) * stride + g_kap;   \
             _Pragma("unroll")                                                          \
             for (int m = 0; m < MAXA; m++) {                                         \
                 ra[m] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                           \
                 const int iy = ry[m] + tp.x, ix = rx[m] + tp.y;                        \
-                if (m < n_a && tid + m * nth < G_BM * G_BK / 4 &&                      \
+                if (tok && m < n_a && tid + m * nth < G_BM * G_BK / 4 &&               \
                     (unsigned)iy < (unsigned)n_in && (unsigned)ix < (unsigned)n_in) {  \
                     float4 v = __ldg((const float4 *)(p.in + rbase[m] + toff));        \
-                    const int kq = kap0 + ((tid + m * nth) & 3) * 4;                   \
-                    if (kq + 4 > k_in) {                                               \
-                        if (kq >= k_in) v.x = 0.0f;                                    \
-                        if (kq + 1 >= k_in) v.y = 0.0f;                                \
-                        if (kq + 2 >= k_in) v.z = 0.0f;                                \
+                    if (g_kap + 4 > k_in) {                                            \
+                        if (g_kap >= k_in) v.x = 0.0f;                                 \
+                        if (g_kap + 1 >= k_in) v.y = 0.0f;                             \
+                        if (g_kap + 2 >= k_in) v.z = 0.0f;                             \
                         v.w = 0.0f;                                                    \
                     }                                                                  \
                     ra[m] = v;                                                         \
@@ -263,8 +265,8 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 #define G_LOAD(c)                                                                      \
         do {                                                                           \
             nz = 0;                                                                    \
-            if (T16) {                                                                 \
-                G_LOAD_T16(c);                                                         \
+            if (RG) {                                                                  \
+                G_LOAD_RG(c);                                                          \
             } else                                                                     \
             _Pragma("unroll")                                                          \
             for (int m = 0; m < MAXA; m++) {                                         \
@@ -332,7 +334,7 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
             }
         }
 #undef G_LOAD
-#undef G_LOAD_T16
+#undef G_LOAD_RG
 
         /* epilogue: u_S, 16-byte stores, row flags */
         const int k0 = n0 + tx * 4;
@@ -511,25 +513,25 @@ gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p
 
 /* ---- host ------------------------------------------------------------------- */
 
-/* gemm_kernel<maxa, T16>: resident blocks an SM, and the launch */
-template <bool T16>
+/* gemm_kernel<maxa, RG>: resident blocks an SM, and the launch */
+template <bool RG>
 static cudaError_t gemm_occupancy(int maxa, int nth, int *per_sm)
 {
     void (*const f)(nc_gpu_neocog_s_args, gemm_ptrs) =
-        maxa == 1 ? gemm_kernel<1, T16> : maxa == 2 ? gemm_kernel<2, T16>
-        : maxa == 4 ? gemm_kernel<4, T16> : gemm_kernel<8, T16>;
+        maxa == 1 ? gemm_kernel<1, RG> : maxa == 2 ? gemm_kernel<2, RG>
+        : maxa == 4 ? gemm_kernel<4, RG> : gemm_kernel<8, RG>;
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, f, nth, 0);
 }
 
-template <bool T16>
+template <bool RG>
 static void gemm_launch(int maxa, dim3 grid, unsigned nth, cudaStream_t stream,
                         const nc_gpu_neocog_s_args &s, const gemm_ptrs &p)
 {
     switch (maxa) {
-    case 1: gemm_kernel<1, T16><<<grid, nth, 0, stream>>>(s, p); break;
-    case 2: gemm_kernel<2, T16><<<grid, nth, 0, stream>>>(s, p); break;
-    case 4: gemm_kernel<4, T16><<<grid, nth, 0, stream>>>(s, p); break;
-    default: gemm_kernel<8, T16><<<grid, nth, 0, stream>>>(s, p); break;
+    case 1: gemm_kernel<1, RG><<<grid, nth, 0, stream>>>(s, p); break;
+    case 2: gemm_kernel<2, RG><<<grid, nth, 0, stream>>>(s, p); break;
+    case 4: gemm_kernel<4, RG><<<grid, nth, 0, stream>>>(s, p); break;
+    default: gemm_kernel<8, RG><<<grid, nth, 0, stream>>>(s, p); break;
     }
 }
 
@@ -583,8 +585,8 @@ static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
         g->smem = 0;
         g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
         g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
-        NC_CUDA_CHECK(g->t16 ? gemm_occupancy<true>(g->maxa, nth, &per_sm)
-                             : gemm_occupancy<false>(g->maxa, nth, &per_sm));
+        NC_CUDA_CHECK(g->rg ? gemm_occupancy<true>(g->maxa, nth, &per_sm)
+                            : gemm_occupancy<false>(g->maxa, nth, &per_sm));
     }
     g->grid_max = n_sm * (per_sm > 0 ? per_sm : 1);
     return 0;
@@ -609,15 +611,10 @@ extern "C" int nc_gpu_neocog_gemm_new(const nc_gpu_neocog_s_args *s, uint32_t ma
     g->ks = nc_dev_kstride(s->k_out);
     /* planes per tap: 16-byte gathers; 2 (8-byte gathers, two taps per
      * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes.
-     * Where K_in rounded up to 4 is a multiple of 16 and so is the input's
-     * plane stride (US2's 16 planes, US4's 78), a chunk is one tap
-     * (gemm_kernel's T16): on an H200 at 1024 characters US2 1.047-1.050 ->
-     * 0.896-0.902 us a character.  US3's 26 planes would need 32 a tap
-     * instead of 28, and the extra multiply-adds cost more than the
-     * gather saves (1.564-1.568 -> 1.696-1.706 us), so it keeps the
-     * general gather. */
-    g->t16 = s->k_in > 2 && s->in_stride % 16 == 0 && ((s->k_in + 3u) & ~3u) % 16 == 0;
-    g->kp = s->k_in <= 2 ? 2u : g->t16 ? (s->k_in + 15u) & ~15u : (s->k_in + 3u) & ~3u;
+     * From 16 on, gemm_kernel's RG gather (a chunk then spans at most two
+     * taps, and each float4 lies in one). */
+    g->kp = s->k_in <= 2 ? 2u : (s->k_in + 3u) & ~3u;
+    g->rg = g->kp >= G_BK;
     g->n_chunks = ((uint32_t)s->g.n_live * g->kp + G_BK - 1) / G_BK;
     g->path = g->kp == 2 ? G_PATH_K2ROW : G_PATH_TILE;
     if (g->path == G_PATH_K2ROW) {
@@ -674,7 +671,7 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     if (g->path == G_PATH_K2ROW) {
         gemm_k2_kernel<<<grid, nth, g->smem, stream>>>(*s, p);
     } else {
-        if (g->t16)
+        if (g->rg)
             gemm_launch<true>(g->maxa, grid, nth, stream, *s, p);
         else
             gemm_launch<false>(g->maxa, grid, nth, stream, *s, p);
