@@ -729,10 +729,16 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
              * the rest as tuned: the whole net at batch 1, three rounds
              * of each taken in turn, so that the clocks treat both alike */
             const uint32_t gs1 = nc_gpu_neocog_get_gs1(e);
-            printf("\n| batch 1, UG and US1 (engine's: %s) | round | GPU time, graph (us) | "
-                   "GPU time, launches (us) |\n|---|---:|---:|---:|\n",
-                   gs1 ? "one kernel" : "two");
-            for (int i = 0; i < 6 && (gs1 || nc_gpu_neocog_set_gs1(e, 1) == 0); i++) {
+            const int can = nc_gpu_neocog_set_gs1(e, 1) == 0;
+            nc_gpu_neocog_set_gs1(e, gs1);
+            if (can)
+                printf("\n| batch 1, UG and US1 (engine's: %s) | round | GPU time, graph (us) "
+                       "| GPU time, launches (us) |\n|---|---:|---:|---:|\n",
+                       gs1 ? "one kernel" : "two");
+            else
+                printf("\nUG and US1 as one kernel: not for this net's geometry "
+                       "(gpu/neocog_gs1.cuh)\n");
+            for (int i = 0; can && i < 6; i++) {
                 if ((err = nc_gpu_neocog_set_gs1(e, (uint32_t)(i & 1))) < 0)
                     goto out;
                 float mg = 0.0f, ml = 0.0f;
@@ -744,7 +750,7 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
             nc_gpu_neocog_set_gs1(e, gs1);
             /* and where it goes: graphs of UG + US1 as one kernel, then the
              * layers after it, against the rows of UG .. X above */
-            if (nc_gpu_neocog_set_gs1(e, 1) == 0) {
+            if (can && nc_gpu_neocog_set_gs1(e, 1) == 0) {
                 printf("\n| batch 1: graph of UG + US1 as one kernel, then the layers | GPU us | "
                        "step (us) |\n|---|---:|---:|\n");
                 prev = 0.0f;
