@@ -15,8 +15,10 @@
  *                   count read on the device.  The reduction runs over
  *                   j = t * KP + kappa in chunks of G_BK = 16: each chunk's
  *                   patch values are gathered from the position-major input
- *                   (four lanes read one row's 64 contiguous bytes) into
- *                   registers one chunk ahead, stored k-major in shared
+ *                   (four lanes read one row's 64 contiguous bytes; each
+ *                   thread keeps its rows' window origins and cell offsets
+ *                   in registers for the tile and finds its (tap, plane)
+ *                   once a chunk) into registers one chunk ahead, stored k-major in shared
  *                   memory (double buffered, one barrier per chunk), and a
  *                   chunk that is zero for all 64 rows is skipped
  *                   (__syncthreads_or; exact, it would add +0).  Thread
@@ -25,12 +27,11 @@
  *                   of weights, 16 FFMA.  Epilogue: u_S = s_finish(e, v^2, b)
  *                   written as 16-byte stores, occ_out = 1 where any plane
  *                   fired.  No atomics; every output cell written once.
- *                   Runs the stages with K_in > 2.  Where KP >= 16 (RG:
- *                   US2, US3 and US4 here) each thread keeps its rows'
- *                   window origins and cell offsets in registers for the
- *                   tile and finds its (tap, plane) once a chunk, instead
- *                   of a division, three shared-memory reads and the
- *                   address arithmetic for every float4.
+ *                   Runs the stages with K_in > 2.  (Until session 14
+ *                   every float4 of the patch took a division, three
+ *                   shared-memory reads and its address arithmetic: at
+ *                   1024 characters on an H200, US2 1.05 -> 0.88 and US3
+ *                   1.56 -> 1.53 us a character.)
  *   4'. gemm_k2_kernel  K_in <= 2 (US1): two rows x 16 planes per thread,
  *                   patch gathered straight into registers, zero taps
  *                   skipped per warp (0.60 -> 0.41 us per character at batch
@@ -60,7 +61,6 @@ struct nc_gpu_neocog_gemm {
     int grid_max;               /* resident blocks of the kernel that runs */
     int maxa;                   /* gemm_kernel's template argument: patch float4 per thread */
     int path;                   /* G_PATH_* */
-    int rg;                     /* gemm_kernel's RG: KP >= G_BK */
     unsigned nth;               /* threads per block */
     size_t smem;                /* dynamic shared memory per block */
     uint32_t rows_per_tile;
@@ -157,13 +157,27 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
 
 /* ---- 4. the GEMM ------------------------------------------------------------ */
 
-/* RG (KP >= G_BK): a thread's patch float4 are rows r = (tid + m nth) / 4
- * at the same place q = tid % 4 of each chunk (nth is a multiple of 4), so
- * at chunk c they are all j = 16 c + 4 q, one (tap, plane) found by one
- * division a chunk; the rows' window origins and cell offsets sit in
- * registers for the tile.  The general gather pays a division, three
- * shared-memory reads and the address arithmetic for every float4. */
-template <int MAXA, bool RG>
+/* A gathered float4 of planes kap .. kap + 3 with the lanes from k_in on
+ * (the pad planes) set to 0, and nz set when any lane is non-zero (the
+ * chunk skip) */
+static __device__ __forceinline__ float4 g_patch4(float4 v, int kap, int k_in, int &nz)
+{
+    if (kap + 4 > k_in) {
+        if (kap >= k_in) v.x = 0.0f;
+        if (kap + 1 >= k_in) v.y = 0.0f;
+        if (kap + 2 >= k_in) v.z = 0.0f;
+        v.w = 0.0f;
+    }
+    nz |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) | (v.w != 0.0f);
+    return v;
+}
+
+/* A thread's patch float4 are rows r = (tid + m nth) / 4 at the same place
+ * q = tid % 4 of each chunk (nth is a multiple of 4), so at chunk c they
+ * are all j = 16 c + 4 q: one (tap, plane) found by one division a chunk,
+ * each float4 inside one tap (KP is a multiple of 4); the rows' window
+ * origins and cell offsets sit in registers for the tile. */
+template <int MAXA>
 static __global__ void __launch_bounds__(512)
 gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
 {
@@ -212,21 +226,19 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
         float4 ra[MAXA];
         float4 rw;
         int nz = 0;
-        /* RG: this thread's rows of the patch, once a tile (a row past the
+        /* this thread's rows of the patch, once a tile (a row past the
          * count: ry far outside, so no tap reads it) */
         int ry[MAXA], rx[MAXA];
         long long rbase[MAXA];
-        if (RG) {
 #pragma unroll
-            for (int m = 0; m < MAXA; m++) {
-                const int r = ((tid + m * nth) >> 2) & (G_BM - 1);
-                const int bb = r_b[r];
-                ry[m] = bb >= 0 ? r_y[r] : -(1 << 20);
-                rx[m] = r_x[r];
-                const long long cell = (long long)(bb >= 0 ? bb : 0) * n_i +
-                                       (long long)ry[m] * n_in + rx[m];
-                rbase[m] = cell * stride;
-            }
+        for (int m = 0; m < MAXA; m++) {
+            const int r = ((tid + m * nth) >> 2) & (G_BM - 1);
+            const int bb = r_b[r];
+            ry[m] = bb >= 0 ? r_y[r] : -(1 << 20);
+            rx[m] = r_x[r];
+            const long long cell = (long long)(bb >= 0 ? bb : 0) * n_i +
+                                   (long long)ry[m] * n_in + rx[m];
+            rbase[m] = cell * stride;
         }
         float acc[4][4];
 #pragma unroll
@@ -236,61 +248,22 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
                 acc[i][j] = 0.0f;
 
         /* chunk c of the patch and weights into registers */
-#define G_LOAD_RG(c)                                                                   \
+#define G_LOAD(c)                                                                      \
         do {                                                                           \
+            nz = 0;                                                                    \
             const int j = (c) * G_BK + (tid & 3) * 4;                                  \
-            const int g_t = j / KP, g_kap = j - g_t * KP;                              \
-            const bool tok = g_t < nl;  /* past the last tap: zeros */                \
-            const short2 tp = s_tap[tok ? g_t : nl - 1];                               \
-            const long long toff = (long long)(tp.x * n_in + tp.y) * stride + g_kap;   \
+            const int t = j / KP, kap = j - t * KP;                                    \
+            const bool tok = t < nl;    /* past the last tap: zeros */                \
+            const short2 tp = s_tap[tok ? t : nl - 1];                                 \
+            const long long toff = (long long)(tp.x * n_in + tp.y) * stride + kap;     \
             _Pragma("unroll")                                                          \
             for (int m = 0; m < MAXA; m++) {                                         \
                 ra[m] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                           \
                 const int iy = ry[m] + tp.x, ix = rx[m] + tp.y;                        \
                 if (tok && m < n_a && tid + m * nth < G_BM * G_BK / 4 &&               \
-                    (unsigned)iy < (unsigned)n_in && (unsigned)ix < (unsigned)n_in) {  \
-                    float4 v = __ldg((const float4 *)(p.in + rbase[m] + toff));        \
-                    if (g_kap + 4 > k_in) {                                            \
-                        if (g_kap >= k_in) v.x = 0.0f;                                 \
-                        if (g_kap + 1 >= k_in) v.y = 0.0f;                             \
-                        if (g_kap + 2 >= k_in) v.z = 0.0f;                             \
-                        v.w = 0.0f;                                                    \
-                    }                                                                  \
-                    ra[m] = v;                                                         \
-                    nz |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) |              \
-                          (v.w != 0.0f);                                               \
-                }                                                                      \
-            }                                                                          \
-        } while (0)
-#define G_LOAD(c)                                                                      \
-        do {                                                                           \
-            nz = 0;                                                                    \
-            if (RG) {                                                                  \
-                G_LOAD_RG(c);                                                          \
-            } else                                                                     \
-            _Pragma("unroll")                                                          \
-            for (int m = 0; m < MAXA; m++) {                                         \
-                ra[m] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                           \
-                const int e = tid + m * nth;                                           \
-                if (m < n_a && e < G_BM * G_BK / 4) {                                  \
-                    const int r = e >> 2, j = (c) * G_BK + (e & 3) * 4;                \
-                    const int t = j / KP, kap = j - t * KP;                            \
-                    const int bb = r_b[r];                                             \
-                    if (bb >= 0 && t < nl && kap < k_in) {                            \
-                        const short2 tp = s_tap[t];                                    \
-                        const int iy = r_y[r] + tp.x, ix = r_x[r] + tp.y;              \
-                        if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in) {            \
-                            float4 v = __ldg((const float4 *)(p.in +                   \
-                                ((size_t)bb * n_i + iy * n_in + ix) * stride + kap));  \
-                            if (kap + 1 >= k_in) v.y = 0.0f;                           \
-                            if (kap + 2 >= k_in) v.z = 0.0f;                           \
-                            if (kap + 3 >= k_in) v.w = 0.0f;                           \
-                            ra[m] = v;                                                 \
-                            nz |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) |      \
-                                  (v.w != 0.0f);                                       \
-                        }                                                              \
-                    }                                                                  \
-                }                                                                      \
+                    (unsigned)iy < (unsigned)n_in && (unsigned)ix < (unsigned)n_in)    \
+                    ra[m] = g_patch4(__ldg((const float4 *)(p.in + rbase[m] + toff)),  \
+                                     kap, k_in, nz);                                   \
             }                                                                          \
             {                                                                          \
                 const int col = n0 + cb * 4;                                           \
@@ -334,7 +307,6 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
             }
         }
 #undef G_LOAD
-#undef G_LOAD_RG
 
         /* epilogue: u_S, 16-byte stores, row flags */
         const int k0 = n0 + tx * 4;
@@ -513,26 +485,14 @@ gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p
 
 /* ---- host ------------------------------------------------------------------- */
 
-/* gemm_kernel<maxa, RG>: resident blocks an SM, and the launch */
-template <bool RG>
-static cudaError_t gemm_occupancy(int maxa, int nth, int *per_sm)
-{
-    void (*const f)(nc_gpu_neocog_s_args, gemm_ptrs) =
-        maxa == 1 ? gemm_kernel<1, RG> : maxa == 2 ? gemm_kernel<2, RG>
-        : maxa == 4 ? gemm_kernel<4, RG> : gemm_kernel<8, RG>;
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, f, nth, 0);
-}
+/* The gemm_kernel instance a plan runs (its occupancy query and its
+ * launch take the same one) */
+typedef void (*gemm_kernel_fn)(nc_gpu_neocog_s_args, gemm_ptrs);
 
-template <bool RG>
-static void gemm_launch(int maxa, dim3 grid, unsigned nth, cudaStream_t stream,
-                        const nc_gpu_neocog_s_args &s, const gemm_ptrs &p)
+static gemm_kernel_fn gemm_kernel_for(int maxa)
 {
-    switch (maxa) {
-    case 1: gemm_kernel<1, RG><<<grid, nth, 0, stream>>>(s, p); break;
-    case 2: gemm_kernel<2, RG><<<grid, nth, 0, stream>>>(s, p); break;
-    case 4: gemm_kernel<4, RG><<<grid, nth, 0, stream>>>(s, p); break;
-    default: gemm_kernel<8, RG><<<grid, nth, 0, stream>>>(s, p); break;
-    }
+    return maxa == 1 ? gemm_kernel<1> : maxa == 2 ? gemm_kernel<2>
+           : maxa == 4 ? gemm_kernel<4> : gemm_kernel<8>;
 }
 
 extern "C" void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g)
@@ -585,8 +545,8 @@ static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
         g->smem = 0;
         g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
         g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
-        NC_CUDA_CHECK(g->rg ? gemm_occupancy<true>(g->maxa, nth, &per_sm)
-                            : gemm_occupancy<false>(g->maxa, nth, &per_sm));
+        NC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, gemm_kernel_for(g->maxa), nth, 0));
     }
     g->grid_max = n_sm * (per_sm > 0 ? per_sm : 1);
     return 0;
@@ -610,11 +570,8 @@ extern "C" int nc_gpu_neocog_gemm_new(const nc_gpu_neocog_s_args *s, uint32_t ma
     g->max_batch = max_batch;
     g->ks = nc_dev_kstride(s->k_out);
     /* planes per tap: 16-byte gathers; 2 (8-byte gathers, two taps per
-     * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes.
-     * From 16 on, gemm_kernel's RG gather (a chunk then spans at most two
-     * taps, and each float4 lies in one). */
+     * float4 of the patch) when K_in <= 2, as US1 on UG's on/off planes */
     g->kp = s->k_in <= 2 ? 2u : (s->k_in + 3u) & ~3u;
-    g->rg = g->kp >= G_BK;
     g->n_chunks = ((uint32_t)s->g.n_live * g->kp + G_BK - 1) / G_BK;
     g->path = g->kp == 2 ? G_PATH_K2ROW : G_PATH_TILE;
     if (g->path == G_PATH_K2ROW) {
@@ -668,14 +625,10 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     const unsigned gx = (unsigned)(tiles < (size_t)g->grid_max ? tiles : (size_t)g->grid_max);
     const dim3 grid(gx, g->n_col);
     const unsigned nth = g->nth;
-    if (g->path == G_PATH_K2ROW) {
+    if (g->path == G_PATH_K2ROW)
         gemm_k2_kernel<<<grid, nth, g->smem, stream>>>(*s, p);
-    } else {
-        if (g->rg)
-            gemm_launch<true>(g->maxa, grid, nth, stream, *s, p);
-        else
-            gemm_launch<false>(g->maxa, grid, nth, stream, *s, p);
-    }
+    else
+        gemm_kernel_for(g->maxa)<<<grid, nth, 0, stream>>>(*s, p);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
