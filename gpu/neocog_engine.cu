@@ -503,14 +503,21 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
                                        st);
 }
 
+/* UG and US1 as one kernel on n images at in, into the layers' buffers as
+ * run_layer would leave them */
+static int run_gs1(nc_gpu_neocog *e, uint32_t n, const float *in, cudaStream_t st)
+{
+    return nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], in, e->act[0], e->occ[0], e->act[1],
+                                     e->n_stages > 1 ? e->occ[1] : NULL, n, st);
+}
+
 /* The whole network on n (<= chunk) images at in. */
 static int run_net(nc_gpu_neocog *e, int v, uint32_t n, const float *in, float *scores,
                    int32_t *labels, cudaStream_t st)
 {
     int layer = 0;
     if (e->gs1 && e->gs1_ok && v == NC_GPU_NEOCOG_SPARSE) {
-        int r = nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], in, e->act[0], e->occ[0], e->act[1],
-                                          e->n_stages > 1 ? e->occ[1] : NULL, n, st);
+        int r = run_gs1(e, n, in, st);
         if (r < 0)
             return r;
         layer = 2;
@@ -605,9 +612,7 @@ extern "C" int nc_gpu_neocog_enqueue_gs1(nc_gpu_neocog *e, uint32_t n)
         return r;
     if (n < 1 || n > e->chunk || !e->gs1_ok)
         return -EINVAL;
-    return fail(e, nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], e->d_in, e->act[0], e->occ[0],
-                                             e->act[1], e->n_stages > 1 ? e->occ[1] : NULL, n,
-                                             e->run));
+    return fail(e, run_gs1(e, n, e->d_in, e->run));
 }
 
 extern "C" int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *e, int layer, uint32_t n)

@@ -122,7 +122,7 @@ gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
     }
     __syncthreads();
 
-    /* 2. UG: two threads a cell, window rows 0-3 and 4-6, one xor-shuffle
+    /* 1. UG: two threads a cell, window rows 0-3 and 4-6, one xor-shuffle
      * (the last lanes, past the region, take part with x = 0) */
     {
         const int cell = tid >> 1, part = tid & 1;
@@ -170,7 +170,7 @@ gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
     }
     __syncthreads();
 
-    /* 3. US1: lane (group, k), the group's positions px0, px0 + 1 of row py */
+    /* 2. US1: lane (group, k), the group's positions px0, px0 + 1 of row py */
     const int k = tid & (GS_KS - 1), grp = tid >> 4;
     const int py = grp / (GS_TX / GS_PX), px0 = (grp % (GS_TX / GS_PX)) * GS_PX;
     float v2[GS_PX];
