@@ -97,6 +97,19 @@ static __device__ __forceinline__ int2 nc_dev_tap(const int2 *__restrict__ gt, c
     return gt ? __ldg(gt + t) : make_int2(tyx[t], __float_as_int(w[t]));
 }
 
+/* A UG cell as core's g_ref lays it out: on and off in lanes 0 and 1 of
+ * its 8 at out8, zeros in the rest, and its occupancy byte (occ may be
+ * NULL) */
+static __device__ __forceinline__ void nc_dev_g_store(float *out8, uint8_t *occ, float on,
+                                                      float off)
+{
+    float4 *po = (float4 *)out8;
+    po[0] = make_float4(on, off, 0.0f, 0.0f);
+    po[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (occ)
+        *occ = (uint8_t)(on > 0.0f || off > 0.0f);
+}
+
 /* nc_dev_s_finish for planes k .. k + 3 with their b in b4 (0 past k_out:
  * the pad lanes) */
 static __device__ __forceinline__ float4 nc_dev_s_finish4b(float4 e, float v2, float4 b4,

@@ -63,11 +63,7 @@ static __global__ void g_kernel(const __grid_constant__ nc_gpu_neocog_g_args a,
             return;
     }
     const float on = x > a.cut ? x : 0.0f, off = x < -a.cut ? -x : 0.0f;
-    float4 *po = (float4 *)(out + i * 8);
-    po[0] = make_float4(on, off, 0.0f, 0.0f);
-    po[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (occ_out)
-        occ_out[i] = (uint8_t)(on > 0.0f || off > 0.0f);
+    nc_dev_g_store(out + i * 8, occ_out ? occ_out + i : nullptr, on, off);
 }
 
 extern "C" int nc_gpu_neocog_g_forward(const nc_gpu_neocog_g_args *g, const float *in,

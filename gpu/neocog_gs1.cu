@@ -161,11 +161,7 @@ gs1_kernel(const __grid_constant__ gs1_args p, const float *__restrict__ in,
             (gy < oy0 + GS_TY || tile_y == n_ty - 1) && gx >= ox0 &&
             (gx < ox0 + GS_TX || tile_x == n_tx - 1)) {
             const size_t o = b * p.n_ug * p.n_ug + (size_t)gy * p.n_ug + gx;
-            float4 *po = (float4 *)(ug + o * 8);
-            po[0] = make_float4(on, off, 0.0f, 0.0f);
-            po[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (ug_occ)
-                ug_occ[o] = (uint8_t)(on > 0.0f || off > 0.0f);
+            nc_dev_g_store(ug + o * 8, ug_occ ? ug_occ + o : nullptr, on, off);
         }
     }
     __syncthreads();
