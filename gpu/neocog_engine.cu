@@ -57,6 +57,11 @@ struct nc_gpu_neocog {
     uint32_t s_warp[NC_NEOCOG_MAX_STAGES];
     /* and its planes a block there (0: NC_GPU_NEOCOG_S_WARP_PLANES) */
     uint32_t s_planes[NC_NEOCOG_MAX_STAGES];
+    /* where the GEMM variant runs stage l: that kernel instead, with teams
+     * of s_warp_big[l] warps and s_planes_big[l] planes a block, when
+     * s_warp_big[l] is not 0 */
+    uint32_t s_warp_big[NC_NEOCOG_MAX_STAGES];
+    uint32_t s_planes_big[NC_NEOCOG_MAX_STAGES];
     /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
      * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
@@ -446,6 +451,11 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
     const uint32_t l = (uint32_t)(layer - 1) / 2;
     if ((layer - 1) % 2 == 0) {
         const int last = l + 1 == e->n_stages;
+        if (v == NC_GPU_NEOCOG_GEMM && e->s_warp_big[l])
+            return nc_gpu_neocog_s_forward_warp(&e->s[l], e->act[layer - 1],
+                                                e->occ[layer - 1], e->act[layer],
+                                                last ? NULL : e->occ[layer], n,
+                                                e->s_warp_big[l], e->s_planes_big[l], st);
         if (v == NC_GPU_NEOCOG_GEMM && !e->use_gemm[l])
             v = NC_GPU_NEOCOG_SPARSE;
         const int fit = s_fits(e, v, l);
@@ -949,8 +959,42 @@ static int tune_small_c(nc_gpu_neocog *e, int v)
                           NC_GPU_NEOCOG_C_N_KINDS, NULL);
 }
 
+/* Stage l at n characters under the GEMM variant as tuned so far (GEMM
+ * path or sparse kernel), against the kernel by teams of warps with each
+ * of a few teams and planes a block; the fastest stays (s_warp_big). */
+static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n)
+{
+    static const uint32_t teams[] = { 1, 2 }, planes[] = { 64, 128 };
+    const int layer = 1 + 2 * (int)l;
+    float best = 0.0f;
+    e->s_warp_big[l] = 0;
+    e->s_planes_big[l] = 0;
+    int r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &best);
+    uint32_t bt = 0, bp = 0;
+    for (size_t ti = 0; r == 0 && ti < sizeof teams / sizeof teams[0]; ti++)
+        for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
+            float ms = 0.0f;
+            e->s_warp_big[l] = teams[ti];
+            e->s_planes_big[l] = planes[pi];
+            r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &ms);
+            if (r == -EINVAL || r == -E2BIG) {  /* refused before it queued anything */
+                r = 0;
+                continue;
+            }
+            if (r == 0 && ms < best) {
+                best = ms;
+                bt = teams[ti];
+                bp = planes[pi];
+            }
+        }
+    e->s_warp_big[l] = bt;
+    e->s_planes_big[l] = bp;
+    return r;
+}
+
 /* GEMM: per stage, the GEMM path or the sparse kernel, whichever is faster
- * on n characters; then AUTO's threshold: the smallest batch of 1, 2, 4 ..
+ * on n characters, then the kernel by teams of warps against that; then
+ * AUTO's threshold: the smallest batch of 1, 2, 4 ..
  * n from which on the whole net under GEMM beats the sparse one (never, if
  * it does not at n). */
 static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
@@ -972,6 +1016,8 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         if (r == 0)
             e->use_gemm[l] = mg <= ms;
     }
+    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++)
+        r = tune_warp_big(e, l, n);
     uint32_t from = 0xffffffffu;
     for (uint32_t m = n; r == 0 && m >= 1; m = m == n && (m & (m - 1)) ? 1u << (31 - __builtin_clz(m)) : m / 2) {
         float mg = 0.0f, ms = 0.0f;
@@ -1176,6 +1222,29 @@ extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t
     e->s_planes[l] = planes;
     drop_graphs(e);
     return 0;
+}
+
+extern "C" int nc_gpu_neocog_set_s_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t team,
+                                            uint32_t planes)
+{
+    if (!e || l >= e->n_stages || team > NC_GPU_NEOCOG_S_WARP_MAX || (team & (team - 1)) ||
+        planes > NC_GPU_NEOCOG_S_WARP_PLANES ||
+        (planes && planes < NC_GPU_NEOCOG_S_WARP_PLANES_MIN) || (planes & (planes - 1)))
+        return -EINVAL;
+    e->s_warp_big[l] = team;
+    e->s_planes_big[l] = planes;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_warp_big(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? e->s_warp_big[l] : 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? e->s_planes_big[l] : 0;
 }
 
 extern "C" int nc_gpu_neocog_set_gs1(nc_gpu_neocog *e, uint32_t on)

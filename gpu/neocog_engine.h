@@ -111,7 +111,8 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
 /* Pick positions per block of a variant for every stage by timing the
  * candidates on the first n uploaded images (n <= chunk).  For
  * NC_GPU_NEOCOG_GEMM (or AUTO): per stage, the GEMM path or the sparse
- * kernel, whichever is faster at n; then AUTO's threshold, the smallest
+ * kernel, whichever is faster at n, then the kernel by teams of warps
+ * against it (nc_gpu_neocog_set_s_warp_big); then AUTO's threshold, the smallest
  * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never).  With
  * GEMM or AUTO it also keeps the fastest C kernel per layer at n (c_kind,
  * or c_small_kind when n < c_min) and, when n >= c_min, what batch 1 runs
@@ -185,6 +186,14 @@ uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *eng, uint32_t l);
  * runs the sparse variant, keeps whichever makes the whole net at batch 1
  * faster, after the teams and planes (tuned with the two kernels). */
 int nc_gpu_neocog_set_gs1(nc_gpu_neocog *eng, uint32_t on);
+/* Where the GEMM variant (and AUTO from its threshold) runs stage l, run
+ * the kernel by teams of warps instead, with teams of `team` warps (1, 2,
+ * 4, 8 or 16; 0: the GEMM path or the sparse kernel, as tuned) and
+ * `planes` planes a block (as nc_gpu_neocog_set_s_planes). */
+int nc_gpu_neocog_set_s_warp_big(nc_gpu_neocog *eng, uint32_t l, uint32_t team,
+                                 uint32_t planes);
+uint32_t nc_gpu_neocog_get_s_warp_big(const nc_gpu_neocog *eng, uint32_t l);
+uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 uint32_t nc_gpu_neocog_get_gs1(const nc_gpu_neocog *eng);
 
 #ifdef __cplusplus

@@ -184,6 +184,76 @@ static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int gs1, int
 }
 
 /* With a model file only the variants that take any plane count are timed. */
+/* What the GEMM variant runs at stage l: "gemm", "sparse", or the kernel
+ * by teams of warps as "warp T/P" (team, planes a block). */
+static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
+{
+    const uint32_t t = nc_gpu_neocog_get_s_warp_big(e, l);
+    if (t)
+        snprintf(buf, n, "warp %u/%u", t, nc_gpu_neocog_get_s_planes_big(e, l));
+    else
+        snprintf(buf, n, "%s", nc_gpu_neocog_stage_uses_gemm(e, l) ? "gemm" : "sparse");
+    return buf;
+}
+
+/* Table 2c: where the GEMM variant runs each S-layer at batch n, the
+ * kernel by teams of warps instead (nc_gpu_neocog_set_s_warp_big), teams
+ * of 1 / 2 / 4 and 32 / 64 / 128 planes a block, against the GEMM path or
+ * the sparse kernel as tuned, in the same run; us per character.  The
+ * tuned settings are put back. */
+static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps)
+{
+    static const uint32_t teams[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 };
+    const uint32_t ns = net->arch.n_stages;
+    uint32_t t0[NC_NEOCOG_MAX_STAGES], p0[NC_NEOCOG_MAX_STAGES];
+    char buf[32];
+    int err;
+    if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_GEMM)) < 0 ||
+        (err = nc_gpu_neocog_enqueue(e, n, 0)) < 0 || (err = nc_gpu_neocog_sync(e)) < 0)
+        return err;
+    printf("\n### S-layers at batch %u: the warp-team kernel against the GEMM path or the "
+           "sparse kernel (us per character)\n\n| kernel |", n);
+    for (uint32_t l = 0; l < ns; l++)
+        printf(" S%u |", l + 1);
+    printf("\n|---|");
+    for (uint32_t l = 0; l < ns; l++)
+        printf("---:|");
+    printf("\n| gemm or sparse, as tuned |");
+    for (uint32_t l = 0; l < ns; l++) {
+        t0[l] = nc_gpu_neocog_get_s_warp_big(e, l);
+        p0[l] = nc_gpu_neocog_get_s_planes_big(e, l);
+        nc_gpu_neocog_set_s_warp_big(e, l, 0, 0);
+    }
+    for (uint32_t l = 0; l < ns; l++) {
+        work w = { 0, 1 + 2 * (int)l, n };
+        float ms = 0.0f;
+        if ((err = time_work(e, &w, reps, &ms)) < 0)
+            goto out;
+        printf(" %.3f (%s) |", ms * 1e3f / n, s_path(e, l, buf, sizeof buf));
+    }
+    printf("\n");
+    for (size_t ti = 0; ti < sizeof teams / sizeof teams[0]; ti++)
+        for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
+            printf("| warp, team %u, %u planes |", teams[ti], planes[pi]);
+            for (uint32_t l = 0; l < ns; l++) {
+                work w = { 0, 1 + 2 * (int)l, n };
+                float ms = 0.0f;
+                if ((err = nc_gpu_neocog_set_s_warp_big(e, l, teams[ti], planes[pi])) < 0)
+                    goto out;
+                err = time_work(e, &w, reps, &ms);
+                nc_gpu_neocog_set_s_warp_big(e, l, 0, 0);
+                if (err < 0)
+                    goto out;
+                printf(" %.3f |", ms * 1e3f / n);
+            }
+            printf("\n");
+        }
+out:
+    for (uint32_t l = 0; l < ns; l++)
+        nc_gpu_neocog_set_s_warp_big(e, l, t0[l], p0[l]);
+    return err;
+}
+
 static int wanted(const nc_bench_gpu_opts *o, int v)
 {
     return !o->neocog_model || v == NC_GPU_NEOCOG_SPARSE || v == NC_GPU_NEOCOG_GEMM ||
@@ -420,10 +490,11 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 sb += tb[v][1 + 2 * l];
             }
             printf(" | %.3f | ", sb);
-            if (v == NC_GPU_NEOCOG_GEMM)
+            if (v == NC_GPU_NEOCOG_GEMM) {
+                char buf[32];
                 for (uint32_t l = 0; l < 4; l++)
-                    printf("%s%s", l ? "/" : "",
-                           nc_gpu_neocog_stage_uses_gemm(e, l) ? "gemm" : "sparse");
+                    printf("%s%s", l ? " / " : "", s_path(e, l, buf, sizeof buf));
+            }
             else if (v >= NC_GPU_NEOCOG_T1_T4)
                 for (uint32_t l = 0; l < 4; l++)
                     printf("%s%u", l ? "/" : "", nc_gpu_neocog_get_block(e, v, l));
@@ -447,13 +518,16 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                tb[5][0], tb[5][1], tb[5][2], tb[5][3], tb[5][4], tb[5][5], tb[5][6], tb[5][7],
                tb[5][8], tb[5][0] + tb[5][1] + tb[5][2] + tb[5][3] + tb[5][4] + tb[5][5] +
                tb[5][6] + tb[5][7] + tb[5][8], nb);
-        printf("Tuned at batch %u: GEMM path per stage %s/%s/%s/%s; AUTO uses it from batch "
-               "%u on.\n", nb,
-               nc_gpu_neocog_stage_uses_gemm(e, 0) ? "gemm" : "sparse",
-               nc_gpu_neocog_stage_uses_gemm(e, 1) ? "gemm" : "sparse",
-               nc_gpu_neocog_stage_uses_gemm(e, 2) ? "gemm" : "sparse",
-               nc_gpu_neocog_stage_uses_gemm(e, 3) ? "gemm" : "sparse",
-               nc_gpu_neocog_get_auto(e));
+        {
+            char b0[32], b1[32], b2[32], b3[32];
+            printf("Tuned at batch %u: GEMM variant per stage %s / %s / %s / %s; AUTO uses it "
+                   "from batch %u on.\n", nb, s_path(e, 0, b0, sizeof b0),
+                   s_path(e, 1, b1, sizeof b1), s_path(e, 2, b2, sizeof b2),
+                   s_path(e, 3, b3, sizeof b3), nc_gpu_neocog_get_auto(e));
+        }
+
+        if ((err = warp_big(e, net, nb, reps)) < 0)
+            goto out;
 
         /* 2b: the C-layer kernels side by side (GEMM variant's activations) */
         {

@@ -943,6 +943,36 @@ static void test_engine(void)
         CHECK_INT_EQ(nc_gpu_neocog_set_s_planes(eng, l, 0), 0);
         CHECK_INT_EQ(nc_gpu_neocog_get_s_planes(eng, l), 128);
     }
+    /* the same kernel where the GEMM variant runs a stage (any batch):
+     * teams of 1 and 2, 32 and 128 planes a block on every stage, on 1, 3,
+     * 33 and all the digits; then off again, and refused settings */
+    CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_GEMM), 0);
+    for (uint32_t team = 1; team <= 2; team++)
+        for (uint32_t planes = 32; planes <= 128; planes *= 4) {
+            for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+                CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, l, team, planes), 0);
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_warp_big(eng, l), team);
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_planes_big(eng, l), planes);
+            }
+            static const uint32_t small[] = { 1, 3, 33 };
+            uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
+            CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+            for (uint32_t j = 0; j < n; j++)
+                diff += gpu[j].label != cpu[j].label;
+            CHECK_MSG(diff == 0, "engine gemm, warp teams of %u, %u planes: %u labels differ",
+                      team, planes, diff);
+            fprintf(stderr, "  engine gemm with warp teams of %u, %u planes a block, on "
+                    "1/3/33/%u: %u labels differ\n", team, planes, n, diff);
+        }
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 3, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 1, 48), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 1, 4), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, net->arch.n_stages, 1, 0), -EINVAL);
+    for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+        CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, l, 0, 0), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_get_s_warp_big(eng, l), 0);
+    }
+    CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_SPARSE), 0);
     /* UG and US1 as one kernel (the default for this net) and as two, on
      * graphs of 1, 3 and 8 and on 40 (no graph) */
     CHECK_INT_EQ(nc_gpu_neocog_get_gs1(eng), 1);
@@ -990,6 +1020,12 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_warp(eng, 2), nc_gpu_neocog_get_s_warp(eng, 3),
             nc_gpu_neocog_get_s_planes(eng, 0), nc_gpu_neocog_get_s_planes(eng, 1),
             nc_gpu_neocog_get_s_planes(eng, 2), nc_gpu_neocog_get_s_planes(eng, 3));
+    fprintf(stderr, "  tuned at 64: warp teams / planes where GEMM runs %u/%u %u/%u %u/%u "
+            "%u/%u\n", nc_gpu_neocog_get_s_warp_big(eng, 0),
+            nc_gpu_neocog_get_s_planes_big(eng, 0), nc_gpu_neocog_get_s_warp_big(eng, 1),
+            nc_gpu_neocog_get_s_planes_big(eng, 1), nc_gpu_neocog_get_s_warp_big(eng, 2),
+            nc_gpu_neocog_get_s_planes_big(eng, 2), nc_gpu_neocog_get_s_warp_big(eng, 3),
+            nc_gpu_neocog_get_s_planes_big(eng, 3));
     fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
             nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
