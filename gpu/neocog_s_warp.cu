@@ -57,6 +57,13 @@ static __device__ __noinline__ float4 s_warp_flush(const float2 *lst, uint32_t n
     return e;
 }
 
+/* SKIP: a lone warp (W = 1) whose window holds no occupied input cell
+ * writes zeros and moves on.  e and v^2 are 0 there, so core's formula
+ * gives u_S = 0 exactly on every plane; at large batches that is most
+ * positions of US1 and US2 (US3 at 1024 characters: 1.12 -> 1.07 us a
+ * character).  The small batches' kernel goes without it: its state then
+ * spilled past 64 registers and batch 1 lost 2 us. */
+template <bool SKIP>
 static __global__ void __launch_bounds__(512, 2)
 s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__restrict__ in,
               const uint8_t *__restrict__ occ_in, float *__restrict__ out,
@@ -121,6 +128,7 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
         float2 *lst = ent + (size_t)warp * S_WARP_CAP;
         int4 *tl = taps + (size_t)warp * 32u;
         uint32_t n = 0;
+        bool seen = false;      /* an occupied tap in the window */
         for (uint32_t t0 = w; t0 < nl; t0 += 32u * W) {
             const uint32_t t = t0 + lane * W;
             bool on = false;
@@ -139,6 +147,8 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
              * bit and two shuffles a slot cost some 40 instructions */
             const unsigned m = __ballot_sync(0xffffffffu, on);
             const uint32_t n_on = __popc(m);
+            if (SKIP)
+                seen = seen || m != 0u;
             if (on)
                 tl[__popc(m & lt)] = make_int4(ip, (int)t, tw.y, 0);
             __syncwarp();
@@ -177,6 +187,13 @@ s_warp_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                 }
             }
             __syncwarp();       /* the table is written again after this */
+        }
+        if (SKIP && W == 1 && !seen) {
+            if (act && eg == 0)
+                *(float4 *)(out + (b * n_o + o) * ks + k4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (occ_out && lane == 0 && gridDim.y == 1)
+                occ_out[b * n_o + o] = 0;
+            return;
         }
         s_warp_run(lst, n, s.a, k4 / 4u, eg, Ge, act, e);
         /* the entry groups, in a fixed tree: group 0 ends with the sums */
@@ -261,12 +278,16 @@ extern "C" int nc_gpu_neocog_s_forward_warp(const nc_gpu_neocog_s_args *s, const
     if (n_blocks > 0x7fffffffu || n_kc > 65535u || batch > 65535u)
         return -E2BIG;
     const size_t smem = s_warp_smem(P, W, s->g.taps ? 0 : nl);
+    /* past the batches the engine runs this kernel for in the sparse
+     * variant's place, lone warps skip empty windows */
+    auto kern = W == 1 && batch > NC_GPU_NEOCOG_S_WARP_SKIP_FROM ? s_warp_kernel<true>
+                                                                 : s_warp_kernel<false>;
     int r;
-    if ((r = nc_dev_smem_allow((const void *)s_warp_kernel, smem)) < 0)
+    if ((r = nc_dev_smem_allow((const void *)kern, smem)) < 0)
         return r;
     if (occ_out && n_kc > 1)
         NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
-    NC_CUDA_CHECK(nc_dev_launch(s_warp_kernel, dim3((unsigned)n_blocks, n_kc, batch),
+    NC_CUDA_CHECK(nc_dev_launch(kern, dim3((unsigned)n_blocks, n_kc, batch),
                                 dim3(P * W * 32u), smem, stream, batch, *s, in, occ_in, out,
                                 occ_out, P, W, pb));
     return 0;

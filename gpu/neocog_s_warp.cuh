@@ -43,6 +43,10 @@ extern "C" {
  * four, the default), powers of two. */
 #define NC_GPU_NEOCOG_S_WARP_PLANES_MIN 8u
 #define NC_GPU_NEOCOG_S_WARP_PLANES 128u
+/* Past this batch, lone warps (teams of one) whose window holds no
+ * occupied input cell write zeros at once (the same bits as the full
+ * path); up to it, the kernel is the small batches' lean one. */
+#define NC_GPU_NEOCOG_S_WARP_SKIP_FROM 8u
 
 /* The S-layer of batch characters, as nc_gpu_neocog_s_forward (same
  * layouts, occupancy map in and out; occ_in NULL: every input position is
