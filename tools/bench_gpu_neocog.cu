@@ -183,7 +183,6 @@ static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int gs1, int
     return r;
 }
 
-/* With a model file only the variants that take any plane count are timed. */
 /* What the GEMM variant runs at stage l: "gemm", "sparse", or the kernel
  * by teams of warps as "warp T/P" (team, planes a block). */
 static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
@@ -254,6 +253,7 @@ out:
     return err;
 }
 
+/* With a model file only the variants that take any plane count are timed. */
 static int wanted(const nc_bench_gpu_opts *o, int v)
 {
     return !o->neocog_model || v == NC_GPU_NEOCOG_SPARSE || v == NC_GPU_NEOCOG_GEMM ||
