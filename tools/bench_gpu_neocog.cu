@@ -183,6 +183,18 @@ static int time_layers_graph(nc_gpu_neocog *e, int first, int last, int gs1, int
     return r;
 }
 
+/* A table's head: the lead columns, then one column <name>1 .. <name>n. */
+static void layer_columns(const char *lead, const char *rule, const char *name, uint32_t n)
+{
+    printf("%s", lead);
+    for (uint32_t l = 0; l < n; l++)
+        printf(" %s%u |", name, l + 1);
+    printf("\n%s", rule);
+    for (uint32_t l = 0; l < n; l++)
+        printf("---:|");
+    printf("\n");
+}
+
 /* What the GEMM variant runs at stage l: "gemm", "sparse", or the kernel
  * by teams of warps as "warp T/P" (team, planes a block). */
 static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
@@ -211,13 +223,9 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
         (err = nc_gpu_neocog_enqueue(e, n, 0)) < 0 || (err = nc_gpu_neocog_sync(e)) < 0)
         return err;
     printf("\n### S-layers at batch %u: the warp-team kernel against the GEMM path or the "
-           "sparse kernel (us per character)\n\n| kernel |", n);
-    for (uint32_t l = 0; l < ns; l++)
-        printf(" S%u |", l + 1);
-    printf("\n|---|");
-    for (uint32_t l = 0; l < ns; l++)
-        printf("---:|");
-    printf("\n| gemm or sparse, as tuned |");
+           "sparse kernel (us per character)\n\n", n);
+    layer_columns("| kernel |", "|---|", "S", ns);
+    printf("| gemm or sparse, as tuned |");
     for (uint32_t l = 0; l < ns; l++) {
         t0[l] = nc_gpu_neocog_get_s_warp_big(e, l);
         p0[l] = nc_gpu_neocog_get_s_planes_big(e, l);
@@ -286,13 +294,8 @@ static int tile_shapes(nc_gpu_neocog *e, const nc_neocog *net, int reps)
     if (err == 0)
         err = nc_gpu_neocog_sync(e);
     printf("\n### The tile C kernel's shapes at batch 1 (us per launch, ten launches back "
-           "to back; side 0: the kernel's own choice, slices 0 likewise)\n\n| side | slices |");
-    for (uint32_t l = 0; l < nc; l++)
-        printf(" UC%u |", l + 1);
-    printf("\n|---:|---:|");
-    for (uint32_t l = 0; l < nc; l++)
-        printf("---:|");
-    printf("\n");
+           "to back; side 0: the kernel's own choice, slices 0 likewise)\n\n");
+    layer_columns("| side | slices |", "|---:|---:|", "UC", nc);
     float t[3][sizeof sides / sizeof sides[0]][4], ts[3];
     for (uint32_t l = 0; err == 0 && l < nc && l < 3; l++) {
         const nc_neocog_arch *A = &net->arch;
