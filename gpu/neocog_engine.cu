@@ -960,16 +960,17 @@ static int tune_small_c(nc_gpu_neocog *e, int v)
 }
 
 /* Stage l at n characters under the GEMM variant as tuned so far (GEMM
- * path or sparse kernel), against the kernel by teams of warps with each
- * of a few teams and planes a block; the fastest stays (s_warp_big). */
-static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n)
+ * path or sparse kernel, which took `path` ms; 0: not timed yet), against
+ * the kernel by teams of warps with each of a few teams and planes a
+ * block; the fastest stays (s_warp_big). */
+static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float path)
 {
     static const uint32_t teams[] = { 1, 2 }, planes[] = { 64, 128 };
     const int layer = 1 + 2 * (int)l;
-    float best = 0.0f;
+    float best = path;
     e->s_warp_big[l] = 0;
     e->s_planes_big[l] = 0;
-    int r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &best);
+    int r = path > 0.0f ? 0 : time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &best);
     uint32_t bt = 0, bp = 0;
     for (size_t ti = 0; r == 0 && ti < sizeof teams / sizeof teams[0]; ti++)
         for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
@@ -1002,6 +1003,12 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
     int r = tune_c(e, NC_GPU_NEOCOG_GEMM, n);
     if (r == 0)
         r = run_net(e, NC_GPU_NEOCOG_SPARSE, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    /* the time of each stage's pick (0: not timed, the sparse kernel
+     * cannot take it); the GEMM variant's own kernels, not the warp
+     * kernel an earlier tuning may have left in their place */
+    float path[NC_NEOCOG_MAX_STAGES] = { 0.0f };
+    for (uint32_t l = 0; l < e->n_stages; l++)
+        e->s_warp_big[l] = 0;
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         float mg = 0.0f, ms = 0.0f;
         e->use_gemm[l] = 1;
@@ -1013,11 +1020,13 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
         r = time_s(e, NC_GPU_NEOCOG_GEMM, 1 + 2 * (int)l, n, 3, &mg);
         if (r == 0)
             r = time_s(e, NC_GPU_NEOCOG_SPARSE, 1 + 2 * (int)l, n, 3, &ms);
-        if (r == 0)
+        if (r == 0) {
             e->use_gemm[l] = mg <= ms;
+            path[l] = mg <= ms ? mg : ms;
+        }
     }
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++)
-        r = tune_warp_big(e, l, n);
+        r = tune_warp_big(e, l, n, path[l]);
     uint32_t from = 0xffffffffu;
     for (uint32_t m = n; r == 0 && m >= 1; m = m == n && (m & (m - 1)) ? 1u << (31 - __builtin_clz(m)) : m / 2) {
         float mg = 0.0f, ms = 0.0f;
@@ -1200,9 +1209,22 @@ extern "C" uint32_t nc_gpu_neocog_get_split(const nc_gpu_neocog *e, uint32_t l)
     return e && l < e->n_stages ? e->split[l] : 0;
 }
 
+/* a warp kernel's team (0: none) and planes a block (0: its default), as
+ * the setters below take them */
+static int s_team_ok(uint32_t team)
+{
+    return team <= NC_GPU_NEOCOG_S_WARP_MAX && (team & (team - 1)) == 0;
+}
+
+static int s_planes_ok(uint32_t planes)
+{
+    return planes <= NC_GPU_NEOCOG_S_WARP_PLANES &&
+           (!planes || planes >= NC_GPU_NEOCOG_S_WARP_PLANES_MIN) && (planes & (planes - 1)) == 0;
+}
+
 extern "C" int nc_gpu_neocog_set_s_warp(nc_gpu_neocog *e, uint32_t l, uint32_t team)
 {
-    if (!e || l >= e->n_stages || team > NC_GPU_NEOCOG_S_WARP_MAX || (team & (team - 1)))
+    if (!e || l >= e->n_stages || !s_team_ok(team))
         return -EINVAL;
     e->s_warp[l] = team;
     drop_graphs(e);
@@ -1216,8 +1238,7 @@ extern "C" uint32_t nc_gpu_neocog_get_s_warp(const nc_gpu_neocog *e, uint32_t l)
 
 extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t planes)
 {
-    if (!e || l >= e->n_stages || planes > NC_GPU_NEOCOG_S_WARP_PLANES ||
-        (planes && planes < NC_GPU_NEOCOG_S_WARP_PLANES_MIN) || (planes & (planes - 1)))
+    if (!e || l >= e->n_stages || !s_planes_ok(planes))
         return -EINVAL;
     e->s_planes[l] = planes;
     drop_graphs(e);
@@ -1227,9 +1248,7 @@ extern "C" int nc_gpu_neocog_set_s_planes(nc_gpu_neocog *e, uint32_t l, uint32_t
 extern "C" int nc_gpu_neocog_set_s_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t team,
                                             uint32_t planes)
 {
-    if (!e || l >= e->n_stages || team > NC_GPU_NEOCOG_S_WARP_MAX || (team & (team - 1)) ||
-        planes > NC_GPU_NEOCOG_S_WARP_PLANES ||
-        (planes && planes < NC_GPU_NEOCOG_S_WARP_PLANES_MIN) || (planes & (planes - 1)))
+    if (!e || l >= e->n_stages || !s_team_ok(team) || !s_planes_ok(planes))
         return -EINVAL;
     e->s_warp_big[l] = team;
     e->s_planes_big[l] = planes;

@@ -186,6 +186,7 @@ uint32_t nc_gpu_neocog_get_s_planes(const nc_gpu_neocog *eng, uint32_t l);
  * runs the sparse variant, keeps whichever makes the whole net at batch 1
  * faster, after the teams and planes (tuned with the two kernels). */
 int nc_gpu_neocog_set_gs1(nc_gpu_neocog *eng, uint32_t on);
+uint32_t nc_gpu_neocog_get_gs1(const nc_gpu_neocog *eng);
 /* Where the GEMM variant (and AUTO from its threshold) runs stage l, run
  * the kernel by teams of warps instead, with teams of `team` warps (1, 2,
  * 4, 8 or 16; 0: the GEMM path or the sparse kernel, as tuned) and
@@ -194,7 +195,6 @@ int nc_gpu_neocog_set_s_warp_big(nc_gpu_neocog *eng, uint32_t l, uint32_t team,
                                  uint32_t planes);
 uint32_t nc_gpu_neocog_get_s_warp_big(const nc_gpu_neocog *eng, uint32_t l);
 uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
-uint32_t nc_gpu_neocog_get_gs1(const nc_gpu_neocog *eng);
 
 #ifdef __cplusplus
 }
