@@ -268,6 +268,17 @@ int nc_neocog_s_forward(const nc_neocog_s_args *s, const float *in,
  * ws as for nc_neocog_s_forward, one per concurrent call. */
 int nc_neocog_s_forward_planes(const nc_neocog_s_args *s, const float *in,
                                float *out, float *ws, uint32_t k0, uint32_t k1);
+/* A layer's non-zero planes, position by position, as the GPU's list S
+ * kernel reads its input (gpu/neocog_list.cuh): for each of n_pos positions
+ * of in ([n_pos][stride], planes 0..k-1), cnt[p] = its planes with a
+ * non-zero value, q[p] = the sum of their squares (the V-cell's part of
+ * the position), and entries ent[2 (p k + j)], ent[2 (p k + j) + 1] for
+ * j < cnt[p]: the bits of the value and kappa * mul (the consumer's weight
+ * offset of plane kappa), planes in ascending order.  Slots past cnt[p]
+ * are left as they were.  -EINVAL for k of 0 or past 65535, stride < k,
+ * or offsets past int32. */
+int nc_neocog_list_build(const float *in, size_t n_pos, uint32_t k, uint32_t stride,
+                         uint32_t mul, uint16_t *cnt, float *q, int32_t *ent);
 /* C-layer: out(n,k) = psi(sum_t d[t] * in(step*n + nu_t, k)), psi(x) =
  * x/(1+x) for x > 0 else 0.  in/out: [n^2][ks(k)]; ws as for S. */
 size_t nc_neocog_c_ws_floats(const nc_neocog_index *ix, uint32_t k);

@@ -33,6 +33,7 @@
 #include "neocog_gemm.cuh"
 #include "neocog_gs1.cuh"
 #include "neocog_iv.cuh"
+#include "neocog_list.cuh"
 #include "neocog_s.cuh"
 #include "neocog_s_warp.cuh"
 
@@ -62,6 +63,15 @@ struct nc_gpu_neocog {
      * s_warp_big[l] is not 0 */
     uint32_t s_warp_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_planes_big[NC_NEOCOG_MAX_STAGES];
+    /* and before that: the list kernel (gpu/neocog_list.cuh) with
+     * s_list_big[l] float4 a lane and s_list_planes_big[l] planes a block,
+     * when s_list_big[l] is not 0, from the lists of the stage's input in
+     * l_cnt/l_q/l_ent[l] (one chunk's, allocated when first set) */
+    uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
+    uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
+    uint16_t *l_cnt[NC_NEOCOG_MAX_STAGES];
+    float *l_q[NC_NEOCOG_MAX_STAGES];
+    int2 *l_ent[NC_NEOCOG_MAX_STAGES];
     /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
      * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
@@ -139,8 +149,12 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
     if (e->run)
         cudaStreamSynchronize(e->run);
     drop_graphs(e);
-    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++)
+    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++) {
         nc_gpu_neocog_gemm_free(e->gemm[l]);
+        cudaFree(e->l_cnt[l]);
+        cudaFree(e->l_q[l]);
+        cudaFree(e->l_ent[l]);
+    }
     nc_gpu_neocog_iv_free(e->iv);
     cudaFree(e->d_weights);
     cudaFree(e->d_split_count);
@@ -443,6 +457,13 @@ static int s_fits(nc_gpu_neocog *e, int v, uint32_t l)
     return e->s_fit[v][l] == 1;
 }
 
+/* The list kernel's weight offset of one input plane: its rows of a are
+ * n_live rows of ks(k_out) / 4 float4 apart */
+static uint32_t list_mul(const nc_gpu_neocog_s_args *s)
+{
+    return (uint32_t)s->g.n_live * (nc_neocog_kstride(s->k_out) / 4u);
+}
+
 static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float *in,
                      float *scores, int32_t *labels, cudaStream_t st)
 {
@@ -451,6 +472,21 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
     const uint32_t l = (uint32_t)(layer - 1) / 2;
     if ((layer - 1) % 2 == 0) {
         const int last = l + 1 == e->n_stages;
+        if (v == NC_GPU_NEOCOG_GEMM && e->s_list_big[l]) {
+            const nc_gpu_neocog_s_args *s = &e->s[l];
+            const uint32_t ni = e->layer_size[layer - 1];
+            int r = nc_gpu_neocog_list_build(e->act[layer - 1], e->occ[layer - 1],
+                                             (size_t)ni * ni, s->k_in,
+                                             e->layer_stride[layer - 1], list_mul(s),
+                                             e->l_cnt[l], e->l_q[l], e->l_ent[l], n, st);
+            if (r == 0)
+                r = nc_gpu_neocog_s_forward_list(s, e->l_cnt[l], e->l_q[l], e->l_ent[l],
+                                                 e->act[layer], last ? NULL : e->occ[layer], n,
+                                                 e->s_list_big[l],
+                                                 e->s_list_planes_big[l] ? e->s_list_planes_big[l]
+                                                                         : 128u, st);
+            return r;
+        }
         if (v == NC_GPU_NEOCOG_GEMM && e->s_warp_big[l])
             return nc_gpu_neocog_s_forward_warp(&e->s[l], e->act[layer - 1],
                                                 e->occ[layer - 1], e->act[layer],
@@ -963,7 +999,7 @@ static int tune_small_c(nc_gpu_neocog *e, int v)
  * path or sparse kernel, which took `path` ms; 0: not timed yet), against
  * the kernel by teams of warps with each of a few teams and planes a
  * block; the fastest stays (s_warp_big). */
-static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float path)
+static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float path, float *ret_best)
 {
     static const uint32_t teams[] = { 1, 2 }, planes[] = { 64, 128 };
     const int layer = 1 + 2 * (int)l;
@@ -990,6 +1026,79 @@ static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float path)
         }
     e->s_warp_big[l] = bt;
     e->s_planes_big[l] = bp;
+    *ret_best = best;
+    return r;
+}
+
+/* Stage l's lists for a chunk, where it has none yet */
+static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
+{
+    if (e->l_ent[l])
+        return 0;
+    const size_t ni = e->layer_size[2 * l], n_pos = (size_t)e->chunk_cap * ni * ni;
+    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
+    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
+    return 0;
+}
+
+static void lists_free(nc_gpu_neocog *e, uint32_t l)
+{
+    cudaFree(e->l_cnt[l]);
+    cudaFree(e->l_q[l]);
+    cudaFree(e->l_ent[l]);
+    e->l_cnt[l] = NULL;
+    e->l_q[l] = NULL;
+    e->l_ent[l] = NULL;
+}
+
+/* 1 when the list kernel takes f float4 a lane and `planes` planes a
+ * block (0: 128) on stage l's planes */
+static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t planes)
+{
+    const uint32_t ks4 = nc_neocog_kstride(e->s[l].k_out) / 4u;
+    const uint32_t p4 = planes ? planes / 4u : 32u, pb4 = p4 < ks4 ? p4 : ks4;
+    return (f == 1 || f == 2 || f == 4) && (planes == 0 || (planes % 4 == 0 && planes <= 4096)) &&
+           (pb4 + f - 1) / f <= 32u;
+}
+
+/* Stage l at n characters under the GEMM variant as tuned so far (the
+ * fastest of the GEMM path, the sparse kernel and the warp kernel took
+ * `best` ms), against the list kernel with 1, 2 or 4 float4 a lane and
+ * 32, 64 or 128 planes a block; the fastest stays (s_list_big, and the
+ * warp kernel off where it wins).  Lists that lose are freed. */
+static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
+{
+    static const uint32_t fs[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 };
+    const int layer = 1 + 2 * (int)l;
+    e->s_list_big[l] = 0;
+    int r = lists_alloc(e, l);
+    if (r == -ENOMEM || r == -EIO) {   /* no room for the lists: keep what we have */
+        lists_free(e, l);
+        (void)cudaGetLastError();
+        return 0;
+    }
+    uint32_t bf = 0, bp = 0;
+    for (size_t fi = 0; r == 0 && fi < sizeof fs / sizeof fs[0]; fi++)
+        for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
+            if (!list_ok(e, l, fs[fi], planes[pi]))
+                continue;
+            float ms = 0.0f;
+            e->s_list_big[l] = fs[fi];
+            e->s_list_planes_big[l] = planes[pi];
+            r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &ms);
+            if (r == 0 && ms < best) {
+                best = ms;
+                bf = fs[fi];
+                bp = planes[pi];
+            }
+        }
+    e->s_list_big[l] = bf;
+    e->s_list_planes_big[l] = bp;
+    if (bf)
+        e->s_warp_big[l] = 0;
+    else
+        lists_free(e, l);
     return r;
 }
 
@@ -1008,7 +1117,7 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
      * kernel an earlier tuning may have left in their place */
     float path[NC_NEOCOG_MAX_STAGES] = { 0.0f };
     for (uint32_t l = 0; l < e->n_stages; l++)
-        e->s_warp_big[l] = 0;
+        e->s_warp_big[l] = e->s_list_big[l] = 0;
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         float mg = 0.0f, ms = 0.0f;
         e->use_gemm[l] = 1;
@@ -1025,8 +1134,12 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
             path[l] = mg <= ms ? mg : ms;
         }
     }
-    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++)
-        r = tune_warp_big(e, l, n, path[l]);
+    for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
+        float best = 0.0f;
+        r = tune_warp_big(e, l, n, path[l], &best);
+        if (r == 0)
+            r = tune_list_big(e, l, n, best);
+    }
     uint32_t from = 0xffffffffu;
     for (uint32_t m = n; r == 0 && m >= 1; m = m == n && (m & (m - 1)) ? 1u << (31 - __builtin_clz(m)) : m / 2) {
         float mg = 0.0f, ms = 0.0f;
@@ -1264,6 +1377,42 @@ extern "C" uint32_t nc_gpu_neocog_get_s_warp_big(const nc_gpu_neocog *e, uint32_
 extern "C" uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l < e->n_stages ? e->s_planes_big[l] : 0;
+}
+
+extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t f,
+                                            uint32_t planes)
+{
+    if (!e || l >= e->n_stages || (f && !list_ok(e, l, f, planes)))
+        return -EINVAL;
+    if (f) {
+        int r = enter(e);
+        if (r == 0)
+            r = lists_alloc(e, l);
+        if (r < 0) {
+            lists_free(e, l);
+            (void)cudaGetLastError();   /* an allocation's failure is not sticky */
+            return r;
+        }
+    } else {
+        if (e->run)
+            cudaStreamSynchronize(e->run);      /* no kernel may still read them */
+        lists_free(e, l);
+    }
+    e->s_list_big[l] = f;
+    e->s_list_planes_big[l] = planes;
+    drop_graphs(e);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages ? e->s_list_big[l] : 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages && e->s_list_big[l]
+               ? (e->s_list_planes_big[l] ? e->s_list_planes_big[l] : 128u) : 0;
 }
 
 extern "C" int nc_gpu_neocog_set_gs1(nc_gpu_neocog *e, uint32_t on)

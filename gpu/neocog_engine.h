@@ -112,7 +112,8 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * candidates on the first n uploaded images (n <= chunk).  For
  * NC_GPU_NEOCOG_GEMM (or AUTO): per stage, the GEMM path or the sparse
  * kernel, whichever is faster at n, then the kernel by teams of warps
- * against it (nc_gpu_neocog_set_s_warp_big); then AUTO's threshold, the smallest
+ * against it (nc_gpu_neocog_set_s_warp_big), then the list kernel against
+ * the fastest so far (nc_gpu_neocog_set_s_list_big); then AUTO's threshold, the smallest
  * batch of 1, 2, 4 .. n from which on GEMM wins (0xffffffff: never).  With
  * GEMM or AUTO it also keeps the fastest C kernel per layer at n (c_kind,
  * or c_small_kind when n < c_min) and, when n >= c_min, what batch 1 runs
@@ -195,6 +196,22 @@ int nc_gpu_neocog_set_s_warp_big(nc_gpu_neocog *eng, uint32_t l, uint32_t team,
                                  uint32_t planes);
 uint32_t nc_gpu_neocog_get_s_warp_big(const nc_gpu_neocog *eng, uint32_t l);
 uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
+/* Where the GEMM variant (and AUTO from its threshold) runs stage l, run
+ * the list kernel of gpu/neocog_list.cuh instead (it takes precedence over
+ * the warp kernel above): the stage's input listed position by position,
+ * then the S-layer from the lists, with f float4 of planes a lane (1, 2 or
+ * 4; 0: off) and `planes` planes a block (a multiple of 4 up to 4096, at
+ * most 32 f float4 of the stage's planes; 0: 128).  The first call that
+ * turns it on for a stage allocates that stage's lists for a chunk (cnt,
+ * q and K_in entries an input position); -ENOMEM or a CUDA error there
+ * leaves the setting off; turning it off frees them.  -EINVAL for
+ * settings the kernel refuses.
+ * nc_gpu_neocog_tune with GEMM or AUTO times it per stage after the warp
+ * kernel and keeps it where it is faster (and frees the lists where not). */
+int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *eng, uint32_t l, uint32_t f,
+                                 uint32_t planes);
+uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *eng, uint32_t l);
+uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus
 }

@@ -306,6 +306,75 @@ static void test_c_forms(void)
     nc_neocog_index_free(ix);
 }
 
+/* The lists of non-zero planes: a hand-made layer with every plane count
+ * a position can have (none, one, the first, the last, all), then random
+ * positions against a plain count; refused arguments. */
+static void test_list(void)
+{
+    enum { K = 5, STRIDE = 8, NP = 6 };
+    static const float in[NP][STRIDE] = {
+        { 0, 0, 0, 0, 0, 9, 9, 9 },             /* lanes past k are not planes */
+        { 0.5f, 0, 0, 0, 0 },
+        { 0, 0, 0, 0, 2.0f },
+        { 1, 2, 3, 4, 5 },
+        { 0, 0.25f, 0, 0.75f, 0 },
+        { 0, 0, 1e-30f, 0, 0 },
+    };
+    static const uint16_t want_cnt[NP] = { 0, 1, 1, 5, 2, 1 };
+    uint16_t cnt[NP];
+    float q[NP];
+    int32_t ent[NP * K * 2];
+    const uint32_t mul = 7;
+    CHECK_INT_EQ(nc_neocog_list_build(&in[0][0], NP, K, STRIDE, mul, cnt, q, ent), 0);
+    for (int p = 0; p < NP; p++) {
+        CHECK_INT_EQ(cnt[p], want_cnt[p]);
+        float sq = 0.0f;
+        for (int k = 0; k < K; k++)
+            sq += in[p][k] * in[p][k];
+        CHECK(q[p] == sq);
+        int j = 0;
+        for (int k = 0; k < K && j < cnt[p]; k++) {
+            if (in[p][k] == 0.0f)
+                continue;
+            float v;
+            memcpy(&v, &ent[(p * K + j) * 2], sizeof v);
+            CHECK(v == in[p][k]);
+            CHECK_INT_EQ(ent[(p * K + j) * 2 + 1], k * (int32_t)mul);
+            j++;
+        }
+    }
+    /* random sparse positions, 40 planes (more than a warp's 32) */
+    enum { K2 = 40, S2 = 40, NP2 = 300 };
+    float *x = malloc(NP2 * S2 * sizeof(float));
+    uint16_t *c2 = malloc(NP2 * sizeof(uint16_t));
+    float *q2 = malloc(NP2 * sizeof(float));
+    int32_t *e2 = malloc(NP2 * K2 * 2 * sizeof(int32_t));
+    REQUIRE(x && c2 && q2 && e2);
+    for (int i = 0; i < NP2 * S2; i++)
+        x[i] = urand() < 0.1 ? urand() : 0.0f;
+    CHECK_INT_EQ(nc_neocog_list_build(x, NP2, K2, S2, 3, c2, q2, e2), 0);
+    size_t bad = 0;
+    for (int p = 0; p < NP2; p++) {
+        uint32_t n = 0;
+        for (int k = 0; k < K2; k++)
+            if (x[p * S2 + k] != 0.0f) {
+                bad += n >= c2[p] || e2[(p * K2 + n) * 2 + 1] != 3 * k;
+                n++;
+            }
+        bad += n != c2[p];
+    }
+    CHECK_MSG(bad == 0, "list of random positions: %zu mismatches", bad);
+    CHECK_INT_EQ(nc_neocog_list_build(x, NP2, 0, S2, 3, c2, q2, e2), -EINVAL);
+    CHECK_INT_EQ(nc_neocog_list_build(x, NP2, K2, K2 - 1, 3, c2, q2, e2), -EINVAL);
+    CHECK_INT_EQ(nc_neocog_list_build(x, NP2, K2, S2, 0x7fffffffu, c2, q2, e2), -EINVAL);
+    CHECK_INT_EQ(nc_neocog_list_build(NULL, NP2, K2, S2, 3, c2, q2, e2), -EINVAL);
+    fprintf(stderr, "  lists of non-zero planes: ok\n");
+    free(x);
+    free(c2);
+    free(q2);
+    free(e2);
+}
+
 /* ---- plane growth, Reinforce, US1 ----------------------------------------- */
 
 static void test_growth(void)
@@ -1026,6 +1095,7 @@ int main(void)
     test_tables();
     test_s_forms();
     test_c_forms();
+    test_list();
     test_growth();
     test_us1();
     test_file();

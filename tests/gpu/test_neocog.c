@@ -51,6 +51,7 @@
 #include "neocog_gemm.cuh"
 #include "neocog_geom.h"
 #include "neocog_gs1.cuh"
+#include "neocog_list.cuh"
 #include "neocog_occ.cuh"
 #include "neocog_s.cuh"
 #include "neocog_s_warp.cuh"
@@ -78,6 +79,9 @@ static uint32_t s_warps;
 static uint32_t s_warp_planes;
 /* run_case's team size for the WARP C kernel; 0: its default */
 static uint32_t c_team;
+/* run_case's S-layers through the list kernel: f float4 a lane (0: off),
+ * planes a block */
+static uint32_t s_list_f, s_list_planes;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -217,6 +221,68 @@ static int split_twice(const layer_case *lc, const float *d_in, const uint8_t *d
     return r;
 }
 
+/* The S-layer of lc through the list kernel: the input's lists built on
+ * the device and checked against core's nc_neocog_list_build of h_in
+ * (counts and entries exactly, sums of squares to 1e-6), then the layer
+ * from them (f s_list_f, s_list_planes planes a block); its return in
+ * *ret. */
+static void list_case(const char *tag, const layer_case *lc, const float *h_in,
+                      const float *d_in, const uint8_t *d_occ_in, float *d_out,
+                      uint8_t *d_occ_out, uint32_t batch, int *ret)
+{
+    const size_t n_pos = (size_t)batch * lc->n_in_pos;
+    const uint32_t k = lc->s.k_in, mul = (uint32_t)lc->s.g.n_live *
+                                         (nc_neocog_kstride(lc->s.k_out) / 4u);
+    uint16_t *d_cnt = NULL, *h_cnt = malloc(n_pos * sizeof(uint16_t)),
+             *c_cnt = malloc(n_pos * sizeof(uint16_t));
+    float *d_q = NULL, *h_q = malloc(n_pos * sizeof(float)), *c_q = malloc(n_pos * sizeof(float));
+    int2 *d_ent = NULL;
+    int32_t *h_ent = malloc(n_pos * k * 2 * sizeof(int32_t)),
+            *c_ent = malloc(n_pos * k * 2 * sizeof(int32_t));
+    REQUIRE(h_cnt && c_cnt && h_q && c_q && h_ent && c_ent);
+    CUDA_OK(cudaMalloc((void **)&d_cnt, n_pos * sizeof(uint16_t)));
+    CUDA_OK(cudaMalloc((void **)&d_q, n_pos * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_ent, n_pos * k * sizeof(int2)));
+    CUDA_OK(cudaMemset(d_cnt, 0xab, n_pos * sizeof(uint16_t)));
+    CUDA_OK(cudaMemset(d_q, 0xff, n_pos * sizeof(float)));
+    int r = nc_gpu_neocog_list_build(d_in, d_occ_in, lc->n_in_pos, k, lc->in_stride, mul, d_cnt,
+                                     d_q, d_ent, batch, 0);
+    if (r == 0) {
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(h_cnt, d_cnt, n_pos * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(h_q, d_q, n_pos * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(h_ent, d_ent, n_pos * k * sizeof(int2), cudaMemcpyDeviceToHost));
+        CHECK_INT_EQ(nc_neocog_list_build(h_in, n_pos, k, lc->in_stride, mul, c_cnt, c_q, c_ent),
+                     0);
+        size_t bad_cnt = 0, bad_ent = 0, bad_q = 0;
+        for (size_t p = 0; p < n_pos; p++) {
+            if (h_cnt[p] != c_cnt[p]) {
+                bad_cnt++;
+                continue;
+            }
+            for (uint32_t j = 0; j < 2u * c_cnt[p]; j++)
+                bad_ent += h_ent[p * k * 2 + j] != c_ent[p * k * 2 + j];
+            bad_q += !(fabsf(h_q[p] - c_q[p]) <= 1e-6f * c_q[p]);
+        }
+        CHECK_MSG(bad_cnt == 0 && bad_ent == 0 && bad_q == 0,
+                  "%s batch %u: lists differ from core's: %zu counts, %zu entry words, %zu sums",
+                  tag, batch, bad_cnt, bad_ent, bad_q);
+        r = nc_gpu_neocog_s_forward_list(&lc->s, d_cnt, d_q, d_ent, d_out, d_occ_out, batch,
+                                         s_list_f, s_list_planes, 0);
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    cudaFree(d_cnt);
+    cudaFree(d_q);
+    cudaFree(d_ent);
+    free(h_cnt);
+    free(c_cnt);
+    free(h_q);
+    free(c_q);
+    free(h_ent);
+    free(c_ent);
+    *ret = r;
+}
+
 /* Run the layer on batch characters tiled from pool (pool[b % POOL]) and
  * compare with ref (same tiling). */
 static void run_case(const char *tag, const layer_case *lc, int variant,
@@ -265,7 +331,9 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
                 r = -EIO;
             nc_gpu_neocog_gemm_free(gm);
-        } else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
+        } else if ((lc->layer - 1) % 2 == 0 && s_list_f)
+            list_case(tag, lc, h_in, d_in, d_occ_in, d_out, d_occ_out, batch, &r);
+        else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
             r = nc_gpu_neocog_s_forward_warp(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                              s_warps, s_warp_planes, 0);
         else if ((lc->layer - 1) % 2 == 0 && s_splits)
@@ -592,6 +660,46 @@ static void test_layers(void)
             fprintf(stderr, "  %-3s: warp teams 1/4/16 x 8/16/32/64 planes a block x batches "
                     "1/3/33, taps from the constant bank: %s\n", name[layer],
                     nc_test_failures == before ? "ok" : "FAILED");
+        }
+        /* the list kernel: 1, 2 and 4 float4 a lane with 8, 12, 32, 64 and
+         * 128 planes a block (12: float4 a lane that reach past the
+         * block's planes), taps from the constant bank and from a device
+         * table; settings it refuses */
+        if (is_s) {
+            static const uint32_t fs[] = { 1, 2, 4 }, planes[] = { 8, 12, 32, 64, 128 },
+                                  sb[] = { 1, 3, 33, 200 };
+            before = nc_test_failures;
+            int n_set = 0;
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
+                                                      (const int2 *)d_a[0], d_a[0], NULL, 1, 3,
+                                                      32, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
+                                                      (const int2 *)d_a[0], d_a[0], NULL, 1, 1,
+                                                      30, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
+                                                      (const int2 *)d_a[0], d_a[0], NULL, 1, 1,
+                                                      4100, 0), -EINVAL);
+            int32_t *d_taps = upload_taps(&lc.s.g);
+            REQUIRE(d_taps != NULL);
+            for (size_t i = 0; i < NC_ARRAY_LEN(fs); i++)
+                for (size_t j = 0; j < NC_ARRAY_LEN(planes); j++) {
+                    const uint32_t pb4 = planes[j] / 4, ks4 = nc_neocog_kstride(lc.s.k_out) / 4;
+                    if (((pb4 < ks4 ? pb4 : ks4) + fs[i] - 1) / fs[i] > 32)
+                        continue;
+                    s_list_f = fs[i];
+                    s_list_planes = planes[j];
+                    lc.s.g.taps = n_set++ % 2 ? d_taps : NULL;
+                    snprintf(what, sizeof what, "%s list f %u, %u planes a block%s", name[layer],
+                             s_list_f, s_list_planes, lc.s.g.taps ? ", device taps" : "");
+                    for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                        run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, sb[bi]);
+                }
+            lc.s.g.taps = NULL;
+            cudaFree(d_taps);
+            s_list_f = s_list_planes = 0;
+            fprintf(stderr, "  %-3s: list kernel, f 1/2/4 x 8/12/32/64/128 planes a block "
+                    "(%d settings) x batches 1/3/33/200, lists as core's: %s\n", name[layer],
+                    n_set, nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the WARP C kernel's team sizes (the default is in the kinds'
          * loop above, taps from the constant bank; here from a device
@@ -964,6 +1072,39 @@ static void test_engine(void)
             fprintf(stderr, "  engine gemm with warp teams of %u, %u planes a block, on "
                     "1/3/33/%u: %u labels differ\n", team, planes, n, diff);
         }
+    /* the list kernel there: 1, 2 and 4 float4 a lane, 32 and 128 planes
+     * a block (where it takes them) on every stage; it goes before the
+     * warp kernel, which stays set underneath */
+    for (uint32_t f = 1; f <= 4; f *= 2)
+        for (uint32_t planes = 32; planes <= 128; planes *= 4) {
+            uint32_t n_set = 0;
+            for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+                const uint32_t ks4 = nc_neocog_kstride(net->n_planes[l]) / 4,
+                               pb4 = planes / 4 < ks4 ? planes / 4 : ks4;
+                const int want = (pb4 + f - 1) / f <= 32 ? 0 : -EINVAL;
+                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, f, planes), want);
+                if (want == 0) {
+                    CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, l), f);
+                    CHECK_INT_EQ(nc_gpu_neocog_get_s_list_planes_big(eng, l), planes);
+                    n_set++;
+                }
+            }
+            static const uint32_t small[] = { 1, 3, 33 };
+            uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
+            CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+            for (uint32_t j = 0; j < n; j++)
+                diff += gpu[j].label != cpu[j].label;
+            CHECK_MSG(diff == 0, "engine gemm, list f %u, %u planes: %u labels differ", f,
+                      planes, diff);
+            fprintf(stderr, "  engine gemm with the list kernel, f %u, %u planes a block on %u "
+                    "stages, on 1/3/33/%u: %u labels differ\n", f, planes, n_set, n, diff);
+            for (uint32_t l = 0; l < net->arch.n_stages; l++)
+                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0), 0);
+        }
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, 0), 0);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 3, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 1, 48), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 1, 4), -EINVAL);
@@ -1026,6 +1167,12 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_planes_big(eng, 1), nc_gpu_neocog_get_s_warp_big(eng, 2),
             nc_gpu_neocog_get_s_planes_big(eng, 2), nc_gpu_neocog_get_s_warp_big(eng, 3),
             nc_gpu_neocog_get_s_planes_big(eng, 3));
+    fprintf(stderr, "  tuned at 64: list kernel f / planes where GEMM runs %u/%u %u/%u %u/%u "
+            "%u/%u\n", nc_gpu_neocog_get_s_list_big(eng, 0),
+            nc_gpu_neocog_get_s_list_planes_big(eng, 0), nc_gpu_neocog_get_s_list_big(eng, 1),
+            nc_gpu_neocog_get_s_list_planes_big(eng, 1), nc_gpu_neocog_get_s_list_big(eng, 2),
+            nc_gpu_neocog_get_s_list_planes_big(eng, 2), nc_gpu_neocog_get_s_list_big(eng, 3),
+            nc_gpu_neocog_get_s_list_planes_big(eng, 3));
     fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
             nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
