@@ -447,7 +447,8 @@ extern "C" const char *nc_gpu_neocog_c_kind_name(int kind)
     return kind == NC_GPU_NEOCOG_C_STAGED ? "staged"
          : kind == NC_GPU_NEOCOG_C_DIRECT ? "direct"
          : kind == NC_GPU_NEOCOG_C_TILE ? "tile"
-         : kind == NC_GPU_NEOCOG_C_WARP ? "warp" : "?";
+         : kind == NC_GPU_NEOCOG_C_WARP ? "warp"
+         : kind == NC_GPU_NEOCOG_C_SCATTER ? "scatter" : "?";
 }
 
 extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind,
@@ -460,6 +461,8 @@ extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int k
     if (kind == NC_GPU_NEOCOG_C_TILE)
         return nc_gpu_neocog_c_tile_forward(c, in, occ_in, out, occ_out, batch, per_block, 0,
                                             stream);
+    if (kind == NC_GPU_NEOCOG_C_SCATTER)
+        return nc_gpu_neocog_c_scatter_forward(c, in, occ_in, out, occ_out, batch, stream);
     if (kind == NC_GPU_NEOCOG_C_WARP)
         return nc_gpu_neocog_c_warp_forward(c, in, occ_in, out, occ_out, batch, per_block,
                                             stream);

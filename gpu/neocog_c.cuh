@@ -39,19 +39,26 @@ int nc_gpu_neocog_c_forward(const nc_gpu_neocog_c_args *c, const float *in,
  *         occupancy loads of four rounds in flight) and summing them straight
  *         from global memory (lanes = groups of 16-byte plane slices, four
  *         entries in flight), the groups and the team's warps added in a
- *         fixed order; no staging but the tap table (neocog_c_warp.cu). */
+ *         fixed order; no staging but the tap table (neocog_c_warp.cu);
+ * SCATTER for large batches: a block per character holds the layer's sums
+ *         in shared memory, each warp takes whole planes and adds each
+ *         non-zero input cell of its plane, in ascending position order
+ *         (each output's taps in core's order), to the outputs whose
+ *         windows hold it; then psi (neocog_c_scatter.cu). */
 enum {
     NC_GPU_NEOCOG_C_STAGED = 0,
     NC_GPU_NEOCOG_C_DIRECT = 1,
     NC_GPU_NEOCOG_C_TILE = 2,
     NC_GPU_NEOCOG_C_WARP = 3,
-    NC_GPU_NEOCOG_C_N_KINDS = 4,
+    NC_GPU_NEOCOG_C_SCATTER = 4,
+    NC_GPU_NEOCOG_C_N_KINDS = 5,
 };
 const char *nc_gpu_neocog_c_kind_name(int kind);
 
 /* As nc_gpu_neocog_c_forward with the kernel chosen (per_block: positions
  * per block for STAGED, most positions per warp strip for DIRECT, the tile
- * side for TILE, warps a position for WARP; 0: the default).  DIRECT and TILE need in and out 16-byte
+ * side for TILE, warps a position for WARP, unused by SCATTER; 0: the
+ * default).  DIRECT and TILE need in and out 16-byte
  * aligned. */
 int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind, const float *in,
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
@@ -68,6 +75,12 @@ int nc_gpu_neocog_c_tile_forward(const nc_gpu_neocog_c_args *c, const float *in,
                                  uint32_t batch, uint32_t side, uint32_t slices,
                                  cudaStream_t stream);
 
+/* The SCATTER kernel: in and out 16-byte aligned.  -E2BIG when the layer's
+ * sums (k n_out^2 floats) and tables do not fit one block's shared memory,
+ * -EINVAL on bad arguments; both before anything is queued. */
+int nc_gpu_neocog_c_scatter_forward(const nc_gpu_neocog_c_args *c, const float *in,
+                                    const uint8_t *occ_in, float *out, uint8_t *occ_out,
+                                    uint32_t batch, cudaStream_t stream);
 /* The WARP kernel with teams of `team` warps a position (1, 2, 4, 8 or 16;
  * 0: enough for about 24 warps an SM at this batch, no fewer than two taps
  * a warp).  in and out 16-byte aligned.  -EINVAL on bad arguments, -E2BIG
