@@ -69,11 +69,6 @@ struct nc_gpu_neocog {
      * l_cnt/l_q/l_ent[l] (one chunk's, allocated when first set) */
     uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
-    /* and before both: the same lists scattered (nc_gpu_neocog_s_forward_
-     * scatter) in bands of s_scat_rows[l] rows with s_scat_planes[l]
-     * planes a block, when s_scat_rows[l] is not 0 */
-    uint32_t s_scat_rows[NC_NEOCOG_MAX_STAGES];
-    uint32_t s_scat_planes[NC_NEOCOG_MAX_STAGES];
     uint16_t *l_cnt[NC_NEOCOG_MAX_STAGES];
     float *l_q[NC_NEOCOG_MAX_STAGES];
     int2 *l_ent[NC_NEOCOG_MAX_STAGES];
@@ -477,19 +472,14 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
     const uint32_t l = (uint32_t)(layer - 1) / 2;
     if ((layer - 1) % 2 == 0) {
         const int last = l + 1 == e->n_stages;
-        if (v == NC_GPU_NEOCOG_GEMM && (e->s_list_big[l] || e->s_scat_rows[l])) {
+        if (v == NC_GPU_NEOCOG_GEMM && e->s_list_big[l]) {
             const nc_gpu_neocog_s_args *s = &e->s[l];
             const uint32_t ni = e->layer_size[layer - 1];
             int r = nc_gpu_neocog_list_build(e->act[layer - 1], e->occ[layer - 1],
                                              (size_t)ni * ni, s->k_in,
                                              e->layer_stride[layer - 1], list_mul(s),
                                              e->l_cnt[l], e->l_q[l], e->l_ent[l], n, st);
-            if (r == 0 && e->s_scat_rows[l])
-                r = nc_gpu_neocog_s_forward_scatter(s, e->l_cnt[l], e->l_q[l], e->l_ent[l],
-                                                    e->act[layer], last ? NULL : e->occ[layer],
-                                                    n, e->s_scat_rows[l], e->s_scat_planes[l],
-                                                    st);
-            else if (r == 0)
+            if (r == 0)
                 r = nc_gpu_neocog_s_forward_list(s, e->l_cnt[l], e->l_q[l], e->l_ent[l],
                                                  e->act[layer], last ? NULL : e->occ[layer], n,
                                                  e->s_list_big[l],
@@ -1103,34 +1093,9 @@ static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
                 bp = planes[pi];
             }
         }
-    /* the scatter kernel: bands of 4, 8 and 16 rows and whole planes,
-     * 32, 64 and 128 planes a block (those that fit shared memory) */
-    static const uint32_t rows[] = { 4, 8, 16, 255 };
-    uint32_t br = 0, bq = 0;
-    e->s_list_big[l] = 0;
-    for (size_t ri = 0; r == 0 && ri < sizeof rows / sizeof rows[0]; ri++)
-        for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
-            float ms = 0.0f;
-            const int c = nc_gpu_neocog_s_scatter_check(&e->s[l], rows[ri], planes[pi]);
-            if (c == -E2BIG || c == -EINVAL)
-                continue;
-            if ((r = c) < 0)
-                break;
-            e->s_scat_rows[l] = rows[ri];
-            e->s_scat_planes[l] = planes[pi];
-            r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &ms);
-            if (r == 0 && ms < best) {
-                best = ms;
-                br = rows[ri];
-                bq = planes[pi];
-                bf = 0;
-            }
-        }
-    e->s_scat_rows[l] = br;
-    e->s_scat_planes[l] = bq;
     e->s_list_big[l] = bf;
     e->s_list_planes_big[l] = bp;
-    if (bf || br)
+    if (bf)
         e->s_warp_big[l] = 0;
     else
         lists_free(e, l);
@@ -1152,7 +1117,7 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
      * kernel an earlier tuning may have left in their place */
     float path[NC_NEOCOG_MAX_STAGES] = { 0.0f };
     for (uint32_t l = 0; l < e->n_stages; l++)
-        e->s_warp_big[l] = e->s_list_big[l] = e->s_scat_rows[l] = 0;
+        e->s_warp_big[l] = e->s_list_big[l] = 0;
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         float mg = 0.0f, ms = 0.0f;
         e->use_gemm[l] = 1;
@@ -1428,7 +1393,7 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
             (void)cudaGetLastError();   /* an allocation's failure is not sticky */
             return r;
         }
-    } else if (!e->s_scat_rows[l]) {
+    } else {
         if (e->run)
             cudaStreamSynchronize(e->run);      /* no kernel may still read them */
         lists_free(e, l);
@@ -1437,44 +1402,6 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
     e->s_list_planes_big[l] = planes;
     drop_graphs(e);
     return 0;
-}
-
-extern "C" int nc_gpu_neocog_set_s_scatter_big(nc_gpu_neocog *e, uint32_t l, uint32_t rows,
-                                               uint32_t planes)
-{
-    if (!e || l >= e->n_stages)
-        return -EINVAL;
-    if (rows) {
-        int r = enter(e);
-        if (r == 0)
-            r = nc_gpu_neocog_s_scatter_check(&e->s[l], rows, planes);
-        if (r < 0)
-            return r;
-        r = lists_alloc(e, l);
-        if (r < 0) {
-            lists_free(e, l);
-            (void)cudaGetLastError();
-            return r;
-        }
-    } else if (!e->s_list_big[l]) {
-        if (e->run)
-            cudaStreamSynchronize(e->run);
-        lists_free(e, l);
-    }
-    e->s_scat_rows[l] = rows;
-    e->s_scat_planes[l] = planes;
-    drop_graphs(e);
-    return 0;
-}
-
-extern "C" uint32_t nc_gpu_neocog_get_s_scatter_rows(const nc_gpu_neocog *e, uint32_t l)
-{
-    return e && l < e->n_stages ? e->s_scat_rows[l] : 0;
-}
-
-extern "C" uint32_t nc_gpu_neocog_get_s_scatter_planes(const nc_gpu_neocog *e, uint32_t l)
-{
-    return e && l < e->n_stages && e->s_scat_rows[l] ? e->s_scat_planes[l] : 0;
 }
 
 extern "C" uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *e, uint32_t l)

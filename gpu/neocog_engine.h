@@ -211,17 +211,6 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *eng, uint32_t l, uint32_t f,
                                  uint32_t planes);
 uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *eng, uint32_t l);
-/* The same with the lists scattered (nc_gpu_neocog_s_forward_scatter) in
- * bands of `rows` output rows (0: off) and `planes` planes a block (a
- * multiple of 4 up to 128; -E2BIG, -EINVAL where the kernel refuses them,
- * see nc_gpu_neocog_s_scatter_check); it takes precedence over the list kernel and
- * shares its lists (freed when neither is on).  The tuner tries it after
- * the list kernel (bands of 4, 8, 16 rows and whole planes, 32 / 64 / 128
- * planes). */
-int nc_gpu_neocog_set_s_scatter_big(nc_gpu_neocog *eng, uint32_t l, uint32_t rows,
-                                    uint32_t planes);
-uint32_t nc_gpu_neocog_get_s_scatter_rows(const nc_gpu_neocog *eng, uint32_t l);
-uint32_t nc_gpu_neocog_get_s_scatter_planes(const nc_gpu_neocog *eng, uint32_t l);
 uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus

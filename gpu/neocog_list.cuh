@@ -65,22 +65,6 @@ int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *
                                  uint8_t *occ_out, uint32_t batch, uint32_t f,
                                  uint32_t planes, cudaStream_t stream);
 
-/* The same S-layer from the same lists by scattering them
- * (neocog_s_scatter.cu): a block per character, band of `rows` output rows
- * (>= 1; past the plane's rows: the whole plane) and `planes` planes (a
- * multiple of 4 up to 128; a warp per float4), the band's numerators in
- * shared memory.  Input planes up to 255 wide.  -E2BIG when the band does
- * not fit shared memory; otherwise as nc_gpu_neocog_s_forward_list. */
-/* 0 when nc_gpu_neocog_s_forward_scatter takes s in bands of `rows` rows
- * and `planes` planes a block on this device, -E2BIG when the band does not
- * fit shared memory, -EINVAL for arguments it refuses. */
-int nc_gpu_neocog_s_scatter_check(const nc_gpu_neocog_s_args *s, uint32_t rows,
-                                  uint32_t planes);
-int nc_gpu_neocog_s_forward_scatter(const nc_gpu_neocog_s_args *s, const uint16_t *cnt,
-                                    const float *q, const int2 *ent, float *out,
-                                    uint8_t *occ_out, uint32_t batch, uint32_t rows,
-                                    uint32_t planes, cudaStream_t stream);
-
 #ifdef __cplusplus
 }
 #endif

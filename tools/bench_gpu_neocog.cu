@@ -196,16 +196,12 @@ static void layer_columns(const char *lead, const char *rule, const char *name, 
 }
 
 /* What the GEMM variant runs at stage l: "gemm", "sparse", the kernel
- * by teams of warps as "warp T/P" (team, planes a block), the list
- * kernel as "list F/P" (float4 a lane, planes a block) or the scatter
- * kernel as "scatter R/P" (rows a band, planes a block). */
+ * by teams of warps as "warp T/P" (team, planes a block) or the list
+ * kernel as "list F/P" (float4 a lane, planes a block). */
 static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
 {
     const uint32_t t = nc_gpu_neocog_get_s_warp_big(e, l);
-    if (nc_gpu_neocog_get_s_scatter_rows(e, l))
-        snprintf(buf, n, "scatter %u/%u", nc_gpu_neocog_get_s_scatter_rows(e, l),
-                 nc_gpu_neocog_get_s_scatter_planes(e, l));
-    else if (nc_gpu_neocog_get_s_list_big(e, l))
+    if (nc_gpu_neocog_get_s_list_big(e, l))
         snprintf(buf, n, "list %u/%u", nc_gpu_neocog_get_s_list_big(e, l),
                  nc_gpu_neocog_get_s_list_planes_big(e, l));
     else if (t)
@@ -228,7 +224,6 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
     const uint32_t ns = net->arch.n_stages;
     uint32_t t0[NC_NEOCOG_MAX_STAGES], p0[NC_NEOCOG_MAX_STAGES];
     uint32_t f0[NC_NEOCOG_MAX_STAGES], q0[NC_NEOCOG_MAX_STAGES];
-    uint32_t r0[NC_NEOCOG_MAX_STAGES], s0[NC_NEOCOG_MAX_STAGES];
     char buf[32];
     int err;
     if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_GEMM)) < 0 ||
@@ -243,10 +238,7 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
         p0[l] = nc_gpu_neocog_get_s_planes_big(e, l);
         f0[l] = nc_gpu_neocog_get_s_list_big(e, l);
         q0[l] = nc_gpu_neocog_get_s_list_planes_big(e, l);
-        r0[l] = nc_gpu_neocog_get_s_scatter_rows(e, l);
-        s0[l] = nc_gpu_neocog_get_s_scatter_planes(e, l);
         nc_gpu_neocog_set_s_warp_big(e, l, 0, 0);
-        nc_gpu_neocog_set_s_scatter_big(e, l, 0, 0);
         nc_gpu_neocog_set_s_list_big(e, l, 0, 0);
     }
     for (uint32_t l = 0; l < ns; l++) {
@@ -293,36 +285,11 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
             }
             printf("\n");
         }
-    {
-        static const uint32_t rows[] = { 4, 8, 16, 255 };
-        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
-            for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
-                printf("| scatter, bands of %u rows, %u planes |", rows[ri], planes[pi]);
-                for (uint32_t l = 0; l < ns; l++) {
-                    work w = { 0, 1 + 2 * (int)l, n };
-                    float ms = 0.0f;
-                    err = nc_gpu_neocog_set_s_scatter_big(e, l, rows[ri], planes[pi]);
-                    if (err == -E2BIG || err == -EINVAL) {
-                        printf(" - |");
-                        continue;
-                    }
-                    if (err < 0)
-                        goto out;
-                    err = time_work(e, &w, reps, &ms);
-                    nc_gpu_neocog_set_s_scatter_big(e, l, 0, 0);
-                    if (err < 0)
-                        goto out;
-                    printf(" %.3f |", ms * 1e3f / n);
-                }
-                printf("\n");
-            }
-    }
     err = 0;
 out:
     for (uint32_t l = 0; l < ns; l++) {
         nc_gpu_neocog_set_s_warp_big(e, l, t0[l], p0[l]);
         nc_gpu_neocog_set_s_list_big(e, l, f0[l], q0[l]);
-        nc_gpu_neocog_set_s_scatter_big(e, l, r0[l], s0[l]);
     }
     return err;
 }

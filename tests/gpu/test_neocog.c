@@ -82,9 +82,6 @@ static uint32_t c_team;
 /* run_case's S-layers through the list kernel: f float4 a lane (0: off),
  * planes a block */
 static uint32_t s_list_f, s_list_planes;
-/* ... or through the scatter kernel from the same lists: bands of
- * s_scat_rows rows (0: off), s_list_planes planes a block */
-static uint32_t s_scat_rows;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -270,12 +267,8 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
         CHECK_MSG(bad_cnt == 0 && bad_ent == 0 && bad_q == 0,
                   "%s batch %u: lists differ from core's: %zu counts, %zu entry words, %zu sums",
                   tag, batch, bad_cnt, bad_ent, bad_q);
-        r = s_scat_rows ? nc_gpu_neocog_s_forward_scatter(&lc->s, d_cnt, d_q, d_ent, d_out,
-                                                          d_occ_out, batch, s_scat_rows,
-                                                          s_list_planes, 0)
-                        : nc_gpu_neocog_s_forward_list(&lc->s, d_cnt, d_q, d_ent, d_out,
-                                                       d_occ_out, batch, s_list_f,
-                                                       s_list_planes, 0);
+        r = nc_gpu_neocog_s_forward_list(&lc->s, d_cnt, d_q, d_ent, d_out, d_occ_out, batch,
+                                         s_list_f, s_list_planes, 0);
     }
     CUDA_OK(cudaDeviceSynchronize());
     cudaFree(d_cnt);
@@ -338,7 +331,7 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
                 r = -EIO;
             nc_gpu_neocog_gemm_free(gm);
-        } else if ((lc->layer - 1) % 2 == 0 && (s_list_f || s_scat_rows))
+        } else if ((lc->layer - 1) % 2 == 0 && s_list_f)
             list_case(tag, lc, h_in, d_in, d_occ_in, d_out, d_occ_out, batch, &r);
         else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
             r = nc_gpu_neocog_s_forward_warp(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
@@ -707,39 +700,6 @@ static void test_layers(void)
             fprintf(stderr, "  %-3s: list kernel, f 1/2/4 x 8/12/32/64/128 planes a block "
                     "(%d settings) x batches 1/3/33/200, lists as core's: %s\n", name[layer],
                     n_set, nc_test_failures == before ? "ok" : "FAILED");
-        }
-        /* the scatter kernel from the same lists: bands of 1, 3 and 8 rows
-         * and whole planes, 4, 12, 32 and 128 planes a block (those that
-         * fit shared memory; the rest refused with -E2BIG) */
-        if (is_s) {
-            static const uint32_t rows[] = { 1, 3, 8, 255 }, planes[] = { 4, 12, 32, 128 },
-                                  sb[] = { 1, 3, 33, 200 };
-            before = nc_test_failures;
-            int n_set = 0, n_big = 0;
-            CHECK_INT_EQ(nc_gpu_neocog_s_scatter_check(&lc.s, 0, 32), -EINVAL);
-            CHECK_INT_EQ(nc_gpu_neocog_s_scatter_check(&lc.s, 8, 30), -EINVAL);
-            CHECK_INT_EQ(nc_gpu_neocog_s_scatter_check(&lc.s, 8, 132), -EINVAL);
-            for (size_t i = 0; i < NC_ARRAY_LEN(rows); i++)
-                for (size_t j = 0; j < NC_ARRAY_LEN(planes); j++) {
-                    const int c = nc_gpu_neocog_s_scatter_check(&lc.s, rows[i], planes[j]);
-                    CHECK_MSG(c == 0 || c == -E2BIG, "%s scatter %u/%u: check %d", name[layer],
-                              rows[i], planes[j], c);
-                    if (c < 0) {
-                        n_big++;
-                        continue;
-                    }
-                    s_scat_rows = rows[i];
-                    s_list_planes = planes[j];
-                    n_set++;
-                    snprintf(what, sizeof what, "%s scatter, bands of %u rows, %u planes a block",
-                             name[layer], s_scat_rows, s_list_planes);
-                    for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
-                        run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, sb[bi]);
-                }
-            s_scat_rows = s_list_planes = 0;
-            fprintf(stderr, "  %-3s: scatter kernel, bands of 1/3/8/all rows x 4/12/32/128 planes "
-                    "(%d settings, %d too big) x batches 1/3/33/200: %s\n", name[layer], n_set,
-                    n_big, nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the WARP C kernel's team sizes (the default is in the kinds'
          * loop above, taps from the constant bank; here from a device
@@ -1141,39 +1101,6 @@ static void test_engine(void)
             for (uint32_t l = 0; l < net->arch.n_stages; l++)
                 CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0), 0);
         }
-    /* the scatter kernel there: bands of 3 and 16 rows, 32 and 128 planes a
-     * block, on every stage that takes them; it goes before the list kernel */
-    for (uint32_t rows = 3; rows <= 16; rows += 13)
-        for (uint32_t planes = 32; planes <= 128; planes *= 4) {
-            uint32_t n_set = 0;
-            for (uint32_t l = 0; l < net->arch.n_stages; l++) {
-                const int r = nc_gpu_neocog_set_s_scatter_big(eng, l, rows, planes);
-                CHECK_MSG(r == 0 || r == -E2BIG, "scatter %u/%u on stage %u: %d", rows, planes,
-                          l, r);
-                if (r == 0) {
-                    CHECK_INT_EQ(nc_gpu_neocog_get_s_scatter_rows(eng, l), rows);
-                    CHECK_INT_EQ(nc_gpu_neocog_get_s_scatter_planes(eng, l), planes);
-                    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 1, 0), 0);
-                    n_set++;
-                }
-            }
-            static const uint32_t small[] = { 1, 3, 33 };
-            uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
-            CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
-            for (uint32_t j = 0; j < n; j++)
-                diff += gpu[j].label != cpu[j].label;
-            CHECK_MSG(diff == 0, "engine gemm, scatter %u rows, %u planes: %u labels differ",
-                      rows, planes, diff);
-            fprintf(stderr, "  engine gemm with the scatter kernel, bands of %u rows, %u planes "
-                    "a block on %u stages, on 1/3/33/%u: %u labels differ\n", rows, planes,
-                    n_set, n, diff);
-            for (uint32_t l = 0; l < net->arch.n_stages; l++) {
-                CHECK_INT_EQ(nc_gpu_neocog_set_s_scatter_big(eng, l, 0, 0), 0);
-                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0), 0);
-            }
-        }
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_scatter_big(eng, 0, 8, 30), -EINVAL);
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_scatter_big(eng, net->arch.n_stages, 8, 32), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0), -EINVAL);
@@ -1246,12 +1173,6 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_list_planes_big(eng, 1), nc_gpu_neocog_get_s_list_big(eng, 2),
             nc_gpu_neocog_get_s_list_planes_big(eng, 2), nc_gpu_neocog_get_s_list_big(eng, 3),
             nc_gpu_neocog_get_s_list_planes_big(eng, 3));
-    fprintf(stderr, "  tuned at 64: scatter kernel rows / planes where GEMM runs %u/%u %u/%u "
-            "%u/%u %u/%u\n", nc_gpu_neocog_get_s_scatter_rows(eng, 0),
-            nc_gpu_neocog_get_s_scatter_planes(eng, 0), nc_gpu_neocog_get_s_scatter_rows(eng, 1),
-            nc_gpu_neocog_get_s_scatter_planes(eng, 1), nc_gpu_neocog_get_s_scatter_rows(eng, 2),
-            nc_gpu_neocog_get_s_scatter_planes(eng, 2), nc_gpu_neocog_get_s_scatter_rows(eng, 3),
-            nc_gpu_neocog_get_s_scatter_planes(eng, 3));
     fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
             nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
