@@ -42,10 +42,10 @@ static __host__ __device__ __forceinline__ int cs_side(int win, int step, int cw
     return win + (cw - 1) * step;
 }
 
-/* the sums [k][n_out^2] (rounded up to float4), the padded d table
- * [side^2], the candidates [cw^2] (int2: dy << 8 | dx, their d-table
- * offset << 16 | their sum offset), the occupied positions [n_in^2], the
- * warps' counts [CS_WARPS + 1] */
+/* the sums [k][n_out^2] (rounded up to float4), the candidates [cw^2]
+ * (int2: dy << 8 | dx, their d-table offset << 16 | their sum offset),
+ * the padded d table [side^2], the occupied positions [n_in^2], the warps'
+ * counts [CS_WARPS + 1] */
 static size_t cs_smem(const nc_gpu_neocog_c_args *c, uint32_t cw)
 {
     const size_t n_o = (size_t)c->g.n_out * c->g.n_out, n_i = (size_t)c->g.n_in * c->g.n_in;
@@ -64,7 +64,10 @@ static __device__ __forceinline__ int cs_first(int x, int step)
     return STEP == 1 ? x : STEP == 2 ? (x + 1) >> 1 : (x + step - 1) / step;
 }
 
-template <int STEP>
+/* NR: rounds of 32 candidates, known at compile time (1..4: the
+ * candidates sit in registers and the rounds' loads are in flight
+ * together), 0: any number, from shared memory */
+template <int STEP, int NR>
 static __global__ void __launch_bounds__(CS_WARPS * 32, 2)
 c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__restrict__ in,
                  const uint8_t *__restrict__ occ_in, float *__restrict__ out,
@@ -78,9 +81,9 @@ c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__
     const int ks = (int)nc_dev_kstride(c.k);
     const int n_sum = (K * n_o + 3) & ~3;
     const int pd = ((int)cw - 1) * step, side = win + pd;
-    float *dtab = cs_sum + n_sum;
-    int2 *cand = (int2 *)(dtab + side * side);
-    int *plist = (int *)(cand + cw * cw);
+    int2 *cand = (int2 *)(cs_sum + n_sum);      /* 16-byte aligned: n_sum % 4 == 0 */
+    float *dtab = (float *)(cand + cw * cw);
+    int *plist = (int *)(dtab + side * side);
     int *wsum = plist + n_i;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nth = blockDim.x;
     const size_t b = blockIdx.x;
@@ -136,6 +139,12 @@ c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__
      * candidate an offset from there */
     const float *inb = in + b * (size_t)n_i * ks;
     const int ncand = (int)(cw * cw);
+    /* this lane's candidates of each round; past the last: one no output
+     * takes (dy = 255) */
+    int2 cr[NR > 0 ? NR : 1];
+#pragma unroll
+    for (int r = 0; r < (NR > 0 ? NR : 1); r++)
+        cr[r] = lane + 32 * r < ncand ? cand[lane + 32 * r] : make_int2(255 << 8, 0);
     for (int kap = warp; kap < K; kap += nth >> 5) {
         float *sk = cs_sum + kap * n_o;
         for (int r = 0; r < n_occ; r += 32) {
@@ -158,13 +167,27 @@ c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__
                 const int base_d = (iy - oy0 * step + pd) * side + ix - ox0 * step + pd;
                 const int base_s = oy0 * n_out + ox0;
                 const int lim_y = n_out - oy0, lim_x = n_out - ox0;
-                for (int cc = lane; cc < ncand; cc += 32) {
-                    const int2 cd = cand[cc];
-                    if ((cd.x >> 8) < lim_y && (cd.x & 0xff) < lim_x) {
-                        const float d = dtab[base_d - (cd.y >> 16)];
-                        if (d != 0.0f) {
-                            float *s = sk + base_s + (cd.y & 0xffff);
-                            *s = fmaf(d, xv, *s);
+                if (NR > 0) {
+                    float d[NR > 0 ? NR : 1];
+#pragma unroll
+                    for (int r = 0; r < NR; r++)
+                        d[r] = (cr[r].x >> 8) < lim_y && (cr[r].x & 0xff) < lim_x
+                                   ? dtab[base_d - (cr[r].y >> 16)] : 0.0f;
+#pragma unroll
+                    for (int r = 0; r < NR; r++)
+                        if (d[r] != 0.0f) {
+                            float *s = sk + base_s + (cr[r].y & 0xffff);
+                            *s = fmaf(d[r], xv, *s);
+                        }
+                } else {
+                    for (int cc = lane; cc < ncand; cc += 32) {
+                        const int2 cd = cand[cc];
+                        if ((cd.x >> 8) < lim_y && (cd.x & 0xff) < lim_x) {
+                            const float d = dtab[base_d - (cd.y >> 16)];
+                            if (d != 0.0f) {
+                                float *s = sk + base_s + (cd.y & 0xffff);
+                                *s = fmaf(d, xv, *s);
+                            }
                         }
                     }
                 }
@@ -215,8 +238,11 @@ extern "C" int nc_gpu_neocog_c_scatter_forward(const nc_gpu_neocog_c_args *c, co
     NC_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     if (smem > (size_t)max_smem || batch > 0x7fffffffu)
         return -E2BIG;
-    auto kern = c->g.step == 1 ? c_scatter_kernel<1>
-              : c->g.step == 2 ? c_scatter_kernel<2> : c_scatter_kernel<0>;
+    const uint32_t nr = (cw * cw + 31) / 32;
+    auto kern = c->g.step != 2 ? (c->g.step == 1 ? c_scatter_kernel<1, 0> : c_scatter_kernel<0, 0>)
+              : nr == 1 ? c_scatter_kernel<2, 1> : nr == 2 ? c_scatter_kernel<2, 2>
+              : nr == 3 ? c_scatter_kernel<2, 3> : nr == 4 ? c_scatter_kernel<2, 4>
+                        : c_scatter_kernel<2, 0>;
     int r;
     if ((r = nc_dev_smem_allow((const void *)kern, smem)) < 0)
         return r;
