@@ -1121,19 +1121,6 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         float mg = 0.0f, ms = 0.0f;
         e->use_gemm[l] = 1;
-        /* the GEMM tile on the FMA pipes or the tensor cores */
-        if (nc_gpu_neocog_gemm_set_tc(e->gemm[l], 1, e->run) == 0) {
-            float mt = 0.0f;
-            r = time_s(e, NC_GPU_NEOCOG_GEMM, 1 + 2 * (int)l, n, 3, &mt);
-            if (r == 0)
-                r = nc_gpu_neocog_gemm_set_tc(e->gemm[l], 0, e->run);
-            if (r == 0)
-                r = time_s(e, NC_GPU_NEOCOG_GEMM, 1 + 2 * (int)l, n, 3, &mg);
-            if (r == 0 && mt < mg)
-                r = nc_gpu_neocog_gemm_set_tc(e->gemm[l], 1, e->run);
-            if (r < 0)
-                break;
-        }
         const int fit = s_fits(e, NC_GPU_NEOCOG_SPARSE, l);
         if (fit <= 0) {         /* the sparse kernel cannot take it: GEMM */
             r = fit < 0 ? fit : 0;
@@ -1426,24 +1413,6 @@ extern "C" uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *e, 
 {
     return e && l < e->n_stages && e->s_list_big[l]
                ? (e->s_list_planes_big[l] ? e->s_list_planes_big[l] : 128u) : 0;
-}
-
-extern "C" int nc_gpu_neocog_set_gemm_tc(nc_gpu_neocog *e, uint32_t l, uint32_t on)
-{
-    int r = enter(e);
-    if (r < 0)
-        return r;
-    if (l >= e->n_stages || on > 1)
-        return -EINVAL;
-    if ((r = nc_gpu_neocog_gemm_set_tc(e->gemm[l], (int)on, e->run)) < 0)
-        return r == -EINVAL ? r : fail(e, r);
-    drop_graphs(e);
-    return 0;
-}
-
-extern "C" uint32_t nc_gpu_neocog_get_gemm_tc(const nc_gpu_neocog *e, uint32_t l)
-{
-    return e && l < e->n_stages ? (uint32_t)nc_gpu_neocog_gemm_get_tc(e->gemm[l]) : 0;
 }
 
 extern "C" int nc_gpu_neocog_set_gs1(nc_gpu_neocog *e, uint32_t on)

@@ -208,12 +208,6 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
  * settings the kernel refuses.
  * nc_gpu_neocog_tune with GEMM or AUTO times it per stage after the warp
  * kernel and keeps it where it is faster (and frees the lists where not). */
-/* Stage l's GEMM tile on the tensor cores (on = 1; 3xTF32, see
- * nc_gpu_neocog_gemm_set_tc) or on the FMA pipes (0, the default);
- * -EINVAL where the stage's plan has no such tile.  nc_gpu_neocog_tune with
- * GEMM or AUTO times both per stage and keeps the faster. */
-int nc_gpu_neocog_set_gemm_tc(nc_gpu_neocog *eng, uint32_t l, uint32_t on);
-uint32_t nc_gpu_neocog_get_gemm_tc(const nc_gpu_neocog *eng, uint32_t l);
 int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *eng, uint32_t l, uint32_t f,
                                  uint32_t planes);
 uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *eng, uint32_t l);

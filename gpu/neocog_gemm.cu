@@ -65,8 +65,6 @@ struct nc_gpu_neocog_gemm {
     size_t smem;                /* dynamic shared memory per block */
     uint32_t rows_per_tile;
     float *w;                   /* [n_chunks * G_BK][ks], tap-major */
-    float *w_hi, *w_lo;         /* the same split for the tensor-core tile (NULL: not yet) */
-    int tc;                     /* 1: gemm_tc_kernel runs the tile */
     float *q;                   /* [max_batch][n_in^2] */
     float *v2;                  /* [max_batch][n_out^2] */
     uint8_t *flag;              /* [max_batch][n_out^2] */
@@ -78,7 +76,6 @@ struct nc_gpu_neocog_gemm {
 
 struct gemm_ptrs {
     const float *in, *w, *v2;
-    const float *w_hi, *w_lo;   /* gemm_tc_kernel's weights */
     const int *rows, *count;
     float *out;
     uint8_t *occ_out;
@@ -342,237 +339,6 @@ gemm_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
     }
 }
 
-/* ---- 4''. the same tile on the tensor cores (gemm_tc_kernel) ---------------
- *
- * The tile, the gather, the chunk skip and the epilogue are gemm_kernel's;
- * the products run as mma.sync.m16n8k8 with TF32 operands.  TF32 keeps 10
- * bits of a float's mantissa, so each factor is split into a TF32 part and
- * the TF32 rounding of the rest (x = hi + lo, about 21 bits together; the
- * patch when it is stored to shared memory, the weights once in
- * gemm_new), and a product is lo hi' + hi lo' + hi hi' ("3xTF32").  The
- * tensor core's own accumulation is not fp32's round-to-nearest, so each
- * chunk of 16 reduction steps is summed in fresh registers and added to
- * the running sums by ordinary fp32 additions (session 6's version, which
- * accumulated everything in the tensor core, missed the 1e-5 parity).
- * Warp w takes the tile's columns 8w .. 8w + 7 and its four m16 row blocks. */
-
-static __device__ __forceinline__ uint32_t g_tf32(float x)
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
-
-/* d = a b + d on one m16n8k8 tile, TF32 in, fp32 out */
-static __device__ __forceinline__ void g_mma(float *d, const uint32_t *a, const uint32_t *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-#define G_TCP 8         /* row padding of the shared patch: conflict-free fragment reads */
-
-template <int MAXA>
-static __global__ void __launch_bounds__(512)
-gemm_tc_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p)
-{
-    __shared__ __align__(16) uint32_t Ah[2][G_BK][G_BM + G_TCP], Al[2][G_BK][G_BM + G_TCP];
-    constexpr int BNQ = MAXA == 1 ? G_MAXBN / 4 : MAXA == 2 ? 16 : MAXA == 4 ? 8 : 4;
-    __shared__ float4 Bh[2][G_BK][BNQ], Bl[2][G_BK][BNQ];
-    __shared__ int r_b[G_BM], r_y[G_BM], r_x[G_BM], r_idx[G_BM], r_flag[G_BM];
-    __shared__ short2 s_tap[NC_GPU_NEOCOG_MAX_TAPS];
-    const nc_gpu_neocog_geom &g = s.g;
-    const int tid = threadIdx.x, nth = blockDim.x, lane = tid & 31, warp = tid >> 5;
-    const int nct = p.bn >> 2;
-    const int ks = (int)nc_dev_kstride(s.k_out);
-    const int n0 = blockIdx.y * p.bn;
-    const int n_in = g.n_in, n_i = g.n_in * g.n_in, n_o = g.n_out * g.n_out;
-    const int KP = p.kp, nl = g.n_live, k_in = (int)s.k_in;
-    const int stride = (int)s.in_stride;
-    const int count = *p.count;
-    const int n_a = (G_BM * G_BK / 4 + nth - 1) / nth;
-    const int jb = tid / nct, cb = tid - jb * nct;
-    const int gq = lane >> 2, tq = lane & 3;    /* the fragments' row / column in a quad */
-    for (int t = tid; t < nl; t += nth)
-        s_tap[t] = make_short2(g.tap_y[t], g.tap_x[t]);
-
-    for (int tile = blockIdx.x; tile * G_BM < count; tile += gridDim.x) {
-        for (int rr = tid; rr < G_BM; rr += nth) {
-            const int pos = tile * G_BM + rr;
-            r_flag[rr] = 0;
-            if (pos < count) {
-                const int idx = p.rows[pos];
-                const int b = idx / n_o, o = idx - b * n_o;
-                const int oy = o / g.n_out, ox = o - oy * g.n_out;
-                r_b[rr] = b;
-                r_y[rr] = oy * g.step - g.pad;
-                r_x[rr] = ox * g.step - g.pad;
-                r_idx[rr] = idx;
-            } else {
-                r_b[rr] = -1;
-                r_y[rr] = r_x[rr] = 0;
-                r_idx[rr] = -1;
-            }
-        }
-        __syncthreads();
-
-        float4 ra[MAXA];
-        float4 rwh, rwl;
-        int nz = 0;
-        int ry[MAXA], rx[MAXA];
-        long long rbase[MAXA];
-#pragma unroll
-        for (int m = 0; m < MAXA; m++) {
-            const int r = ((tid + m * nth) >> 2) & (G_BM - 1);
-            const int bb = r_b[r];
-            ry[m] = bb >= 0 ? r_y[r] : -(1 << 20);
-            rx[m] = r_x[r];
-            const long long cell = (long long)(bb >= 0 ? bb : 0) * n_i +
-                                   (long long)ry[m] * n_in + rx[m];
-            rbase[m] = cell * stride;
-        }
-        float acc[4][4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                acc[i][j] = 0.0f;
-
-#define G_TC_LOAD(c)                                                                   \
-        do {                                                                           \
-            nz = 0;                                                                    \
-            const int j = (c) * G_BK + (tid & 3) * 4;                                  \
-            const int t = j / KP, kap = j - t * KP;                                    \
-            const bool tok = t < nl;                                                   \
-            const short2 tp = s_tap[tok ? t : nl - 1];                                 \
-            const long long toff = (long long)(tp.x * n_in + tp.y) * stride + kap;     \
-            _Pragma("unroll")                                                          \
-            for (int m = 0; m < MAXA; m++) {                                         \
-                ra[m] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                           \
-                const int iy = ry[m] + tp.x, ix = rx[m] + tp.y;                        \
-                if (tok && m < n_a && tid + m * nth < G_BM * G_BK / 4 &&               \
-                    (unsigned)iy < (unsigned)n_in && (unsigned)ix < (unsigned)n_in)    \
-                    ra[m] = g_patch4(__ldg((const float4 *)(p.in + rbase[m] + toff)),  \
-                                     kap, k_in, nz);                                   \
-            }                                                                          \
-            {                                                                          \
-                const int col = n0 + cb * 4;                                           \
-                const size_t wo = (size_t)((c) * G_BK + jb) * ks + col;                \
-                const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);                  \
-                rwh = col < ks ? __ldg((const float4 *)(p.w_hi + wo)) : z;             \
-                rwl = col < ks ? __ldg((const float4 *)(p.w_lo + wo)) : z;             \
-            }                                                                          \
-        } while (0)
-
-        G_TC_LOAD(0);
-        for (int c = 0; c < p.n_chunks; c++) {
-            const int buf = c & 1;
-#pragma unroll
-            for (int m = 0; m < MAXA; m++) {
-                const int e = tid + m * nth;
-                if (m < n_a && e < G_BM * G_BK / 4) {
-                    const int r = e >> 2, q4 = (e & 3) * 4;
-                    const float v[4] = { ra[m].x, ra[m].y, ra[m].z, ra[m].w };
-#pragma unroll
-                    for (int u = 0; u < 4; u++) {
-                        const uint32_t hi = g_tf32(v[u]);
-                        Ah[buf][q4 + u][r] = hi;
-                        Al[buf][q4 + u][r] = g_tf32(v[u] - __uint_as_float(hi));
-                    }
-                }
-            }
-            Bh[buf][jb][cb] = rwh;
-            Bl[buf][jb][cb] = rwl;
-            const int any = __syncthreads_or(nz);
-            if (c + 1 < p.n_chunks)
-                G_TC_LOAD(c + 1);
-            if (any) {
-                float part[4][4];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        part[i][j] = 0.0f;
-                const float *bh = (const float *)Bh[buf][0], *bl = (const float *)Bl[buf][0];
-#pragma unroll
-                for (int k8 = 0; k8 < G_BK; k8 += 8) {
-                    const int col = 8 * warp + gq;
-                    const uint32_t b_hi[2] = { __float_as_uint(bh[(k8 + tq) * 4 * BNQ + col]),
-                                               __float_as_uint(bh[(k8 + tq + 4) * 4 * BNQ + col]) };
-                    const uint32_t b_lo[2] = { __float_as_uint(bl[(k8 + tq) * 4 * BNQ + col]),
-                                               __float_as_uint(bl[(k8 + tq + 4) * 4 * BNQ + col]) };
-#pragma unroll
-                    for (int mt = 0; mt < 4; mt++) {
-                        const int r0 = 16 * mt + gq;
-                        const uint32_t a_hi[4] = { Ah[buf][k8 + tq][r0], Ah[buf][k8 + tq][r0 + 8],
-                                                   Ah[buf][k8 + tq + 4][r0],
-                                                   Ah[buf][k8 + tq + 4][r0 + 8] };
-                        const uint32_t a_lo[4] = { Al[buf][k8 + tq][r0], Al[buf][k8 + tq][r0 + 8],
-                                                   Al[buf][k8 + tq + 4][r0],
-                                                   Al[buf][k8 + tq + 4][r0 + 8] };
-                        g_mma(part[mt], a_lo, b_hi);
-                        g_mma(part[mt], a_hi, b_lo);
-                        g_mma(part[mt], a_hi, b_hi);
-                    }
-                }
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        acc[i][j] += part[i][j];
-            }
-        }
-#undef G_TC_LOAD
-
-        /* epilogue: lane (gq, tq) of warp w holds, for row block mt, rows
-         * 16 mt + gq (acc 0, 1) and 16 mt + gq + 8 (acc 2, 3), columns
-         * 8 w + 2 tq and + 1 */
-        const int k0 = n0 + 8 * warp + 2 * tq;
-#pragma unroll
-        for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = 16 * mt + gq + 8 * h;
-                const int idx = r_idx[r];
-                if (idx < 0 || k0 >= ks)
-                    continue;
-                const float v2 = p.v2[idx];
-                float val[2];
-                int fired = 0;
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const int k = k0 + j;
-                    val[j] = k < (int)s.k_out
-                                 ? nc_dev_s_finish(acc[mt][2 * h + j], v2, __ldg(s.b + k), s.theta)
-                                 : 0.0f;
-                    fired |= val[j] > 0.0f;
-                }
-                *(float2 *)(p.out + (size_t)idx * ks + k0) = make_float2(val[0], val[1]);
-                if (fired)
-                    r_flag[r] = 1;
-            }
-        __syncthreads();
-        for (int rr = tid; p.occ_out && rr < G_BM; rr += nth)
-            if (r_idx[rr] >= 0 && r_flag[rr])
-                p.occ_out[r_idx[rr]] = 1;
-        __syncthreads();
-    }
-}
-
-/* the weights' TF32 split for gemm_tc_kernel */
-static __global__ void split_kernel(const float *__restrict__ w, float *__restrict__ hi,
-                                    float *__restrict__ lo, size_t n)
-{
-    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    const uint32_t h = g_tf32(w[i]);
-    hi[i] = __uint_as_float(h);
-    lo[i] = __uint_as_float(g_tf32(w[i] - __uint_as_float(h)));
-}
-
 /* ---- 4'. K_in <= 2 (US1 on UG's on/off planes): rows, no shared patch --------
  *
  * The reduction is only 2 n_live long and ks is small, so a tile's patch is
@@ -723,12 +489,8 @@ gemm_k2_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const gemm_ptrs p
  * launch take the same one) */
 typedef void (*gemm_kernel_fn)(nc_gpu_neocog_s_args, gemm_ptrs);
 
-static gemm_kernel_fn gemm_kernel_for(int maxa, int tc)
+static gemm_kernel_fn gemm_kernel_for(int maxa)
 {
-    /* (no tensor-core tile of 128 planes: its double-buffered split
-     * operands pass the 48 KB of static shared memory) */
-    if (tc && maxa > 1)
-        return maxa == 2 ? gemm_tc_kernel<2> : maxa == 4 ? gemm_tc_kernel<4> : gemm_tc_kernel<8>;
     return maxa == 1 ? gemm_kernel<1> : maxa == 2 ? gemm_kernel<2>
            : maxa == 4 ? gemm_kernel<4> : gemm_kernel<8>;
 }
@@ -738,8 +500,6 @@ extern "C" void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g)
     if (!g)
         return;
     cudaFree(g->w);
-    cudaFree(g->w_hi);
-    cudaFree(g->w_lo);
     cudaFree(g->q);
     cudaFree(g->v2);
     cudaFree(g->flag);
@@ -786,7 +546,7 @@ static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
         g->maxa = (G_BM * G_BK / 4 + nth - 1) / nth;
         g->maxa = g->maxa <= 1 ? 1 : g->maxa <= 2 ? 2 : g->maxa <= 4 ? 4 : 8;
         NC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, gemm_kernel_for(g->maxa, 0), nth, 0));
+            &per_sm, gemm_kernel_for(g->maxa), nth, 0));
     }
     g->grid_max = n_sm * (per_sm > 0 ? per_sm : 1);
     return 0;
@@ -858,8 +618,6 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     p.count = g->count;
     p.out = out;
     p.occ_out = occ_out;
-    p.w_hi = g->w_hi;
-    p.w_lo = g->w_lo;
     p.kp = (int)g->kp;
     p.n_chunks = (int)g->n_chunks;
     p.bn = (int)g->bn;
@@ -870,29 +628,7 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
     if (g->path == G_PATH_K2ROW)
         gemm_k2_kernel<<<grid, nth, g->smem, stream>>>(*s, p);
     else
-        gemm_kernel_for(g->maxa, g->tc)<<<grid, nth, 0, stream>>>(*s, p);
+        gemm_kernel_for(g->maxa)<<<grid, nth, 0, stream>>>(*s, p);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
-}
-
-extern "C" int nc_gpu_neocog_gemm_set_tc(nc_gpu_neocog_gemm *g, int on, cudaStream_t stream)
-{
-    if (!g || (on != 0 && on != 1) || (on && (g->path != G_PATH_TILE || g->maxa < 2)))
-        return -EINVAL;
-    if (on && !g->w_hi) {
-        const size_t wn = (size_t)g->n_chunks * G_BK * g->ks;
-        NC_CUDA_CHECK(cudaMalloc((void **)&g->w_hi, wn * sizeof(float)));
-        NC_CUDA_CHECK(cudaMalloc((void **)&g->w_lo, wn * sizeof(float)));
-        split_kernel<<<(unsigned)((wn + 255) / 256), 256, 0, stream>>>(g->w, g->w_hi, g->w_lo,
-                                                                        wn);
-        NC_CUDA_CHECK(cudaGetLastError());
-        NC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    }
-    g->tc = on;
-    return 0;
-}
-
-extern "C" int nc_gpu_neocog_gemm_get_tc(const nc_gpu_neocog_gemm *g)
-{
-    return g ? g->tc : 0;
 }

@@ -44,15 +44,6 @@ int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in,
                                const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                uint32_t batch, cudaStream_t stream);
 
-/* Run the GEMM tile on the tensor cores (on = 1: gemm_tc_kernel, 3xTF32
- * with each 16-step chunk summed apart and added in fp32) or on the FMA
- * pipes (0, the default).  The first call with 1 splits the weights (two
- * more copies, then waits for stream).  -EINVAL where the plan does not use
- * the tile (K_in <= 2, the row kernel) or its tile is 128 planes wide
- * (ks(k_out) >= 128: the split operands would not fit shared memory). */
-int nc_gpu_neocog_gemm_set_tc(nc_gpu_neocog_gemm *g, int on, cudaStream_t stream);
-int nc_gpu_neocog_gemm_get_tc(const nc_gpu_neocog_gemm *g);
-
 #ifdef __cplusplus
 }
 #endif

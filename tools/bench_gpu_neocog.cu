@@ -207,8 +207,7 @@ static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
     else if (t)
         snprintf(buf, n, "warp %u/%u", t, nc_gpu_neocog_get_s_planes_big(e, l));
     else
-        snprintf(buf, n, "%s", !nc_gpu_neocog_stage_uses_gemm(e, l) ? "sparse"
-                               : nc_gpu_neocog_get_gemm_tc(e, l) ? "gemm tc" : "gemm");
+        snprintf(buf, n, "%s", nc_gpu_neocog_stage_uses_gemm(e, l) ? "gemm" : "sparse");
     return buf;
 }
 
@@ -266,24 +265,6 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
             }
             printf("\n");
         }
-    for (uint32_t tc = 0; tc <= 1; tc++) {
-        printf("| GEMM tile on the %s |", tc ? "tensor cores (3xTF32)" : "FMA pipes");
-        for (uint32_t l = 0; l < ns; l++) {
-            work w = { 0, 1 + 2 * (int)l, n };
-            float ms = 0.0f;
-            const uint32_t tc0 = nc_gpu_neocog_get_gemm_tc(e, l), u0 = nc_gpu_neocog_stage_uses_gemm(e, l);
-            if (!u0 || nc_gpu_neocog_set_gemm_tc(e, l, tc) < 0) {
-                printf(" - |");
-                continue;
-            }
-            err = time_work(e, &w, reps, &ms);
-            nc_gpu_neocog_set_gemm_tc(e, l, tc0);
-            if (err < 0)
-                goto out;
-            printf(" %.3f |", ms * 1e3f / n);
-        }
-        printf("\n");
-    }
     for (uint32_t f = 1; f <= 4; f *= 2)
         for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
             printf("| list, %u float4 a lane, %u planes |", f, planes[pi]);

@@ -82,8 +82,6 @@ static uint32_t c_team;
 /* run_case's S-layers through the list kernel: f float4 a lane (0: off),
  * planes a block */
 static uint32_t s_list_f, s_list_planes;
-/* run_case's GEMM variant with its tile on the tensor cores */
-static int gemm_tc;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -328,8 +326,6 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
         else if ((lc->layer - 1) % 2 == 0 && variant == NC_GPU_NEOCOG_GEMM) {
             nc_gpu_neocog_gemm *gm = NULL;
             r = nc_gpu_neocog_gemm_new(&lc->s, batch, 0, &gm);
-            if (r == 0 && gemm_tc)
-                r = nc_gpu_neocog_gemm_set_tc(gm, 1, 0);
             if (r == 0)
                 r = nc_gpu_neocog_gemm_forward(gm, d_in, d_occ_in, d_out, d_occ_out, batch, 0);
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
@@ -664,29 +660,6 @@ static void test_layers(void)
             fprintf(stderr, "  %-3s: warp teams 1/4/16 x 8/16/32/64 planes a block x batches "
                     "1/3/33, taps from the constant bank: %s\n", name[layer],
                     nc_test_failures == before ? "ok" : "FAILED");
-        }
-        /* the GEMM tile on the tensor cores, where the layer's plan has one
-         * that fits (not K_in <= 2, not 128 planes a tile) */
-        if (is_s) {
-            nc_gpu_neocog_gemm *gm = NULL;
-            CHECK_INT_EQ(nc_gpu_neocog_gemm_new(&lc.s, 4, 0, &gm), 0);
-            const int tc_ok = nc_gpu_neocog_gemm_set_tc(gm, 1, 0);
-            CHECK_MSG(tc_ok == 0 || tc_ok == -EINVAL, "%s gemm tc: %d", name[layer], tc_ok);
-            CHECK_INT_EQ(nc_gpu_neocog_gemm_set_tc(gm, 2, 0), -EINVAL);
-            nc_gpu_neocog_gemm_free(gm);
-            if (tc_ok == 0) {
-                before = nc_test_failures;
-                gemm_tc = 1;
-                snprintf(what, sizeof what, "%s gemm tensor cores", name[layer]);
-                for (size_t bi = 0; bi < n_batches; bi++)
-                    run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, batches[bi]);
-                gemm_tc = 0;
-                fprintf(stderr, "  %-3s: GEMM tile on the tensor cores (3xTF32) x %zu batches: %s\n",
-                        name[layer], n_batches, nc_test_failures == before ? "ok" : "FAILED");
-            } else {
-                fprintf(stderr, "  %-3s: no tensor-core GEMM tile for %u planes from %u\n",
-                        name[layer], lc.s.k_out, lc.s.k_in);
-            }
         }
         /* the list kernel: 1, 2 and 4 float4 a lane with 8, 12, 32, 64 and
          * 128 planes a block (12: float4 a lane that reach past the
@@ -1217,28 +1190,6 @@ static void test_engine(void)
             for (uint32_t l = 0; l < net->arch.n_stages; l++)
                 CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0), 0);
         }
-    /* the GEMM tile on the tensor cores wherever the stage has it */
-    {
-        uint32_t n_set = 0;
-        for (uint32_t l = 0; l < net->arch.n_stages; l++) {
-            const int r = nc_gpu_neocog_set_gemm_tc(eng, l, 1);
-            CHECK_MSG(r == 0 || r == -EINVAL, "gemm tc on stage %u: %d", l, r);
-            n_set += r == 0 && nc_gpu_neocog_get_gemm_tc(eng, l) == 1;
-        }
-        static const uint32_t small[] = { 1, 3, 33 };
-        uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
-        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
-        for (uint32_t j = 0; j < n; j++)
-            diff += gpu[j].label != cpu[j].label;
-        CHECK_MSG(diff == 0, "engine gemm, tensor-core tiles: %u labels differ", diff);
-        fprintf(stderr, "  engine gemm with the tensor-core tile on %u stages, on 1/3/33/%u: %u "
-                "labels differ\n", n_set, n, diff);
-        for (uint32_t l = 0; l < net->arch.n_stages; l++) {
-            CHECK_INT_EQ(nc_gpu_neocog_set_gemm_tc(eng, l, 0), 0);
-            CHECK_INT_EQ(nc_gpu_neocog_get_gemm_tc(eng, l), 0);
-        }
-        CHECK_INT_EQ(nc_gpu_neocog_set_gemm_tc(eng, 0, 2), -EINVAL);
-    }
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0), -EINVAL);
@@ -1311,9 +1262,6 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_list_planes_big(eng, 1), nc_gpu_neocog_get_s_list_big(eng, 2),
             nc_gpu_neocog_get_s_list_planes_big(eng, 2), nc_gpu_neocog_get_s_list_big(eng, 3),
             nc_gpu_neocog_get_s_list_planes_big(eng, 3));
-    fprintf(stderr, "  tuned at 64: GEMM tile on the tensor cores %u/%u/%u/%u\n",
-            nc_gpu_neocog_get_gemm_tc(eng, 0), nc_gpu_neocog_get_gemm_tc(eng, 1),
-            nc_gpu_neocog_get_gemm_tc(eng, 2), nc_gpu_neocog_get_gemm_tc(eng, 3));
     fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
             nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
