@@ -906,7 +906,7 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
         /* chunk size at the largest batch, and every variant there */
         printf("\n| chars per pass (chunk) at batch %u | sparse chars/s | gemm chars/s |\n"
                "|---:|---:|---:|\n", max_batch);
-        const uint32_t chunks[] = { 64, 256, 512, 1024 };
+        const uint32_t chunks[] = { 64, 256, 512, 1024, 2048, 4096 };
         for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
             if (nc_gpu_neocog_set_chunk(e, chunks[i]) < 0)
                 continue;
