@@ -69,6 +69,7 @@ struct nc_gpu_neocog {
      * l_cnt/l_q/l_ent[l] (one chunk's, allocated when first set) */
     uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
+    uint32_t s_list_by_char[NC_NEOCOG_MAX_STAGES];     /* its blocks' warps: characters */
     uint16_t *l_cnt[NC_NEOCOG_MAX_STAGES];
     float *l_q[NC_NEOCOG_MAX_STAGES];
     int2 *l_ent[NC_NEOCOG_MAX_STAGES];
@@ -484,7 +485,8 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
                                                  e->act[layer], last ? NULL : e->occ[layer], n,
                                                  e->s_list_big[l],
                                                  e->s_list_planes_big[l] ? e->s_list_planes_big[l]
-                                                                         : 128u, st);
+                                                                         : 128u,
+                                                 e->s_list_by_char[l], st);
             return r;
         }
         if (v == NC_GPU_NEOCOG_GEMM && e->s_warp_big[l])
@@ -1064,9 +1066,10 @@ static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t plan
 
 /* Stage l at n characters under the GEMM variant as tuned so far (the
  * fastest of the GEMM path, the sparse kernel and the warp kernel took
- * `best` ms), against the list kernel with 1, 2 or 4 float4 a lane and
- * 32, 64 or 128 planes a block; the fastest stays (s_list_big, and the
- * warp kernel off where it wins).  Lists that lose are freed. */
+ * `best` ms), against the list kernel with 1, 2 or 4 float4 a lane, 32,
+ * 64 or 128 planes a block and either order of a block's warps; the
+ * fastest stays (s_list_big, and the warp kernel off where it wins).
+ * Lists that lose are freed. */
 static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
 {
     static const uint32_t fs[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 };
@@ -1078,23 +1081,27 @@ static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
         (void)cudaGetLastError();
         return 0;
     }
-    uint32_t bf = 0, bp = 0;
-    for (size_t fi = 0; r == 0 && fi < sizeof fs / sizeof fs[0]; fi++)
-        for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
-            if (!list_ok(e, l, fs[fi], planes[pi]))
-                continue;
-            float ms = 0.0f;
-            e->s_list_big[l] = fs[fi];
-            e->s_list_planes_big[l] = planes[pi];
-            r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &ms);
-            if (r == 0 && ms < best) {
-                best = ms;
-                bf = fs[fi];
-                bp = planes[pi];
+    uint32_t bf = 0, bp = 0, bc = 0;
+    for (uint32_t by_char = 0; r == 0 && by_char <= 1; by_char++)
+        for (size_t fi = 0; r == 0 && fi < sizeof fs / sizeof fs[0]; fi++)
+            for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
+                if (!list_ok(e, l, fs[fi], planes[pi]))
+                    continue;
+                float ms = 0.0f;
+                e->s_list_big[l] = fs[fi];
+                e->s_list_planes_big[l] = planes[pi];
+                e->s_list_by_char[l] = by_char;
+                r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &ms);
+                if (r == 0 && ms < best) {
+                    best = ms;
+                    bf = fs[fi];
+                    bp = planes[pi];
+                    bc = by_char;
+                }
             }
-        }
     e->s_list_big[l] = bf;
     e->s_list_planes_big[l] = bp;
+    e->s_list_by_char[l] = bc;
     if (bf)
         e->s_warp_big[l] = 0;
     else
@@ -1380,9 +1387,9 @@ extern "C" uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *e, uint3
 }
 
 extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t f,
-                                            uint32_t planes)
+                                            uint32_t planes, uint32_t by_char)
 {
-    if (!e || l >= e->n_stages || (f && !list_ok(e, l, f, planes)))
+    if (!e || l >= e->n_stages || (f && !list_ok(e, l, f, planes)) || by_char > 1)
         return -EINVAL;
     if (f) {
         int r = enter(e);
@@ -1400,6 +1407,7 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
     }
     e->s_list_big[l] = f;
     e->s_list_planes_big[l] = planes;
+    e->s_list_by_char[l] = by_char;
     drop_graphs(e);
     return 0;
 }
@@ -1407,6 +1415,11 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
 extern "C" uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *e, uint32_t l)
 {
     return e && l < e->n_stages ? e->s_list_big[l] : 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_s_list_by_char(const nc_gpu_neocog *e, uint32_t l)
+{
+    return e && l < e->n_stages && e->s_list_big[l] ? e->s_list_by_char[l] : 0;
 }
 
 extern "C" uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *e, uint32_t l)

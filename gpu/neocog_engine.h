@@ -204,8 +204,10 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
  * the list kernel of gpu/neocog_list.cuh instead (it takes precedence over
  * the warp kernel above): the stage's input listed position by position,
  * then the S-layer from the lists, with f float4 of planes a lane (1, 2 or
- * 4; 0: off) and `planes` planes a block (a multiple of 4 up to 4096, at
- * most 32 f float4 of the stage's planes; 0: 128).  The first call that
+ * 4; 0: off), `planes` planes a block (a multiple of 4 up to 4096, at
+ * most 32 f float4 of the stage's planes; 0: 128) and a block's warps on
+ * eight characters at one position (by_char 1) or eight positions of one
+ * character (0).  The first call that
  * turns it on for a stage allocates that stage's lists for a chunk (cnt,
  * q and K_in entries an input position); -ENOMEM or a CUDA error there
  * leaves the setting off; turning it off frees them.  -EINVAL for
@@ -213,8 +215,9 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
  * nc_gpu_neocog_tune with GEMM or AUTO times it per stage after the warp
  * kernel and keeps it where it is faster (and frees the lists where not). */
 int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *eng, uint32_t l, uint32_t f,
-                                 uint32_t planes);
+                                 uint32_t planes, uint32_t by_char);
 uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *eng, uint32_t l);
+uint32_t nc_gpu_neocog_get_s_list_by_char(const nc_gpu_neocog *eng, uint32_t l);
 uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus

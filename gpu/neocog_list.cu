@@ -122,7 +122,7 @@ static __global__ void __launch_bounds__(L_WARPS * 32)
 s_list_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const uint16_t *__restrict__ cnt,
               const float *__restrict__ q, const int2 *__restrict__ ent,
               float *__restrict__ out, uint8_t *__restrict__ occ_out, uint32_t pb4,
-              uint32_t Lk)
+              uint32_t Lk, uint32_t by_char, uint32_t batch)
 {
     extern __shared__ float2 l_smem[];      /* [L_WARPS][L_CAP], then the tap table */
     const nc_gpu_neocog_geom &g = s.g;
@@ -132,8 +132,11 @@ s_list_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const uint16_t *__
     const int n_in = g.n_in;
     const uint32_t n_out = (uint32_t)g.n_out, n_i = (uint32_t)(n_in * n_in),
                    n_o = n_out * n_out;
-    const size_t b = blockIdx.z;
-    const uint32_t o = blockIdx.x * L_WARPS + warp;
+    /* a block's warps: L_WARPS positions of one character, or (by_char)
+     * one position of L_WARPS characters, whose windows list many of the
+     * same (tap, plane) pairs, so their weight rows meet in L1 */
+    const size_t b = by_char ? (size_t)blockIdx.z * L_WARPS + warp : blockIdx.z;
+    const uint32_t o = by_char ? blockIdx.x : blockIdx.x * L_WARPS + warp;
     int *tyx = (int *)(l_smem + L_WARPS * L_CAP);
     float *cw = (float *)(tyx + nl);
     const int2 *gt = (const int2 *)g.taps;
@@ -143,7 +146,7 @@ s_list_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const uint16_t *__
     }
     nc_dev_pdl_trigger();
     nc_dev_pdl_wait();
-    if (o >= n_o)
+    if (o >= n_o || b >= batch)
         return;                                 /* whole warps */
     /* lane roles: group eg of Ge takes every Ge-th entry, its lane ql
      * owns float4 c0 + ql + f Lk of the planes */
@@ -262,7 +265,8 @@ s_list_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const uint16_t *__
 extern "C" int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *cnt,
                                             const float *q, const int2 *ent, float *out,
                                             uint8_t *occ_out, uint32_t batch, uint32_t f,
-                                            uint32_t planes, cudaStream_t stream)
+                                            uint32_t planes, uint32_t by_char,
+                                            cudaStream_t stream)
 {
     if (!s || !cnt || !q || !ent || !out || batch < 1 || s->k_in < 1 || s->k_in > 0xffffu ||
         s->k_out < 1 || s->k_out > NC_NEOCOG_MAX_PLANES || !s->a || !s->b ||
@@ -272,7 +276,8 @@ extern "C" int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const
     if (((uintptr_t)s->a & 15) != 0 || ((uintptr_t)s->b & 15) != 0 ||
         ((uintptr_t)out & 15) != 0)
         return -EINVAL;
-    if ((f != 1 && f != 2 && f != 4) || planes < 4 || planes > 4096 || planes % 4 != 0)
+    if ((f != 1 && f != 2 && f != 4) || planes < 4 || planes > 4096 || planes % 4 != 0 ||
+        by_char > 1)
         return -EINVAL;
     const uint32_t ks4 = nc_dev_kstride(s->k_out) / 4u, nl = (uint32_t)s->g.n_live;
     /* weight offsets travel as 32-bit integers */
@@ -283,9 +288,10 @@ extern "C" int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const
     if (Lk > 32u)
         return -EINVAL;                         /* a block's planes must fit a warp */
     const uint32_t n_o = (uint32_t)(s->g.n_out * s->g.n_out);
-    const size_t n_blocks = (n_o + L_WARPS - 1) / L_WARPS;
+    const size_t n_blocks = by_char ? n_o : (n_o + L_WARPS - 1) / L_WARPS;
+    const uint32_t n_z = by_char ? (batch + L_WARPS - 1) / L_WARPS : batch;
     const uint32_t n_kc = (ks4 + pb4 - 1) / pb4;
-    if (n_blocks > 0x7fffffffu || n_kc > 65535u || batch > 65535u)
+    if (n_blocks > 0x7fffffffu || n_kc > 65535u || n_z > 65535u)
         return -E2BIG;
     const size_t smem = (size_t)L_WARPS * L_CAP * sizeof(float2) +
                         (s->g.taps ? 0 : (size_t)nl * 2u * sizeof(int));
@@ -295,7 +301,8 @@ extern "C" int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const
         return r;
     if (occ_out && n_kc > 1)
         NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_o, stream));
-    NC_CUDA_CHECK(nc_dev_launch(kern, dim3((unsigned)n_blocks, n_kc, batch), dim3(L_WARPS * 32u),
-                                smem, stream, batch, *s, cnt, q, ent, out, occ_out, pb4, Lk));
+    NC_CUDA_CHECK(nc_dev_launch(kern, dim3((unsigned)n_blocks, n_kc, n_z), dim3(L_WARPS * 32u),
+                                smem, stream, batch, *s, cnt, q, ent, out, occ_out, pb4, Lk,
+                                by_char, batch));
     return 0;
 }

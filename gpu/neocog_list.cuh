@@ -55,15 +55,17 @@ int nc_gpu_neocog_list_build(const float *in, const uint8_t *occ, size_t n_pos, 
  * n_live * ks(k_out) / 4), into out and occ_out (may be NULL) as
  * nc_gpu_neocog_s_forward writes them.  f: float4 of planes a lane
  * (1, 2 or 4); planes: planes a block (a multiple of 4 from 4 to 4096;
- * more than one block of planes: the occupancy map is cleared first).
- * Step-1 layers only (every S-layer).  s->a, s->b and out 16-byte
+ * more than one block of planes: the occupancy map is cleared first);
+ * by_char: a block's eight warps take one position of eight characters
+ * (1) or eight positions of one character (0).  Step-1 layers only (every
+ * S-layer).  s->a, s->b and out 16-byte
  * aligned.  Returns 0 or a negative errno (-EINVAL for bad arguments,
  * -E2BIG for a grid past the device's); the launch is checked, not waited
  * for. */
 int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *cnt,
                                  const float *q, const int2 *ent, float *out,
                                  uint8_t *occ_out, uint32_t batch, uint32_t f,
-                                 uint32_t planes, cudaStream_t stream);
+                                 uint32_t planes, uint32_t by_char, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

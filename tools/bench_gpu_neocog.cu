@@ -197,13 +197,15 @@ static void layer_columns(const char *lead, const char *rule, const char *name, 
 
 /* What the GEMM variant runs at stage l: "gemm", "sparse", the kernel
  * by teams of warps as "warp T/P" (team, planes a block) or the list
- * kernel as "list F/P" (float4 a lane, planes a block). */
+ * kernel as "list F/P" (float4 a lane, planes a block; "/c": a block's
+ * warps on characters, not positions). */
 static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
 {
     const uint32_t t = nc_gpu_neocog_get_s_warp_big(e, l);
     if (nc_gpu_neocog_get_s_list_big(e, l))
-        snprintf(buf, n, "list %u/%u", nc_gpu_neocog_get_s_list_big(e, l),
-                 nc_gpu_neocog_get_s_list_planes_big(e, l));
+        snprintf(buf, n, "list %u/%u%s", nc_gpu_neocog_get_s_list_big(e, l),
+                 nc_gpu_neocog_get_s_list_planes_big(e, l),
+                 nc_gpu_neocog_get_s_list_by_char(e, l) ? "/c" : "");
     else if (t)
         snprintf(buf, n, "warp %u/%u", t, nc_gpu_neocog_get_s_planes_big(e, l));
     else
@@ -215,7 +217,8 @@ static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
  * kernel by teams of warps instead (nc_gpu_neocog_set_s_warp_big), teams
  * of 1 / 2 / 4 and 32 / 64 / 128 planes a block, and the list kernel
  * (nc_gpu_neocog_set_s_list_big: its list building included), 1 / 2 / 4
- * float4 a lane and 32 / 64 / 128 planes a block ("-" where it refuses),
+ * float4 a lane, 32 / 64 / 128 planes a block and a block's warps on
+ * positions or on characters ("-" where it refuses),
  * against the GEMM path or the sparse kernel as tuned, in the same run; us
  * per character.  The tuned settings are put back. */
 static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps)
@@ -223,7 +226,7 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
     static const uint32_t teams[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 };
     const uint32_t ns = net->arch.n_stages;
     uint32_t t0[NC_NEOCOG_MAX_STAGES], p0[NC_NEOCOG_MAX_STAGES];
-    uint32_t f0[NC_NEOCOG_MAX_STAGES], q0[NC_NEOCOG_MAX_STAGES];
+    uint32_t f0[NC_NEOCOG_MAX_STAGES], q0[NC_NEOCOG_MAX_STAGES], c0[NC_NEOCOG_MAX_STAGES];
     char buf[32];
     int err;
     if ((err = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_GEMM)) < 0 ||
@@ -238,8 +241,9 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
         p0[l] = nc_gpu_neocog_get_s_planes_big(e, l);
         f0[l] = nc_gpu_neocog_get_s_list_big(e, l);
         q0[l] = nc_gpu_neocog_get_s_list_planes_big(e, l);
+        c0[l] = nc_gpu_neocog_get_s_list_by_char(e, l);
         nc_gpu_neocog_set_s_warp_big(e, l, 0, 0);
-        nc_gpu_neocog_set_s_list_big(e, l, 0, 0);
+        nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
     }
     for (uint32_t l = 0; l < ns; l++) {
         work w = { 0, 1 + 2 * (int)l, n };
@@ -265,20 +269,22 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
             }
             printf("\n");
         }
+    for (uint32_t c = 0; c <= 1; c++)
     for (uint32_t f = 1; f <= 4; f *= 2)
         for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
-            printf("| list, %u float4 a lane, %u planes |", f, planes[pi]);
+            printf("| list, %u float4 a lane, %u planes, %s a block |", f, planes[pi],
+                   c ? "characters" : "positions");
             for (uint32_t l = 0; l < ns; l++) {
                 work w = { 0, 1 + 2 * (int)l, n };
                 float ms = 0.0f;
-                if ((err = nc_gpu_neocog_set_s_list_big(e, l, f, planes[pi])) == -EINVAL) {
+                if ((err = nc_gpu_neocog_set_s_list_big(e, l, f, planes[pi], c)) == -EINVAL) {
                     printf(" - |");
                     continue;
                 }
                 if (err < 0)
                     goto out;
                 err = time_work(e, &w, reps, &ms);
-                nc_gpu_neocog_set_s_list_big(e, l, 0, 0);
+                nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
                 if (err < 0)
                     goto out;
                 printf(" %.3f |", ms * 1e3f / n);
@@ -289,7 +295,7 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
 out:
     for (uint32_t l = 0; l < ns; l++) {
         nc_gpu_neocog_set_s_warp_big(e, l, t0[l], p0[l]);
-        nc_gpu_neocog_set_s_list_big(e, l, f0[l], q0[l]);
+        nc_gpu_neocog_set_s_list_big(e, l, f0[l], q0[l], c0[l]);
     }
     return err;
 }

@@ -81,7 +81,7 @@ static uint32_t s_warp_planes;
 static uint32_t c_team;
 /* run_case's S-layers through the list kernel: f float4 a lane (0: off),
  * planes a block */
-static uint32_t s_list_f, s_list_planes;
+static uint32_t s_list_f, s_list_planes, s_list_by_char;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -268,7 +268,7 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
                   "%s batch %u: lists differ from core's: %zu counts, %zu entry words, %zu sums",
                   tag, batch, bad_cnt, bad_ent, bad_q);
         r = nc_gpu_neocog_s_forward_list(&lc->s, d_cnt, d_q, d_ent, d_out, d_occ_out, batch,
-                                         s_list_f, s_list_planes, 0);
+                                         s_list_f, s_list_planes, s_list_by_char, 0);
     }
     CUDA_OK(cudaDeviceSynchronize());
     cudaFree(d_cnt);
@@ -672,13 +672,16 @@ static void test_layers(void)
             int n_set = 0;
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
                                                       (const int2 *)d_a[0], d_a[0], NULL, 1, 3,
-                                                      32, 0), -EINVAL);
+                                                      32, 0, 0), -EINVAL);
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
                                                       (const int2 *)d_a[0], d_a[0], NULL, 1, 1,
-                                                      30, 0), -EINVAL);
+                                                      30, 0, 0), -EINVAL);
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
                                                       (const int2 *)d_a[0], d_a[0], NULL, 1, 1,
-                                                      4100, 0), -EINVAL);
+                                                      4100, 0, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_list(&lc.s, (const uint16_t *)d_a[0], d_a[0],
+                                                      (const int2 *)d_a[0], d_a[0], NULL, 1, 1,
+                                                      32, 2, 0), -EINVAL);
             int32_t *d_taps = upload_taps(&lc.s.g);
             REQUIRE(d_taps != NULL);
             for (size_t i = 0; i < NC_ARRAY_LEN(fs); i++)
@@ -688,18 +691,22 @@ static void test_layers(void)
                         continue;
                     s_list_f = fs[i];
                     s_list_planes = planes[j];
+                    s_list_by_char = (uint32_t)(n_set / 2) % 2;
                     lc.s.g.taps = n_set++ % 2 ? d_taps : NULL;
-                    snprintf(what, sizeof what, "%s list f %u, %u planes a block%s", name[layer],
-                             s_list_f, s_list_planes, lc.s.g.taps ? ", device taps" : "");
+                    snprintf(what, sizeof what, "%s list f %u, %u planes a block, %s%s",
+                             name[layer], s_list_f, s_list_planes,
+                             s_list_by_char ? "characters a block" : "positions a block",
+                             lc.s.g.taps ? ", device taps" : "");
                     for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
                         run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, sb[bi]);
                 }
             lc.s.g.taps = NULL;
             cudaFree(d_taps);
-            s_list_f = s_list_planes = 0;
-            fprintf(stderr, "  %-3s: list kernel, f 1/2/4 x 8/12/32/64/128 planes a block "
-                    "(%d settings) x batches 1/3/33/200, lists as core's: %s\n", name[layer],
-                    n_set, nc_test_failures == before ? "ok" : "FAILED");
+            s_list_f = s_list_planes = s_list_by_char = 0;
+            fprintf(stderr, "  %-3s: list kernel, f 1/2/4 x 8/12/32/64/128 planes a block, "
+                    "positions or characters a block (%d settings) x batches 1/3/33/200, lists "
+                    "as core's: %s\n", name[layer], n_set,
+                    nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the WARP C kernel's team sizes (the default is in the kinds'
          * loop above, taps from the constant bank; here from a device
@@ -1171,10 +1178,12 @@ static void test_engine(void)
                 const uint32_t ks4 = nc_neocog_kstride(net->n_planes[l]) / 4,
                                pb4 = planes / 4 < ks4 ? planes / 4 : ks4;
                 const int want = (pb4 + f - 1) / f <= 32 ? 0 : -EINVAL;
-                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, f, planes), want);
+                const uint32_t by_char = planes == 128;
+                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, f, planes, by_char), want);
                 if (want == 0) {
                     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, l), f);
                     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_planes_big(eng, l), planes);
+                    CHECK_INT_EQ(nc_gpu_neocog_get_s_list_by_char(eng, l), by_char);
                     n_set++;
                 }
             }
@@ -1188,11 +1197,12 @@ static void test_engine(void)
             fprintf(stderr, "  engine gemm with the list kernel, f %u, %u planes a block on %u "
                     "stages, on 1/3/33/%u: %u labels differ\n", f, planes, n_set, n, diff);
             for (uint32_t l = 0; l < net->arch.n_stages; l++)
-                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0), 0);
+                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
         }
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0), -EINVAL);
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30), -EINVAL);
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 0, 2), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, 0), 0);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 3, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 1, 48), -EINVAL);
@@ -1257,11 +1267,13 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_planes_big(eng, 2), nc_gpu_neocog_get_s_warp_big(eng, 3),
             nc_gpu_neocog_get_s_planes_big(eng, 3));
     fprintf(stderr, "  tuned at 64: list kernel f / planes where GEMM runs %u/%u %u/%u %u/%u "
-            "%u/%u\n", nc_gpu_neocog_get_s_list_big(eng, 0),
+            "%u/%u (characters a block: %u%u%u%u)\n", nc_gpu_neocog_get_s_list_big(eng, 0),
             nc_gpu_neocog_get_s_list_planes_big(eng, 0), nc_gpu_neocog_get_s_list_big(eng, 1),
             nc_gpu_neocog_get_s_list_planes_big(eng, 1), nc_gpu_neocog_get_s_list_big(eng, 2),
             nc_gpu_neocog_get_s_list_planes_big(eng, 2), nc_gpu_neocog_get_s_list_big(eng, 3),
-            nc_gpu_neocog_get_s_list_planes_big(eng, 3));
+            nc_gpu_neocog_get_s_list_planes_big(eng, 3), nc_gpu_neocog_get_s_list_by_char(eng, 0),
+            nc_gpu_neocog_get_s_list_by_char(eng, 1), nc_gpu_neocog_get_s_list_by_char(eng, 2),
+            nc_gpu_neocog_get_s_list_by_char(eng, 3));
     fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
             nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
