@@ -1032,18 +1032,6 @@ static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float path, f
     return r;
 }
 
-/* Stage l's lists for a chunk, where it has none yet */
-static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
-{
-    if (e->l_ent[l])
-        return 0;
-    const size_t ni = e->layer_size[2 * l], n_pos = (size_t)e->chunk_cap * ni * ni;
-    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
-    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
-    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
-    return 0;
-}
-
 static void lists_free(nc_gpu_neocog *e, uint32_t l)
 {
     cudaFree(e->l_cnt[l]);
@@ -1054,14 +1042,34 @@ static void lists_free(nc_gpu_neocog *e, uint32_t l)
     e->l_ent[l] = NULL;
 }
 
+static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
+{
+    const size_t ni = e->layer_size[2 * l], n_pos = (size_t)e->chunk_cap * ni * ni;
+    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
+    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
+    return 0;
+}
+
+/* Stage l's lists for a chunk, where it has none yet.  A failure frees
+ * what was allocated and clears the (not sticky) allocation error. */
+static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
+{
+    if (e->l_ent[l])
+        return 0;
+    const int r = lists_try_alloc(e, l);
+    if (r < 0) {
+        lists_free(e, l);
+        (void)cudaGetLastError();
+    }
+    return r;
+}
+
 /* 1 when the list kernel takes f float4 a lane and `planes` planes a
  * block (0: 128) on stage l's planes */
 static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t planes)
 {
-    const uint32_t ks4 = nc_neocog_kstride(e->s[l].k_out) / 4u;
-    const uint32_t p4 = planes ? planes / 4u : 32u, pb4 = p4 < ks4 ? p4 : ks4;
-    return (f == 1 || f == 2 || f == 4) && (planes == 0 || (planes % 4 == 0 && planes <= 4096)) &&
-           (pb4 + f - 1) / f <= 32u;
+    return nc_gpu_neocog_s_list_check(&e->s[l], f, planes ? planes : 128u) == 0;
 }
 
 /* Stage l at n characters under the GEMM variant as tuned so far (the
@@ -1076,11 +1084,8 @@ static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
     const int layer = 1 + 2 * (int)l;
     e->s_list_big[l] = 0;
     int r = lists_alloc(e, l);
-    if (r == -ENOMEM || r == -EIO) {   /* no room for the lists: keep what we have */
-        lists_free(e, l);
-        (void)cudaGetLastError();
+    if (r == -ENOMEM || r == -EIO)      /* no room for the lists: keep what we have */
         return 0;
-    }
     uint32_t bf = 0, bp = 0, bc = 0;
     for (uint32_t by_char = 0; r == 0 && by_char <= 1; by_char++)
         for (size_t fi = 0; r == 0 && fi < sizeof fs / sizeof fs[0]; fi++)
@@ -1395,11 +1400,8 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
         int r = enter(e);
         if (r == 0)
             r = lists_alloc(e, l);
-        if (r < 0) {
-            lists_free(e, l);
-            (void)cudaGetLastError();   /* an allocation's failure is not sticky */
+        if (r < 0)
             return r;
-        }
     } else {
         if (e->run)
             cudaStreamSynchronize(e->run);      /* no kernel may still read them */

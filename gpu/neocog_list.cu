@@ -262,6 +262,21 @@ s_list_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const uint16_t *__
         occ_out[row] = (uint8_t)any;
 }
 
+extern "C" int nc_gpu_neocog_s_list_check(const nc_gpu_neocog_s_args *s, uint32_t f,
+                                          uint32_t planes)
+{
+    if (!s || s->k_out < 1 || (f != 1 && f != 2 && f != 4) || planes < 4 || planes > 4096 ||
+        planes % 4 != 0)
+        return -EINVAL;
+    const uint32_t ks4 = nc_dev_kstride(s->k_out) / 4u, nl = (uint32_t)s->g.n_live;
+    /* weight offsets travel as 32-bit integers */
+    if ((uint64_t)s->k_in * nl * ks4 >= 0x7fffffffu)
+        return -EINVAL;
+    const uint32_t pb4 = planes / 4u < ks4 ? planes / 4u : ks4;
+    /* a block's planes must fit a warp: Lk = ceil(pb4 / f) lanes */
+    return (pb4 + f - 1) / f > 32u ? -EINVAL : 0;
+}
+
 extern "C" int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *cnt,
                                             const float *q, const int2 *ent, float *out,
                                             uint8_t *occ_out, uint32_t batch, uint32_t f,
@@ -276,17 +291,11 @@ extern "C" int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const
     if (((uintptr_t)s->a & 15) != 0 || ((uintptr_t)s->b & 15) != 0 ||
         ((uintptr_t)out & 15) != 0)
         return -EINVAL;
-    if ((f != 1 && f != 2 && f != 4) || planes < 4 || planes > 4096 || planes % 4 != 0 ||
-        by_char > 1)
+    if (by_char > 1 || nc_gpu_neocog_s_list_check(s, f, planes) < 0)
         return -EINVAL;
     const uint32_t ks4 = nc_dev_kstride(s->k_out) / 4u, nl = (uint32_t)s->g.n_live;
-    /* weight offsets travel as 32-bit integers */
-    if ((uint64_t)s->k_in * nl * ks4 >= 0x7fffffffu)
-        return -EINVAL;
     const uint32_t pb4 = planes / 4u < ks4 ? planes / 4u : ks4;
     const uint32_t Lk = (pb4 + f - 1) / f;
-    if (Lk > 32u)
-        return -EINVAL;                         /* a block's planes must fit a warp */
     const uint32_t n_o = (uint32_t)(s->g.n_out * s->g.n_out);
     const size_t n_blocks = by_char ? n_o : (n_o + L_WARPS - 1) / L_WARPS;
     const uint32_t n_z = by_char ? (batch + L_WARPS - 1) / L_WARPS : batch;

@@ -62,6 +62,10 @@ int nc_gpu_neocog_list_build(const float *in, const uint8_t *occ, size_t n_pos, 
  * aligned.  Returns 0 or a negative errno (-EINVAL for bad arguments,
  * -E2BIG for a grid past the device's); the launch is checked, not waited
  * for. */
+/* 0 when nc_gpu_neocog_s_forward_list takes f float4 a lane and `planes`
+ * planes a block on s's planes (Lk = ceil(min(planes, ks) / 4 / f) lanes at
+ * most 32, weight offsets within int32), -EINVAL otherwise. */
+int nc_gpu_neocog_s_list_check(const nc_gpu_neocog_s_args *s, uint32_t f, uint32_t planes);
 int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *cnt,
                                  const float *q, const int2 *ent, float *out,
                                  uint8_t *occ_out, uint32_t batch, uint32_t f,

@@ -270,27 +270,28 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
             printf("\n");
         }
     for (uint32_t c = 0; c <= 1; c++)
-    for (uint32_t f = 1; f <= 4; f *= 2)
-        for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
-            printf("| list, %u float4 a lane, %u planes, %s a block |", f, planes[pi],
-                   c ? "characters" : "positions");
-            for (uint32_t l = 0; l < ns; l++) {
-                work w = { 0, 1 + 2 * (int)l, n };
-                float ms = 0.0f;
-                if ((err = nc_gpu_neocog_set_s_list_big(e, l, f, planes[pi], c)) == -EINVAL) {
-                    printf(" - |");
-                    continue;
+        for (uint32_t f = 1; f <= 4; f *= 2)
+            for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
+                printf("| list, %u float4 a lane, %u planes, %s a block |", f, planes[pi],
+                       c ? "characters" : "positions");
+                for (uint32_t l = 0; l < ns; l++) {
+                    work w = { 0, 1 + 2 * (int)l, n };
+                    float ms = 0.0f;
+                    err = nc_gpu_neocog_set_s_list_big(e, l, f, planes[pi], c);
+                    if (err == -EINVAL) {
+                        printf(" - |");
+                        continue;
+                    }
+                    if (err < 0)
+                        goto out;
+                    err = time_work(e, &w, reps, &ms);
+                    nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
+                    if (err < 0)
+                        goto out;
+                    printf(" %.3f |", ms * 1e3f / n);
                 }
-                if (err < 0)
-                    goto out;
-                err = time_work(e, &w, reps, &ms);
-                nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
-                if (err < 0)
-                    goto out;
-                printf(" %.3f |", ms * 1e3f / n);
+                printf("\n");
             }
-            printf("\n");
-        }
     err = 0;
 out:
     for (uint32_t l = 0; l < ns; l++) {
