@@ -65,14 +65,18 @@ struct nc_gpu_neocog {
     uint32_t s_planes_big[NC_NEOCOG_MAX_STAGES];
     /* and before that: the list kernel (gpu/neocog_list.cuh) with
      * s_list_big[l] float4 a lane and s_list_planes_big[l] planes a block,
-     * when s_list_big[l] is not 0, from the lists of the stage's input in
-     * l_cnt/l_q/l_ent[l] (one chunk's, allocated when first set) */
+     * when s_list_big[l] is not 0, its blocks' warps in s_list_order[l]
+     * (NC_GPU_NEOCOG_LIST_*; the row kernel for NC_GPU_NEOCOG_LIST_ROWS,
+     * s_list_big[l] warps a block, its weights in l_wpad[l]), from the
+     * lists of the stage's input in l_cnt/l_q/l_ent[l] (one chunk's,
+     * allocated when first set) */
     uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
-    uint32_t s_list_by_char[NC_NEOCOG_MAX_STAGES];     /* its blocks' warps: characters */
+    uint32_t s_list_order[NC_NEOCOG_MAX_STAGES];
     uint16_t *l_cnt[NC_NEOCOG_MAX_STAGES];
     float *l_q[NC_NEOCOG_MAX_STAGES];
     int2 *l_ent[NC_NEOCOG_MAX_STAGES];
+    float *l_wpad[NC_NEOCOG_MAX_STAGES];
     /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
      * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
@@ -155,6 +159,7 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
         cudaFree(e->l_cnt[l]);
         cudaFree(e->l_q[l]);
         cudaFree(e->l_ent[l]);
+        cudaFree(e->l_wpad[l]);
     }
     nc_gpu_neocog_iv_free(e->iv);
     cudaFree(e->d_weights);
@@ -459,10 +464,12 @@ static int s_fits(nc_gpu_neocog *e, int v, uint32_t l)
 }
 
 /* The list kernel's weight offset of one input plane: its rows of a are
- * n_live rows of ks(k_out) / 4 float4 apart */
-static uint32_t list_mul(const nc_gpu_neocog_s_args *s)
+ * n_live rows of ks(k_out) / 4 float4 apart; the row kernel takes the
+ * plane itself */
+static uint32_t list_mul(const nc_gpu_neocog_s_args *s, uint32_t order)
 {
-    return (uint32_t)s->g.n_live * (nc_neocog_kstride(s->k_out) / 4u);
+    return order == NC_GPU_NEOCOG_LIST_ROWS
+               ? 1u : (uint32_t)s->g.n_live * (nc_neocog_kstride(s->k_out) / 4u);
 }
 
 static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float *in,
@@ -476,17 +483,23 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
         if (v == NC_GPU_NEOCOG_GEMM && e->s_list_big[l]) {
             const nc_gpu_neocog_s_args *s = &e->s[l];
             const uint32_t ni = e->layer_size[layer - 1];
+            const uint32_t order = e->s_list_order[l];
             int r = nc_gpu_neocog_list_build(e->act[layer - 1], e->occ[layer - 1],
                                              (size_t)ni * ni, s->k_in,
-                                             e->layer_stride[layer - 1], list_mul(s),
+                                             e->layer_stride[layer - 1], list_mul(s, order),
                                              e->l_cnt[l], e->l_q[l], e->l_ent[l], n, st);
-            if (r == 0)
+            if (r == 0 && order == NC_GPU_NEOCOG_LIST_ROWS)
+                r = nc_gpu_neocog_s_forward_rows(s, e->l_wpad[l], e->l_cnt[l], e->l_q[l],
+                                                 e->l_ent[l], e->act[layer],
+                                                 last ? NULL : e->occ[layer], n,
+                                                 e->s_list_big[l], st);
+            else if (r == 0)
                 r = nc_gpu_neocog_s_forward_list(s, e->l_cnt[l], e->l_q[l], e->l_ent[l],
                                                  e->act[layer], last ? NULL : e->occ[layer], n,
                                                  e->s_list_big[l],
                                                  e->s_list_planes_big[l] ? e->s_list_planes_big[l]
                                                                          : 128u,
-                                                 e->s_list_by_char[l], st);
+                                                 order, st);
             return r;
         }
         if (v == NC_GPU_NEOCOG_GEMM && e->s_warp_big[l])
@@ -1037,9 +1050,11 @@ static void lists_free(nc_gpu_neocog *e, uint32_t l)
     cudaFree(e->l_cnt[l]);
     cudaFree(e->l_q[l]);
     cudaFree(e->l_ent[l]);
+    cudaFree(e->l_wpad[l]);
     e->l_cnt[l] = NULL;
     e->l_q[l] = NULL;
     e->l_ent[l] = NULL;
+    e->l_wpad[l] = NULL;
 }
 
 static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
@@ -1048,6 +1063,15 @@ static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
+    /* the row kernel's weights, where it takes the stage */
+    if (nc_gpu_neocog_s_rows_check(&e->s[l]) == 0) {
+        NC_CUDA_CHECK(cudaMalloc((void **)&e->l_wpad[l],
+                                 nc_gpu_neocog_s_rows_wfloats(&e->s[l]) * sizeof(float)));
+        int r = nc_gpu_neocog_s_rows_weights(&e->s[l], e->l_wpad[l], e->run);
+        if (r < 0)
+            return r;
+        NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    }
     return 0;
 }
 
@@ -1066,47 +1090,58 @@ static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
 }
 
 /* 1 when the list kernel takes f float4 a lane and `planes` planes a
- * block (0: 128) on stage l's planes */
-static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t planes)
+ * block (0: 128) on stage l's planes in that order of its blocks' warps,
+ * or (order NC_GPU_NEOCOG_LIST_ROWS) the row kernel f warps a block */
+static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t planes,
+                   uint32_t order)
 {
-    return nc_gpu_neocog_s_list_check(&e->s[l], f, planes ? planes : 128u) == 0;
+    if (order == NC_GPU_NEOCOG_LIST_ROWS)
+        return (f == 4 || f == 8 || f == 16) && nc_gpu_neocog_s_rows_check(&e->s[l]) == 0;
+    return order <= NC_GPU_NEOCOG_LIST_CHARS &&
+           nc_gpu_neocog_s_list_check(&e->s[l], f, planes ? planes : 128u) == 0;
 }
 
 /* Stage l at n characters under the GEMM variant as tuned so far (the
  * fastest of the GEMM path, the sparse kernel and the warp kernel took
  * `best` ms), against the list kernel with 1, 2 or 4 float4 a lane, 32,
- * 64 or 128 planes a block and either order of a block's warps; the
- * fastest stays (s_list_big, and the warp kernel off where it wins).
- * Lists that lose are freed. */
+ * 64 or 128 planes a block and either order of a block's warps, and the
+ * row kernel with 4, 8 or 16 warps a block; the fastest stays
+ * (s_list_big, and the warp kernel off where it wins).  Lists that lose
+ * are freed. */
 static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
 {
-    static const uint32_t fs[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 };
+    static const uint32_t fs[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 },
+                          warps[] = { 4, 8, 16 };
     const int layer = 1 + 2 * (int)l;
     e->s_list_big[l] = 0;
     int r = lists_alloc(e, l);
     if (r == -ENOMEM || r == -EIO)      /* no room for the lists: keep what we have */
         return 0;
-    uint32_t bf = 0, bp = 0, bc = 0;
-    for (uint32_t by_char = 0; r == 0 && by_char <= 1; by_char++)
-        for (size_t fi = 0; r == 0 && fi < sizeof fs / sizeof fs[0]; fi++)
-            for (size_t pi = 0; r == 0 && pi < sizeof planes / sizeof planes[0]; pi++) {
-                if (!list_ok(e, l, fs[fi], planes[pi]))
+    uint32_t bf = 0, bp = 0, bo = 0;
+    for (uint32_t order = 0; r == 0 && order <= NC_GPU_NEOCOG_LIST_ROWS; order++) {
+        const int rows = order == NC_GPU_NEOCOG_LIST_ROWS;
+        const size_t n_f = rows ? 3 : sizeof fs / sizeof fs[0], n_p = rows ? 1 : 3;
+        for (size_t fi = 0; r == 0 && fi < n_f; fi++)
+            for (size_t pi = 0; r == 0 && pi < n_p; pi++) {
+                const uint32_t f = rows ? warps[fi] : fs[fi], p = rows ? 0 : planes[pi];
+                if (!list_ok(e, l, f, p, order))
                     continue;
                 float ms = 0.0f;
-                e->s_list_big[l] = fs[fi];
-                e->s_list_planes_big[l] = planes[pi];
-                e->s_list_by_char[l] = by_char;
+                e->s_list_big[l] = f;
+                e->s_list_planes_big[l] = p;
+                e->s_list_order[l] = order;
                 r = time_s(e, NC_GPU_NEOCOG_GEMM, layer, n, 3, &ms);
                 if (r == 0 && ms < best) {
                     best = ms;
-                    bf = fs[fi];
-                    bp = planes[pi];
-                    bc = by_char;
+                    bf = f;
+                    bp = p;
+                    bo = order;
                 }
             }
+    }
     e->s_list_big[l] = bf;
     e->s_list_planes_big[l] = bp;
-    e->s_list_by_char[l] = bc;
+    e->s_list_order[l] = bo;
     if (bf)
         e->s_warp_big[l] = 0;
     else
@@ -1392,9 +1427,10 @@ extern "C" uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *e, uint3
 }
 
 extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t f,
-                                            uint32_t planes, uint32_t by_char)
+                                            uint32_t planes, uint32_t order)
 {
-    if (!e || l >= e->n_stages || (f && !list_ok(e, l, f, planes)) || by_char > 1)
+    if (!e || l >= e->n_stages || (f && !list_ok(e, l, f, planes, order)) ||
+        order > NC_GPU_NEOCOG_LIST_ROWS)
         return -EINVAL;
     if (f) {
         int r = enter(e);
@@ -1409,7 +1445,7 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
     }
     e->s_list_big[l] = f;
     e->s_list_planes_big[l] = planes;
-    e->s_list_by_char[l] = by_char;
+    e->s_list_order[l] = order;
     drop_graphs(e);
     return 0;
 }
@@ -1419,14 +1455,15 @@ extern "C" uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *e, uint32_
     return e && l < e->n_stages ? e->s_list_big[l] : 0;
 }
 
-extern "C" uint32_t nc_gpu_neocog_get_s_list_by_char(const nc_gpu_neocog *e, uint32_t l)
+extern "C" uint32_t nc_gpu_neocog_get_s_list_order(const nc_gpu_neocog *e, uint32_t l)
 {
-    return e && l < e->n_stages && e->s_list_big[l] ? e->s_list_by_char[l] : 0;
+    return e && l < e->n_stages && e->s_list_big[l] ? e->s_list_order[l] : 0;
 }
 
 extern "C" uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *e, uint32_t l)
 {
-    return e && l < e->n_stages && e->s_list_big[l]
+    return e && l < e->n_stages && e->s_list_big[l] &&
+                   e->s_list_order[l] != NC_GPU_NEOCOG_LIST_ROWS
                ? (e->s_list_planes_big[l] ? e->s_list_planes_big[l] : 128u) : 0;
 }
 

@@ -203,21 +203,29 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 /* Where the GEMM variant (and AUTO from its threshold) runs stage l, run
  * the list kernel of gpu/neocog_list.cuh instead (it takes precedence over
  * the warp kernel above): the stage's input listed position by position,
- * then the S-layer from the lists, with f float4 of planes a lane (1, 2 or
- * 4; 0: off), `planes` planes a block (a multiple of 4 up to 4096, at
- * most 32 f float4 of the stage's planes; 0: 128) and a block's warps on
- * eight characters at one position (by_char 1) or eight positions of one
- * character (0).  The first call that
- * turns it on for a stage allocates that stage's lists for a chunk (cnt,
- * q and K_in entries an input position); -ENOMEM or a CUDA error there
- * leaves the setting off; turning it off frees them.  -EINVAL for
- * settings the kernel refuses.
- * nc_gpu_neocog_tune with GEMM or AUTO times it per stage after the warp
- * kernel and keeps it where it is faster (and frees the lists where not). */
+ * then the S-layer from the lists.  order: a block's warps take eight
+ * positions of one character (NC_GPU_NEOCOG_LIST_POSITIONS) or one
+ * position of eight characters (NC_GPU_NEOCOG_LIST_CHARS), with f float4
+ * of planes a lane (1, 2 or 4; 0: off) and `planes` planes a block (a
+ * multiple of 4 up to 4096, at most 32 f float4 of the stage's planes; 0:
+ * 128); or the row kernel slides a warp along each output row
+ * (NC_GPU_NEOCOG_LIST_ROWS), f warps a block (4, 8 or 16; 0: off;
+ * `planes` unused), where nc_gpu_neocog_s_rows_check takes the stage.
+ * The first call that turns it on for a stage allocates that stage's
+ * lists for a chunk (cnt, q and K_in entries an input position, and the
+ * row kernel's weights); -ENOMEM or a CUDA error there leaves the setting
+ * off; turning it off frees them.  -EINVAL for settings the kernels
+ * refuse.  nc_gpu_neocog_tune with GEMM or AUTO times every order per
+ * stage after the warp kernel and keeps the fastest where it is faster
+ * (and frees the lists where not). */
+#define NC_GPU_NEOCOG_LIST_POSITIONS 0u
+#define NC_GPU_NEOCOG_LIST_CHARS 1u
+#define NC_GPU_NEOCOG_LIST_ROWS 2u
 int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *eng, uint32_t l, uint32_t f,
-                                 uint32_t planes, uint32_t by_char);
+                                 uint32_t planes, uint32_t order);
 uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *eng, uint32_t l);
-uint32_t nc_gpu_neocog_get_s_list_by_char(const nc_gpu_neocog *eng, uint32_t l);
+uint32_t nc_gpu_neocog_get_s_list_order(const nc_gpu_neocog *eng, uint32_t l);
+/* planes a block of the list kernel (0 where off or the row kernel runs) */
 uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus

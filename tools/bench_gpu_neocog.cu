@@ -196,16 +196,20 @@ static void layer_columns(const char *lead, const char *rule, const char *name, 
 }
 
 /* What the GEMM variant runs at stage l: "gemm", "sparse", the kernel
- * by teams of warps as "warp T/P" (team, planes a block) or the list
+ * by teams of warps as "warp T/P" (team, planes a block), the list
  * kernel as "list F/P" (float4 a lane, planes a block; "/c": a block's
- * warps on characters, not positions). */
+ * warps on characters, not positions) or the row kernel as "rows W"
+ * (warps a block). */
 static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
 {
     const uint32_t t = nc_gpu_neocog_get_s_warp_big(e, l);
-    if (nc_gpu_neocog_get_s_list_big(e, l))
+    if (nc_gpu_neocog_get_s_list_big(e, l) &&
+        nc_gpu_neocog_get_s_list_order(e, l) == NC_GPU_NEOCOG_LIST_ROWS)
+        snprintf(buf, n, "rows %u", nc_gpu_neocog_get_s_list_big(e, l));
+    else if (nc_gpu_neocog_get_s_list_big(e, l))
         snprintf(buf, n, "list %u/%u%s", nc_gpu_neocog_get_s_list_big(e, l),
                  nc_gpu_neocog_get_s_list_planes_big(e, l),
-                 nc_gpu_neocog_get_s_list_by_char(e, l) ? "/c" : "");
+                 nc_gpu_neocog_get_s_list_order(e, l) == NC_GPU_NEOCOG_LIST_CHARS ? "/c" : "");
     else if (t)
         snprintf(buf, n, "warp %u/%u", t, nc_gpu_neocog_get_s_planes_big(e, l));
     else
@@ -218,7 +222,8 @@ static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
  * of 1 / 2 / 4 and 32 / 64 / 128 planes a block, and the list kernel
  * (nc_gpu_neocog_set_s_list_big: its list building included), 1 / 2 / 4
  * float4 a lane, 32 / 64 / 128 planes a block and a block's warps on
- * positions or on characters ("-" where it refuses),
+ * positions or on characters, and the row kernel with 4 / 8 / 16 warps
+ * a block ("-" where it refuses),
  * against the GEMM path or the sparse kernel as tuned, in the same run; us
  * per character.  The tuned settings are put back. */
 static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps)
@@ -241,7 +246,7 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
         p0[l] = nc_gpu_neocog_get_s_planes_big(e, l);
         f0[l] = nc_gpu_neocog_get_s_list_big(e, l);
         q0[l] = nc_gpu_neocog_get_s_list_planes_big(e, l);
-        c0[l] = nc_gpu_neocog_get_s_list_by_char(e, l);
+        c0[l] = nc_gpu_neocog_get_s_list_order(e, l);
         nc_gpu_neocog_set_s_warp_big(e, l, 0, 0);
         nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
     }
@@ -292,6 +297,26 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
                 }
                 printf("\n");
             }
+    for (uint32_t wp = 4; wp <= 16; wp *= 2) {
+        printf("| rows, %u warps a block |", wp);
+        for (uint32_t l = 0; l < ns; l++) {
+            work w = { 0, 1 + 2 * (int)l, n };
+            float ms = 0.0f;
+            err = nc_gpu_neocog_set_s_list_big(e, l, wp, 0, NC_GPU_NEOCOG_LIST_ROWS);
+            if (err == -EINVAL) {
+                printf(" - |");
+                continue;
+            }
+            if (err < 0)
+                goto out;
+            err = time_work(e, &w, reps, &ms);
+            nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
+            if (err < 0)
+                goto out;
+            printf(" %.3f |", ms * 1e3f / n);
+        }
+        printf("\n");
+    }
     err = 0;
 out:
     for (uint32_t l = 0; l < ns; l++) {

@@ -82,6 +82,9 @@ static uint32_t c_team;
 /* run_case's S-layers through the list kernel: f float4 a lane (0: off),
  * planes a block */
 static uint32_t s_list_f, s_list_planes, s_list_by_char;
+/* run_case's S-layers through the row kernel from the lists: warps a
+ * block (0: off) */
+static uint32_t s_rows_warps;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -224,15 +227,17 @@ static int split_twice(const layer_case *lc, const float *d_in, const uint8_t *d
 /* The S-layer of lc through the list kernel: the input's lists built on
  * the device and checked against core's nc_neocog_list_build of h_in
  * (counts and entries exactly, sums of squares to 1e-6), then the layer
- * from them (f s_list_f, s_list_planes planes a block); its return in
- * *ret. */
+ * from them (f s_list_f, s_list_planes planes a block; or, when
+ * s_rows_warps is set, the row kernel with that many warps a block, from
+ * lists of plane numbers); its return in *ret. */
 static void list_case(const char *tag, const layer_case *lc, const float *h_in,
                       const float *d_in, const uint8_t *d_occ_in, float *d_out,
                       uint8_t *d_occ_out, uint32_t batch, int *ret)
 {
     const size_t n_pos = (size_t)batch * lc->n_in_pos;
-    const uint32_t k = lc->s.k_in, mul = (uint32_t)lc->s.g.n_live *
-                                         (nc_neocog_kstride(lc->s.k_out) / 4u);
+    const uint32_t k = lc->s.k_in,
+                   mul = s_rows_warps ? 1u : (uint32_t)lc->s.g.n_live *
+                                                 (nc_neocog_kstride(lc->s.k_out) / 4u);
     uint16_t *d_cnt = NULL, *h_cnt = malloc(n_pos * sizeof(uint16_t)),
              *c_cnt = malloc(n_pos * sizeof(uint16_t));
     float *d_q = NULL, *h_q = malloc(n_pos * sizeof(float)), *c_q = malloc(n_pos * sizeof(float));
@@ -267,8 +272,20 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
         CHECK_MSG(bad_cnt == 0 && bad_ent == 0 && bad_q == 0,
                   "%s batch %u: lists differ from core's: %zu counts, %zu entry words, %zu sums",
                   tag, batch, bad_cnt, bad_ent, bad_q);
-        r = nc_gpu_neocog_s_forward_list(&lc->s, d_cnt, d_q, d_ent, d_out, d_occ_out, batch,
-                                         s_list_f, s_list_planes, s_list_by_char, 0);
+        if (s_rows_warps) {
+            float *d_w = NULL;
+            CUDA_OK(cudaMalloc((void **)&d_w, nc_gpu_neocog_s_rows_wfloats(&lc->s) *
+                                                  sizeof(float)));
+            r = nc_gpu_neocog_s_rows_weights(&lc->s, d_w, 0);
+            if (r == 0)
+                r = nc_gpu_neocog_s_forward_rows(&lc->s, d_w, d_cnt, d_q, d_ent, d_out,
+                                                 d_occ_out, batch, s_rows_warps, 0);
+            CUDA_OK(cudaDeviceSynchronize());
+            cudaFree(d_w);
+        } else {
+            r = nc_gpu_neocog_s_forward_list(&lc->s, d_cnt, d_q, d_ent, d_out, d_occ_out,
+                                             batch, s_list_f, s_list_planes, s_list_by_char, 0);
+        }
     }
     CUDA_OK(cudaDeviceSynchronize());
     cudaFree(d_cnt);
@@ -331,7 +348,7 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
                 r = -EIO;
             nc_gpu_neocog_gemm_free(gm);
-        } else if ((lc->layer - 1) % 2 == 0 && s_list_f)
+        } else if ((lc->layer - 1) % 2 == 0 && (s_list_f || s_rows_warps))
             list_case(tag, lc, h_in, d_in, d_occ_in, d_out, d_occ_out, batch, &r);
         else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
             r = nc_gpu_neocog_s_forward_warp(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
@@ -707,6 +724,37 @@ static void test_layers(void)
                     "positions or characters a block (%d settings) x batches 1/3/33/200, lists "
                     "as core's: %s\n", name[layer], n_set,
                     nc_test_failures == before ? "ok" : "FAILED");
+        }
+        /* the row kernel from lists of plane numbers, 4, 8 and 16 warps a
+         * block, where it takes the layer (random inputs overflow a
+         * block's entries and take the global path); settings it
+         * refuses */
+        if (is_s) {
+            static const uint32_t warps[] = { 4, 8, 16 }, sb[] = { 1, 3, 33, 200 };
+            const int takes = nc_gpu_neocog_s_rows_check(&lc.s) == 0;
+            const nc_gpu_neocog_s_args *ls = &lc.s;
+            before = nc_test_failures;
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
+                                                      d_a[0], (const int2 *)d_a[0], d_a[0],
+                                                      NULL, 1, 5, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
+                                                      d_a[0], (const int2 *)d_a[0], d_a[0],
+                                                      NULL, 0, 8, 0), -EINVAL);
+            /* US1 reads the 71-wide UG, too wide for its bit maps; 128
+             * planes at most */
+            CHECK_INT_EQ(takes, layer != NC_NEOCOG_L_S1 && nc_neocog_kstride(lc.s.k_out) <= 128);
+            for (size_t i = 0; takes && i < NC_ARRAY_LEN(warps); i++) {
+                s_rows_warps = warps[i];
+                snprintf(what, sizeof what, "%s rows, %u warps a block", name[layer],
+                         s_rows_warps);
+                for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                    run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, sb[bi]);
+            }
+            s_rows_warps = 0;
+            fprintf(stderr, "  %-3s: row kernel, 4/8/16 warps a block x batches 1/3/33/200, "
+                    "lists of plane numbers as core's: %s\n", name[layer],
+                    !takes ? "refused, as it should" : nc_test_failures == before ? "ok"
+                                                                              : "FAILED");
         }
         /* the WARP C kernel's team sizes (the default is in the kinds'
          * loop above, taps from the constant bank; here from a device
@@ -1183,7 +1231,7 @@ static void test_engine(void)
                 if (want == 0) {
                     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, l), f);
                     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_planes_big(eng, l), planes);
-                    CHECK_INT_EQ(nc_gpu_neocog_get_s_list_by_char(eng, l), by_char);
+                    CHECK_INT_EQ(nc_gpu_neocog_get_s_list_order(eng, l), by_char);
                     n_set++;
                 }
             }
@@ -1199,9 +1247,37 @@ static void test_engine(void)
             for (uint32_t l = 0; l < net->arch.n_stages; l++)
                 CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
         }
+    /* the row kernel there, 4 and 16 warps a block, on every stage that
+     * it takes (not US1, whose input is too wide) */
+    for (uint32_t wp = 4; wp <= 16; wp *= 4) {
+        uint32_t n_set = 0;
+        for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+            const int want = l > 0 && nc_neocog_kstride(net->n_planes[l]) <= 128 ? 0 : -EINVAL;
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, wp, 0, NC_GPU_NEOCOG_LIST_ROWS),
+                         want);
+            if (want == 0) {
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, l), wp);
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_planes_big(eng, l), 0);
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_order(eng, l), NC_GPU_NEOCOG_LIST_ROWS);
+                n_set++;
+            }
+        }
+        static const uint32_t small[] = { 1, 3, 33 };
+        uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
+        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+        for (uint32_t j = 0; j < n; j++)
+            diff += gpu[j].label != cpu[j].label;
+        CHECK_MSG(diff == 0, "engine gemm, rows %u warps: %u labels differ", wp, diff);
+        fprintf(stderr, "  engine gemm with the row kernel, %u warps a block on %u stages, on "
+                "1/3/33/%u: %u labels differ\n", wp, n_set, n, diff);
+        for (uint32_t l = 0; l < net->arch.n_stages; l++)
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
+    }
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30, 0), -EINVAL);
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 0, 2), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 0, 3), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 1, 5, 0, NC_GPU_NEOCOG_LIST_ROWS), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 8, 0, NC_GPU_NEOCOG_LIST_ROWS), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, 0), 0);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_warp_big(eng, 0, 3, 0), -EINVAL);
@@ -1271,9 +1347,9 @@ static void test_engine(void)
             nc_gpu_neocog_get_s_list_planes_big(eng, 0), nc_gpu_neocog_get_s_list_big(eng, 1),
             nc_gpu_neocog_get_s_list_planes_big(eng, 1), nc_gpu_neocog_get_s_list_big(eng, 2),
             nc_gpu_neocog_get_s_list_planes_big(eng, 2), nc_gpu_neocog_get_s_list_big(eng, 3),
-            nc_gpu_neocog_get_s_list_planes_big(eng, 3), nc_gpu_neocog_get_s_list_by_char(eng, 0),
-            nc_gpu_neocog_get_s_list_by_char(eng, 1), nc_gpu_neocog_get_s_list_by_char(eng, 2),
-            nc_gpu_neocog_get_s_list_by_char(eng, 3));
+            nc_gpu_neocog_get_s_list_planes_big(eng, 3), nc_gpu_neocog_get_s_list_order(eng, 0),
+            nc_gpu_neocog_get_s_list_order(eng, 1), nc_gpu_neocog_get_s_list_order(eng, 2),
+            nc_gpu_neocog_get_s_list_order(eng, 3));
     fprintf(stderr, "  tuned at 64: UG and US1 at batch 1 as %s\n",
             nc_gpu_neocog_get_gs1(eng) ? "one kernel" : "two");
     const int vv[2] = { NC_GPU_NEOCOG_GEMM, NC_GPU_NEOCOG_AUTO };
