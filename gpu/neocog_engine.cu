@@ -67,9 +67,10 @@ struct nc_gpu_neocog {
      * s_list_big[l] float4 a lane and s_list_planes_big[l] planes a block,
      * when s_list_big[l] is not 0, its blocks' warps in s_list_order[l]
      * (NC_GPU_NEOCOG_LIST_*; the row kernel for NC_GPU_NEOCOG_LIST_ROWS,
-     * s_list_big[l] warps a block, its weights in l_wpad[l]), from the
-     * lists of the stage's input in l_cnt/l_q/l_ent[l] (one chunk's,
-     * allocated when first set) */
+     * s_list_big[l] warps and s_list_planes_big[l] planes a block, its
+     * weights in l_wpad[l], laid out for l_wpad_planes[l] planes, 0: not
+     * yet), from the lists of the stage's input in l_cnt/l_q/l_ent[l]
+     * (one chunk's, allocated when first set) */
     uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_order[NC_NEOCOG_MAX_STAGES];
@@ -77,6 +78,7 @@ struct nc_gpu_neocog {
     float *l_q[NC_NEOCOG_MAX_STAGES];
     int2 *l_ent[NC_NEOCOG_MAX_STAGES];
     float *l_wpad[NC_NEOCOG_MAX_STAGES];
+    uint32_t l_wpad_planes[NC_NEOCOG_MAX_STAGES];
     /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
      * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
@@ -468,7 +470,7 @@ static int s_fits(nc_gpu_neocog *e, int v, uint32_t l)
  * plane itself */
 static uint32_t list_mul(const nc_gpu_neocog_s_args *s, uint32_t order)
 {
-    return order == NC_GPU_NEOCOG_LIST_ROWS
+    return order >= NC_GPU_NEOCOG_LIST_ROWS
                ? 1u : (uint32_t)s->g.n_live * (nc_neocog_kstride(s->k_out) / 4u);
 }
 
@@ -488,11 +490,12 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
                                              (size_t)ni * ni, s->k_in,
                                              e->layer_stride[layer - 1], list_mul(s, order),
                                              e->l_cnt[l], e->l_q[l], e->l_ent[l], n, st);
-            if (r == 0 && order == NC_GPU_NEOCOG_LIST_ROWS)
+            if (r == 0 && order >= NC_GPU_NEOCOG_LIST_ROWS)
                 r = nc_gpu_neocog_s_forward_rows(s, e->l_wpad[l], e->l_cnt[l], e->l_q[l],
                                                  e->l_ent[l], e->act[layer],
                                                  last ? NULL : e->occ[layer], n,
-                                                 e->s_list_big[l], st);
+                                                 e->s_list_big[l], e->l_wpad_planes[l],
+                                                 order == NC_GPU_NEOCOG_LIST_ROWS, st);
             else if (r == 0)
                 r = nc_gpu_neocog_s_forward_list(s, e->l_cnt[l], e->l_q[l], e->l_ent[l],
                                                  e->act[layer], last ? NULL : e->occ[layer], n,
@@ -1055,7 +1058,10 @@ static void lists_free(nc_gpu_neocog *e, uint32_t l)
     e->l_q[l] = NULL;
     e->l_ent[l] = NULL;
     e->l_wpad[l] = NULL;
+    e->l_wpad_planes[l] = 0;
 }
+
+static const uint32_t rows_planes[] = { 32, 64, 96, 128 };
 
 static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
 {
@@ -1063,16 +1069,36 @@ static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
-    /* the row kernel's weights, where it takes the stage */
-    if (nc_gpu_neocog_s_rows_check(&e->s[l]) == 0) {
-        NC_CUDA_CHECK(cudaMalloc((void **)&e->l_wpad[l],
-                                 nc_gpu_neocog_s_rows_wfloats(&e->s[l]) * sizeof(float)));
-        int r = nc_gpu_neocog_s_rows_weights(&e->s[l], e->l_wpad[l], e->run);
-        if (r < 0)
-            return r;
-        NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
-    }
     return 0;
+}
+
+static void rows_weights_free(nc_gpu_neocog *e, uint32_t l)
+{
+    if (e->l_wpad[l] && e->run)
+        cudaStreamSynchronize(e->run);          /* no kernel may still read them */
+    cudaFree(e->l_wpad[l]);
+    e->l_wpad[l] = NULL;
+    e->l_wpad_planes[l] = 0;
+}
+
+/* Stage l's row-kernel weights laid out for `planes` planes a block (on
+ * the run stream, before any kernel that reads them); allocated only while
+ * the row kernel may run the stage (the shipped US4's would take 245 MB). */
+static int rows_weights_for(nc_gpu_neocog *e, uint32_t l, uint32_t planes)
+{
+    if (e->l_wpad_planes[l] == planes)
+        return 0;
+    rows_weights_free(e, l);
+    const size_t wf = nc_gpu_neocog_s_rows_wfloats(&e->s[l], planes);
+    if (cudaMalloc((void **)&e->l_wpad[l], wf * sizeof(float)) != cudaSuccess) {
+        (void)cudaGetLastError();               /* not sticky */
+        e->l_wpad[l] = NULL;
+        return -ENOMEM;
+    }
+    const int r = nc_gpu_neocog_s_rows_weights(&e->s[l], planes, e->l_wpad[l], e->run);
+    if (r == 0)
+        e->l_wpad_planes[l] = planes;
+    return r;
 }
 
 /* Stage l's lists for a chunk, where it has none yet.  A failure frees
@@ -1095,8 +1121,9 @@ static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
 static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t planes,
                    uint32_t order)
 {
-    if (order == NC_GPU_NEOCOG_LIST_ROWS)
-        return (f == 4 || f == 8 || f == 16) && nc_gpu_neocog_s_rows_check(&e->s[l]) == 0;
+    if (order == NC_GPU_NEOCOG_LIST_ROWS || order == NC_GPU_NEOCOG_LIST_ROWS_L1)
+        return (f == 4 || f == 8 || f == 16) &&
+               nc_gpu_neocog_s_rows_check(&e->s[l], planes ? planes : 32u) == 0;
     return order <= NC_GPU_NEOCOG_LIST_CHARS &&
            nc_gpu_neocog_s_list_check(&e->s[l], f, planes ? planes : 128u) == 0;
 }
@@ -1105,27 +1132,33 @@ static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t plan
  * fastest of the GEMM path, the sparse kernel and the warp kernel took
  * `best` ms), against the list kernel with 1, 2 or 4 float4 a lane, 32,
  * 64 or 128 planes a block and either order of a block's warps, and the
- * row kernel with 4, 8 or 16 warps a block; the fastest stays
- * (s_list_big, and the warp kernel off where it wins).  Lists that lose
- * are freed. */
+ * row kernel with 8 or 16 warps and 32, 64, 96 or 128 planes a block, its
+ * weights in shared memory or through L1;
+ * the fastest stays (s_list_big, and the warp kernel off where it wins).
+ * Lists that lose are freed. */
 static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
 {
     static const uint32_t fs[] = { 1, 2, 4 }, planes[] = { 32, 64, 128 },
-                          warps[] = { 4, 8, 16 };
+                          warps[] = { 8, 16 };
     const int layer = 1 + 2 * (int)l;
     e->s_list_big[l] = 0;
     int r = lists_alloc(e, l);
     if (r == -ENOMEM || r == -EIO)      /* no room for the lists: keep what we have */
         return 0;
     uint32_t bf = 0, bp = 0, bo = 0;
-    for (uint32_t order = 0; r == 0 && order <= NC_GPU_NEOCOG_LIST_ROWS; order++) {
-        const int rows = order == NC_GPU_NEOCOG_LIST_ROWS;
-        const size_t n_f = rows ? 3 : sizeof fs / sizeof fs[0], n_p = rows ? 1 : 3;
-        for (size_t fi = 0; r == 0 && fi < n_f; fi++)
+    for (uint32_t order = 0; r == 0 && order <= NC_GPU_NEOCOG_LIST_ROWS_L1; order++) {
+        const int rows = order >= NC_GPU_NEOCOG_LIST_ROWS;
+        const size_t n_p = rows ? 4 : 3;
+        for (size_t fi = 0; r == 0 && fi < (rows ? 2u : 3u); fi++)
             for (size_t pi = 0; r == 0 && pi < n_p; pi++) {
-                const uint32_t f = rows ? warps[fi] : fs[fi], p = rows ? 0 : planes[pi];
+                const uint32_t f = rows ? warps[fi] : fs[fi],
+                               p = rows ? rows_planes[pi] : planes[pi];
                 if (!list_ok(e, l, f, p, order))
                     continue;
+                if (rows && (r = rows_weights_for(e, l, p)) < 0) {
+                    r = r == -ENOMEM ? 0 : r;   /* no room: not this one */
+                    continue;
+                }
                 float ms = 0.0f;
                 e->s_list_big[l] = f;
                 e->s_list_planes_big[l] = p;
@@ -1142,6 +1175,10 @@ static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
     e->s_list_big[l] = bf;
     e->s_list_planes_big[l] = bp;
     e->s_list_order[l] = bo;
+    if (r == 0 && bf && bo >= NC_GPU_NEOCOG_LIST_ROWS)
+        r = rows_weights_for(e, l, bp);
+    else
+        rows_weights_free(e, l);
     if (bf)
         e->s_warp_big[l] = 0;
     else
@@ -1430,21 +1467,25 @@ extern "C" int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *e, uint32_t l, uint32
                                             uint32_t planes, uint32_t order)
 {
     if (!e || l >= e->n_stages || (f && !list_ok(e, l, f, planes, order)) ||
-        order > NC_GPU_NEOCOG_LIST_ROWS)
+        order > NC_GPU_NEOCOG_LIST_ROWS_L1)
         return -EINVAL;
     if (f) {
         int r = enter(e);
         if (r == 0)
             r = lists_alloc(e, l);
+        if (r == 0 && order >= NC_GPU_NEOCOG_LIST_ROWS)
+            r = rows_weights_for(e, l, planes ? planes : 32u);
         if (r < 0)
             return r;
+        if (order < NC_GPU_NEOCOG_LIST_ROWS)
+            rows_weights_free(e, l);
     } else {
         if (e->run)
             cudaStreamSynchronize(e->run);      /* no kernel may still read them */
         lists_free(e, l);
     }
     e->s_list_big[l] = f;
-    e->s_list_planes_big[l] = planes;
+    e->s_list_planes_big[l] = order >= NC_GPU_NEOCOG_LIST_ROWS && f && !planes ? 32u : planes;
     e->s_list_order[l] = order;
     drop_graphs(e);
     return 0;
@@ -1462,8 +1503,7 @@ extern "C" uint32_t nc_gpu_neocog_get_s_list_order(const nc_gpu_neocog *e, uint3
 
 extern "C" uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *e, uint32_t l)
 {
-    return e && l < e->n_stages && e->s_list_big[l] &&
-                   e->s_list_order[l] != NC_GPU_NEOCOG_LIST_ROWS
+    return e && l < e->n_stages && e->s_list_big[l]
                ? (e->s_list_planes_big[l] ? e->s_list_planes_big[l] : 128u) : 0;
 }
 

@@ -209,8 +209,10 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
  * of planes a lane (1, 2 or 4; 0: off) and `planes` planes a block (a
  * multiple of 4 up to 4096, at most 32 f float4 of the stage's planes; 0:
  * 128); or the row kernel slides a warp along each output row
- * (NC_GPU_NEOCOG_LIST_ROWS), f warps a block (4, 8 or 16; 0: off;
- * `planes` unused), where nc_gpu_neocog_s_rows_check takes the stage.
+ * (NC_GPU_NEOCOG_LIST_ROWS), f warps a block (4, 8 or 16; 0: off) and
+ * `planes` planes a block (32, 64, 96 or 128; 0: 32), where
+ * nc_gpu_neocog_s_rows_check takes the stage, its weights in shared
+ * memory (or read through L1: NC_GPU_NEOCOG_LIST_ROWS_L1).
  * The first call that turns it on for a stage allocates that stage's
  * lists for a chunk (cnt, q and K_in entries an input position, and the
  * row kernel's weights); -ENOMEM or a CUDA error there leaves the setting
@@ -221,11 +223,12 @@ uint32_t nc_gpu_neocog_get_s_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 #define NC_GPU_NEOCOG_LIST_POSITIONS 0u
 #define NC_GPU_NEOCOG_LIST_CHARS 1u
 #define NC_GPU_NEOCOG_LIST_ROWS 2u
+#define NC_GPU_NEOCOG_LIST_ROWS_L1 3u      /* the row kernel, weights through L1 */
 int nc_gpu_neocog_set_s_list_big(nc_gpu_neocog *eng, uint32_t l, uint32_t f,
                                  uint32_t planes, uint32_t order);
 uint32_t nc_gpu_neocog_get_s_list_big(const nc_gpu_neocog *eng, uint32_t l);
 uint32_t nc_gpu_neocog_get_s_list_order(const nc_gpu_neocog *eng, uint32_t l);
-/* planes a block of the list kernel (0 where off or the row kernel runs) */
+/* planes a block of the list or row kernel (0 where off) */
 uint32_t nc_gpu_neocog_get_s_list_planes_big(const nc_gpu_neocog *eng, uint32_t l);
 
 #ifdef __cplusplus

@@ -198,14 +198,16 @@ static void layer_columns(const char *lead, const char *rule, const char *name, 
 /* What the GEMM variant runs at stage l: "gemm", "sparse", the kernel
  * by teams of warps as "warp T/P" (team, planes a block), the list
  * kernel as "list F/P" (float4 a lane, planes a block; "/c": a block's
- * warps on characters, not positions) or the row kernel as "rows W"
- * (warps a block). */
+ * warps on characters, not positions) or the row kernel as "rows W/P"
+ * (warps, planes a block; "/l1": its weights read through L1). */
 static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
 {
     const uint32_t t = nc_gpu_neocog_get_s_warp_big(e, l);
     if (nc_gpu_neocog_get_s_list_big(e, l) &&
-        nc_gpu_neocog_get_s_list_order(e, l) == NC_GPU_NEOCOG_LIST_ROWS)
-        snprintf(buf, n, "rows %u", nc_gpu_neocog_get_s_list_big(e, l));
+        nc_gpu_neocog_get_s_list_order(e, l) >= NC_GPU_NEOCOG_LIST_ROWS)
+        snprintf(buf, n, "rows %u/%u%s", nc_gpu_neocog_get_s_list_big(e, l),
+                 nc_gpu_neocog_get_s_list_planes_big(e, l),
+                 nc_gpu_neocog_get_s_list_order(e, l) == NC_GPU_NEOCOG_LIST_ROWS_L1 ? "/l1" : "");
     else if (nc_gpu_neocog_get_s_list_big(e, l))
         snprintf(buf, n, "list %u/%u%s", nc_gpu_neocog_get_s_list_big(e, l),
                  nc_gpu_neocog_get_s_list_planes_big(e, l),
@@ -222,8 +224,10 @@ static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
  * of 1 / 2 / 4 and 32 / 64 / 128 planes a block, and the list kernel
  * (nc_gpu_neocog_set_s_list_big: its list building included), 1 / 2 / 4
  * float4 a lane, 32 / 64 / 128 planes a block and a block's warps on
- * positions or on characters, and the row kernel with 4 / 8 / 16 warps
- * a block ("-" where it refuses),
+ * positions or on characters, and the row kernel with 8 / 16 warps and
+ * 32 planes a block, 16 warps and 64 / 96 / 128, or 8 warps and 96, and
+ * 8 / 16 warps with 32 planes or 16 with 96, weights through L1 ("-"
+ * where it refuses),
  * against the GEMM path or the sparse kernel as tuned, in the same run; us
  * per character.  The tuned settings are put back. */
 static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps)
@@ -297,12 +301,18 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
                 }
                 printf("\n");
             }
-    for (uint32_t wp = 4; wp <= 16; wp *= 2) {
-        printf("| rows, %u warps a block |", wp);
+    static const uint32_t rset[][3] = { { 8, 32, 0 }, { 16, 32, 0 }, { 16, 64, 0 },
+                                        { 8, 96, 0 }, { 16, 96, 0 }, { 16, 128, 0 },
+                                        { 8, 32, 1 }, { 16, 32, 1 }, { 16, 96, 1 } };
+    for (size_t ri = 0; ri < sizeof rset / sizeof rset[0]; ri++) {
+        printf("| rows, %u warps, %u planes a block%s |", rset[ri][0], rset[ri][1],
+               rset[ri][2] ? ", weights through L1" : "");
         for (uint32_t l = 0; l < ns; l++) {
             work w = { 0, 1 + 2 * (int)l, n };
             float ms = 0.0f;
-            err = nc_gpu_neocog_set_s_list_big(e, l, wp, 0, NC_GPU_NEOCOG_LIST_ROWS);
+            err = nc_gpu_neocog_set_s_list_big(e, l, rset[ri][0], rset[ri][1],
+                                               rset[ri][2] ? NC_GPU_NEOCOG_LIST_ROWS_L1
+                                                           : NC_GPU_NEOCOG_LIST_ROWS);
             if (err == -EINVAL) {
                 printf(" - |");
                 continue;

@@ -82,9 +82,9 @@ static uint32_t c_team;
 /* run_case's S-layers through the list kernel: f float4 a lane (0: off),
  * planes a block */
 static uint32_t s_list_f, s_list_planes, s_list_by_char;
-/* run_case's S-layers through the row kernel from the lists: warps a
- * block (0: off) */
-static uint32_t s_rows_warps;
+/* run_case's S-layers through the row kernel from the lists: warps and
+ * planes a block (0: off), weights in shared memory (or through L1) */
+static uint32_t s_rows_warps, s_rows_planes, s_rows_shared;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -228,8 +228,9 @@ static int split_twice(const layer_case *lc, const float *d_in, const uint8_t *d
  * the device and checked against core's nc_neocog_list_build of h_in
  * (counts and entries exactly, sums of squares to 1e-6), then the layer
  * from them (f s_list_f, s_list_planes planes a block; or, when
- * s_rows_warps is set, the row kernel with that many warps a block, from
- * lists of plane numbers); its return in *ret. */
+ * s_rows_warps is set, the row kernel with that many warps and
+ * s_rows_planes planes a block, from lists of plane numbers); its return
+ * in *ret. */
 static void list_case(const char *tag, const layer_case *lc, const float *h_in,
                       const float *d_in, const uint8_t *d_occ_in, float *d_out,
                       uint8_t *d_occ_out, uint32_t batch, int *ret)
@@ -274,12 +275,14 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
                   tag, batch, bad_cnt, bad_ent, bad_q);
         if (s_rows_warps) {
             float *d_w = NULL;
-            CUDA_OK(cudaMalloc((void **)&d_w, nc_gpu_neocog_s_rows_wfloats(&lc->s) *
-                                                  sizeof(float)));
-            r = nc_gpu_neocog_s_rows_weights(&lc->s, d_w, 0);
+            CUDA_OK(cudaMalloc((void **)&d_w,
+                               nc_gpu_neocog_s_rows_wfloats(&lc->s, s_rows_planes) *
+                                   sizeof(float)));
+            r = nc_gpu_neocog_s_rows_weights(&lc->s, s_rows_planes, d_w, 0);
             if (r == 0)
                 r = nc_gpu_neocog_s_forward_rows(&lc->s, d_w, d_cnt, d_q, d_ent, d_out,
-                                                 d_occ_out, batch, s_rows_warps, 0);
+                                                 d_occ_out, batch, s_rows_warps, s_rows_planes,
+                                                 s_rows_shared, 0);
             CUDA_OK(cudaDeviceSynchronize());
             cudaFree(d_w);
         } else {
@@ -725,34 +728,47 @@ static void test_layers(void)
                     "as core's: %s\n", name[layer], n_set,
                     nc_test_failures == before ? "ok" : "FAILED");
         }
-        /* the row kernel from lists of plane numbers, 4, 8 and 16 warps a
-         * block, where it takes the layer (random inputs overflow a
-         * block's entries and take the global path); settings it
-         * refuses */
+        /* the row kernel from lists of plane numbers: 4, 8 and 16 warps
+         * with 32 planes a block, 8 warps with 64, 96 and 128 (more
+         * than one block of planes where the layer has more; random inputs
+         * overflow a block's entries and take the global path); settings
+         * it refuses */
         if (is_s) {
-            static const uint32_t warps[] = { 4, 8, 16 }, sb[] = { 1, 3, 33, 200 };
-            const int takes = nc_gpu_neocog_s_rows_check(&lc.s) == 0;
+            static const uint32_t set[][3] = { { 4, 32, 1 }, { 8, 32, 1 }, { 16, 32, 1 },
+                                               { 8, 64, 1 }, { 8, 96, 1 }, { 8, 128, 1 },
+                                               { 8, 32, 0 }, { 16, 64, 0 } },
+                                  sb[] = { 1, 3, 33, 200 };
+            const int takes = nc_gpu_neocog_s_rows_check(&lc.s, 32) == 0;
             const nc_gpu_neocog_s_args *ls = &lc.s;
             before = nc_test_failures;
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
                                                       d_a[0], (const int2 *)d_a[0], d_a[0],
-                                                      NULL, 1, 5, 0), -EINVAL);
+                                                      NULL, 1, 5, 32, 1, 0), -EINVAL);
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
                                                       d_a[0], (const int2 *)d_a[0], d_a[0],
-                                                      NULL, 0, 8, 0), -EINVAL);
-            /* US1 reads the 71-wide UG, too wide for its bit maps; 128
-             * planes at most */
-            CHECK_INT_EQ(takes, layer != NC_NEOCOG_L_S1 && nc_neocog_kstride(lc.s.k_out) <= 128);
-            for (size_t i = 0; takes && i < NC_ARRAY_LEN(warps); i++) {
-                s_rows_warps = warps[i];
-                snprintf(what, sizeof what, "%s rows, %u warps a block", name[layer],
-                         s_rows_warps);
+                                                      NULL, 1, 8, 32, 2, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
+                                                      d_a[0], (const int2 *)d_a[0], d_a[0],
+                                                      NULL, 1, 8, 48, 1, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
+                                                      d_a[0], (const int2 *)d_a[0], d_a[0],
+                                                      NULL, 0, 8, 32, 1, 0), -EINVAL);
+            /* US1 reads the 71-wide UG, too wide for its bit maps */
+            CHECK_INT_EQ(takes, layer != NC_NEOCOG_L_S1);
+            for (size_t i = 0; takes && i < NC_ARRAY_LEN(set); i++) {
+                s_rows_warps = set[i][0];
+                s_rows_planes = set[i][1];
+                s_rows_shared = set[i][2];
+                snprintf(what, sizeof what, "%s rows, %u warps, %u planes a block%s",
+                         name[layer], s_rows_warps, s_rows_planes,
+                         s_rows_shared ? "" : ", weights through L1");
                 for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
                     run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, sb[bi]);
             }
-            s_rows_warps = 0;
-            fprintf(stderr, "  %-3s: row kernel, 4/8/16 warps a block x batches 1/3/33/200, "
-                    "lists of plane numbers as core's: %s\n", name[layer],
+            s_rows_warps = s_rows_planes = 0;
+            fprintf(stderr, "  %-3s: row kernel, 4/8/16 warps x 32 planes and 8 warps x "
+                    "64/96/128 planes a block, 8 x 32 and 16 x 64 with weights through L1, x "
+                    "batches 1/3/33/200, lists of plane numbers as core's: %s\n", name[layer],
                     !takes ? "refused, as it should" : nc_test_failures == before ? "ok"
                                                                               : "FAILED");
         }
@@ -1247,18 +1263,20 @@ static void test_engine(void)
             for (uint32_t l = 0; l < net->arch.n_stages; l++)
                 CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
         }
-    /* the row kernel there, 4 and 16 warps a block, on every stage that
-     * it takes (not US1, whose input is too wide) */
+    /* the row kernel there, 4 warps a block with 32 planes (the default)
+     * and 16 with 64 and the weights through L1, on every stage that it
+     * takes (not US1, whose input is too wide) */
     for (uint32_t wp = 4; wp <= 16; wp *= 4) {
         uint32_t n_set = 0;
+        const uint32_t rp = wp == 4 ? 0 : 64,
+                       ro = wp == 4 ? NC_GPU_NEOCOG_LIST_ROWS : NC_GPU_NEOCOG_LIST_ROWS_L1;
         for (uint32_t l = 0; l < net->arch.n_stages; l++) {
-            const int want = l > 0 && nc_neocog_kstride(net->n_planes[l]) <= 128 ? 0 : -EINVAL;
-            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, wp, 0, NC_GPU_NEOCOG_LIST_ROWS),
-                         want);
+            const int want = l > 0 ? 0 : -EINVAL;
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, wp, rp, ro), want);
             if (want == 0) {
                 CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, l), wp);
-                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_planes_big(eng, l), 0);
-                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_order(eng, l), NC_GPU_NEOCOG_LIST_ROWS);
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_planes_big(eng, l), rp ? rp : 32);
+                CHECK_INT_EQ(nc_gpu_neocog_get_s_list_order(eng, l), ro);
                 n_set++;
             }
         }
@@ -1268,15 +1286,17 @@ static void test_engine(void)
         for (uint32_t j = 0; j < n; j++)
             diff += gpu[j].label != cpu[j].label;
         CHECK_MSG(diff == 0, "engine gemm, rows %u warps: %u labels differ", wp, diff);
-        fprintf(stderr, "  engine gemm with the row kernel, %u warps a block on %u stages, on "
-                "1/3/33/%u: %u labels differ\n", wp, n_set, n, diff);
+        fprintf(stderr, "  engine gemm with the row kernel, %u warps, %u planes a block on %u "
+                "stages, on 1/3/33/%u: %u labels differ\n", wp, rp ? rp : 32, n_set, n, diff);
         for (uint32_t l = 0; l < net->arch.n_stages; l++)
             CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
     }
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 3, 0, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 30, 0), -EINVAL);
-    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 0, 3), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 0, 4), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 1, 5, 0, NC_GPU_NEOCOG_LIST_ROWS), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 1, 32, 64, NC_GPU_NEOCOG_LIST_ROWS), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 1, 8, 40, NC_GPU_NEOCOG_LIST_ROWS), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 8, 0, NC_GPU_NEOCOG_LIST_ROWS), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, net->arch.n_stages, 1, 0, 0), -EINVAL);
     CHECK_INT_EQ(nc_gpu_neocog_get_s_list_big(eng, 0), 0);
