@@ -66,11 +66,11 @@ struct nc_gpu_neocog {
     /* and before that: the list kernel (gpu/neocog_list.cuh) with
      * s_list_big[l] float4 a lane and s_list_planes_big[l] planes a block,
      * when s_list_big[l] is not 0, its blocks' warps in s_list_order[l]
-     * (NC_GPU_NEOCOG_LIST_*; the row kernel for NC_GPU_NEOCOG_LIST_ROWS,
-     * s_list_big[l] warps and s_list_planes_big[l] planes a block, its
-     * weights in l_wpad[l], laid out for l_wpad_planes[l] planes, 0: not
-     * yet), from the lists of the stage's input in l_cnt/l_q/l_ent[l]
-     * (one chunk's, allocated when first set) */
+     * (NC_GPU_NEOCOG_LIST_*; the row kernel for NC_GPU_NEOCOG_LIST_ROWS
+     * and _ROWS_L1, s_list_big[l] warps and s_list_planes_big[l] planes a
+     * block, its weights in l_wpad[l], laid out for l_wpad_planes[l]
+     * planes, 0: none), from the lists of the stage's input in
+     * l_cnt/l_q/l_ent[l] (one chunk's, allocated when first set) */
     uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_order[NC_NEOCOG_MAX_STAGES];
@@ -1117,7 +1117,8 @@ static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
 
 /* 1 when the list kernel takes f float4 a lane and `planes` planes a
  * block (0: 128) on stage l's planes in that order of its blocks' warps,
- * or (order NC_GPU_NEOCOG_LIST_ROWS) the row kernel f warps a block */
+ * or (orders NC_GPU_NEOCOG_LIST_ROWS and _ROWS_L1) the row kernel f warps
+ * and `planes` planes (0: 32) a block */
 static int list_ok(const nc_gpu_neocog *e, uint32_t l, uint32_t f, uint32_t planes,
                    uint32_t order)
 {

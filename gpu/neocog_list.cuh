@@ -75,8 +75,7 @@ int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *
 /* The same S-layer, one warp an output row (gpu/neocog_list_rows.cu): the
  * warp slides along the row, lane k holding plane k's numerators (and
  * k + 32, .. up to `planes`) of the WIN outputs the current input column
- * feeds, in registers, and finishes one output a column; each lane owns
- * a float4 of planes, 128 / planes entries going at once.  planes: planes
+ * feeds, in registers, and finishes one output a column.  planes: planes
  * a block, 32, 64, 96 or 128 (more planes than that: blocks of planes on
  * the grid's y, each walking the lists again; the occupancy map is then
  * cleared first).  The lists must be built with mul = 1 (entries carry
@@ -85,10 +84,9 @@ int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *
  * (nc_gpu_neocog_s_rows_wfloats floats, 16-byte aligned); w_shared 1: a
  * block copies its planes' share to shared memory where it fits, 0: the
  * weights are read through L1, which leaves room for more blocks on an
- * SM; warps: warps a
- * block (4, 8 or 16), each block taking one character at a time.  Step-1
- * layers with 6x6 or 9x9 windows, input and output planes at most 64
- * wide (nc_gpu_neocog_s_rows_check says which).
+ * SM; warps: warps a block (4, 8 or 16), each block taking one character
+ * at a time.  Step-1 layers with 6x6 or 9x9 windows, input and output
+ * planes at most 64 wide (nc_gpu_neocog_s_rows_check says which).
  * Returns 0 or a negative errno (-EINVAL for bad arguments or a layer it
  * does not take, -E2BIG for a block the device cannot hold); launches are
  * checked, not waited for. */

@@ -730,9 +730,9 @@ static void test_layers(void)
         }
         /* the row kernel from lists of plane numbers: 4, 8 and 16 warps
          * with 32 planes a block, 8 warps with 64, 96 and 128 (more
-         * than one block of planes where the layer has more; random inputs
-         * overflow a block's entries and take the global path); settings
-         * it refuses */
+         * than one block of planes where the layer has more; US2's random
+         * inputs, about 3300 entries a character, overflow a block's 3072
+         * and take the global path); settings it refuses */
         if (is_s) {
             static const uint32_t set[][3] = { { 4, 32, 1 }, { 8, 32, 1 }, { 16, 32, 1 },
                                                { 8, 64, 1 }, { 8, 96, 1 }, { 8, 128, 1 },
