@@ -106,12 +106,7 @@ c_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__restrict
                 bits = (rmask[ty] >> sh) & ((1ull << rlen[ty]) - 1ull);
             }
             const uint32_t nb = __popcll(bits);
-            uint32_t pre = nb;
-            for (uint32_t o = 1; o < 32; o <<= 1) {
-                const uint32_t y = __shfl_up_sync(0xffffffffu, pre, o);
-                if (lane >= o)
-                    pre += y;
-            }
+            const uint32_t pre = nc_dev_warp_scan(nb, lane);
             uint32_t at = total + pre - nb;
             total += __shfl_sync(0xffffffffu, pre, 31);
             if (bits) {
@@ -318,13 +313,7 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
         const int sh = p * step + rlo;
         const unsigned bits = rlen > 0 ? (mymask >> sh) & lenmask : 0u;
         const int nb = __popc(bits);
-        int pre = nb;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, pre, o);
-            if (lane >= o)
-                pre += y;
-        }
+        const int pre = (int)nc_dev_warp_scan((uint32_t)nb, (uint32_t)lane);
         const int total = __shfl_sync(0xffffffffu, pre, 31);
         float4 *po = out4 + (size_t)p * Q;
         if (total == 0) {

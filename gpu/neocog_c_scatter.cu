@@ -115,13 +115,7 @@ c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__
         __syncthreads();
         if (warp == 0) {
             const int v = lane < (nth >> 5) ? wsum[lane] : 0;
-            int incl = v;
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const int y = __shfl_up_sync(0xffffffffu, incl, d);
-                if (lane >= d)
-                    incl += y;
-            }
+            const int incl = (int)nc_dev_warp_scan((uint32_t)v, lane);
             if (lane < (nth >> 5))
                 wsum[lane] = incl - v;
             if (lane == 31)

@@ -268,6 +268,19 @@ static __device__ __forceinline__ float4 nc_dev_team_sum4(float4 *red, float *rs
     return x;
 }
 
+/* v added up over lanes 0 .. lane of the warp (an inclusive scan; every
+ * lane of the warp calls it) */
+static __device__ __forceinline__ uint32_t nc_dev_warp_scan(uint32_t v, uint32_t lane)
+{
+#pragma unroll
+    for (uint32_t d = 1; d < 32u; d <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d)
+            v += y;
+    }
+    return v;
+}
+
 static __device__ __forceinline__ float nc_dev_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)

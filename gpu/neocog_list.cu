@@ -185,13 +185,7 @@ s_list_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const uint16_t *__
                     v2 = fmaf(__int_as_float(tw.y), __ldg(qb + ip), v2);
             }
         }
-        uint32_t incl = c;
-#pragma unroll
-        for (uint32_t d = 1; d < 32u; d <<= 1) {
-            const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
-            if (lane >= d)
-                incl += y;
-        }
+        const uint32_t incl = nc_dev_warp_scan(c, lane);
         const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
         if (total == 0)
             continue;

@@ -167,24 +167,12 @@ s_rows_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                 if (c)
                     atomicOr(&m.colb[p % n_in], 1ull << (p / n_in));
             }
-            uint32_t incl = c;
-#pragma unroll
-            for (uint32_t d = 1; d < 32u; d <<= 1) {
-                const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
-                if (lane >= d)
-                    incl += y;
-            }
+            const uint32_t incl = nc_dev_warp_scan(c, lane);
             if (lane == 31)
                 m.scan[warp] = incl;
             __syncthreads();
             if (warp == 0) {
-                uint32_t v = lane < nw ? m.scan[lane] : 0u;
-#pragma unroll
-                for (uint32_t d = 1; d < 32u; d <<= 1) {
-                    const uint32_t y = __shfl_up_sync(0xffffffffu, v, d);
-                    if (lane >= d)
-                        v += y;
-                }
+                const uint32_t v = nc_dev_warp_scan(lane < nw ? m.scan[lane] : 0u, lane);
                 if (lane < nw)
                     m.scan[lane] = v;
             }

@@ -327,12 +327,7 @@ s_sparse_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
             if (ty < win && rlen[ty] > 0 && ox0 + (int)p < g.n_out)
                 bits = (rmask[ty] >> (p + rlo[ty])) & ((1ull << rlen[ty]) - 1ull);
             const uint32_t nb = __popcll(bits);
-            uint32_t pre = nb;
-            for (uint32_t o = 1; o < 32; o <<= 1) {
-                const uint32_t y = __shfl_up_sync(0xffffffffu, pre, o);
-                if (lane >= o)
-                    pre += y;
-            }
+            const uint32_t pre = nc_dev_warp_scan(nb, lane);
             uint32_t at = total + pre - nb;
             total += __shfl_sync(0xffffffffu, pre, 31);
             if (bits) {
