@@ -219,6 +219,32 @@ static const char *s_path(nc_gpu_neocog *e, uint32_t l, char *buf, size_t n)
     return buf;
 }
 
+/* One row of table 2c: every S-layer at batch n with the list kernel set
+ * to (f, planes, order) (nc_gpu_neocog_set_s_list_big), "-" where it
+ * refuses, the setting cleared after each; us per character. */
+static int list_row(nc_gpu_neocog *e, uint32_t ns, uint32_t n, int reps, uint32_t f,
+                    uint32_t planes, uint32_t order)
+{
+    for (uint32_t l = 0; l < ns; l++) {
+        work w = { 0, 1 + 2 * (int)l, n };
+        float ms = 0.0f;
+        int err = nc_gpu_neocog_set_s_list_big(e, l, f, planes, order);
+        if (err == -EINVAL) {
+            printf(" - |");
+            continue;
+        }
+        if (err < 0)
+            return err;
+        err = time_work(e, &w, reps, &ms);
+        nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
+        if (err < 0)
+            return err;
+        printf(" %.3f |", ms * 1e3f / n);
+    }
+    printf("\n");
+    return 0;
+}
+
 /* Table 2c: where the GEMM variant runs each S-layer at batch n, the
  * kernel by teams of warps instead (nc_gpu_neocog_set_s_warp_big), teams
  * of 1 / 2 / 4 and 32 / 64 / 128 planes a block, and the list kernel
@@ -283,23 +309,8 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
             for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
                 printf("| list, %u float4 a lane, %u planes, %s a block |", f, planes[pi],
                        c ? "characters" : "positions");
-                for (uint32_t l = 0; l < ns; l++) {
-                    work w = { 0, 1 + 2 * (int)l, n };
-                    float ms = 0.0f;
-                    err = nc_gpu_neocog_set_s_list_big(e, l, f, planes[pi], c);
-                    if (err == -EINVAL) {
-                        printf(" - |");
-                        continue;
-                    }
-                    if (err < 0)
-                        goto out;
-                    err = time_work(e, &w, reps, &ms);
-                    nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
-                    if (err < 0)
-                        goto out;
-                    printf(" %.3f |", ms * 1e3f / n);
-                }
-                printf("\n");
+                if ((err = list_row(e, ns, n, reps, f, planes[pi], c)) < 0)
+                    goto out;
             }
     static const uint32_t rset[][3] = { { 8, 32, 0 }, { 16, 32, 0 }, { 16, 64, 0 },
                                         { 8, 96, 0 }, { 16, 96, 0 }, { 16, 128, 0 },
@@ -307,25 +318,9 @@ static int warp_big(nc_gpu_neocog *e, const nc_neocog *net, uint32_t n, int reps
     for (size_t ri = 0; ri < sizeof rset / sizeof rset[0]; ri++) {
         printf("| rows, %u warps, %u planes a block%s |", rset[ri][0], rset[ri][1],
                rset[ri][2] ? ", weights through L1" : "");
-        for (uint32_t l = 0; l < ns; l++) {
-            work w = { 0, 1 + 2 * (int)l, n };
-            float ms = 0.0f;
-            err = nc_gpu_neocog_set_s_list_big(e, l, rset[ri][0], rset[ri][1],
-                                               rset[ri][2] ? NC_GPU_NEOCOG_LIST_ROWS_L1
-                                                           : NC_GPU_NEOCOG_LIST_ROWS);
-            if (err == -EINVAL) {
-                printf(" - |");
-                continue;
-            }
-            if (err < 0)
-                goto out;
-            err = time_work(e, &w, reps, &ms);
-            nc_gpu_neocog_set_s_list_big(e, l, 0, 0, 0);
-            if (err < 0)
-                goto out;
-            printf(" %.3f |", ms * 1e3f / n);
-        }
-        printf("\n");
+        const uint32_t order = rset[ri][2] ? NC_GPU_NEOCOG_LIST_ROWS_L1 : NC_GPU_NEOCOG_LIST_ROWS;
+        if ((err = list_row(e, ns, n, reps, rset[ri][0], rset[ri][1], order)) < 0)
+            goto out;
     }
     err = 0;
 out:

@@ -1041,6 +1041,19 @@ static uint32_t engine_diff(nc_gpu_neocog *eng, const nc_neocog_result *cpu,
     return diff;
 }
 
+/* Digits that the engine labels otherwise than core: engine_diff's on
+ * 1, 3 and 33, then all n digits at once (the GEMM variant's settings) */
+static uint32_t engine_diff_all(nc_gpu_neocog *eng, const nc_neocog_result *cpu,
+                                nc_neocog_result *gpu, uint32_t n)
+{
+    static const uint32_t small[] = { 1, 3, 33 };
+    uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
+    CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
+    for (uint32_t j = 0; j < n; j++)
+        diff += gpu[j].label != cpu[j].label;
+    return diff;
+}
+
 static void test_engine(void)
 {
     nc_gpu_neocog *eng = NULL;
@@ -1222,11 +1235,7 @@ static void test_engine(void)
                 CHECK_INT_EQ(nc_gpu_neocog_get_s_warp_big(eng, l), team);
                 CHECK_INT_EQ(nc_gpu_neocog_get_s_planes_big(eng, l), planes);
             }
-            static const uint32_t small[] = { 1, 3, 33 };
-            uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
-            CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
-            for (uint32_t j = 0; j < n; j++)
-                diff += gpu[j].label != cpu[j].label;
+            const uint32_t diff = engine_diff_all(eng, cpu, gpu, n);
             CHECK_MSG(diff == 0, "engine gemm, warp teams of %u, %u planes: %u labels differ",
                       team, planes, diff);
             fprintf(stderr, "  engine gemm with warp teams of %u, %u planes a block, on "
@@ -1251,11 +1260,7 @@ static void test_engine(void)
                     n_set++;
                 }
             }
-            static const uint32_t small[] = { 1, 3, 33 };
-            uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
-            CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
-            for (uint32_t j = 0; j < n; j++)
-                diff += gpu[j].label != cpu[j].label;
+            const uint32_t diff = engine_diff_all(eng, cpu, gpu, n);
             CHECK_MSG(diff == 0, "engine gemm, list f %u, %u planes: %u labels differ", f,
                       planes, diff);
             fprintf(stderr, "  engine gemm with the list kernel, f %u, %u planes a block on %u "
@@ -1280,11 +1285,7 @@ static void test_engine(void)
                 n_set++;
             }
         }
-        static const uint32_t small[] = { 1, 3, 33 };
-        uint32_t diff = engine_diff(eng, cpu, gpu, small, NC_ARRAY_LEN(small));
-        CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits, n, gpu), 0);
-        for (uint32_t j = 0; j < n; j++)
-            diff += gpu[j].label != cpu[j].label;
+        const uint32_t diff = engine_diff_all(eng, cpu, gpu, n);
         CHECK_MSG(diff == 0, "engine gemm, rows %u warps: %u labels differ", wp, diff);
         fprintf(stderr, "  engine gemm with the row kernel, %u warps, %u planes a block on %u "
                 "stages, on 1/3/33/%u: %u labels differ\n", wp, rp ? rp : 32, n_set, n, diff);
