@@ -234,7 +234,8 @@ extern "C" int nc_gpu_neocog_c_forward(const nc_gpu_neocog_c_args *c, const floa
 static __global__ void __launch_bounds__(CD_MAX_WARPS * 32, 5)
 c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__restrict__ in,
                 const uint8_t *__restrict__ occ_in, float *__restrict__ out,
-                uint8_t *__restrict__ occ_out, uint32_t P, uint32_t n_strip, size_t n_items)
+                uint8_t *__restrict__ occ_out, uint32_t P, uint32_t n_strip, size_t n_items,
+                nc_gpu_neocog_lists ls)
 {
     /* each warp's list [n_live], then d [n_live], sized by the launch: a
      * block of UC2 (172 taps) takes 11.7 KB instead of the 21.8 KB that
@@ -303,6 +304,10 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
             out4[i] = z;
         if (occo && lane < np)
             occo[lane] = 0;
+        if (ls.cnt && lane < np) {
+            ls.cnt[row * n_out + ox0 + lane] = 0;
+            ls.q[row * n_out + ox0 + lane] = 0.0f;
+        }
         return;
     }
 
@@ -322,6 +327,10 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
                 po[i] = z;
             if (occo && lane == 0)
                 occo[p] = 0;
+            if (ls.cnt && lane == 0) {
+                ls.cnt[row * n_out + ox0 + p] = 0;
+                ls.q[row * n_out + ox0 + p] = 0.0f;
+            }
             continue;
         }
         {
@@ -337,6 +346,10 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
         __syncwarp();
         /* 3. lane (sl, q) sums down entries sl, sl + S, ... */
         bool fired = false;
+        /* the position's list: entries so far, this lane's squares */
+        const size_t lp = row * n_out + ox0 + p;
+        int l_n = 0;
+        float l_ss = 0.0f;
         for (int q0 = 0; q0 < Q; q0 += QW) {
             const int q = q0 + ql;
             const bool act = sl < S && q < Q;
@@ -370,22 +383,44 @@ c_direct_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__r
                     x.w += y.w;
                 }
             }
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (sl == 0 && q < Q) {
-                const float4 v = nc_dev_psi4(x, 4 * q, (int)c.k);
+                v = nc_dev_psi4(x, 4 * q, (int)c.k);
                 po[q] = v;
                 fired |= v.x > 0.0f || v.y > 0.0f || v.z > 0.0f || v.w > 0.0f;
+            }
+            if (ls.cnt) {
+                /* lanes 0 .. QW - 1 hold planes 4 q0 .. in order: a scan
+                 * of their counts places their entries */
+                const int nz = (v.x != 0.0f) + (v.y != 0.0f) + (v.z != 0.0f) + (v.w != 0.0f);
+                const int incl = (int)nc_dev_warp_scan((uint32_t)nz, (uint32_t)lane);
+                int at = l_n + incl - nz;
+                int2 *le = ls.ent + lp * c.k;
+                nc_dev_list_put(v.x, 4 * q + 0, ls.mul, le, &at, &l_ss);
+                nc_dev_list_put(v.y, 4 * q + 1, ls.mul, le, &at, &l_ss);
+                nc_dev_list_put(v.z, 4 * q + 2, ls.mul, le, &at, &l_ss);
+                nc_dev_list_put(v.w, 4 * q + 3, ls.mul, le, &at, &l_ss);
+                l_n += __shfl_sync(0xffffffffu, incl, 31);
             }
         }
         const unsigned any = __ballot_sync(0xffffffffu, fired);
         if (occo && lane == 0)
             occo[p] = any ? 1 : 0;
+        if (ls.cnt) {
+            const float ss = nc_dev_warp_sum(l_ss);
+            if (lane == 0) {
+                ls.cnt[lp] = (uint16_t)l_n;
+                ls.q[lp] = ss;
+            }
+        }
         __syncwarp();                           /* the list is rewritten next */
     }
 }
 
 static int c_direct_forward(const nc_gpu_neocog_c_args *c, const float *in,
                             const uint8_t *occ_in, float *out, uint8_t *occ_out,
-                            uint32_t batch, uint32_t per_block, cudaStream_t stream)
+                            const nc_gpu_neocog_lists &ls, uint32_t batch, uint32_t per_block,
+                            cudaStream_t stream)
 {
     if (((uintptr_t)in & 15) || ((uintptr_t)out & 15) || c->g.n_live < 1 ||
         c->g.n_live > NC_GPU_NEOCOG_MAX_TAPS)
@@ -426,7 +461,7 @@ static int c_direct_forward(const nc_gpu_neocog_c_args *c, const float *in,
         return -EINVAL;
     const size_t smem = ((size_t)W * sizeof(float2) + sizeof(float)) * (size_t)c->g.n_live;
     c_direct_kernel<<<(unsigned)n_blocks, W * 32, smem, stream>>>(*c, in, occ_in, out, occ_out,
-                                                                   P, n_strip, n_items);
+                                                                   P, n_strip, n_items, ls);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
@@ -445,13 +480,31 @@ extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int k
                                             float *out, uint8_t *occ_out, uint32_t batch,
                                             uint32_t per_block, cudaStream_t stream)
 {
+    return nc_gpu_neocog_c_forward_lists(c, kind, in, occ_in, out, occ_out, NULL, batch,
+                                         per_block, stream);
+}
+
+extern "C" int nc_gpu_neocog_c_forward_lists(const nc_gpu_neocog_c_args *c, int kind,
+                                             const float *in, const uint8_t *occ_in,
+                                             float *out, uint8_t *occ_out,
+                                             const nc_gpu_neocog_lists *lists, uint32_t batch,
+                                             uint32_t per_block, cudaStream_t stream)
+{
+    nc_gpu_neocog_lists ls = { NULL, NULL, NULL, 0 };
+    if (lists) {
+        if ((kind != NC_GPU_NEOCOG_C_DIRECT && kind != NC_GPU_NEOCOG_C_SCATTER) || !c ||
+            !lists->cnt || !lists->q || !lists->ent || c->k < 1 ||
+            (uint64_t)(c->k - 1) * lists->mul > 0x7fffffffu)
+            return -EINVAL;
+        ls = *lists;
+    }
+    if (kind == NC_GPU_NEOCOG_C_SCATTER)
+        return nc_gpu_neocog_c_scatter_lists(c, in, occ_in, out, occ_out, lists, batch, stream);
     if (kind == NC_GPU_NEOCOG_C_STAGED)
         return nc_gpu_neocog_c_forward(c, in, occ_in, out, occ_out, batch, per_block, stream);
     if (kind == NC_GPU_NEOCOG_C_TILE)
         return nc_gpu_neocog_c_tile_forward(c, in, occ_in, out, occ_out, batch, per_block, 0,
                                             stream);
-    if (kind == NC_GPU_NEOCOG_C_SCATTER)
-        return nc_gpu_neocog_c_scatter_forward(c, in, occ_in, out, occ_out, batch, stream);
     if (kind == NC_GPU_NEOCOG_C_WARP)
         return nc_gpu_neocog_c_warp_forward(c, in, occ_in, out, occ_out, batch, per_block,
                                             stream);
@@ -459,6 +512,6 @@ extern "C" int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int k
         c->k > NC_NEOCOG_MAX_PLANES || c->g.n_out < 1 || c->g.win > 32 || c->g.win < 1 ||
         c->g.step < 1)
         return -EINVAL;
-    return c_direct_forward(c, in, occ_in, out, occ_out, batch, per_block, stream);
+    return c_direct_forward(c, in, occ_in, out, occ_out, ls, batch, per_block, stream);
 }
 

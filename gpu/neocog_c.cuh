@@ -13,6 +13,19 @@
 extern "C" {
 #endif
 
+/* Lists of each output position's non-zero planes, as
+ * nc_gpu_neocog_list_build (neocog_list.cuh) writes them for the next
+ * S-layer: cnt [batch * n_pos], q (the sum of their squares) [batch *
+ * n_pos], ent [batch * n_pos][k] int2 (value bits, plane * mul), planes in
+ * ascending order.  A C kernel that writes them as it writes its output
+ * saves the S-layer a pass over that output. */
+typedef struct nc_gpu_neocog_lists {
+    uint16_t *cnt;
+    float *q;
+    int2 *ent;
+    uint32_t mul;
+} nc_gpu_neocog_lists;
+
 /* out(o, k) = psi(sum_t d[t] * in(step * o + nu_t, k)) for `batch`
  * characters.  in: device [batch][n_in^2][ks(k)]; occ_in: [batch][n_in^2]
  * occupancy of in, or NULL (every position is read); out:
@@ -64,6 +77,16 @@ int nc_gpu_neocog_c_forward_kind(const nc_gpu_neocog_c_args *c, int kind, const 
                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                  uint32_t batch, uint32_t per_block, cudaStream_t stream);
 
+/* As nc_gpu_neocog_c_forward_kind, and lists (NULL: none) of out's
+ * non-zero planes for the next S-layer as nc_gpu_neocog_list_build would
+ * write them from out and occ_out (q added in plane order); DIRECT and
+ * SCATTER write them, the other kinds return -EINVAL (before anything is
+ * queued). */
+int nc_gpu_neocog_c_forward_lists(const nc_gpu_neocog_c_args *c, int kind, const float *in,
+                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
+                                  const nc_gpu_neocog_lists *lists, uint32_t batch,
+                                  uint32_t per_block, cudaStream_t stream);
+
 /* The TILE kernel with its shape given: side x side output positions per
  * block (1..8; 0: the narrowest of 2..4 whose blocks all fit on the SMs at
  * once), narrowed while the union window does not fit shared memory; tap
@@ -81,6 +104,11 @@ int nc_gpu_neocog_c_tile_forward(const nc_gpu_neocog_c_args *c, const float *in,
 int nc_gpu_neocog_c_scatter_forward(const nc_gpu_neocog_c_args *c, const float *in,
                                     const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                     uint32_t batch, cudaStream_t stream);
+/* The same, and lists of out's non-zero planes (lists may be NULL). */
+int nc_gpu_neocog_c_scatter_lists(const nc_gpu_neocog_c_args *c, const float *in,
+                                  const uint8_t *occ_in, float *out, uint8_t *occ_out,
+                                  const nc_gpu_neocog_lists *lists, uint32_t batch,
+                                  cudaStream_t stream);
 /* The WARP kernel with teams of `team` warps a position (1, 2, 4, 8 or 16;
  * 0: enough for about 24 warps an SM at this batch, no fewer than two taps
  * a warp).  in and out 16-byte aligned.  -EINVAL on bad arguments, -E2BIG

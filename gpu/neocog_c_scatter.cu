@@ -18,7 +18,9 @@
  *     taps and around them, which is what rules out the candidates whose
  *     window misses the cell; no division on the way for steps 1 and 2);
  *  3. psi of the sums, one 16-byte store a float4 of planes and the
- *     occupancy byte a position.
+ *     occupancy byte a position, and where asked the next S-layer's lists
+ *     of the position's non-zero planes (a thread a position, planes in
+ *     order), which saves that S-layer a pass over this output.
  * A plane's sums belong to one warp, and its cells come in ascending
  * position order, which for every output is its window's tap order: each
  * output gets core's terms in core's order (form G's), so the result does
@@ -71,7 +73,7 @@ template <int STEP, int NR>
 static __global__ void __launch_bounds__(CS_WARPS * 32, 2)
 c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__restrict__ in,
                  const uint8_t *__restrict__ occ_in, float *__restrict__ out,
-                 uint8_t *__restrict__ occ_out, uint32_t cw)
+                 uint8_t *__restrict__ occ_out, uint32_t cw, nc_gpu_neocog_lists ls)
 {
     extern __shared__ __align__(16) float cs_sum[];
     const nc_gpu_neocog_geom &g = c.g;
@@ -191,11 +193,14 @@ c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__
     }
     __syncthreads();
 
-    /* 3. psi, 16-byte stores, occupancy */
+    /* 3. psi, 16-byte stores, occupancy, lists */
     const size_t row0 = b * (size_t)n_o;
     for (int o = tid; o < n_o; o += nth) {
         float4 *po = (float4 *)(out + (row0 + o) * ks);
+        int2 *le = ls.cnt ? ls.ent + (row0 + o) * (size_t)K : nullptr;
         bool fired = false;
+        int nz = 0;
+        float ss = 0.0f;
         for (int q = 0; q < ks / 4; q++) {
             float4 x;
             x.x = 4 * q + 0 < K ? cs_sum[(4 * q + 0) * n_o + o] : 0.0f;
@@ -205,9 +210,19 @@ c_scatter_kernel(const __grid_constant__ nc_gpu_neocog_c_args c, const float *__
             const float4 v = nc_dev_psi4(x, 4 * q, K);
             po[q] = v;
             fired |= v.x > 0.0f || v.y > 0.0f || v.z > 0.0f || v.w > 0.0f;
+            if (le) {
+                nc_dev_list_put(v.x, 4 * q + 0, ls.mul, le, &nz, &ss);
+                nc_dev_list_put(v.y, 4 * q + 1, ls.mul, le, &nz, &ss);
+                nc_dev_list_put(v.z, 4 * q + 2, ls.mul, le, &nz, &ss);
+                nc_dev_list_put(v.w, 4 * q + 3, ls.mul, le, &nz, &ss);
+            }
         }
         if (occ_out)
             occ_out[row0 + o] = fired ? 1 : 0;
+        if (le) {
+            ls.cnt[row0 + o] = (uint16_t)nz;
+            ls.q[row0 + o] = ss;
+        }
     }
 }
 
@@ -216,6 +231,21 @@ extern "C" int nc_gpu_neocog_c_scatter_forward(const nc_gpu_neocog_c_args *c, co
                                                uint8_t *occ_out, uint32_t batch,
                                                cudaStream_t stream)
 {
+    return nc_gpu_neocog_c_scatter_lists(c, in, occ_in, out, occ_out, NULL, batch, stream);
+}
+
+extern "C" int nc_gpu_neocog_c_scatter_lists(const nc_gpu_neocog_c_args *c, const float *in,
+                                             const uint8_t *occ_in, float *out,
+                                             uint8_t *occ_out, const nc_gpu_neocog_lists *lists,
+                                             uint32_t batch, cudaStream_t stream)
+{
+    nc_gpu_neocog_lists ls = { NULL, NULL, NULL, 0 };
+    if (lists) {
+        if (!lists->cnt || !lists->q || !lists->ent || !c ||
+            (uint64_t)(c->k - 1) * lists->mul > 0x7fffffffu)
+            return -EINVAL;
+        ls = *lists;
+    }
     if (!c || !in || !out || batch < 1 || c->k < 1 || c->k > NC_NEOCOG_MAX_PLANES ||
         c->g.n_out < 1 || c->g.n_in < 1 || c->g.n_in > 0xffff || c->g.win < 1 ||
         c->g.win > 32 || c->g.step < 1 || ((uintptr_t)in & 15) || ((uintptr_t)out & 15))
@@ -241,6 +271,6 @@ extern "C" int nc_gpu_neocog_c_scatter_forward(const nc_gpu_neocog_c_args *c, co
     if ((r = nc_dev_smem_allow((const void *)kern, smem)) < 0)
         return r;
     NC_CUDA_CHECK(nc_dev_launch(kern, dim3(batch), dim3(CS_WARPS * 32), smem, stream, batch, *c,
-                                in, occ_in, out, occ_out, cw));
+                                in, occ_in, out, occ_out, cw, ls));
     return 0;
 }

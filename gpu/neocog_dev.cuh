@@ -281,6 +281,16 @@ static __device__ __forceinline__ uint32_t nc_dev_warp_scan(uint32_t v, uint32_t
     return v;
 }
 
+/* One plane's value v into a position's list (nc_gpu_neocog_lists): an
+ * entry when v != 0 (at *n, which counts them), and v^2 into *ss */
+static __device__ __forceinline__ void nc_dev_list_put(float v, int kap, uint32_t mul,
+                                                       int2 *ent, int *n, float *ss)
+{
+    if (v != 0.0f)
+        ent[(*n)++] = make_int2(__float_as_int(v), (int)((uint32_t)kap * mul));
+    *ss = fmaf(v, v, *ss);
+}
+
 static __device__ __forceinline__ float nc_dev_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)

@@ -79,6 +79,11 @@ struct nc_gpu_neocog {
     int2 *l_ent[NC_NEOCOG_MAX_STAGES];
     float *l_wpad[NC_NEOCOG_MAX_STAGES];
     uint32_t l_wpad_planes[NC_NEOCOG_MAX_STAGES];
+    /* l_cnt/l_q/l_ent[l] hold the lists of the first l_ready_n[l]
+     * characters of stage l's input, built with mul l_ready_mul[l] (0:
+     * none), when the C-layer before wrote them with its output */
+    uint32_t l_ready_n[NC_NEOCOG_MAX_STAGES];
+    uint32_t l_ready_mul[NC_NEOCOG_MAX_STAGES];
     /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
      * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
@@ -486,10 +491,13 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
             const nc_gpu_neocog_s_args *s = &e->s[l];
             const uint32_t ni = e->layer_size[layer - 1];
             const uint32_t order = e->s_list_order[l];
-            int r = nc_gpu_neocog_list_build(e->act[layer - 1], e->occ[layer - 1],
+            const uint32_t mul = list_mul(s, order);
+            int r = 0;
+            if (e->l_ready_mul[l] != mul || e->l_ready_n[l] < n)
+                r = nc_gpu_neocog_list_build(e->act[layer - 1], e->occ[layer - 1],
                                              (size_t)ni * ni, s->k_in,
-                                             e->layer_stride[layer - 1], list_mul(s, order),
-                                             e->l_cnt[l], e->l_q[l], e->l_ent[l], n, st);
+                                             e->layer_stride[layer - 1], mul, e->l_cnt[l],
+                                             e->l_q[l], e->l_ent[l], n, st);
             if (r == 0 && order >= NC_GPU_NEOCOG_LIST_ROWS)
                 r = nc_gpu_neocog_s_forward_rows(s, e->l_wpad[l], e->l_cnt[l], e->l_q[l],
                                                  e->l_ent[l], e->act[layer],
@@ -546,6 +554,24 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
          * tile one when one window's planes overflow shared memory); the
          * staged kernel then runs it, or the direct one in its place */
         const int kind = (int)(n >= e->c_min ? e->c_kind[l] : e->c_small_kind[l]);
+        /* the next stage's lists with the output, where its S-layer runs
+         * from lists and this kernel writes them (DIRECT, SCATTER) */
+        const uint32_t nl = l + 1;
+        e->l_ready_mul[nl] = 0;
+        if (v == NC_GPU_NEOCOG_GEMM && e->s_list_big[nl] &&
+            (kind == NC_GPU_NEOCOG_C_DIRECT || kind == NC_GPU_NEOCOG_C_SCATTER)) {
+            const nc_gpu_neocog_lists ls = { e->l_cnt[nl], e->l_q[nl], e->l_ent[nl],
+                                             list_mul(&e->s[nl], e->s_list_order[nl]) };
+            int r = nc_gpu_neocog_c_forward_lists(&e->c[l], kind, e->act[layer - 1],
+                                                  e->occ[layer - 1], e->act[layer],
+                                                  e->occ[layer], &ls, n, 0, st);
+            if (r == 0) {
+                e->l_ready_mul[nl] = ls.mul;
+                e->l_ready_n[nl] = n;
+            }
+            if (r != -EINVAL && r != -E2BIG)
+                return r;
+        }
         int r = nc_gpu_neocog_c_forward_kind(&e->c[l], kind, e->act[layer - 1],
                                              e->occ[layer - 1], e->act[layer],
                                              e->occ[layer], n, 0, st);
@@ -1059,6 +1085,7 @@ static void lists_free(nc_gpu_neocog *e, uint32_t l)
     e->l_ent[l] = NULL;
     e->l_wpad[l] = NULL;
     e->l_wpad_planes[l] = 0;
+    e->l_ready_mul[l] = 0;
 }
 
 static const uint32_t rows_planes[] = { 32, 64, 96, 128 };
@@ -1066,6 +1093,7 @@ static const uint32_t rows_planes[] = { 32, 64, 96, 128 };
 static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
 {
     const size_t ni = e->layer_size[2 * l], n_pos = (size_t)e->chunk_cap * ni * ni;
+    e->l_ready_mul[l] = 0;
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
     NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
@@ -1147,6 +1175,11 @@ static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
     if (r == -ENOMEM || r == -EIO)      /* no room for the lists: keep what we have */
         return 0;
     uint32_t bf = 0, bp = 0, bo = 0;
+    /* every candidate pays its list build (the S-layer does not mark the
+     * lists it builds as ready), whether or not the C-layer before would
+     * write them: the same cost for each, and none of it left out against
+     * the GEMM path */
+    e->l_ready_mul[l] = 0;
     for (uint32_t order = 0; r == 0 && order <= NC_GPU_NEOCOG_LIST_ROWS_L1; order++) {
         const int rows = order >= NC_GPU_NEOCOG_LIST_ROWS;
         const size_t n_p = rows ? 4 : 3;

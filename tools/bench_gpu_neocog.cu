@@ -439,6 +439,93 @@ static int tile_shapes(nc_gpu_neocog *e, const nc_neocog *net, int reps)
     return 0;
 }
 
+/* Wall seconds a character of `engines` engines each running n / engines
+ * characters on its own stream at once (GEMM variant, chunk c), best of 5. */
+static int time_engines(nc_gpu_neocog **es, int engines, uint32_t n, uint32_t c, double *ret)
+{
+    int r = 0;
+    for (int i = 0; r == 0 && i < engines; i++)
+        if ((r = nc_gpu_neocog_set_chunk(es[i], c)) == 0)
+            r = nc_gpu_neocog_set_variant(es[i], NC_GPU_NEOCOG_GEMM);
+    double best = 1e30;
+    for (int rep = 0; r == 0 && rep < 6; rep++) {
+        double t = now_s();
+        for (int i = 0; r == 0 && i < engines; i++)
+            r = nc_gpu_neocog_enqueue(es[i], n / engines, 0);
+        for (int i = 0; r == 0 && i < engines; i++)
+            r = nc_gpu_neocog_sync(es[i]);
+        t = now_s() - t;
+        if (rep > 0 && t < best)
+            best = t;
+    }
+    *ret = best / n;
+    return r;
+}
+
+/* 5: the batch split between engines on their own streams, so that one's
+ * kernels fill the other's ramps and tails. */
+static int side_by_side(nc_gpu_neocog *e, const nc_neocog *net, int device, const float *in,
+                        uint32_t n, uint32_t nb)
+{
+    nc_gpu_neocog *es[3] = { e, NULL, NULL };
+    int r = 0;
+    for (int i = 1; r == 0 && i < 3; i++)
+        if ((r = nc_gpu_neocog_new(net, device, n / 2, &es[i])) == 0 &&
+            (r = nc_gpu_neocog_upload(es[i], in, n / 2)) == 0)
+            r = nc_gpu_neocog_tune(es[i], NC_GPU_NEOCOG_GEMM, nb);
+    if (r == 0)
+        printf("\n| engines side by side at batch %u, chars/s (host wall) | chunk 1024 | 2048 "
+               "| 4096 |\n|---|---:|---:|---:|\n", n);
+    for (int k = 1; r == 0 && k <= 3; k++) {
+        printf("| %d |", k);
+        const uint32_t chunks[3] = { 1024, 2048, 4096 };
+        for (int j = 0; r == 0 && j < 3; j++) {
+            double s = 0.0;
+            if (chunks[j] > nb || (r = time_engines(es, k, n, chunks[j], &s)) < 0) {
+                printf(" - |");
+                continue;
+            }
+            printf(" %.0f |", 1.0 / s);
+        }
+        printf("\n");
+    }
+    nc_gpu_neocog_set_chunk(e, nb);
+    /* UG and US1 in one kernel at the chunk, against the two layers */
+    float ms[3] = { 0.0f, 0.0f, 0.0f };
+    const work wl[2] = { { 0, 0, nb }, { 0, 1, nb } };
+    for (int i = 0; r == 0 && i < 2; i++)
+        r = time_work(e, &wl[i], 5, &ms[i]);
+    if (r == 0) {
+        cudaStream_t st = (cudaStream_t)nc_gpu_neocog_stream(e);
+        cudaEvent_t t0, t1;
+        cudaEventCreate(&t0);
+        cudaEventCreate(&t1);
+        float best = 1e30f;
+        for (int rep = 0; r == 0 && rep < 6; rep++) {
+            cudaEventRecord(t0, st);
+            r = nc_gpu_neocog_enqueue_gs1(e, nb);
+            cudaEventRecord(t1, st);
+            cudaEventSynchronize(t1);
+            float m = 0.0f;
+            cudaEventElapsedTime(&m, t0, t1);
+            if (rep > 0 && m < best)
+                best = m;
+        }
+        ms[2] = r == 0 ? best : -1.0f;
+        if (r == -EINVAL)
+            r = 0;
+        cudaEventDestroy(t0);
+        cudaEventDestroy(t1);
+    }
+    if (r == 0)
+        printf("\nAt %u: UG %.3f + US1 %.3f us a character; one gs1 kernel %.3f (err %d).\n",
+               nb, ms[0] * 1e3f / nb, ms[1] * 1e3f / nb, ms[2] * 1e3f / nb, r);
+    fflush(stdout);
+    nc_gpu_neocog_free(es[1]);
+    nc_gpu_neocog_free(es[2]);
+    return r;
+}
+
 extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
 {
     const nc_dataset *ds = o->digits;
@@ -971,6 +1058,8 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 goto out;
             printf("| %s | %.0f |\n", nc_gpu_neocog_variant_name(v), max_batch / (ms * 1e-3));
         }
+        if ((err = side_by_side(e, net, o->device, batch_in, max_batch, nb)) < 0)
+            goto out;
         /* answers agree with the labels as often as core's do */
         nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_AUTO);
         const uint32_t nt = n_test < max_batch ? n_test : max_batch;

@@ -85,6 +85,9 @@ static uint32_t s_list_f, s_list_planes, s_list_by_char;
 /* run_case's S-layers through the row kernel from the lists: warps and
  * planes a block (0: off), weights in shared memory (or through L1) */
 static uint32_t s_rows_warps, s_rows_planes, s_rows_shared;
+/* run_case's C-layers (DIRECT and SCATTER) also write the next S-layer's
+ * lists of their output, entries carrying plane * c_lists_mul (0: off) */
+static uint32_t c_lists_mul;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -224,6 +227,44 @@ static int split_twice(const layer_case *lc, const float *d_in, const uint8_t *d
     return r;
 }
 
+/* The lists on the device (d_cnt, d_q, d_ent of n_pos positions, k planes,
+ * entries carrying plane * mul) against core's nc_neocog_list_build of h
+ * ([n_pos][stride], host): counts and entries exactly, sums of squares to
+ * 1e-6. */
+static void check_lists(const char *what, const float *h, size_t n_pos, uint32_t k,
+                        uint32_t stride, uint32_t mul, const uint16_t *d_cnt, const float *d_q,
+                        const int2 *d_ent)
+{
+    uint16_t *h_cnt = malloc(n_pos * sizeof(uint16_t)), *c_cnt = malloc(n_pos * sizeof(uint16_t));
+    float *h_q = malloc(n_pos * sizeof(float)), *c_q = malloc(n_pos * sizeof(float));
+    int32_t *h_ent = malloc(n_pos * k * 2 * sizeof(int32_t)),
+            *c_ent = malloc(n_pos * k * 2 * sizeof(int32_t));
+    REQUIRE(h_cnt && c_cnt && h_q && c_q && h_ent && c_ent);
+    CUDA_OK(cudaMemcpy(h_cnt, d_cnt, n_pos * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h_q, d_q, n_pos * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h_ent, d_ent, n_pos * k * sizeof(int2), cudaMemcpyDeviceToHost));
+    CHECK_INT_EQ(nc_neocog_list_build(h, n_pos, k, stride, mul, c_cnt, c_q, c_ent), 0);
+    size_t bad_cnt = 0, bad_ent = 0, bad_q = 0;
+    for (size_t p = 0; p < n_pos; p++) {
+        if (h_cnt[p] != c_cnt[p]) {
+            bad_cnt++;
+            continue;
+        }
+        for (uint32_t j = 0; j < 2u * c_cnt[p]; j++)
+            bad_ent += h_ent[p * k * 2 + j] != c_ent[p * k * 2 + j];
+        bad_q += !(fabsf(h_q[p] - c_q[p]) <= 1e-6f * c_q[p]);
+    }
+    CHECK_MSG(bad_cnt == 0 && bad_ent == 0 && bad_q == 0,
+              "%s: lists differ from core's: %zu counts, %zu entry words, %zu sums", what,
+              bad_cnt, bad_ent, bad_q);
+    free(h_cnt);
+    free(c_cnt);
+    free(h_q);
+    free(c_q);
+    free(h_ent);
+    free(c_ent);
+}
+
 /* The S-layer of lc through the list kernel: the input's lists built on
  * the device and checked against core's nc_neocog_list_build of h_in
  * (counts and entries exactly, sums of squares to 1e-6), then the layer
@@ -239,13 +280,9 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
     const uint32_t k = lc->s.k_in,
                    mul = s_rows_warps ? 1u : (uint32_t)lc->s.g.n_live *
                                                  (nc_neocog_kstride(lc->s.k_out) / 4u);
-    uint16_t *d_cnt = NULL, *h_cnt = malloc(n_pos * sizeof(uint16_t)),
-             *c_cnt = malloc(n_pos * sizeof(uint16_t));
-    float *d_q = NULL, *h_q = malloc(n_pos * sizeof(float)), *c_q = malloc(n_pos * sizeof(float));
+    uint16_t *d_cnt = NULL;
+    float *d_q = NULL;
     int2 *d_ent = NULL;
-    int32_t *h_ent = malloc(n_pos * k * 2 * sizeof(int32_t)),
-            *c_ent = malloc(n_pos * k * 2 * sizeof(int32_t));
-    REQUIRE(h_cnt && c_cnt && h_q && c_q && h_ent && c_ent);
     CUDA_OK(cudaMalloc((void **)&d_cnt, n_pos * sizeof(uint16_t)));
     CUDA_OK(cudaMalloc((void **)&d_q, n_pos * sizeof(float)));
     CUDA_OK(cudaMalloc((void **)&d_ent, n_pos * k * sizeof(int2)));
@@ -255,24 +292,9 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
                                      d_q, d_ent, batch, 0);
     if (r == 0) {
         CUDA_OK(cudaDeviceSynchronize());
-        CUDA_OK(cudaMemcpy(h_cnt, d_cnt, n_pos * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(h_q, d_q, n_pos * sizeof(float), cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(h_ent, d_ent, n_pos * k * sizeof(int2), cudaMemcpyDeviceToHost));
-        CHECK_INT_EQ(nc_neocog_list_build(h_in, n_pos, k, lc->in_stride, mul, c_cnt, c_q, c_ent),
-                     0);
-        size_t bad_cnt = 0, bad_ent = 0, bad_q = 0;
-        for (size_t p = 0; p < n_pos; p++) {
-            if (h_cnt[p] != c_cnt[p]) {
-                bad_cnt++;
-                continue;
-            }
-            for (uint32_t j = 0; j < 2u * c_cnt[p]; j++)
-                bad_ent += h_ent[p * k * 2 + j] != c_ent[p * k * 2 + j];
-            bad_q += !(fabsf(h_q[p] - c_q[p]) <= 1e-6f * c_q[p]);
-        }
-        CHECK_MSG(bad_cnt == 0 && bad_ent == 0 && bad_q == 0,
-                  "%s batch %u: lists differ from core's: %zu counts, %zu entry words, %zu sums",
-                  tag, batch, bad_cnt, bad_ent, bad_q);
+        char what[192];
+        snprintf(what, sizeof what, "%s batch %u", tag, batch);
+        check_lists(what, h_in, n_pos, k, lc->in_stride, mul, d_cnt, d_q, d_ent);
         if (s_rows_warps) {
             float *d_w = NULL;
             CUDA_OK(cudaMalloc((void **)&d_w,
@@ -294,12 +316,6 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
     cudaFree(d_cnt);
     cudaFree(d_q);
     cudaFree(d_ent);
-    free(h_cnt);
-    free(c_cnt);
-    free(h_q);
-    free(c_q);
-    free(h_ent);
-    free(c_ent);
     *ret = r;
 }
 
@@ -334,6 +350,17 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
     CUDA_OK(cudaMemset(d_occ_out, 0xab, (size_t)batch * lc->n_out_pos));
     CUDA_OK(cudaMemset(d_label, 0xab, batch * sizeof(int32_t)));
     int r = 0;
+    /* the C kernel's lists, poisoned first */
+    nc_gpu_neocog_lists ls = { NULL, NULL, NULL, c_lists_mul };
+    const size_t l_pos = (size_t)batch * lc->n_out_pos;
+    if (c_lists_mul && lc->layer % 2 == 0 && lc->layer >= 2 && !is_class) {
+        CUDA_OK(cudaMalloc((void **)&ls.cnt, l_pos * sizeof(uint16_t)));
+        CUDA_OK(cudaMalloc((void **)&ls.q, l_pos * sizeof(float)));
+        CUDA_OK(cudaMalloc((void **)&ls.ent, l_pos * lc->c.k * sizeof(int2)));
+        CUDA_OK(cudaMemset(ls.cnt, 0xab, l_pos * sizeof(uint16_t)));
+        CUDA_OK(cudaMemset(ls.q, 0xff, l_pos * sizeof(float)));
+        CUDA_OK(cudaMemset(ls.ent, 0xff, l_pos * lc->c.k * sizeof(int2)));
+    }
     if (lc->layer != NC_NEOCOG_L_UG && !is_class)
         r = nc_gpu_neocog_occupancy(d_in, lc->n_in_pos, lc->in_k, lc->in_stride, d_occ_in,
                                     batch, 0);
@@ -361,6 +388,9 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
         else if ((lc->layer - 1) % 2 == 0)
             r = nc_gpu_neocog_s_forward(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                         variant, 0, 0);
+        else if (ls.cnt)
+            r = nc_gpu_neocog_c_forward_lists(&lc->c, variant, d_in, d_occ_in, d_out, d_occ_out,
+                                              &ls, batch, 0, 0);
         else if (variant == NC_GPU_NEOCOG_C_TILE && (tile_side || tile_slices))
             r = nc_gpu_neocog_c_tile_forward(&lc->c, d_in, d_occ_in, d_out, d_occ_out, batch,
                                              tile_side, tile_slices, 0);
@@ -379,6 +409,12 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
     compare(what, h_out, h_ref, batch * out_n);
     if (!is_class)
         check_occ(what, h_occ, h_out, (size_t)batch * lc->n_out_pos, lc->out_stride);
+    if (ls.cnt && r == 0)
+        check_lists(what, h_out, l_pos, lc->c.k, lc->out_stride, c_lists_mul, ls.cnt, ls.q,
+                    ls.ent);
+    cudaFree(ls.cnt);
+    cudaFree(ls.q);
+    cudaFree(ls.ent);
     free(h_in);
     free(h_out);
     free(h_ref);
@@ -794,6 +830,35 @@ static void test_layers(void)
             c_team = 0;
             fprintf(stderr, "  %-3s: warp teams 1/2/4/8/16 x batches 1/3/33, taps from a device "
                     "table: %s\n", name[layer], nc_test_failures == before ? "ok" : "FAILED");
+        }
+        /* DIRECT and SCATTER writing the next S-layer's lists with their
+         * output (the engine's large batches), entries carrying the
+         * plane itself (the row kernel's) and plane x 7; the other kinds
+         * refuse */
+        if (is_c) {
+            static const uint32_t muls[] = { 1, 7 }, sb[] = { 1, 3, 33, 200 };
+            static const int kinds[] = { NC_GPU_NEOCOG_C_DIRECT, NC_GPU_NEOCOG_C_SCATTER };
+            before = nc_test_failures;
+            nc_gpu_neocog_lists ls = { (uint16_t *)d_a[1], d_a[2], (int2 *)d_a[3], 1 };
+            for (int kd = 0; kd < NC_GPU_NEOCOG_C_N_KINDS; kd++)
+                if (kd != NC_GPU_NEOCOG_C_DIRECT && kd != NC_GPU_NEOCOG_C_SCATTER)
+                    CHECK_INT_EQ(nc_gpu_neocog_c_forward_lists(&lc.c, kd, d_a[0], NULL, d_b[0],
+                                                               NULL, &ls, 1, 0, 0),
+                                 -EINVAL);
+            for (size_t i = 0; i < NC_ARRAY_LEN(muls); i++) {
+                c_lists_mul = muls[i];
+                for (size_t ki = 0; ki < NC_ARRAY_LEN(kinds); ki++) {
+                    snprintf(what, sizeof what, "%s %s with lists x%u", name[layer],
+                             nc_gpu_neocog_c_kind_name(kinds[ki]), c_lists_mul);
+                    for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
+                        run_both(what, &lc, kinds[ki], &pl, sb[bi]);
+                }
+            }
+            c_lists_mul = 0;
+            fprintf(stderr, "  %-3s: direct and scatter writing the next S-layer's lists (x1, "
+                    "x7) x batches 1/3/33/200, as core's lists of their output; the other "
+                    "kinds refuse: %s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
         }
         /* the tile kernel's other shapes (the bench times them all): tile
          * sides 1..8 (edge tiles cut by the plane's width), 1, 2 or 4 tap
@@ -1243,9 +1308,15 @@ static void test_engine(void)
         }
     /* the list kernel there: 1, 2 and 4 float4 a lane, 32 and 128 planes
      * a block (where it takes them) on every stage; it goes before the
-     * warp kernel, which stays set underneath */
+     * warp kernel, which stays set underneath.  The C-layers before write
+     * its lists (DIRECT, the default; SCATTER at f 4) or (STAGED at f 2)
+     * leave them to the S-layer */
     for (uint32_t f = 1; f <= 4; f *= 2)
         for (uint32_t planes = 32; planes <= 128; planes *= 4) {
+            const int ck = f == 1 ? NC_GPU_NEOCOG_C_DIRECT
+                         : f == 2 ? NC_GPU_NEOCOG_C_STAGED : NC_GPU_NEOCOG_C_SCATTER;
+            for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++)
+                CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, ck), 0);
             uint32_t n_set = 0;
             for (uint32_t l = 0; l < net->arch.n_stages; l++) {
                 const uint32_t ks4 = nc_neocog_kstride(net->n_planes[l]) / 4,
@@ -1264,7 +1335,8 @@ static void test_engine(void)
             CHECK_MSG(diff == 0, "engine gemm, list f %u, %u planes: %u labels differ", f,
                       planes, diff);
             fprintf(stderr, "  engine gemm with the list kernel, f %u, %u planes a block on %u "
-                    "stages, on 1/3/33/%u: %u labels differ\n", f, planes, n_set, n, diff);
+                    "stages, C-layers %s, on 1/3/33/%u: %u labels differ\n", f, planes, n_set,
+                    nc_gpu_neocog_c_kind_name(ck), n, diff);
             for (uint32_t l = 0; l < net->arch.n_stages; l++)
                 CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
         }
@@ -1275,6 +1347,9 @@ static void test_engine(void)
         uint32_t n_set = 0;
         const uint32_t rp = wp == 4 ? 0 : 64,
                        ro = wp == 4 ? NC_GPU_NEOCOG_LIST_ROWS : NC_GPU_NEOCOG_LIST_ROWS_L1;
+        const int ck = wp == 4 ? NC_GPU_NEOCOG_C_SCATTER : NC_GPU_NEOCOG_C_DIRECT;
+        for (uint32_t l = 0; l + 1 < net->arch.n_stages; l++)
+            CHECK_INT_EQ(nc_gpu_neocog_set_c_kind(eng, l, ck), 0);
         for (uint32_t l = 0; l < net->arch.n_stages; l++) {
             const int want = l > 0 ? 0 : -EINVAL;
             CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, wp, rp, ro), want);
@@ -1288,7 +1363,8 @@ static void test_engine(void)
         const uint32_t diff = engine_diff_all(eng, cpu, gpu, n);
         CHECK_MSG(diff == 0, "engine gemm, rows %u warps: %u labels differ", wp, diff);
         fprintf(stderr, "  engine gemm with the row kernel, %u warps, %u planes a block on %u "
-                "stages, on 1/3/33/%u: %u labels differ\n", wp, rp ? rp : 32, n_set, n, diff);
+                "stages, C-layers %s, on 1/3/33/%u: %u labels differ\n", wp, rp ? rp : 32,
+                n_set, nc_gpu_neocog_c_kind_name(ck), n, diff);
         for (uint32_t l = 0; l < net->arch.n_stages; l++)
             CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
     }
