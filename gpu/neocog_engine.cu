@@ -37,6 +37,29 @@
 #include "neocog_s.cuh"
 #include "neocog_s_warp.cuh"
 
+/* One chunk's working buffers.  Every kernel of a chunk writes and reads
+ * only these (and the shared weights), so two lanes let two chunks run at
+ * once on two streams: each layer's kernel of one chunk fills the SMs that
+ * the other's ramp-up, tail and kernel boundaries leave idle. */
+typedef struct nc_lane {
+    float *d_act;               /* one chunk's activations, every layer */
+    float *act[2 * NC_NEOCOG_MAX_STAGES + 1];              /* by nc_neocog_layer */
+    uint8_t *d_occ;
+    uint8_t *occ[2 * NC_NEOCOG_MAX_STAGES + 1];
+    /* the list S-layers' input lists of stage l (allocated when its list
+     * kernel is first set); they hold the first l_ready_n[l] characters'
+     * lists built with mul l_ready_mul[l] (0: none) when the C-layer
+     * before wrote them with its output */
+    uint16_t *l_cnt[NC_NEOCOG_MAX_STAGES];
+    float *l_q[NC_NEOCOG_MAX_STAGES];
+    int2 *l_ent[NC_NEOCOG_MAX_STAGES];
+    uint32_t l_ready_n[NC_NEOCOG_MAX_STAGES];
+    uint32_t l_ready_mul[NC_NEOCOG_MAX_STAGES];
+    nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];     /* the GEMM path's scratch */
+    cudaStream_t st;            /* lane 1's stream (lane 0 runs on the engine's) */
+    cudaEvent_t ev;             /* lane 1: its last chunk done */
+} nc_lane;
+
 struct nc_gpu_neocog {
     int device;
     int failed;                 /* a CUDA failure: refuse further work */
@@ -74,16 +97,8 @@ struct nc_gpu_neocog {
     uint32_t s_list_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_planes_big[NC_NEOCOG_MAX_STAGES];
     uint32_t s_list_order[NC_NEOCOG_MAX_STAGES];
-    uint16_t *l_cnt[NC_NEOCOG_MAX_STAGES];
-    float *l_q[NC_NEOCOG_MAX_STAGES];
-    int2 *l_ent[NC_NEOCOG_MAX_STAGES];
     float *l_wpad[NC_NEOCOG_MAX_STAGES];
     uint32_t l_wpad_planes[NC_NEOCOG_MAX_STAGES];
-    /* l_cnt/l_q/l_ent[l] hold the lists of the first l_ready_n[l]
-     * characters of stage l's input, built with mul l_ready_mul[l] (0:
-     * none), when the C-layer before wrote them with its output */
-    uint32_t l_ready_n[NC_NEOCOG_MAX_STAGES];
-    uint32_t l_ready_mul[NC_NEOCOG_MAX_STAGES];
     /* the sparse variant runs UG and US1 as one kernel (gpu/neocog_gs1.cuh)
      * when gs1 is 1; gs1_ok: that kernel takes this net */
     uint32_t gs1;
@@ -92,7 +107,6 @@ struct nc_gpu_neocog {
     unsigned *d_split_count;
     float *d_split_part;
     size_t n_split_count, n_split_part;
-    nc_gpu_neocog_gemm *gemm[NC_NEOCOG_MAX_STAGES];
     nc_gpu_neocog_iv *iv;       /* set: the answer is the IV classifier's */
     uint32_t max_batch, chunk_cap, chunk;
     uint32_t n_stages, n_classes, in_size, in_cells;
@@ -110,17 +124,17 @@ struct nc_gpu_neocog {
     void *d_weights;            /* a, b of every stage, plane labels */
     const uint32_t *d_plane_label;
     float *d_in;                /* [max_batch][in_cells] */
-    float *d_act;               /* one chunk's activations, every layer */
-    float *act[2 * NC_NEOCOG_MAX_STAGES + 1];              /* by nc_neocog_layer */
-    uint8_t *d_occ;
-    uint8_t *occ[2 * NC_NEOCOG_MAX_STAGES + 1];
+    /* ln[0]: the chunk buffers every call uses; ln[1] (lanes == 2, made on
+     * the first batch of more than one chunk) */
+    nc_lane ln[NC_GPU_NEOCOG_MAX_LANES];
+    uint32_t lanes;
     float *d_scores;            /* [max_batch][n_classes] */
     int32_t *d_labels;          /* [max_batch] */
     /* pinned host */
     float *h_in, *h_scores;
     int32_t *h_labels;
     cudaStream_t run, up, down;
-    cudaEvent_t ev_up, ev_done;
+    cudaEvent_t ev_up, ev_done, ev_fork;
     cudaGraphExec_t graph_dev[NC_GPU_NEOCOG_GRAPH_MAX + 1];
     cudaGraphExec_t graph_io[NC_GPU_NEOCOG_GRAPH_MAX + 1];
 };
@@ -139,6 +153,105 @@ static int enter(nc_gpu_neocog *e)
     if (e->failed)
         return -EIO;
     NC_CUDA_CHECK(cudaSetDevice(e->device));
+    return 0;
+}
+
+/* Stage l's input lists in lane x, for chunk_cap characters. */
+static int lane_lists_alloc(const nc_gpu_neocog *e, nc_lane *x, uint32_t l)
+{
+    const size_t ni = e->layer_size[2 * l], n_pos = (size_t)e->chunk_cap * ni * ni;
+    x->l_ready_mul[l] = 0;
+    NC_CUDA_CHECK(cudaMalloc((void **)&x->l_cnt[l], n_pos * sizeof(uint16_t)));
+    NC_CUDA_CHECK(cudaMalloc((void **)&x->l_q[l], n_pos * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc((void **)&x->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
+    return 0;
+}
+
+static void lane_lists_free(nc_lane *x, uint32_t l)
+{
+    cudaFree(x->l_cnt[l]);
+    cudaFree(x->l_q[l]);
+    cudaFree(x->l_ent[l]);
+    x->l_cnt[l] = NULL;
+    x->l_q[l] = NULL;
+    x->l_ent[l] = NULL;
+    x->l_ready_mul[l] = 0;
+}
+
+/* Lane x's chunk buffers: every layer's activations and occupancy map,
+ * the GEMM path's scratch (its weights permuted on st), and the input
+ * lists of every stage where `like` (may be NULL) has them.  The engine's
+ * sizes and S-layer arguments are set. */
+static int lane_alloc(const nc_gpu_neocog *e, nc_lane *x, const nc_lane *like, cudaStream_t st)
+{
+    size_t af = 0, ob = 0;
+    const uint32_t n_layers = 2 * e->n_stages;  /* UG .. last S */
+    for (uint32_t y = 0; y < n_layers; y++) {
+        const size_t n = (size_t)e->layer_size[y] * e->layer_size[y];
+        af += (n * e->layer_stride[y] * e->chunk_cap + 63) & ~(size_t)63;
+        ob += (n * e->chunk_cap + 255) & ~(size_t)255;
+    }
+    NC_CUDA_CHECK(cudaMalloc(&x->d_act, af * sizeof(float)));
+    NC_CUDA_CHECK(cudaMalloc(&x->d_occ, ob));
+    float *a = x->d_act;
+    uint8_t *o = x->d_occ;
+    for (uint32_t y = 0; y < n_layers; y++) {
+        const size_t n = (size_t)e->layer_size[y] * e->layer_size[y];
+        x->act[y] = a;
+        x->occ[y] = o;
+        a += (n * e->layer_stride[y] * e->chunk_cap + 63) & ~(size_t)63;
+        o += (n * e->chunk_cap + 255) & ~(size_t)255;
+    }
+    for (uint32_t l = 0; l < e->n_stages; l++) {
+        int r = nc_gpu_neocog_gemm_new(&e->s[l], e->chunk_cap, st, &x->gemm[l]);
+        if (r == 0 && like && like->l_ent[l])
+            r = lane_lists_alloc(e, x, l);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Everything lane x holds (a lane of its own: its stream waited for
+ * first); x is left empty. */
+static void lane_free(nc_lane *x)
+{
+    if (x->st)
+        cudaStreamSynchronize(x->st);
+    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++) {
+        nc_gpu_neocog_gemm_free(x->gemm[l]);
+        lane_lists_free(x, l);
+    }
+    cudaFree(x->d_act);
+    cudaFree(x->d_occ);
+    if (x->st)
+        cudaStreamDestroy(x->st);
+    if (x->ev)
+        cudaEventDestroy(x->ev);
+    memset(x, 0, sizeof *x);
+}
+
+/* Lane 1, made on first use: 0 when it is there (lanes == 2), a negative
+ * errno when it is not wanted or cannot be made (out of memory: the
+ * engine then runs every chunk on lane 0, as with one lane). */
+static int lane1_ready(nc_gpu_neocog *e)
+{
+    nc_lane *x = &e->ln[1];
+    if (e->lanes < 2)
+        return -EINVAL;
+    if (x->st)
+        return 0;
+    cudaError_t ce = cudaStreamCreateWithFlags(&x->st, cudaStreamNonBlocking);
+    if (ce == cudaSuccess)
+        ce = cudaEventCreateWithFlags(&x->ev, cudaEventDisableTiming);
+    int r = ce == cudaSuccess ? lane_alloc(e, x, &e->ln[0], x->st)
+                              : nc_gpu_record_error(ce, "lane 1 stream", __func__, __FILE__,
+                                                    __LINE__);
+    if (r < 0) {
+        lane_free(x);
+        (void)cudaGetLastError();       /* out of memory is not sticky */
+        return r == -EIO ? -ENOMEM : r;
+    }
     return 0;
 }
 
@@ -161,20 +274,15 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
     if (e->run)
         cudaStreamSynchronize(e->run);
     drop_graphs(e);
-    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++) {
-        nc_gpu_neocog_gemm_free(e->gemm[l]);
-        cudaFree(e->l_cnt[l]);
-        cudaFree(e->l_q[l]);
-        cudaFree(e->l_ent[l]);
+    for (uint32_t i = 0; i < NC_GPU_NEOCOG_MAX_LANES; i++)
+        lane_free(&e->ln[i]);
+    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++)
         cudaFree(e->l_wpad[l]);
-    }
     nc_gpu_neocog_iv_free(e->iv);
     cudaFree(e->d_weights);
     cudaFree(e->d_split_count);
     cudaFree(e->d_split_part);
     cudaFree(e->d_in);
-    cudaFree(e->d_act);
-    cudaFree(e->d_occ);
     cudaFree(e->d_scores);
     cudaFree(e->d_labels);
     cudaFreeHost(e->h_in);
@@ -185,6 +293,7 @@ extern "C" void nc_gpu_neocog_free(nc_gpu_neocog *e)
     if (e->down) cudaStreamDestroy(e->down);
     if (e->ev_up) cudaEventDestroy(e->ev_up);
     if (e->ev_done) cudaEventDestroy(e->ev_done);
+    if (e->ev_fork) cudaEventDestroy(e->ev_fork);
     (void)cudaGetLastError();   /* a sticky error stays; the rest is cleared */
     free(e);
 }
@@ -240,25 +349,6 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
                              cudaMemcpyHostToDevice));
     e->d_plane_label = (const uint32_t *)w;
 
-    /* one chunk's activations and occupancy maps, layer by layer */
-    size_t af = 0, ob = 0;
-    const uint32_t n_layers = 2 * L;            /* UG .. last S */
-    for (uint32_t y = 0; y < n_layers; y++) {
-        const size_t n = (size_t)e->layer_size[y] * e->layer_size[y];
-        af += (n * e->layer_stride[y] * e->chunk_cap + 63) & ~(size_t)63;
-        ob += (n * e->chunk_cap + 255) & ~(size_t)255;
-    }
-    NC_CUDA_CHECK(cudaMalloc(&e->d_act, af * sizeof(float)));
-    NC_CUDA_CHECK(cudaMalloc(&e->d_occ, ob));
-    float *a = e->d_act;
-    uint8_t *o = e->d_occ;
-    for (uint32_t y = 0; y < n_layers; y++) {
-        const size_t n = (size_t)e->layer_size[y] * e->layer_size[y];
-        e->act[y] = a;
-        e->occ[y] = o;
-        a += (n * e->layer_stride[y] * e->chunk_cap + 63) & ~(size_t)63;
-        o += (n * e->chunk_cap + 255) & ~(size_t)255;
-    }
     const size_t nb = e->max_batch;
     NC_CUDA_CHECK(cudaMalloc(&e->d_in, nb * e->in_cells * sizeof(float)));
     NC_CUDA_CHECK(cudaMalloc(&e->d_scores, nb * e->n_classes * sizeof(float)));
@@ -271,10 +361,11 @@ static int alloc_all(nc_gpu_neocog *e, const nc_neocog *net)
     NC_CUDA_CHECK(cudaStreamCreateWithFlags(&e->down, cudaStreamNonBlocking));
     NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_up, cudaEventDisableTiming));
     NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_done, cudaEventDisableTiming));
+    NC_CUDA_CHECK(cudaEventCreateWithFlags(&e->ev_fork, cudaEventDisableTiming));
+    int r = lane_alloc(e, &e->ln[0], NULL, e->run);
+    if (r < 0)
+        return r;
     for (uint32_t l = 0; l < L; l++) {
-        int r = nc_gpu_neocog_gemm_new(&e->s[l], e->chunk_cap, e->run, &e->gemm[l]);
-        if (r < 0)
-            return r;
         e->use_gemm[l] = 1;
         e->c_kind[l] = NC_GPU_NEOCOG_C_DIRECT;
         e->c_small_kind[l] = NC_GPU_NEOCOG_C_SMALL;
@@ -326,6 +417,7 @@ extern "C" int nc_gpu_neocog_new(const nc_neocog *net, int device, uint32_t max_
     e->variant = NC_GPU_NEOCOG_AUTO;
     e->auto_min = NC_GPU_NEOCOG_AUTO_MIN;
     e->c_min = NC_GPU_NEOCOG_C_MIN;
+    e->lanes = NC_GPU_NEOCOG_MAX_LANES;
     e->max_batch = max_batch;
     e->chunk_cap = e->chunk = max_batch < NC_GPU_NEOCOG_CHUNK ? max_batch : NC_GPU_NEOCOG_CHUNK;
     e->n_stages = L;
@@ -444,6 +536,24 @@ extern "C" int nc_gpu_neocog_set_chunk(nc_gpu_neocog *e, uint32_t chunk)
     return 0;
 }
 
+extern "C" int nc_gpu_neocog_set_lanes(nc_gpu_neocog *e, uint32_t lanes)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (lanes < 1 || lanes > NC_GPU_NEOCOG_MAX_LANES)
+        return -EINVAL;
+    e->lanes = lanes;
+    if (lanes < 2)
+        lane_free(&e->ln[1]);
+    return 0;
+}
+
+extern "C" uint32_t nc_gpu_neocog_get_lanes(const nc_gpu_neocog *e)
+{
+    return e ? e->lanes : 0;
+}
+
 /* One layer over n characters of the chunk buffers; input images at in,
  * answers to scores/labels (last layer). */
 /* The S-layer variant a batch of n characters runs with. */
@@ -479,11 +589,12 @@ static uint32_t list_mul(const nc_gpu_neocog_s_args *s, uint32_t order)
                ? 1u : (uint32_t)s->g.n_live * (nc_neocog_kstride(s->k_out) / 4u);
 }
 
-static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float *in,
+static int run_layer(nc_gpu_neocog *e, nc_lane *x, int v, int layer, uint32_t n,
+                     const float *in,
                      float *scores, int32_t *labels, cudaStream_t st)
 {
     if (layer == NC_NEOCOG_L_UG)
-        return nc_gpu_neocog_g_forward(&e->g, in, e->act[0], e->occ[0], n, st);
+        return nc_gpu_neocog_g_forward(&e->g, in, x->act[0], x->occ[0], n, st);
     const uint32_t l = (uint32_t)(layer - 1) / 2;
     if ((layer - 1) % 2 == 0) {
         const int last = l + 1 == e->n_stages;
@@ -493,20 +604,20 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
             const uint32_t order = e->s_list_order[l];
             const uint32_t mul = list_mul(s, order);
             int r = 0;
-            if (e->l_ready_mul[l] != mul || e->l_ready_n[l] < n)
-                r = nc_gpu_neocog_list_build(e->act[layer - 1], e->occ[layer - 1],
+            if (x->l_ready_mul[l] != mul || x->l_ready_n[l] < n)
+                r = nc_gpu_neocog_list_build(x->act[layer - 1], x->occ[layer - 1],
                                              (size_t)ni * ni, s->k_in,
-                                             e->layer_stride[layer - 1], mul, e->l_cnt[l],
-                                             e->l_q[l], e->l_ent[l], n, st);
+                                             e->layer_stride[layer - 1], mul, x->l_cnt[l],
+                                             x->l_q[l], x->l_ent[l], n, st);
             if (r == 0 && order >= NC_GPU_NEOCOG_LIST_ROWS)
-                r = nc_gpu_neocog_s_forward_rows(s, e->l_wpad[l], e->l_cnt[l], e->l_q[l],
-                                                 e->l_ent[l], e->act[layer],
-                                                 last ? NULL : e->occ[layer], n,
+                r = nc_gpu_neocog_s_forward_rows(s, e->l_wpad[l], x->l_cnt[l], x->l_q[l],
+                                                 x->l_ent[l], x->act[layer],
+                                                 last ? NULL : x->occ[layer], n,
                                                  e->s_list_big[l], e->l_wpad_planes[l],
-                                                 order == NC_GPU_NEOCOG_LIST_ROWS, st);
+                                                 order == NC_GPU_NEOCOG_LIST_ROWS, last, st);
             else if (r == 0)
-                r = nc_gpu_neocog_s_forward_list(s, e->l_cnt[l], e->l_q[l], e->l_ent[l],
-                                                 e->act[layer], last ? NULL : e->occ[layer], n,
+                r = nc_gpu_neocog_s_forward_list(s, x->l_cnt[l], x->l_q[l], x->l_ent[l],
+                                                 x->act[layer], last ? NULL : x->occ[layer], n,
                                                  e->s_list_big[l],
                                                  e->s_list_planes_big[l] ? e->s_list_planes_big[l]
                                                                          : 128u,
@@ -514,9 +625,9 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
             return r;
         }
         if (v == NC_GPU_NEOCOG_GEMM && e->s_warp_big[l])
-            return nc_gpu_neocog_s_forward_warp(&e->s[l], e->act[layer - 1],
-                                                e->occ[layer - 1], e->act[layer],
-                                                last ? NULL : e->occ[layer], n,
+            return nc_gpu_neocog_s_forward_warp(&e->s[l], x->act[layer - 1],
+                                                x->occ[layer - 1], x->act[layer],
+                                                last ? NULL : x->occ[layer], n,
                                                 e->s_warp_big[l], e->s_planes_big[l], st);
         if (v == NC_GPU_NEOCOG_GEMM && !e->use_gemm[l])
             v = NC_GPU_NEOCOG_SPARSE;
@@ -524,28 +635,28 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
         if (fit < 0)
             return fit;
         if (v == NC_GPU_NEOCOG_GEMM || !fit)
-            return nc_gpu_neocog_gemm_forward(e->gemm[l], e->act[layer - 1],
-                                              e->occ[layer - 1], e->act[layer],
-                                              last ? NULL : e->occ[layer], n, st);
+            return nc_gpu_neocog_gemm_forward_fill(x->gemm[l], x->act[layer - 1],
+                                                   x->occ[layer - 1], x->act[layer],
+                                                   last ? NULL : x->occ[layer], n, last, st);
         if (v == NC_GPU_NEOCOG_SPARSE && n <= NC_GPU_NEOCOG_S_WARP_BATCH && e->s_warp[l]) {
             uint32_t team = e->s_warp[l];
             while (team > 1 && team * n > e->s_warp[l])
                 team /= 2;
-            return nc_gpu_neocog_s_forward_warp(&e->s[l], e->act[layer - 1],
-                                                e->occ[layer - 1], e->act[layer],
-                                                last ? NULL : e->occ[layer], n, team,
+            return nc_gpu_neocog_s_forward_warp(&e->s[l], x->act[layer - 1],
+                                                x->occ[layer - 1], x->act[layer],
+                                                last ? NULL : x->occ[layer], n, team,
                                                 e->s_planes[l], st);
         }
         const uint32_t runs = v == NC_GPU_NEOCOG_SPARSE ? e->split[l] / n : 1;
         if (runs >= 2)
-            return nc_gpu_neocog_s_forward_split(&e->s[l], e->act[layer - 1],
-                                                 e->occ[layer - 1], e->act[layer],
-                                                 last ? NULL : e->occ[layer], n,
+            return nc_gpu_neocog_s_forward_split(&e->s[l], x->act[layer - 1],
+                                                 x->occ[layer - 1], x->act[layer],
+                                                 last ? NULL : x->occ[layer], n,
                                                  e->block[v][l], runs, e->d_split_count,
                                                  e->n_split_count, e->d_split_part,
                                                  e->n_split_part, st);
-        return nc_gpu_neocog_s_forward(&e->s[l], e->act[layer - 1], e->occ[layer - 1],
-                                       e->act[layer], last ? NULL : e->occ[layer], n,
+        return nc_gpu_neocog_s_forward(&e->s[l], x->act[layer - 1], x->occ[layer - 1],
+                                       x->act[layer], last ? NULL : x->occ[layer], n,
                                        v, e->block[v][l], st);
     }
     if (l + 1 < e->n_stages) {
@@ -557,63 +668,65 @@ static int run_layer(nc_gpu_neocog *e, int v, int layer, uint32_t n, const float
         /* the next stage's lists with the output, where its S-layer runs
          * from lists and this kernel writes them (DIRECT, SCATTER) */
         const uint32_t nl = l + 1;
-        e->l_ready_mul[nl] = 0;
+        x->l_ready_mul[nl] = 0;
         if (v == NC_GPU_NEOCOG_GEMM && e->s_list_big[nl] &&
             (kind == NC_GPU_NEOCOG_C_DIRECT || kind == NC_GPU_NEOCOG_C_SCATTER)) {
-            const nc_gpu_neocog_lists ls = { e->l_cnt[nl], e->l_q[nl], e->l_ent[nl],
+            const nc_gpu_neocog_lists ls = { x->l_cnt[nl], x->l_q[nl], x->l_ent[nl],
                                              list_mul(&e->s[nl], e->s_list_order[nl]) };
-            int r = nc_gpu_neocog_c_forward_lists(&e->c[l], kind, e->act[layer - 1],
-                                                  e->occ[layer - 1], e->act[layer],
-                                                  e->occ[layer], &ls, n, 0, st);
+            int r = nc_gpu_neocog_c_forward_lists(&e->c[l], kind, x->act[layer - 1],
+                                                  x->occ[layer - 1], x->act[layer],
+                                                  x->occ[layer], &ls, n, 0, st);
             if (r == 0) {
-                e->l_ready_mul[nl] = ls.mul;
-                e->l_ready_n[nl] = n;
+                x->l_ready_mul[nl] = ls.mul;
+                x->l_ready_n[nl] = n;
             }
             if (r != -EINVAL && r != -E2BIG)
                 return r;
         }
-        int r = nc_gpu_neocog_c_forward_kind(&e->c[l], kind, e->act[layer - 1],
-                                             e->occ[layer - 1], e->act[layer],
-                                             e->occ[layer], n, 0, st);
+        int r = nc_gpu_neocog_c_forward_kind(&e->c[l], kind, x->act[layer - 1],
+                                             x->occ[layer - 1], x->act[layer],
+                                             x->occ[layer], n, 0, st);
         if (r == -EINVAL || r == -E2BIG)
             r = nc_gpu_neocog_c_forward_kind(&e->c[l],
                                              kind == NC_GPU_NEOCOG_C_STAGED
                                                  ? NC_GPU_NEOCOG_C_DIRECT
                                                  : NC_GPU_NEOCOG_C_STAGED,
-                                             e->act[layer - 1], e->occ[layer - 1],
-                                             e->act[layer], e->occ[layer], n, 0, st);
+                                             x->act[layer - 1], x->occ[layer - 1],
+                                             x->act[layer], x->occ[layer], n, 0, st);
         return r;
     }
     if (e->iv)
-        return nc_gpu_neocog_iv_classify(e->iv, e->act[layer - 2], e->act[layer - 1], scores,
+        return nc_gpu_neocog_iv_classify(e->iv, x->act[layer - 2], x->act[layer - 1], scores,
                                          labels, n, st);
     const uint32_t ns = e->layer_size[layer - 1];
-    return nc_gpu_neocog_class_forward(e->act[layer - 1], ns * ns, e->k[l],
+    return nc_gpu_neocog_class_forward(x->act[layer - 1], ns * ns, e->k[l],
                                        e->d_plane_label, e->n_classes, scores, labels, n,
                                        st);
 }
 
 /* UG and US1 as one kernel on n images at in, into the layers' buffers as
  * run_layer would leave them */
-static int run_gs1(nc_gpu_neocog *e, uint32_t n, const float *in, cudaStream_t st)
+static int run_gs1(nc_gpu_neocog *e, nc_lane *x, uint32_t n, const float *in,
+                   cudaStream_t st)
 {
-    return nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], in, e->act[0], e->occ[0], e->act[1],
-                                     e->n_stages > 1 ? e->occ[1] : NULL, n, st);
+    return nc_gpu_neocog_gs1_forward(&e->g, &e->s[0], in, x->act[0], x->occ[0], x->act[1],
+                                     e->n_stages > 1 ? x->occ[1] : NULL, n, st);
 }
 
 /* The whole network on n (<= chunk) images at in. */
-static int run_net(nc_gpu_neocog *e, int v, uint32_t n, const float *in, float *scores,
+static int run_net(nc_gpu_neocog *e, nc_lane *x, int v, uint32_t n, const float *in,
+                   float *scores,
                    int32_t *labels, cudaStream_t st)
 {
     int layer = 0;
     if (e->gs1 && e->gs1_ok && v == NC_GPU_NEOCOG_SPARSE) {
-        int r = run_gs1(e, n, in, st);
+        int r = run_gs1(e, x, n, in, st);
         if (r < 0)
             return r;
         layer = 2;
     }
     for (; layer <= 2 * (int)e->n_stages; layer++) {
-        int r = run_layer(e, v, layer, n, in, scores, labels, st);
+        int r = run_layer(e, x, v, layer, n, in, scores, labels, st);
         if (r < 0)
             return r;
     }
@@ -634,7 +747,7 @@ static int capture(nc_gpu_neocog *e, uint32_t n, int io, cudaGraphExec_t *ret)
             r = nc_gpu_record_error(ce, "cudaMemcpyAsync(h2d)", __func__, __FILE__, __LINE__);
     }
     if (r == 0 || !io)
-        r = run_net(e, eff_variant(e, n), n, e->d_in, e->d_scores, e->d_labels, e->run);
+        r = run_net(e, &e->ln[0], eff_variant(e, n), n, e->d_in, e->d_scores, e->d_labels, e->run);
     if (r == 0 && io) {
         cudaError_t ce = cudaMemcpyAsync(e->h_scores, e->d_scores,
                                          (size_t)n * e->n_classes * sizeof(float),
@@ -663,6 +776,30 @@ static int graph_fits(const nc_gpu_neocog *e, uint32_t n)
     return n <= NC_GPU_NEOCOG_GRAPH_MAX && n <= e->chunk;
 }
 
+/* Whether a batch of n runs its chunks on both lanes (odd chunks on lane
+ * 1), which then starts after everything queued on `run` so far.  One
+ * lane: a batch of one chunk, lanes set to 1, or no room for lane 1. */
+static int lanes_fork(nc_gpu_neocog *e, uint32_t n)
+{
+    if (n <= e->chunk || lane1_ready(e) < 0)
+        return 0;
+    if (cudaEventRecord(e->ev_fork, e->run) != cudaSuccess ||
+        cudaStreamWaitEvent(e->ln[1].st, e->ev_fork, 0) != cudaSuccess) {
+        (void)cudaGetLastError();       /* one lane then; a sticky error shows next */
+        return 0;
+    }
+    return 1;
+}
+
+/* `run` waits for lane 1's chunks, so that what follows on it (copies,
+ * events, a sync) sees the whole batch. */
+static int lanes_join(nc_gpu_neocog *e)
+{
+    NC_CUDA_CHECK(cudaEventRecord(e->ln[1].ev, e->ln[1].st));
+    NC_CUDA_CHECK(cudaStreamWaitEvent(e->run, e->ln[1].ev, 0));
+    return 0;
+}
+
 static int enqueue_dev(nc_gpu_neocog *e, uint32_t n, int graph)
 {
     if (graph && graph_fits(e, n)) {
@@ -675,14 +812,18 @@ static int enqueue_dev(nc_gpu_neocog *e, uint32_t n, int graph)
         return 0;
     }
     const int v = eff_variant(e, n);
-    for (uint32_t c0 = 0; c0 < n; c0 += e->chunk) {
+    const int two = lanes_fork(e, n);
+    int r = 0;
+    uint32_t i = 0;
+    for (uint32_t c0 = 0; r == 0 && c0 < n; c0 += e->chunk, i++) {
         const uint32_t m = n - c0 < e->chunk ? n - c0 : e->chunk;
-        int r = run_net(e, v, m, e->d_in + (size_t)c0 * e->in_cells,
-                        e->d_scores + (size_t)c0 * e->n_classes, e->d_labels + c0, e->run);
-        if (r < 0)
-            return r;
+        nc_lane *x = &e->ln[two ? i & 1u : 0u];
+        r = run_net(e, x, v, m, e->d_in + (size_t)c0 * e->in_cells,
+                    e->d_scores + (size_t)c0 * e->n_classes, e->d_labels + c0,
+                    x->st ? x->st : e->run);
     }
-    return 0;
+    const int rj = two ? lanes_join(e) : 0;
+    return r < 0 ? r : rj;
 }
 
 extern "C" int nc_gpu_neocog_enqueue(nc_gpu_neocog *e, uint32_t n, int graph)
@@ -702,7 +843,7 @@ extern "C" int nc_gpu_neocog_enqueue_gs1(nc_gpu_neocog *e, uint32_t n)
         return r;
     if (n < 1 || n > e->chunk || !e->gs1_ok)
         return -EINVAL;
-    return fail(e, run_gs1(e, n, e->d_in, e->run));
+    return fail(e, run_gs1(e, &e->ln[0], n, e->d_in, e->run));
 }
 
 extern "C" int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *e, int layer, uint32_t n)
@@ -712,7 +853,7 @@ extern "C" int nc_gpu_neocog_enqueue_layer(nc_gpu_neocog *e, int layer, uint32_t
         return r;
     if (n < 1 || n > e->chunk || layer < 0 || layer > 2 * (int)e->n_stages)
         return -EINVAL;
-    return fail(e, run_layer(e, eff_variant(e, n), layer, n, e->d_in, e->d_scores,
+    return fail(e, run_layer(e, &e->ln[0], eff_variant(e, n), layer, n, e->d_in, e->d_scores,
                              e->d_labels, e->run));
 }
 
@@ -785,11 +926,31 @@ extern "C" int nc_gpu_neocog_download_results(nc_gpu_neocog *e, uint32_t n,
 
 static int download_layer(nc_gpu_neocog *e, int layer, uint32_t n, float *out)
 {
-    const size_t s = e->layer_size[layer];
-    NC_CUDA_CHECK(cudaMemcpyAsync(out, e->act[layer],
-                                  (size_t)n * s * s * e->layer_stride[layer] * sizeof(float),
+    const size_t s = e->layer_size[layer], n_pos = (size_t)n * s * s;
+    const size_t ks = e->layer_stride[layer];
+    NC_CUDA_CHECK(cudaMemcpyAsync(out, e->ln[0].act[layer], n_pos * ks * sizeof(float),
                                   cudaMemcpyDeviceToHost, e->run));
-    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    /* an S-layer before a C-layer may leave its unoccupied positions
+     * unwritten (the C kernels read only occupied ones): they are zeros */
+    const int s_layer = layer % 2 == 1, last = layer + 1 == 2 * (int)e->n_stages;
+    uint8_t *occ = NULL;
+    if (s_layer && !last) {
+        occ = (uint8_t *)malloc(n_pos);
+        if (!occ)
+            return -ENOMEM;
+        cudaError_t ce = cudaMemcpyAsync(occ, e->ln[0].occ[layer], n_pos,
+                                         cudaMemcpyDeviceToHost, e->run);
+        if (ce != cudaSuccess) {
+            free(occ);
+            NC_CUDA_CHECK(ce);
+        }
+    }
+    cudaError_t ce = cudaStreamSynchronize(e->run);
+    for (size_t p = 0; occ && ce == cudaSuccess && p < n_pos; p++)
+        if (!occ[p])
+            memset(out + p * ks, 0, ks * sizeof(float));
+    free(occ);
+    NC_CUDA_CHECK(ce);
     return 0;
 }
 
@@ -808,19 +969,26 @@ extern "C" int nc_gpu_neocog_download_layer(nc_gpu_neocog *e, int layer, uint32_
 static int forward_chunks(nc_gpu_neocog *e, uint32_t n)
 {
     const int v = eff_variant(e, n);
-    for (uint32_t c0 = 0; c0 < n; c0 += e->chunk) {
+    const int two = lanes_fork(e, n);
+    uint32_t i = 0;
+    for (uint32_t c0 = 0; c0 < n; c0 += e->chunk, i++) {
         const uint32_t m = n - c0 < e->chunk ? n - c0 : e->chunk;
+        nc_lane *x = &e->ln[two ? i & 1u : 0u];
+        cudaStream_t st = x->st ? x->st : e->run;
         float *din = e->d_in + (size_t)c0 * e->in_cells;
         NC_CUDA_CHECK(cudaMemcpyAsync(din, e->h_in + (size_t)c0 * e->in_cells,
                                       (size_t)m * e->in_cells * sizeof(float),
                                       cudaMemcpyHostToDevice, e->up));
         NC_CUDA_CHECK(cudaEventRecord(e->ev_up, e->up));
-        NC_CUDA_CHECK(cudaStreamWaitEvent(e->run, e->ev_up, 0));
-        int r = run_net(e, v, m, din, e->d_scores + (size_t)c0 * e->n_classes,
-                        e->d_labels + c0, e->run);
-        if (r < 0)
+        NC_CUDA_CHECK(cudaStreamWaitEvent(st, e->ev_up, 0));
+        int r = run_net(e, x, v, m, din, e->d_scores + (size_t)c0 * e->n_classes,
+                        e->d_labels + c0, st);
+        if (r < 0) {
+            if (two)
+                lanes_join(e);
             return r;
-        NC_CUDA_CHECK(cudaEventRecord(e->ev_done, e->run));
+        }
+        NC_CUDA_CHECK(cudaEventRecord(e->ev_done, st));
         NC_CUDA_CHECK(cudaStreamWaitEvent(e->down, e->ev_done, 0));
         NC_CUDA_CHECK(cudaMemcpyAsync(e->h_scores + (size_t)c0 * e->n_classes,
                                       e->d_scores + (size_t)c0 * e->n_classes,
@@ -829,6 +997,8 @@ static int forward_chunks(nc_gpu_neocog *e, uint32_t n)
         NC_CUDA_CHECK(cudaMemcpyAsync(e->h_labels + c0, e->d_labels + c0,
                                       m * sizeof(int32_t), cudaMemcpyDeviceToHost, e->down));
     }
+    if (two)
+        NC_CUDA_CHECK(cudaStreamSynchronize(e->ln[1].st));
     NC_CUDA_CHECK(cudaStreamSynchronize(e->down));
     NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
     return 0;
@@ -882,8 +1052,8 @@ static int time_s(nc_gpu_neocog *e, int v, int layer, uint32_t n, int reps, floa
     for (int i = 0; r == 0 && i < reps; i++) {
         ce = cudaEventRecord(t0, e->run);
         if (ce == cudaSuccess) {
-            r = layer < 0 ? run_net(e, v, n, e->d_in, e->d_scores, e->d_labels, e->run)
-                          : run_layer(e, v, layer, n, e->d_in, e->d_scores, e->d_labels,
+            r = layer < 0 ? run_net(e, &e->ln[0], v, n, e->d_in, e->d_scores, e->d_labels, e->run)
+                          : run_layer(e, &e->ln[0], v, layer, n, e->d_in, e->d_scores, e->d_labels,
                                       e->run);
             if (r == 0)
                 ce = cudaEventRecord(t1, e->run);
@@ -910,7 +1080,7 @@ static int time_s(nc_gpu_neocog *e, int v, int layer, uint32_t n, int reps, floa
 static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
 {
     uint32_t *kind = n >= e->c_min ? e->c_kind : e->c_small_kind;
-    int r = run_net(e, v, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    int r = run_net(e, &e->ln[0], v, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l + 1 < e->n_stages; l++) {
         float best = 1e30f;
         int best_k = kind[l];
@@ -1074,30 +1244,23 @@ static int tune_warp_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float path, f
     return r;
 }
 
+/* Lane 1 mirrors lane 0's lists: it goes whenever they change, and is
+ * made again (with them) by the next batch of more than one chunk. */
 static void lists_free(nc_gpu_neocog *e, uint32_t l)
 {
-    cudaFree(e->l_cnt[l]);
-    cudaFree(e->l_q[l]);
-    cudaFree(e->l_ent[l]);
+    lane_free(&e->ln[1]);
+    lane_lists_free(&e->ln[0], l);
     cudaFree(e->l_wpad[l]);
-    e->l_cnt[l] = NULL;
-    e->l_q[l] = NULL;
-    e->l_ent[l] = NULL;
     e->l_wpad[l] = NULL;
     e->l_wpad_planes[l] = 0;
-    e->l_ready_mul[l] = 0;
 }
 
 static const uint32_t rows_planes[] = { 32, 64, 96, 128 };
 
 static int lists_try_alloc(nc_gpu_neocog *e, uint32_t l)
 {
-    const size_t ni = e->layer_size[2 * l], n_pos = (size_t)e->chunk_cap * ni * ni;
-    e->l_ready_mul[l] = 0;
-    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_cnt[l], n_pos * sizeof(uint16_t)));
-    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_q[l], n_pos * sizeof(float)));
-    NC_CUDA_CHECK(cudaMalloc((void **)&e->l_ent[l], n_pos * e->s[l].k_in * sizeof(int2)));
-    return 0;
+    lane_free(&e->ln[1]);
+    return lane_lists_alloc(e, &e->ln[0], l);
 }
 
 static void rows_weights_free(nc_gpu_neocog *e, uint32_t l)
@@ -1133,7 +1296,7 @@ static int rows_weights_for(nc_gpu_neocog *e, uint32_t l, uint32_t planes)
  * what was allocated and clears the (not sticky) allocation error. */
 static int lists_alloc(nc_gpu_neocog *e, uint32_t l)
 {
-    if (e->l_ent[l])
+    if (e->ln[0].l_ent[l])
         return 0;
     const int r = lists_try_alloc(e, l);
     if (r < 0) {
@@ -1179,7 +1342,7 @@ static int tune_list_big(nc_gpu_neocog *e, uint32_t l, uint32_t n, float best)
      * lists it builds as ready), whether or not the C-layer before would
      * write them: the same cost for each, and none of it left out against
      * the GEMM path */
-    e->l_ready_mul[l] = 0;
+    e->ln[0].l_ready_mul[l] = 0;
     for (uint32_t order = 0; r == 0 && order <= NC_GPU_NEOCOG_LIST_ROWS_L1; order++) {
         const int rows = order >= NC_GPU_NEOCOG_LIST_ROWS;
         const size_t n_p = rows ? 4 : 3;
@@ -1229,7 +1392,7 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
 {
     int r = tune_c(e, NC_GPU_NEOCOG_GEMM, n);
     if (r == 0)
-        r = run_net(e, NC_GPU_NEOCOG_SPARSE, n, e->d_in, e->d_scores, e->d_labels, e->run);
+        r = run_net(e, &e->ln[0], NC_GPU_NEOCOG_SPARSE, n, e->d_in, e->d_scores, e->d_labels, e->run);
     /* the time of each stage's pick (0: not timed, the sparse kernel
      * cannot take it); the GEMM variant's own kernels, not the warp
      * kernel an earlier tuning may have left in their place */
@@ -1278,7 +1441,7 @@ static int tune_gemm(nc_gpu_neocog *e, uint32_t n)
          * tuned engine once kept teams of 4 / 4 on US2 / US3 that made the
          * net 49.7 us against 42.9) */
         for (int i = 0; r == 0 && i < 200; i++)
-            r = run_net(e, v1, 1, e->d_in, e->d_scores, e->d_labels, e->run);
+            r = run_net(e, &e->ln[0], v1, 1, e->d_in, e->d_scores, e->d_labels, e->run);
         if (v1 == NC_GPU_NEOCOG_SPARSE) {
             /* the splits with the sparse kernel on every stage, then the
              * warp teams (or that kernel) against them, then their planes
@@ -1311,7 +1474,7 @@ static int tune(nc_gpu_neocog *e, int variant, uint32_t n)
     static const uint32_t cand[] = { 1, 2, 3, 4, 6, 8, 16 };
     if (variant == NC_GPU_NEOCOG_GEMM || variant == NC_GPU_NEOCOG_AUTO)
         return tune_gemm(e, n);
-    int r = run_net(e, variant, n, e->d_in, e->d_scores, e->d_labels, e->run);
+    int r = run_net(e, &e->ln[0], variant, n, e->d_in, e->d_scores, e->d_labels, e->run);
     for (uint32_t l = 0; r == 0 && l < e->n_stages; l++) {
         uint32_t best_p = e->block[variant][l];
         float best = 1e30f;

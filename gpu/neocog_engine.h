@@ -33,6 +33,15 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
  * characters/s (session 16), each chunk's nine layers paying their ramp
  * and tail once. */
 #define NC_GPU_NEOCOG_CHUNK 4096
+/* Chunk buffers ("lanes"): a batch of more than one chunk runs its odd
+ * chunks on a second set of buffers and its own stream, so that two chunks'
+ * kernels overlap (each one's ramp-up, tail and kernel boundaries leave SMs
+ * to the other).  Lane 1 is made on the first such batch (one more set of
+ * chunk buffers: about 4 GB for the seed's net at 4096 characters) and runs
+ * with one lane where it cannot be.  On an H100 at 16,384 characters, two
+ * engines on half the batch each gave 454,077 characters/s against one
+ * engine's 439,097 (session 18). */
+#define NC_GPU_NEOCOG_MAX_LANES 2
 /* The C kernel the engine picks per layer (DIRECT unless the tuner found
  * another faster) runs from this batch on; below it the small-batch kernel
  * (NC_GPU_NEOCOG_C_SMALL unless the tuner found another faster at batch 1)
@@ -82,6 +91,10 @@ int nc_gpu_neocog_set_block(nc_gpu_neocog *eng, int variant, uint32_t l,
 uint32_t nc_gpu_neocog_get_block(const nc_gpu_neocog *eng, int variant, uint32_t l);
 /* Characters per pass (1 .. the chunk the engine was made with). */
 int nc_gpu_neocog_set_chunk(nc_gpu_neocog *eng, uint32_t chunk);
+/* Lanes for batches of more than one chunk: 1 or NC_GPU_NEOCOG_MAX_LANES
+ * (the default); 1 frees lane 1's buffers. */
+int nc_gpu_neocog_set_lanes(nc_gpu_neocog *eng, uint32_t lanes);
+uint32_t nc_gpu_neocog_get_lanes(const nc_gpu_neocog *eng);
 
 /* Recognise n in_size x in_size images (host, n * in_size^2 floats) into
  * ret[0..n).  Waits for the result. */
@@ -129,7 +142,7 @@ void *nc_gpu_neocog_stream(nc_gpu_neocog *eng);
  * kept. */
 int nc_gpu_neocog_tune(nc_gpu_neocog *eng, int variant, uint32_t n);
 /* Characters per pass now (the activations download_layer reads are those
- * of the last pass: after a forward of n <= chunk, all n). */
+ * of the last pass on lane 0: after a forward of n <= chunk, all n). */
 uint32_t nc_gpu_neocog_get_chunk(const nc_gpu_neocog *eng);
 /* The S-layer kernel stage l really runs when variant (not AUTO) is asked
  * for: variant itself, or NC_GPU_NEOCOG_GEMM where that variant's kernel

@@ -7,7 +7,9 @@
  *   2. flag_kernel  one thread per output row (b, o): flag = any occupied
  *                   input in the clipped window (the input's occupancy
  *                   map), v^2 = sum_t c(t) q(o + nu_t) (the V-cell), occ_out
- *                   = 0; an empty row is written as 0 here and never again;
+ *                   = 0; an empty row is written as 0 here (unless the
+ *                   caller reads the output by its occupancy: fill 0) and
+ *                   never again;
  *   3. cub::DeviceSelect::Flagged  the flagged rows, in ascending order
  *                   (stable, deterministic), and their count, on the device;
  *   4. gemm_kernel  a persistent grid over tiles of G_BM = 64 listed rows x
@@ -119,7 +121,7 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
                                    const uint8_t *__restrict__ occ_in,
                                    uint8_t *__restrict__ flag, float *__restrict__ v2,
                                    float *__restrict__ out, uint8_t *__restrict__ occ_out,
-                                   size_t n)
+                                   size_t n, uint32_t fill)
 {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n)
@@ -147,7 +149,7 @@ static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args 
     v2[i] = acc;
     if (occ_out)
         occ_out[i] = 0;
-    if (!any) {
+    if (!any && fill) {
         const uint32_t ks = nc_dev_kstride(s.k_out);
         float4 *po = (float4 *)(out + i * ks);
         for (uint32_t k4 = 0; k4 < ks / 4; k4++)
@@ -595,8 +597,16 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
                                           uint8_t *occ_out, uint32_t batch,
                                           cudaStream_t stream)
 {
+    return nc_gpu_neocog_gemm_forward_fill(g, in, occ_in, out, occ_out, batch, 1, stream);
+}
+
+extern "C" int nc_gpu_neocog_gemm_forward_fill(nc_gpu_neocog_gemm *g, const float *in,
+                                               const uint8_t *occ_in, float *out,
+                                               uint8_t *occ_out, uint32_t batch, uint32_t fill,
+                                               cudaStream_t stream)
+{
     if (!g || !in || !out || batch < 1 || batch > g->max_batch || ((uintptr_t)in & 15) ||
-        ((uintptr_t)out & 15))
+        ((uintptr_t)out & 15) || fill > 1 || (!fill && !occ_out))
         return -EINVAL;
     const nc_gpu_neocog_s_args *s = &g->s;
     const size_t n_o = (size_t)s->g.n_out * s->g.n_out, n_i = (size_t)s->g.n_in * s->g.n_in;
@@ -605,7 +615,7 @@ extern "C" int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in
                                                                 g->q, pos);
     NC_CUDA_CHECK(cudaGetLastError());
     flag_kernel<<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(
-        *s, g->q, occ_in, g->flag, g->v2, out, occ_out, rows);
+        *s, g->q, occ_in, g->flag, g->v2, out, occ_out, rows, fill);
     NC_CUDA_CHECK(cudaGetLastError());
     size_t tb = g->temp_bytes;
     NC_CUDA_CHECK(cub::DeviceSelect::Flagged(g->temp, tb, thrust::counting_iterator<int>(0),

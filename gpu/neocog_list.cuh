@@ -85,8 +85,12 @@ int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *
  * block copies its planes' share to shared memory where it fits, 0: the
  * weights are read through L1, which leaves room for more blocks on an
  * SM; warps: warps a block (4, 8 or 16), each block taking one character
- * at a time.  Step-1 layers with 6x6 or 9x9 windows, input and output
- * planes at most 64 wide (nc_gpu_neocog_s_rows_check says which).
+ * at a time.  fill 1 writes every cell; fill 0 (occ_out required) leaves
+ * unwritten the cells of positions whose occupancy byte ends 0 (all their
+ * planes are 0), for a caller that reads the output only where it is
+ * occupied (every C kernel does).  Step-1 layers with 6x6 or 9x9 windows,
+ * input and output planes at most 64 wide (nc_gpu_neocog_s_rows_check says
+ * which).
  * Returns 0 or a negative errno (-EINVAL for bad arguments or a layer it
  * does not take, -E2BIG for a block the device cannot hold); launches are
  * checked, not waited for. */
@@ -97,7 +101,8 @@ int nc_gpu_neocog_s_rows_weights(const nc_gpu_neocog_s_args *s, uint32_t planes,
 int nc_gpu_neocog_s_forward_rows(const nc_gpu_neocog_s_args *s, const float *wpad,
                                  const uint16_t *cnt, const float *q, const int2 *ent, float *out,
                                  uint8_t *occ_out, uint32_t batch, uint32_t warps,
-                                 uint32_t planes, uint32_t w_shared, cudaStream_t stream);
+                                 uint32_t planes, uint32_t w_shared, uint32_t fill,
+                                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }

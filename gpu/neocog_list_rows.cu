@@ -118,7 +118,7 @@ static __global__ void __launch_bounds__(512)
 s_rows_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__restrict__ wpad,
               const uint16_t *__restrict__ cnt, const float *__restrict__ q,
               const int2 *__restrict__ ent, float *__restrict__ out,
-              uint8_t *__restrict__ occ_out, uint32_t batch)
+              uint8_t *__restrict__ occ_out, uint32_t batch, uint32_t fill)
 {
     constexpr int J = PL / 32;
     constexpr uint32_t WROW = (uint32_t)WIN * WIN * PL;
@@ -214,7 +214,8 @@ s_rows_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
             for (uint32_t ix = lane; ix < n_in; ix += 32u)
                 hit |= (m.colb[ix] & bandm) != 0ull;
             if (!__any_sync(0xffffffffu, hit)) {
-                for (uint32_t i = lane; i < n_out * (PL / 4u); i += 32u) {
+                /* no block of planes fires here: occupancy 0 for the row */
+                for (uint32_t i = lane; fill && i < n_out * (PL / 4u); i += 32u) {
                     const uint32_t kk = c0 + 4u * (i % (PL / 4u));
                     if (kk < ks)
                         *(float4 *)(orow + (size_t)(i / (PL / 4u)) * ks + kk) =
@@ -299,7 +300,9 @@ s_rows_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__res
                             fired |= u > 0.0f;
                         }
                         any = __any_sync(0xffffffffu, fired);
-                    } else {
+                    } else if (fill || !one_group) {
+                        /* (with several blocks of planes another may fire
+                         * here: then these planes are read) */
 #pragma unroll
                         for (int j = 0; j < J; j++)
                             if (c0 + lane + 32u * j < ks)
@@ -369,7 +372,7 @@ extern "C" int nc_gpu_neocog_s_rows_weights(const nc_gpu_neocog_s_args *s, uint3
 template <int WIN, int PL, bool WSM>
 static int rows_launch(const nc_gpu_neocog_s_args *s, const float *wpad, const uint16_t *cnt,
                        const float *q, const int2 *ent, float *out, uint8_t *occ_out,
-                       uint32_t batch, uint32_t warps, cudaStream_t stream)
+                       uint32_t batch, uint32_t warps, uint32_t fill, cudaStream_t stream)
 {
     auto kern = s_rows_kernel<WIN, PL, WSM>;
     const uint32_t n_in = (uint32_t)s->g.n_in, n_out = (uint32_t)s->g.n_out;
@@ -393,24 +396,29 @@ static int rows_launch(const nc_gpu_neocog_s_args *s, const float *wpad, const u
     if (occ_out && groups > 1)
         NC_CUDA_CHECK(cudaMemsetAsync(occ_out, 0, (size_t)batch * n_out * n_out, stream));
     NC_CUDA_CHECK(nc_dev_launch(kern, dim3((unsigned)gx, groups), dim3(warps * 32u), smem,
-                                stream, batch, *s, wpad, cnt, q, ent, out, occ_out, batch));
+                                stream, batch, *s, wpad, cnt, q, ent, out, occ_out, batch, fill));
     return 0;
 }
 
 template <int WIN, bool WSM>
 static int rows_launch_pl(uint32_t planes, const nc_gpu_neocog_s_args *s, const float *wpad,
                           const uint16_t *cnt, const float *q, const int2 *ent, float *out,
-                          uint8_t *occ_out, uint32_t batch, uint32_t warps, cudaStream_t st)
+                          uint8_t *occ_out, uint32_t batch, uint32_t warps, uint32_t fill,
+                          cudaStream_t st)
 {
     switch (planes) {
     case 32:
-        return rows_launch<WIN, 32, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps, st);
+        return rows_launch<WIN, 32, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps,
+                                         fill, st);
     case 64:
-        return rows_launch<WIN, 64, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps, st);
+        return rows_launch<WIN, 64, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps,
+                                         fill, st);
     case 96:
-        return rows_launch<WIN, 96, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps, st);
+        return rows_launch<WIN, 96, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps,
+                                         fill, st);
     default:
-        return rows_launch<WIN, 128, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps, st);
+        return rows_launch<WIN, 128, WSM>(s, wpad, cnt, q, ent, out, occ_out, batch, warps,
+                                         fill, st);
     }
 }
 
@@ -418,23 +426,24 @@ extern "C" int nc_gpu_neocog_s_forward_rows(const nc_gpu_neocog_s_args *s, const
                                             const uint16_t *cnt, const float *q,
                                             const int2 *ent, float *out, uint8_t *occ_out,
                                             uint32_t batch, uint32_t warps, uint32_t planes,
-                                            uint32_t w_shared, cudaStream_t stream)
+                                            uint32_t w_shared, uint32_t fill,
+                                            cudaStream_t stream)
 {
     if (!s || !wpad || !cnt || !q || !ent || !out || batch < 1 || !s->b ||
         !(s->theta > 0.0f && s->theta < 1.0f) || nc_gpu_neocog_s_rows_check(s, planes) < 0 ||
         (warps != 4 && warps != 8 && warps != 16) || ((uintptr_t)wpad & 15) != 0 ||
         ((uintptr_t)s->b & 15) != 0 || ((uintptr_t)out & 15) != 0 || batch > 0x7fffffffu ||
-        w_shared > 1)
+        w_shared > 1 || fill > 1 || (!fill && !occ_out))
         return -EINVAL;
     /* a block's weights in shared memory where asked and they fit */
     const bool wsm = w_shared && (size_t)s->k_in * s->g.win * s->g.win * planes * 4u <= R_WSM_MAX;
     if (s->g.win == 6)
         return wsm ? rows_launch_pl<6, true>(planes, s, wpad, cnt, q, ent, out, occ_out, batch,
-                                             warps, stream)
+                                             warps, fill, stream)
                    : rows_launch_pl<6, false>(planes, s, wpad, cnt, q, ent, out, occ_out, batch,
-                                              warps, stream);
+                                              warps, fill, stream);
     return wsm ? rows_launch_pl<9, true>(planes, s, wpad, cnt, q, ent, out, occ_out, batch,
-                                         warps, stream)
+                                         warps, fill, stream)
                : rows_launch_pl<9, false>(planes, s, wpad, cnt, q, ent, out, occ_out, batch,
-                                          warps, stream);
+                                          warps, fill, stream);
 }

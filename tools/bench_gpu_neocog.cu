@@ -439,53 +439,28 @@ static int tile_shapes(nc_gpu_neocog *e, const nc_neocog *net, int reps)
     return 0;
 }
 
-/* Wall seconds a character of `engines` engines each running n / engines
- * characters on its own stream at once (GEMM variant, chunk c), best of 5. */
-static int time_engines(nc_gpu_neocog **es, int engines, uint32_t n, uint32_t c, double *ret)
+/* 5: the engine's lanes (chunk buffers on streams of their own) at the
+ * largest batch, one and two, for chunks of 1024 / 2048 / 4096, GEMM
+ * variant; then UG and US1 as one kernel at the chunk. */
+static int lanes_table(nc_gpu_neocog *e, uint32_t n, uint32_t nb)
 {
-    int r = 0;
-    for (int i = 0; r == 0 && i < engines; i++)
-        if ((r = nc_gpu_neocog_set_chunk(es[i], c)) == 0)
-            r = nc_gpu_neocog_set_variant(es[i], NC_GPU_NEOCOG_GEMM);
-    double best = 1e30;
-    for (int rep = 0; r == 0 && rep < 6; rep++) {
-        double t = now_s();
-        for (int i = 0; r == 0 && i < engines; i++)
-            r = nc_gpu_neocog_enqueue(es[i], n / engines, 0);
-        for (int i = 0; r == 0 && i < engines; i++)
-            r = nc_gpu_neocog_sync(es[i]);
-        t = now_s() - t;
-        if (rep > 0 && t < best)
-            best = t;
-    }
-    *ret = best / n;
-    return r;
-}
-
-/* 5: the batch split between engines on their own streams, so that one's
- * kernels fill the other's ramps and tails. */
-static int side_by_side(nc_gpu_neocog *e, const nc_neocog *net, int device, const float *in,
-                        uint32_t n, uint32_t nb)
-{
-    nc_gpu_neocog *es[3] = { e, NULL, NULL };
-    int r = 0;
-    for (int i = 1; r == 0 && i < 3; i++)
-        if ((r = nc_gpu_neocog_new(net, device, n / 2, &es[i])) == 0 &&
-            (r = nc_gpu_neocog_upload(es[i], in, n / 2)) == 0)
-            r = nc_gpu_neocog_tune(es[i], NC_GPU_NEOCOG_GEMM, nb);
+    const uint32_t chunks[3] = { 1024, 2048, 4096 };
+    int r = nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_GEMM);
     if (r == 0)
-        printf("\n| engines side by side at batch %u, chars/s (host wall) | chunk 1024 | 2048 "
-               "| 4096 |\n|---|---:|---:|---:|\n", n);
-    for (int k = 1; r == 0 && k <= 3; k++) {
-        printf("| %d |", k);
-        const uint32_t chunks[3] = { 1024, 2048, 4096 };
+        printf("\n| lanes, at batch %u (GEMM variant) | chars/s, chunks of 1024 | 2048 | 4096 "
+               "|\n|---|---:|---:|---:|\n", n);
+    for (uint32_t lanes = 1; r == 0 && lanes <= NC_GPU_NEOCOG_MAX_LANES; lanes++) {
+        printf("| %u |", lanes);
+        r = nc_gpu_neocog_set_lanes(e, lanes);
         for (int j = 0; r == 0 && j < 3; j++) {
-            double s = 0.0;
-            if (chunks[j] > nb || (r = time_engines(es, k, n, chunks[j], &s)) < 0) {
+            const work w = { 1, 0, n };
+            float ms = 0.0f;
+            if (chunks[j] > nb || nc_gpu_neocog_set_chunk(e, chunks[j]) < 0) {
                 printf(" - |");
                 continue;
             }
-            printf(" %.0f |", 1.0 / s);
+            if ((r = time_work(e, &w, 5, &ms)) == 0)
+                printf(" %.0f |", n / (ms * 1e-3));
         }
         printf("\n");
     }
@@ -521,8 +496,6 @@ static int side_by_side(nc_gpu_neocog *e, const nc_neocog *net, int device, cons
         printf("\nAt %u: UG %.3f + US1 %.3f us a character; one gs1 kernel %.3f (err %d).\n",
                nb, ms[0] * 1e3f / nb, ms[1] * 1e3f / nb, ms[2] * 1e3f / nb, r);
     fflush(stdout);
-    nc_gpu_neocog_free(es[1]);
-    nc_gpu_neocog_free(es[2]);
     return r;
 }
 
@@ -1058,7 +1031,7 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 goto out;
             printf("| %s | %.0f |\n", nc_gpu_neocog_variant_name(v), max_batch / (ms * 1e-3));
         }
-        if ((err = side_by_side(e, net, o->device, batch_in, max_batch, nb)) < 0)
+        if ((err = lanes_table(e, max_batch, nb)) < 0)
             goto out;
         /* answers agree with the labels as often as core's do */
         nc_gpu_neocog_set_variant(e, NC_GPU_NEOCOG_AUTO);

@@ -88,6 +88,10 @@ static uint32_t s_rows_warps, s_rows_planes, s_rows_shared;
 /* run_case's C-layers (DIRECT and SCATTER) also write the next S-layer's
  * lists of their output, entries carrying plane * c_lists_mul (0: off) */
 static uint32_t c_lists_mul;
+/* run_case's GEMM-path and row-kernel S-layers write every cell (1) or may
+ * leave unoccupied positions unwritten (0: run_case zeroes the cells whose
+ * occupancy byte is 0 before comparing, as the engine's download does) */
+static uint32_t s_fill = 1;
 
 static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 static float urand(void) { return (float)nc_test_uniform(&rng); }
@@ -304,7 +308,7 @@ static void list_case(const char *tag, const layer_case *lc, const float *h_in,
             if (r == 0)
                 r = nc_gpu_neocog_s_forward_rows(&lc->s, d_w, d_cnt, d_q, d_ent, d_out,
                                                  d_occ_out, batch, s_rows_warps, s_rows_planes,
-                                                 s_rows_shared, 0);
+                                                 s_rows_shared, s_fill, 0);
             CUDA_OK(cudaDeviceSynchronize());
             cudaFree(d_w);
         } else {
@@ -370,17 +374,20 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
         else if (is_class)
             r = nc_gpu_neocog_class_forward(d_in, lc->n_in_pos, lc->in_k, lc->d_lab,
                                             lc->n_classes, d_out, d_label, batch, 0);
+        else if ((lc->layer - 1) % 2 == 0 && (s_list_f || s_rows_warps))
+            /* before the GEMM branch: the list and row loops pass the GEMM
+             * variant, where the engine runs these kernels */
+            list_case(tag, lc, h_in, d_in, d_occ_in, d_out, d_occ_out, batch, &r);
         else if ((lc->layer - 1) % 2 == 0 && variant == NC_GPU_NEOCOG_GEMM) {
             nc_gpu_neocog_gemm *gm = NULL;
             r = nc_gpu_neocog_gemm_new(&lc->s, batch, 0, &gm);
             if (r == 0)
-                r = nc_gpu_neocog_gemm_forward(gm, d_in, d_occ_in, d_out, d_occ_out, batch, 0);
+                r = nc_gpu_neocog_gemm_forward_fill(gm, d_in, d_occ_in, d_out, d_occ_out,
+                                                    batch, s_fill, 0);
             if (r == 0 && cudaDeviceSynchronize() != cudaSuccess)
                 r = -EIO;
             nc_gpu_neocog_gemm_free(gm);
-        } else if ((lc->layer - 1) % 2 == 0 && (s_list_f || s_rows_warps))
-            list_case(tag, lc, h_in, d_in, d_occ_in, d_out, d_occ_out, batch, &r);
-        else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
+        } else if ((lc->layer - 1) % 2 == 0 && s_warp_on)
             r = nc_gpu_neocog_s_forward_warp(&lc->s, d_in, d_occ_in, d_out, d_occ_out, batch,
                                              s_warps, s_warp_planes, 0);
         else if ((lc->layer - 1) % 2 == 0 && s_splits)
@@ -406,6 +413,10 @@ static void run_case(const char *tag, const layer_case *lc, int variant,
                        cudaMemcpyDeviceToHost));
     char what[160];
     snprintf(what, sizeof what, "%s batch %u", tag, batch);
+    if (!s_fill && (lc->layer - 1) % 2 == 0)
+        for (size_t p = 0; p < (size_t)batch * lc->n_out_pos; p++)
+            if (!h_occ[p])
+                memset(h_out + p * lc->out_stride, 0, lc->out_stride * sizeof(float));
     compare(what, h_out, h_ref, batch * out_n);
     if (!is_class)
         check_occ(what, h_occ, h_out, (size_t)batch * lc->n_out_pos, lc->out_stride);
@@ -764,6 +775,20 @@ static void test_layers(void)
                     "as core's: %s\n", name[layer], n_set,
                     nc_test_failures == before ? "ok" : "FAILED");
         }
+        /* the GEMM path leaving positions with an empty window unwritten
+         * (fill 0: the engine's, where a C-layer reads the output) */
+        if (is_s) {
+            before = nc_test_failures;
+            s_fill = 0;
+            for (size_t bi = 0; bi < n_batches; bi++) {
+                snprintf(what, sizeof what, "%s gemm, fill 0", name[layer]);
+                run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, batches[bi]);
+            }
+            s_fill = 1;
+            fprintf(stderr, "  %-3s: gemm with fill 0 (unoccupied positions zeroed by their "
+                    "occupancy before the comparison): %s\n", name[layer],
+                    nc_test_failures == before ? "ok" : "FAILED");
+        }
         /* the row kernel from lists of plane numbers: 4, 8 and 16 warps
          * with 32 planes a block, 8 warps with 64, 96 and 128 (more
          * than one block of planes where the layer has more; US2's random
@@ -779,32 +804,40 @@ static void test_layers(void)
             before = nc_test_failures;
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
                                                       d_a[0], (const int2 *)d_a[0], d_a[0],
-                                                      NULL, 1, 5, 32, 1, 0), -EINVAL);
+                                                      NULL, 1, 5, 32, 1, 1, 0), -EINVAL);
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
                                                       d_a[0], (const int2 *)d_a[0], d_a[0],
-                                                      NULL, 1, 8, 32, 2, 0), -EINVAL);
+                                                      NULL, 1, 8, 32, 2, 1, 0), -EINVAL);
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
                                                       d_a[0], (const int2 *)d_a[0], d_a[0],
-                                                      NULL, 1, 8, 48, 1, 0), -EINVAL);
+                                                      NULL, 1, 8, 48, 1, 1, 0), -EINVAL);
+            /* fill 0 needs the occupancy map that says what was written */
             CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
                                                       d_a[0], (const int2 *)d_a[0], d_a[0],
-                                                      NULL, 0, 8, 32, 1, 0), -EINVAL);
+                                                      NULL, 1, 8, 32, 1, 0, 0), -EINVAL);
+            CHECK_INT_EQ(nc_gpu_neocog_s_forward_rows(ls, d_a[0], (const uint16_t *)d_a[0],
+                                                      d_a[0], (const int2 *)d_a[0], d_a[0],
+                                                      NULL, 0, 8, 32, 1, 1, 0), -EINVAL);
             /* US1 reads the 71-wide UG, too wide for its bit maps */
             CHECK_INT_EQ(takes, layer != NC_NEOCOG_L_S1);
             for (size_t i = 0; takes && i < NC_ARRAY_LEN(set); i++) {
                 s_rows_warps = set[i][0];
                 s_rows_planes = set[i][1];
                 s_rows_shared = set[i][2];
-                snprintf(what, sizeof what, "%s rows, %u warps, %u planes a block%s",
+                s_fill = i % 2 ? 0 : 1;
+                snprintf(what, sizeof what, "%s rows, %u warps, %u planes a block%s%s",
                          name[layer], s_rows_warps, s_rows_planes,
-                         s_rows_shared ? "" : ", weights through L1");
+                         s_rows_shared ? "" : ", weights through L1",
+                         s_fill ? "" : ", fill 0");
                 for (size_t bi = 0; bi < NC_ARRAY_LEN(sb); bi++)
                     run_both(what, &lc, NC_GPU_NEOCOG_GEMM, &pl, sb[bi]);
             }
             s_rows_warps = s_rows_planes = 0;
+            s_fill = 1;
             fprintf(stderr, "  %-3s: row kernel, 4/8/16 warps x 32 planes and 8 warps x "
-                    "64/96/128 planes a block, 8 x 32 and 16 x 64 with weights through L1, x "
-                    "batches 1/3/33/200, lists of plane numbers as core's: %s\n", name[layer],
+                    "64/96/128 planes a block, 8 x 32 and 16 x 64 with weights through L1 "
+                    "(every other one with fill 0), x batches 1/3/33/200, lists of plane "
+                    "numbers as core's: %s\n", name[layer],
                     !takes ? "refused, as it should" : nc_test_failures == before ? "ok"
                                                                               : "FAILED");
         }
@@ -1365,6 +1398,95 @@ static void test_engine(void)
         fprintf(stderr, "  engine gemm with the row kernel, %u warps, %u planes a block on %u "
                 "stages, C-layers %s, on 1/3/33/%u: %u labels differ\n", wp, rp ? rp : 32,
                 n_set, nc_gpu_neocog_c_kind_name(ck), n, diff);
+        for (uint32_t l = 0; l < net->arch.n_stages; l++)
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
+    }
+    /* two lanes: 1000 digits in chunks of 96 (the last of 40), odd chunks
+     * on lane 1 and its own stream; US1 on the list kernel (its lists
+     * built by the S-layer), US2..US4 on the row kernel (their lists
+     * written by the C-layers, in each lane's buffers).  Then the row
+     * kernel's settings changed (lane 1 made again with its lists), and
+     * one lane, whose scores must be those of two lanes bit for bit; both
+     * through nc_gpu_neocog_forward and on device-resident inputs */
+    CHECK_INT_EQ(nc_gpu_neocog_get_lanes(eng), NC_GPU_NEOCOG_MAX_LANES);
+    CHECK_INT_EQ(nc_gpu_neocog_set_lanes(eng, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_lanes(eng, NC_GPU_NEOCOG_MAX_LANES + 1), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_neocog_set_chunk(eng, 96), 0);
+    {
+        nc_neocog_result *two = calloc(n, sizeof *two), *dev = calloc(n, sizeof *dev);
+        REQUIRE(two && dev);
+        for (int step = 0; step < 3; step++) {
+            const uint32_t lanes = step < 2 ? 2 : 1, wp = step == 1 ? 8 : 16,
+                           rp = step == 1 ? 32 : 64;
+            CHECK_INT_EQ(nc_gpu_neocog_set_lanes(eng, lanes), 0);
+            CHECK_INT_EQ(nc_gpu_neocog_get_lanes(eng), lanes);
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, 0, 1, 32, 0), 0);
+            for (uint32_t l = 1; l < net->arch.n_stages; l++)
+                CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, wp, rp,
+                                                          NC_GPU_NEOCOG_LIST_ROWS), 0);
+            uint32_t diff = engine_diff_all(eng, cpu, gpu, n);
+            CHECK_INT_EQ(nc_gpu_neocog_upload(eng, digits, n), 0);
+            CHECK_INT_EQ(nc_gpu_neocog_enqueue(eng, n, 0), 0);
+            CHECK_INT_EQ(nc_gpu_neocog_download_results(eng, n, dev), 0);
+            uint32_t bits = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                diff += dev[j].label != cpu[j].label;
+                bits += memcmp(dev[j].score, gpu[j].score, sizeof gpu[j].score) != 0;
+                if (step == 0)
+                    two[j] = gpu[j];
+                else if (step == 2)
+                    bits += memcmp(two[j].score, gpu[j].score, sizeof gpu[j].score) != 0;
+            }
+            CHECK_MSG(diff == 0 && bits == 0,
+                      "engine, %u lanes, rows %u/%u: %u labels differ, %u scores not the same",
+                      lanes, wp, rp, diff, bits);
+            fprintf(stderr, "  engine gemm, %u lane(s), chunks of 96, list kernel on US1, row "
+                    "kernel %u warps / %u planes on US2..US4, on 1/3/33/%u (forward and "
+                    "device-resident): %u labels differ, %u scores not bit for bit%s\n", lanes,
+                    wp, rp, n, diff, bits, step == 2 ? " those of two lanes" : " alike");
+        }
+        free(two);
+        free(dev);
+        for (uint32_t l = 0; l < net->arch.n_stages; l++)
+            CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_set_lanes(eng, NC_GPU_NEOCOG_MAX_LANES), 0);
+        CHECK_INT_EQ(nc_gpu_neocog_set_chunk(eng, n), 0);
+    }
+    /* every layer the engine leaves, against core's on POOL digits: GEMM
+     * variant, the row kernel on US2..US4, where US1..US3
+     * leave unoccupied positions unwritten for the C-layers and
+     * download_layer gives them as zeros */
+    CHECK_INT_EQ(nc_gpu_neocog_set_variant(eng, NC_GPU_NEOCOG_GEMM), 0);
+    for (uint32_t l = 1; l < net->arch.n_stages; l++)
+        CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 16, 32, NC_GPU_NEOCOG_LIST_ROWS), 0);
+    /* pool_st holds core's forward of digits 300 .. */
+    CHECK_INT_EQ(nc_gpu_neocog_forward(eng, digits + (size_t)300 * 65 * 65, n - 300, gpu), 0);
+    {
+        int before = nc_test_failures;
+        for (int layer = 0; layer < 2 * (int)net->arch.n_stages; layer++) {
+            uint32_t size = 0, stride = 0;
+            const float *out = NULL;
+            CHECK_INT_EQ(nc_neocog_layer_out(net, pool_st[0], layer, &out, &size, NULL, &stride),
+                         0);
+            const size_t cells = (size_t)size * size * stride;
+            float *got = malloc(POOL * cells * sizeof(float)),
+                  *ref = malloc(POOL * cells * sizeof(float));
+            REQUIRE(got && ref);
+            for (int p = 0; p < POOL; p++) {
+                CHECK_INT_EQ(nc_neocog_layer_out(net, pool_st[p], layer, &out, NULL, NULL, NULL),
+                             0);
+                memcpy(ref + p * cells, out, cells * sizeof(float));
+            }
+            memset(got, 0xff, POOL * cells * sizeof(float));
+            CHECK_INT_EQ(nc_gpu_neocog_download_layer(eng, layer, POOL, got), 0);
+            char what[64];
+            snprintf(what, sizeof what, "engine gemm layer %d, downloaded", layer);
+            compare(what, got, ref, POOL * cells);
+            free(got);
+            free(ref);
+        }
+        fprintf(stderr, "  engine gemm with the row kernel: every layer downloaded on %d "
+                "digits as core's: %s\n", POOL, nc_test_failures == before ? "ok" : "FAILED");
         for (uint32_t l = 0; l < net->arch.n_stages; l++)
             CHECK_INT_EQ(nc_gpu_neocog_set_s_list_big(eng, l, 0, 0, 0), 0);
     }
