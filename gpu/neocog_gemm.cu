@@ -1,18 +1,21 @@
 /* gpu/neocog_gemm.cu — the S-layer as a row-compacted implicit GEMM (see
  * neocog_gemm.cuh); the throughput path for large batches.
  *
- * Layer: gpu.  Per forward, four launches on one stream:
- *   1. q_kernel     q(b, p) = sum_kappa in(b, p, kappa)^2, one thread per
- *                   input position;
- *   2. flag_kernel  one thread per output row (b, o): flag = any occupied
- *                   input in the clipped window (the input's occupancy
- *                   map), v^2 = sum_t c(t) q(o + nu_t) (the V-cell), occ_out
- *                   = 0; an empty row is written as 0 here (unless the
- *                   caller reads the output by its occupancy: fill 0) and
- *                   never again;
- *   3. cub::DeviceSelect::Flagged  the flagged rows, in ascending order
+ * Layer: gpu.  Per forward, three launches on one stream:
+ *   1. qflag_kernel a block per band of 8 output rows of one character
+ *                   stages q(p) = sum_kappa in(p, kappa)^2 and the
+ *                   occupancy of the band's input in shared memory, then a
+ *                   thread per output row (b, o): flag = any occupied
+ *                   input in the clipped window, v^2 = sum_t c(t) q(o +
+ *                   nu_t) (the V-cell), occ_out = 0; an empty row is
+ *                   written as 0 here (unless the caller reads the output
+ *                   by its occupancy: fill 0) and never again.  (Until
+ *                   session 18 a q pass and a flag pass over global
+ *                   memory: US1 at 4096 on an H100 spent 0.059 + 0.157 us
+ *                   a character in them);
+ *   2. cub::DeviceSelect::Flagged  the flagged rows, in ascending order
  *                   (stable, deterministic), and their count, on the device;
- *   4. gemm_kernel  a persistent grid over tiles of G_BM = 64 listed rows x
+ *   3. gemm_kernel  a persistent grid over tiles of G_BM = 64 listed rows x
  *                   BN = min(ks, 128) planes (grid.y column tiles), the row
  *                   count read on the device.  The reduction runs over
  *                   j = t * KP + kappa in chunks of G_BK = 16: each chunk's
@@ -34,7 +37,7 @@
  *                   shared-memory reads and its address arithmetic: at
  *                   1024 characters on an H200, US2 1.05 -> 0.88 and US3
  *                   1.56 -> 1.53 us a character.)
- *   4'. gemm_k2_kernel  K_in <= 2 (US1): two rows x 16 planes per thread,
+ *   3'. gemm_k2_kernel  K_in <= 2 (US1): two rows x 16 planes per thread,
  *                   patch gathered straight into registers, zero taps
  *                   skipped per warp (0.60 -> 0.41 us per character at batch
  *                   1024 on an H200).  An 8 x 8-tile, cp.async version of
@@ -67,7 +70,6 @@ struct nc_gpu_neocog_gemm {
     size_t smem;                /* dynamic shared memory per block */
     uint32_t rows_per_tile;
     float *w;                   /* [n_chunks * G_BK][ks], tap-major */
-    float *q;                   /* [max_batch][n_in^2] */
     float *v2;                  /* [max_batch][n_out^2] */
     uint8_t *flag;              /* [max_batch][n_out^2] */
     int *rows;                  /* [max_batch * n_out^2] */
@@ -99,61 +101,89 @@ static __global__ void permute_kernel(const float *__restrict__ a, float *__rest
     w[i] = (t < nl && kap < k_in) ? a[((size_t)kap * nl + t) * ks + k] : 0.0f;
 }
 
-/* ---- 1. sum of squares per input position --------------------------------- */
+/* ---- 1. row flags, V-cell, empty rows ------------------------------------ */
 
-static __global__ void q_kernel(const float *__restrict__ in, uint32_t k_in,
-                                uint32_t stride, float *__restrict__ q, size_t n)
+/* Output rows of a band (one block of one character). */
+#define G_QF_ROWS 8
+
+/* The band's input rows, padded so that every tap of every output reads
+ * inside: rows (R - 1) step + win, columns (n_out - 1) step + win. */
+static __host__ __device__ __forceinline__ uint32_t qf_cols(const nc_gpu_neocog_geom &g)
 {
-    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    const float *x = in + i * stride;
-    float s = 0.0f;
-    for (uint32_t k = 0; k < k_in; k++)
-        s = fmaf(x[k], x[k], s);
-    q[i] = s;
+    return (uint32_t)((g.n_out - 1) * g.step + g.win);
 }
 
-/* ---- 2. row flags, V-cell, empty rows ------------------------------------- */
-
-static __global__ void flag_kernel(const __grid_constant__ nc_gpu_neocog_s_args s,
-                                   const float *__restrict__ q,
-                                   const uint8_t *__restrict__ occ_in,
-                                   uint8_t *__restrict__ flag, float *__restrict__ v2,
-                                   float *__restrict__ out, uint8_t *__restrict__ occ_out,
-                                   size_t n, uint32_t fill)
+static size_t qf_smem(const nc_gpu_neocog_geom &g, uint32_t R)
 {
-    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
+    const size_t cells = (size_t)((R - 1) * (uint32_t)g.step + (uint32_t)g.win) * qf_cols(g);
+    return cells * (sizeof(float) + 1);
+}
+
+/* A block takes R output rows of one character: it stages q(p) = sum_kappa
+ * in(p, kappa)^2 (0 where the occupancy map says 0, without reading the
+ * cell) and the occupancy byte of every input position under the band,
+ * zero-padded around the plane, in shared memory; then a thread an output
+ * position: flag = any occupied input in its window, v^2 = sum_t c(t)
+ * q(o + nu_t) in tap order (core's), occ_out = 0, and an empty window's
+ * cells written as 0 (fill 1).  The same sums as a q pass and a flag pass
+ * over global memory, with two shared-memory loads and no bounds test a
+ * tap. */
+static __global__ void __launch_bounds__(256)
+qflag_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__restrict__ in,
+             const uint8_t *__restrict__ occ_in, uint8_t *__restrict__ flag,
+             float *__restrict__ v2, float *__restrict__ out, uint8_t *__restrict__ occ_out,
+             uint32_t R, uint32_t n_bands, uint32_t fill)
+{
+    extern __shared__ float qf_q[];
     const nc_gpu_neocog_geom &g = s.g;
-    const uint32_t n_o = g.n_out * g.n_out, n_i = g.n_in * g.n_in;
-    const size_t b = i / n_o;
-    const uint32_t o = (uint32_t)(i - b * n_o);
-    const int by = (int)(o / g.n_out) * g.step - g.pad;
-    const int bx = (int)(o % g.n_out) * g.step - g.pad;
-    const float *qb = q + b * n_i;
+    const int n_in = g.n_in, n_out = g.n_out, step = g.step;
+    const int cols = (int)qf_cols(g), rows = ((int)R - 1) * step + g.win;
+    uint8_t *qf_o = (uint8_t *)(qf_q + rows * cols);
+    const size_t b = blockIdx.x / n_bands;
+    const int oy0 = (int)(blockIdx.x - b * n_bands) * (int)R;
+    const int iy0 = oy0 * step - g.pad, ix0 = -g.pad;
+    const size_t n_i = (size_t)n_in * n_in, n_o = (size_t)n_out * n_out;
+    const float *inb = in + b * n_i * s.in_stride;
     const uint8_t *ob = occ_in ? occ_in + b * n_i : nullptr;
-    float acc = 0.0f;
-    int any = ob ? 0 : 1;
-    for (int t = 0; t < g.n_live; t++) {
-        const int iy = by + g.tap_y[t], ix = bx + g.tap_x[t];
-        if (iy < 0 || iy >= g.n_in || ix < 0 || ix >= g.n_in)
-            continue;
-        const int p = iy * g.n_in + ix;
-        acc = fmaf(g.w[t], qb[p], acc);
-        if (ob)
-            any |= ob[p];
+    for (int c = threadIdx.x; c < rows * cols; c += blockDim.x) {
+        const int r = c / cols, iy = iy0 + r, ix = ix0 + (c - r * cols);
+        float q = 0.0f;
+        uint8_t o = 0;
+        if (iy >= 0 && iy < n_in && ix >= 0 && ix < n_in) {
+            const size_t p = (size_t)iy * n_in + ix;
+            o = ob ? ob[p] : 1;
+            if (o) {
+                const float *x = inb + p * s.in_stride;
+                for (uint32_t k = 0; k < s.k_in; k++)
+                    q = fmaf(x[k], x[k], q);
+            }
+        }
+        qf_q[c] = q;
+        qf_o[c] = o;
     }
-    flag[i] = any ? 1 : 0;
-    v2[i] = acc;
-    if (occ_out)
-        occ_out[i] = 0;
-    if (!any && fill) {
-        const uint32_t ks = nc_dev_kstride(s.k_out);
-        float4 *po = (float4 *)(out + i * ks);
-        for (uint32_t k4 = 0; k4 < ks / 4; k4++)
-            po[k4] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    __syncthreads();
+    const int nr = min((int)R, n_out - oy0);
+    const uint32_t ks = nc_dev_kstride(s.k_out);
+    for (int j = threadIdx.x; j < nr * n_out; j += blockDim.x) {
+        const int ry = j / n_out, ox = j - ry * n_out;
+        const int base = ry * step * cols + ox * step;
+        float acc = 0.0f;
+        int any = 0;
+        for (int t = 0; t < g.n_live; t++) {
+            const int c = base + g.tap_y[t] * cols + g.tap_x[t];
+            acc = fmaf(g.w[t], qf_q[c], acc);
+            any |= qf_o[c];
+        }
+        const size_t i = b * n_o + (size_t)(oy0 + ry) * n_out + ox;
+        flag[i] = any ? 1 : 0;
+        v2[i] = acc;
+        if (occ_out)
+            occ_out[i] = 0;
+        if (!any && fill) {
+            float4 *po = (float4 *)(out + i * ks);
+            for (uint32_t k4 = 0; k4 < ks / 4; k4++)
+                po[k4] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
     }
 }
 
@@ -502,7 +532,6 @@ extern "C" void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g)
     if (!g)
         return;
     cudaFree(g->w);
-    cudaFree(g->q);
     cudaFree(g->v2);
     cudaFree(g->flag);
     cudaFree(g->rows);
@@ -514,11 +543,10 @@ extern "C" void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g)
 static int gemm_alloc(nc_gpu_neocog_gemm *g, cudaStream_t stream)
 {
     const nc_gpu_neocog_s_args *s = &g->s;
-    const size_t n_o = (size_t)s->g.n_out * s->g.n_out, n_i = (size_t)s->g.n_in * s->g.n_in;
+    const size_t n_o = (size_t)s->g.n_out * s->g.n_out;
     const size_t rows = (size_t)g->max_batch * n_o;
     const size_t wn = (size_t)g->n_chunks * G_BK * g->ks;
     NC_CUDA_CHECK(cudaMalloc((void **)&g->w, wn * sizeof(float)));
-    NC_CUDA_CHECK(cudaMalloc((void **)&g->q, (size_t)g->max_batch * n_i * sizeof(float)));
     NC_CUDA_CHECK(cudaMalloc((void **)&g->v2, rows * sizeof(float)));
     NC_CUDA_CHECK(cudaMalloc((void **)&g->flag, rows));
     NC_CUDA_CHECK(cudaMalloc((void **)&g->rows, rows * sizeof(int)));
@@ -609,13 +637,20 @@ extern "C" int nc_gpu_neocog_gemm_forward_fill(nc_gpu_neocog_gemm *g, const floa
         ((uintptr_t)out & 15) || fill > 1 || (!fill && !occ_out))
         return -EINVAL;
     const nc_gpu_neocog_s_args *s = &g->s;
-    const size_t n_o = (size_t)s->g.n_out * s->g.n_out, n_i = (size_t)s->g.n_in * s->g.n_in;
-    const size_t rows = batch * n_o, pos = batch * n_i;
-    q_kernel<<<(unsigned)((pos + 255) / 256), 256, 0, stream>>>(in, s->k_in, s->in_stride,
-                                                                g->q, pos);
-    NC_CUDA_CHECK(cudaGetLastError());
-    flag_kernel<<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(
-        *s, g->q, occ_in, g->flag, g->v2, out, occ_out, rows, fill);
+    const size_t n_o = (size_t)s->g.n_out * s->g.n_out;
+    const size_t rows = batch * n_o;
+    /* bands of output rows: G_QF_ROWS, fewer where their input would
+     * overflow the default 48 KB of shared memory (wide windows) */
+    uint32_t R = G_QF_ROWS;
+    while (R > 1 && qf_smem(s->g, R) > 48u * 1024u)
+        R--;
+    if (qf_smem(s->g, R) > 48u * 1024u)
+        return -E2BIG;
+    const uint32_t n_bands = ((uint32_t)s->g.n_out + R - 1) / R;
+    if ((uint64_t)batch * n_bands > 0x7fffffffu)
+        return -E2BIG;
+    qflag_kernel<<<(unsigned)(batch * n_bands), 256, qf_smem(s->g, R), stream>>>(
+        *s, in, occ_in, g->flag, g->v2, out, occ_out, R, n_bands, fill);
     NC_CUDA_CHECK(cudaGetLastError());
     size_t tb = g->temp_bytes;
     NC_CUDA_CHECK(cub::DeviceSelect::Flagged(g->temp, tb, thrust::counting_iterator<int>(0),
