@@ -6,7 +6,9 @@
  * Layer: gpu.  Streams: `up` copies chunk i + 1 to the device while `run`
  * computes chunk i and `down` returns chunk i - 1's answers; one event per
  * hand-over (a wait takes the event's latest record, so one of each is
- * enough when the calls are issued in order).  Batches of up to
+ * enough when the calls are issued in order).  With two lanes (the default)
+ * the odd chunks of a batch run on lane 1's buffers and stream, forked
+ * from `run` and joined back to it, so two chunks' kernels overlap.  Batches of up to
  * NC_GPU_NEOCOG_GRAPH_MAX that fit one chunk replay a captured graph (copies
  * and kernels on `run`), one per batch size, made on first use.
  *

@@ -43,10 +43,10 @@ void nc_gpu_neocog_gemm_free(nc_gpu_neocog_gemm *g);     /* NULL is fine */
 int nc_gpu_neocog_gemm_forward(nc_gpu_neocog_gemm *g, const float *in,
                                const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                uint32_t batch, cudaStream_t stream);
-/* The same; fill 0 (occ_out required) leaves the cells of positions whose
- * occupancy byte is 0 unwritten where no plane of their window's input is
- * occupied, instead of writing their zeros: for a caller that reads the
- * output only where it is occupied (every C kernel does). */
+/* The same; fill 0 (occ_out required) leaves unwritten the cells of the
+ * positions whose window holds no occupied input (all 0, occupancy byte
+ * 0) instead of writing their zeros: for a caller that reads the output
+ * only where it is occupied (every C kernel does). */
 int nc_gpu_neocog_gemm_forward_fill(nc_gpu_neocog_gemm *g, const float *in,
                                     const uint8_t *occ_in, float *out, uint8_t *occ_out,
                                     uint32_t batch, uint32_t fill, cudaStream_t stream);

@@ -85,9 +85,9 @@ int nc_gpu_neocog_s_forward_list(const nc_gpu_neocog_s_args *s, const uint16_t *
  * block copies its planes' share to shared memory where it fits, 0: the
  * weights are read through L1, which leaves room for more blocks on an
  * SM; warps: warps a block (4, 8 or 16), each block taking one character
- * at a time.  fill 1 writes every cell; fill 0 (occ_out required) leaves
- * unwritten the cells of positions whose occupancy byte ends 0 (all their
- * planes are 0), for a caller that reads the output only where it is
+ * at a time.  fill 1 writes every cell; fill 0 (occ_out required) may
+ * leave unwritten the cells of positions whose occupancy byte ends 0 (all
+ * their planes are 0), for a caller that reads the output only where it is
  * occupied (every C kernel does).  Step-1 layers with 6x6 or 9x9 windows,
  * input and output planes at most 64 wide (nc_gpu_neocog_s_rows_check says
  * which).

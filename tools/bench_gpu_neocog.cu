@@ -18,7 +18,9 @@
  *   4. throughput from batch 1 to max_batch on device-resident inputs (what
  *      the PyTorch peer measures), and end to end from host memory, for the
  *      sparse kernels, the GEMM path and AUTO (the engine's default: sparse
- *      below the tuned threshold, GEMM from it on). */
+ *      below the tuned threshold, GEMM from it on);
+ *   5. the largest batch with one lane and two (nc_gpu_neocog_set_lanes)
+ *      for chunks of 1024, 2048 and 4096. */
 #include "bench_gpu.h"
 
 #include <cuda_runtime.h>
@@ -441,7 +443,7 @@ static int tile_shapes(nc_gpu_neocog *e, const nc_neocog *net, int reps)
 
 /* 5: the engine's lanes (chunk buffers on streams of their own) at the
  * largest batch, one and two, for chunks of 1024 / 2048 / 4096, GEMM
- * variant; then UG and US1 as one kernel at the chunk. */
+ * variant. */
 static int lanes_table(nc_gpu_neocog *e, uint32_t n, uint32_t nb)
 {
     const uint32_t chunks[3] = { 1024, 2048, 4096 };
@@ -465,36 +467,6 @@ static int lanes_table(nc_gpu_neocog *e, uint32_t n, uint32_t nb)
         printf("\n");
     }
     nc_gpu_neocog_set_chunk(e, nb);
-    /* UG and US1 in one kernel at the chunk, against the two layers */
-    float ms[3] = { 0.0f, 0.0f, 0.0f };
-    const work wl[2] = { { 0, 0, nb }, { 0, 1, nb } };
-    for (int i = 0; r == 0 && i < 2; i++)
-        r = time_work(e, &wl[i], 5, &ms[i]);
-    if (r == 0) {
-        cudaStream_t st = (cudaStream_t)nc_gpu_neocog_stream(e);
-        cudaEvent_t t0, t1;
-        cudaEventCreate(&t0);
-        cudaEventCreate(&t1);
-        float best = 1e30f;
-        for (int rep = 0; r == 0 && rep < 6; rep++) {
-            cudaEventRecord(t0, st);
-            r = nc_gpu_neocog_enqueue_gs1(e, nb);
-            cudaEventRecord(t1, st);
-            cudaEventSynchronize(t1);
-            float m = 0.0f;
-            cudaEventElapsedTime(&m, t0, t1);
-            if (rep > 0 && m < best)
-                best = m;
-        }
-        ms[2] = r == 0 ? best : -1.0f;
-        if (r == -EINVAL)
-            r = 0;
-        cudaEventDestroy(t0);
-        cudaEventDestroy(t1);
-    }
-    if (r == 0)
-        printf("\nAt %u: UG %.3f + US1 %.3f us a character; one gs1 kernel %.3f (err %d).\n",
-               nb, ms[0] * 1e3f / nb, ms[1] * 1e3f / nb, ms[2] * 1e3f / nb, r);
     fflush(stdout);
     return r;
 }
