@@ -170,8 +170,14 @@ typedef struct nc_prep {
                                honours it too) */
     uint32_t invert;        /* 1: input is dark ink on light paper */
     float threshold;        /* ink threshold in [0,1]; < 0 means Otsu */
-    uint32_t deskew;        /* 1: shear the crop upright first (see below) */
+    uint32_t deskew;        /* 1: shear the crop upright first (see below);
+                               NC_PREP_DESKEW_GENTLE (2): the same with the
+                               slant clamped to half as much */
 } nc_prep;
+
+/* deskew 2: shear by at most half a pixel a row (a gentler correction of
+ * strongly slanted digits, whose strokes the full shear may distort). */
+#define NC_PREP_DESKEW_GENTLE 2u
 
 /* Limits nc_prep_apply enforces (-ERANGE beyond). */
 #define NC_PREP_MAX_SIZE 1024u
@@ -206,8 +212,8 @@ int nc_prep_check(const nc_prep *p);
  *     removes the paper's grey.
  *  4. With deskew, the crop is sheared along x so that its ink's second
  *     moments show no slant: row y moves by -s (y - cy) with
- *     s = mu11 / mu02 of the stretched grey (clamped to [-1, 1]; cy its
- *     centre of mass), sampled linearly (a crop larger than 4 x size is
+ *     s = mu11 / mu02 of the stretched grey (clamped to [-1, 1], to
+ *     [-0.5, 0.5] with NC_PREP_DESKEW_GENTLE; cy its centre of mass), sampled linearly (a crop larger than 4 x size is
  *     first shrunk to that); the crop then becomes the
  *     bounding box of what is still above the ink threshold.  Upright
  *     digits vary less, which shift-tolerant template matchers such as the

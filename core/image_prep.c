@@ -24,7 +24,7 @@ int nc_prep_check(const nc_prep *p)
         return -EINVAL;
     if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
         return -EINVAL;
-    if (p->size == 0 || p->box == 0 || p->invert > 1 || p->deskew > 1)
+    if (p->size == 0 || p->box == 0 || p->invert > 1 || p->deskew > NC_PREP_DESKEW_GENTLE)
         return -EINVAL;
     /* Written so that NaN fails too; anything < 0 means Otsu. */
     if (!(p->threshold <= 1.0f))
@@ -266,6 +266,8 @@ static int deskew_crop(const nc_prep *p, const nc_image *crop, const float lut[2
     if (err < 0)
         return err;
     double cy, s = grey_slant(g, w, h, &cy);
+    if (p->deskew == NC_PREP_DESKEW_GENTLE)
+        s = s < -0.5 ? -0.5 : s > 0.5 ? 0.5 : s;
     err = shear_grey(g, w, h, ink, s, cy, ret, ret_w, ret_h);
     if (err == -ENOENT && s != 0)
         err = shear_grey(g, w, h, ink, 0, cy, ret, ret_w, ret_h);

@@ -554,7 +554,8 @@ int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n)
  *   LABL bytes    n_classes records of 16 bytes, each a NUL-padded label
  *   PREP u32[5]   kind, size, box, pad, invert
  *   PTHR f32[1]   threshold
- *   PDSK u32[1]   deskew, written only when set (files before it read 0)
+ *   PDSK u32[1]   deskew (1, or 2: gentle), written only when set (files
+ *                 before it read 0)
  *   TERR f64[1]   test_error
  *   DATA, CMND, CRTD, TSET   text: data, command, created, test_set */
 
@@ -593,7 +594,7 @@ static int info_valid(const nc_model_info *in)
         return 0;
     if (p->size < 1 || p->size > PREP_MAX_SIZE || p->box < 1 ||
         p->box > PREP_MAX_SIZE || p->pad > PREP_MAX_SIZE || p->invert > 1 ||
-        p->deskew > 1)
+        p->deskew > NC_PREP_DESKEW_GENTLE)
         return 0;
     /* threshold is a fraction of full ink, or negative for Otsu */
     if (!isfinite(p->threshold) || p->threshold > 1.0f)

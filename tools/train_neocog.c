@@ -12,7 +12,8 @@
  *    default 10000) validate.  The 10000 test digits are read once, after
  *    every choice is made, to measure the result.
  *  - Input: nc_prep_apply with NC_PREP_NEOCOG_65 and digit height --height,
- *    sheared upright first with --deskew (the prep is stored in the model
+ *    sheared upright first with --deskew (--deskew-gentle: at most half a
+ *    pixel a row; the prep is stored in the model
  *    file, so every reader of the model does the same).
  *  - US1: the 16 edge orientations (nc_neocog_train_us1, q = 100).
  *  - US2, US3: unsupervised with plane creation (or --add-if-silent) on a
@@ -106,6 +107,7 @@ static void usage(FILE *f)
         "  --height H            digit height of the 65x65 input (40)\n"
         "  --add-if-silent       US2/US3 learn by add-if-silent\n"
         "  --deskew              shear each digit upright before scaling (stored in the prep)\n"
+        "  --deskew-gentle       the same, at most half a pixel a row\n"
         "  --deform-us4 F        US4 passes after the first see every digit freshly deformed\n"
         "                        (core/deform, NC_DEFORM_MNIST times F; 0, the default, off)\n"
         "  --interp              let validation choose the interpolating-vector\n"
@@ -169,7 +171,7 @@ static int parse_f_list3(const char *s, float *v)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_DATA = 256, O_OUT, O_DIGITS, O_PASSES, O_THL, O_TH, O_TH4, O_Q, O_KMAX,
-           O_H, O_AIS, O_DSK, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS,
+           O_H, O_AIS, O_DSK, O_DSKG, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS,
            O_CKPT, O_RESUME, O_NOTEST };
     static const struct option longopts[] = {
         { "data", required_argument, NULL, O_DATA },
@@ -184,6 +186,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "height", required_argument, NULL, O_H },
         { "add-if-silent", no_argument, NULL, O_AIS },
         { "deskew", no_argument, NULL, O_DSK },
+        { "deskew-gentle", no_argument, NULL, O_DSKG },
         { "deform-us4", required_argument, NULL, O_DEF4 },
         { "interp", no_argument, NULL, O_IV },
         { "top-t", required_argument, NULL, O_TOPT },
@@ -223,6 +226,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_H: name = "--height"; err = train_parse_u32(optarg, &o->height); break;
         case O_AIS: o->add_if_silent = 1; break;
         case O_DSK: o->deskew = 1; break;
+        case O_DSKG: o->deskew = (int)NC_PREP_DESKEW_GENTLE; break;
         case O_DEF4:
             name = "--deform-us4";
             err = train_parse_float(optarg, &o->deform_us4);
@@ -399,7 +403,10 @@ static void config_string(const options *o, char *dst, size_t cap)
              (double)o->theta[2], (double)o->theta[3], (double)o->theta_l[1],
              (double)o->theta_l[2], (double)o->theta_l[3], (double)o->q, o->height,
              o->add_if_silent, o->validation, (unsigned long long)o->seed,
-             o->deskew ? " deskew" : "", deform);
+             o->deskew == (int)NC_PREP_DESKEW_GENTLE ? " deskew-gentle"
+             : o->deskew                             ? " deskew"
+                                                     : "",
+             deform);
 }
 
 static size_t a_floats(const nc_neocog *net, uint32_t l)

@@ -769,7 +769,8 @@ static double row_spread(const float *f, uint32_t side)
 }
 
 /* Deskewing: a slanted bar stands upright, an upright one is left alone,
- * polarity and degenerate crops behave as without it. */
+ * polarity and degenerate crops behave as without it; the gentle shear
+ * corrects at most half a pixel a row. */
 static void test_prep_deskew(void)
 {
     nc_image *img = image_or_null(120, 120), *dark = image_or_null(120, 120);
@@ -836,8 +837,29 @@ static void test_prep_deskew(void)
     r = field_bbox(out, 65, 0.5f);
     CHECK_INT_EQ(r.height, 40);
     nc_image_free(big);
+    /* the gentle shear: a bar leaning a pixel a row (s = 1) is sheared
+     * by half a pixel a row, so it keeps half its lean; the bar of half
+     * that lean stands upright either way */
+    memset(img->pixels, 0, 120 * 120);
+    for (uint32_t y = 20; y < 100; y++)
+        fill_rect(img, 90 - (y - 20), y, 10, 1, 255);
+    nc_prep g = d;
+    g.deskew = NC_PREP_DESKEW_GENTLE;
+    CHECK_INT_EQ(nc_prep_check(&g), 0);
+    float half[65 * 65];
+    CHECK_INT_EQ(nc_prep_apply(img, &n, out), 0);
+    CHECK_INT_EQ(nc_prep_apply(img, &d, up), 0);
+    CHECK_INT_EQ(nc_prep_apply(img, &g, half), 0);
+    const double s0 = row_spread(out, 65), s1 = row_spread(up, 65), s2 = row_spread(half, 65);
+    CHECK_MSG(s1 < 1.0 && s2 > 0.3 * s0 && s2 < 0.7 * s0,
+              "spread of a bar leaning 1 px a row: %.2f, deskewed %.2f, gently %.2f", s0, s1, s2);
+    memset(img->pixels, 0, 120 * 120);
+    for (uint32_t y = 20; y < 100; y++)
+        fill_rect(img, 70 - (y - 20) / 2, y, 10, 1, 255);
+    CHECK_INT_EQ(nc_prep_apply(img, &g, half), 0);
+    CHECK_MSG(row_spread(half, 65) < 1.0, "gently deskewed spread %.2f", row_spread(half, 65));
     /* a wrong flag is refused */
-    d.deskew = 2;
+    d.deskew = 3;
     CHECK_INT_EQ(nc_prep_check(&d), -EINVAL);
     CHECK_INT_EQ(nc_prep_apply(img, &d, out), -EINVAL);
     nc_image_free(dot);

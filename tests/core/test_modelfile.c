@@ -207,12 +207,12 @@ static void test_wrong_gets(void)
 static void test_deskew_flag(void)
 {
     nc_model_info in = sample_info(), got;
-    for (uint32_t flag = 0; flag <= 2; flag++) {
+    for (uint32_t flag = 0; flag <= 3; flag++) {
         nc_mf_writer *w = NULL;
         REQUIRE_OK(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w));
         in.prep.deskew = flag;
         int e = nc_mf_put_info(w, &in);
-        if (flag == 2) {            /* a writer refuses what readers refuse */
+        if (flag == 3) {            /* a writer refuses what readers refuse */
             CHECK_INT_EQ(e, -EINVAL);
             nc_mf_writer_free(w);
             break;
@@ -234,12 +234,12 @@ static void test_deskew_flag(void)
         free(buf);
         nc_mf_writer_free(w);
     }
-    /* a flag of 2 in a file is a corrupt file */
+    /* a flag of 3 in a file is a corrupt file */
     nc_mf_writer *w = NULL;
     REQUIRE_OK(nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w));
     in.prep.deskew = 0;
-    const uint32_t two = 2;
-    CHECK_INT_EQ(nc_mf_put_u32(w, NC_MF_TAG('P', 'D', 'S', 'K'), &two, 1), 0);
+    const uint32_t three = 3;
+    CHECK_INT_EQ(nc_mf_put_u32(w, NC_MF_TAG('P', 'D', 'S', 'K'), &three, 1), 0);
     CHECK_INT_EQ(nc_mf_put_info(w, &in), -EINVAL);      /* its tag is taken */
     nc_mf_writer_free(w);
     w = NULL;
@@ -257,9 +257,9 @@ static void test_deskew_flag(void)
     size_t nb = 0;
     REQUIRE_OK(nc_mf_get(r, NC_MF_TAG('P', 'D', 'S', 'K'), &type, &data, &nb));
     nc_mf_close(r);
-    /* patch the payload to 2 and the CRC after it */
+    /* patch the payload to 3 and the CRC after it */
     size_t off = (size_t)((const uint8_t *)data - buf);
-    le32(buf + off, 2);
+    le32(buf + off, 3);
     le32(buf + len - 4, nc_crc32(buf, len - 4));
     REQUIRE_OK(nc_mf_open(buf, len, &r));
     CHECK_INT_EQ(nc_mf_get_info(r, &got), -EBADMSG);
