@@ -213,9 +213,10 @@ int nc_prep_check(const nc_prep *p);
  *  4. With deskew, the crop is sheared along x so that its ink's second
  *     moments show no slant: row y moves by -s (y - cy) with
  *     s = mu11 / mu02 of the stretched grey (clamped to [-1, 1], to
- *     [-0.5, 0.5] with NC_PREP_DESKEW_GENTLE; cy its centre of mass), sampled linearly (a crop larger than 4 x size is
- *     first shrunk to that); the crop then becomes the
- *     bounding box of what is still above the ink threshold.  Upright
+ *     [-0.5, 0.5] with NC_PREP_DESKEW_GENTLE; cy its centre of mass),
+ *     sampled linearly (a crop larger than 4 x size is first shrunk to
+ *     that); the crop then becomes the bounding box of what is still above
+ *     the ink threshold.  Upright
  *     digits vary less, which shift-tolerant template matchers such as the
  *     neocognitron cannot absorb by themselves.
  *  5. The crop is resampled with nc_image_resample (area-averaged when

@@ -13,8 +13,8 @@
  *    every choice is made, to measure the result.
  *  - Input: nc_prep_apply with NC_PREP_NEOCOG_65 and digit height --height,
  *    sheared upright first with --deskew (--deskew-gentle: at most half a
- *    pixel a row; the prep is stored in the model
- *    file, so every reader of the model does the same).
+ *    pixel a row; the prep is stored in the model file, so every reader of
+ *    the model does the same).
  *  - US1: the 16 edge orientations (nc_neocog_train_us1, q = 100).
  *  - US2, US3: unsupervised with plane creation (or --add-if-silent) on a
  *    class-balanced list of --train-digits digits, --passes times.
