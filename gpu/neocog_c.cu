@@ -490,14 +490,10 @@ extern "C" int nc_gpu_neocog_c_forward_lists(const nc_gpu_neocog_c_args *c, int 
                                              const nc_gpu_neocog_lists *lists, uint32_t batch,
                                              uint32_t per_block, cudaStream_t stream)
 {
-    nc_gpu_neocog_lists ls = { NULL, NULL, NULL, 0 };
-    if (lists) {
-        if ((kind != NC_GPU_NEOCOG_C_DIRECT && kind != NC_GPU_NEOCOG_C_SCATTER) || !c ||
-            !lists->cnt || !lists->q || !lists->ent || c->k < 1 ||
-            (uint64_t)(c->k - 1) * lists->mul > 0x7fffffffu)
-            return -EINVAL;
-        ls = *lists;
-    }
+    if ((lists && kind != NC_GPU_NEOCOG_C_DIRECT && kind != NC_GPU_NEOCOG_C_SCATTER) ||
+        nc_gpu_neocog_lists_check(c, lists) < 0)
+        return -EINVAL;
+    const nc_gpu_neocog_lists ls = lists ? *lists : nc_gpu_neocog_lists{ NULL, NULL, NULL, 0 };
     if (kind == NC_GPU_NEOCOG_C_SCATTER)
         return nc_gpu_neocog_c_scatter_lists(c, in, occ_in, out, occ_out, lists, batch, stream);
     if (kind == NC_GPU_NEOCOG_C_STAGED)

@@ -5,6 +5,7 @@
 #define NC_GPU_NEOCOG_C_CUH
 
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <stdint.h>
 
 #include "neocog_geom.h"
@@ -25,6 +26,19 @@ typedef struct nc_gpu_neocog_lists {
     int2 *ent;
     uint32_t mul;
 } nc_gpu_neocog_lists;
+
+/* 0 when lists (NULL: none) can hold c's output: its arrays are set and
+ * every plane * mul fits an int32; -EINVAL otherwise. */
+static inline int nc_gpu_neocog_lists_check(const nc_gpu_neocog_c_args *c,
+                                            const nc_gpu_neocog_lists *lists)
+{
+    if (!lists)
+        return 0;
+    return c && lists->cnt && lists->q && lists->ent && c->k >= 1 &&
+                   (uint64_t)(c->k - 1) * lists->mul <= 0x7fffffffu
+               ? 0
+               : -EINVAL;
+}
 
 /* out(o, k) = psi(sum_t d[t] * in(step * o + nu_t, k)) for `batch`
  * characters.  in: device [batch][n_in^2][ks(k)]; occ_in: [batch][n_in^2]

@@ -239,13 +239,9 @@ extern "C" int nc_gpu_neocog_c_scatter_lists(const nc_gpu_neocog_c_args *c, cons
                                              uint8_t *occ_out, const nc_gpu_neocog_lists *lists,
                                              uint32_t batch, cudaStream_t stream)
 {
-    nc_gpu_neocog_lists ls = { NULL, NULL, NULL, 0 };
-    if (lists) {
-        if (!lists->cnt || !lists->q || !lists->ent || !c ||
-            (uint64_t)(c->k - 1) * lists->mul > 0x7fffffffu)
-            return -EINVAL;
-        ls = *lists;
-    }
+    if (nc_gpu_neocog_lists_check(c, lists) < 0)
+        return -EINVAL;
+    const nc_gpu_neocog_lists ls = lists ? *lists : nc_gpu_neocog_lists{ NULL, NULL, NULL, 0 };
     if (!c || !in || !out || batch < 1 || c->k < 1 || c->k > NC_NEOCOG_MAX_PLANES ||
         c->g.n_out < 1 || c->g.n_in < 1 || c->g.n_in > 0xffff || c->g.win < 1 ||
         c->g.win > 32 || c->g.step < 1 || ((uintptr_t)in & 15) || ((uintptr_t)out & 15))
