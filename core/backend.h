@@ -97,6 +97,12 @@ void nc_backend_close(nc_backend *be);          /* NULL is fine */
 
 /* ---- turning raw scores into answers (shared by every engine) ----------- */
 
+/* A neocognitron committee's raw scores, as every engine forms them: the
+ * members' scores added in member order into a zeroed acc, then divided by
+ * the member count (one member: its scores unchanged, bit for bit). */
+void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes);
+void nc_backend_member_mean(float *acc, uint32_t n_members, uint32_t n_classes);
+
 /* Best class from raw scores, or -1 (reject) when the model said nothing:
  * CNN: the largest output (first on ties), never -1.  Neocognitron: the
  * largest per-class score if it is > 0, else -1 (nothing fired); the scores

@@ -8,7 +8,9 @@
  * core/neocog.h) is answered with that classifier: its per-class scores
  * (cosines in [0, 1], all 0 when nothing fired) replace the UC4 maxima as
  * the raw scores, so the daemon gives the error the file was chosen and
- * measured for.  Without the mark, UC4's max response as before.
+ * measured for.  Without the mark, UC4's max response as before.  A
+ * neocognitron committee file (neocog.h) runs every member so, and answers
+ * with the mean of their raw scores, summed in member order.
  *
  * A CNN file is loaded as a committee (one column or several, core/cnn.h)
  * and answered with the mean of its columns' outputs. */
@@ -22,8 +24,8 @@
 typedef struct cpu_impl {
     uint32_t kind;
     nc_cnn_committee *cnn;
-    nc_neocog *neo;
-    nc_neocog_iv *iv;       /* NULL: answer by max response */
+    nc_neocog_committee *neo;
+    nc_neocog_iv **iv;      /* [members]; NULL: that member answers by max response */
     uint32_t n_inputs, n_classes;
 } cpu_impl;
 
@@ -31,7 +33,7 @@ typedef struct cpu_worker {
     const cpu_impl *impl;
     uint32_t max_batch;
     nc_cnn_committee_work *work;
-    nc_neocog_state *state;
+    nc_neocog_state **state;        /* [members] */
 } cpu_worker;
 
 static void cpu_free(void *p)
@@ -40,8 +42,10 @@ static void cpu_free(void *p)
     if (!impl)
         return;
     nc_cnn_committee_free(impl->cnn);
-    nc_neocog_iv_free(impl->iv);
-    nc_neocog_free(impl->neo);
+    for (uint32_t m = 0; impl->iv && m < impl->neo->n_members; m++)
+        nc_neocog_iv_free(impl->iv[m]);
+    free(impl->iv);
+    nc_neocog_committee_free(impl->neo);
     free(impl);
 }
 
@@ -58,14 +62,8 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     int err = nc_mf_open(buf, len, &r);
     if (err)
         return err;
-    uint32_t kind = nc_mf_kind_of(r), iv_top_t = 0;
-    /* the classifier mark is read here, while the reader is open; a
-     * malformed one fails the file rather than silently meaning max response */
-    if (kind == NC_MF_KIND_NEOCOG)
-        err = nc_neocog_read_iv(r, &iv_top_t);
+    uint32_t kind = nc_mf_kind_of(r);
     nc_mf_close(r);
-    if (err)
-        return err;
     if (!cpu_supports(kind))
         return -ENOTSUP;
     cpu_impl *impl = calloc(1, sizeof *impl);
@@ -79,15 +77,25 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         impl->n_inputs = impl->cnn->n_inputs;
         impl->n_classes = impl->cnn->n_outputs;
     } else {
-        if ((err = nc_neocog_load(buf, len, &impl->neo, &info)))
+        /* a malformed classifier mark fails the file (in the loader) rather
+         * than silently meaning max response */
+        if ((err = nc_neocog_committee_load(buf, len, &impl->neo, &info)))
             goto fail;
-        impl->n_inputs = impl->neo->arch.in_size * impl->neo->arch.in_size;
-        impl->n_classes = impl->neo->arch.n_classes;
+        const nc_neocog *net0 = impl->neo->member[0];
+        impl->n_inputs = net0->arch.in_size * net0->arch.in_size;
+        impl->n_classes = net0->arch.n_classes;
+        if (!(impl->iv = calloc(impl->neo->n_members, sizeof *impl->iv))) {
+            err = -ENOMEM;
+            goto fail;
+        }
         /* the Gram matrices are built once here and only read afterwards,
          * so every worker thread shares them */
-        if (iv_top_t && (err = nc_neocog_iv_new(impl->neo, iv_top_t, &impl->iv))) {
-            err = err == -ENOMEM ? err : -EBADMSG;
-            goto fail;
+        for (uint32_t m = 0; m < impl->neo->n_members; m++) {
+            const uint32_t t = impl->neo->iv_top_t[m];
+            if (t && (err = nc_neocog_iv_new(impl->neo->member[m], t, &impl->iv[m]))) {
+                err = err == -ENOMEM ? err : -EBADMSG;
+                goto fail;
+            }
         }
     }
     /* The stored preprocessing must produce exactly the network's input,
@@ -112,7 +120,9 @@ static void cpu_worker_free(void *p)
     if (!w)
         return;
     nc_cnn_committee_work_free(w->work);
-    nc_neocog_state_free(w->state);
+    for (uint32_t m = 0; w->state && m < w->impl->neo->n_members; m++)
+        nc_neocog_state_free(w->state[m]);
+    free(w->state);
     free(w);
 }
 
@@ -126,8 +136,15 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
         return -ENOMEM;
     w->impl = impl;
     w->max_batch = max_batch;
-    int err = impl->cnn ? nc_cnn_committee_work_new(impl->cnn, max_batch, &w->work)
-                        : nc_neocog_state_new(impl->neo, &w->state);
+    int err = 0;
+    if (impl->cnn) {
+        err = nc_cnn_committee_work_new(impl->cnn, max_batch, &w->work);
+    } else if (!(w->state = calloc(impl->neo->n_members, sizeof *w->state))) {
+        err = -ENOMEM;
+    } else {
+        for (uint32_t m = 0; !err && m < impl->neo->n_members; m++)
+            err = nc_neocog_state_new(impl->neo->member[m], &w->state[m]);
+    }
     if (err) {
         cpu_worker_free(w);
         return err;
@@ -154,21 +171,38 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         }
         return 0;
     }
+    const uint32_t M = impl->neo->n_members, K = impl->n_classes;
     for (uint32_t i = 0; i < n; i++) {
-        nc_neocog_result res;
-        int err = nc_neocog_forward(impl->neo, w->state,
-                                    in + (size_t)i * impl->n_inputs,
-                                    NC_NEOCOG_FORM_F, &res);
-        /* the IV classifier reads the last S-layer the forward left in
-         * the state, so it needs no second pass */
-        if (!err && impl->iv)
-            err = nc_neocog_iv_classify(impl->iv, impl->neo, w->state, &res);
-        if (err)
-            return err;
-        memcpy(out + (size_t)i * impl->n_classes, res.score,
-               impl->n_classes * sizeof *out);
+        float *o = out + (size_t)i * K;
+        memset(o, 0, K * sizeof *o);
+        for (uint32_t m = 0; m < M; m++) {
+            const nc_neocog *net = impl->neo->member[m];
+            nc_neocog_result res;
+            int err = nc_neocog_forward(net, w->state[m], in + (size_t)i * impl->n_inputs,
+                                        NC_NEOCOG_FORM_F, &res);
+            /* the IV classifier reads the last S-layer the forward left in
+             * the state, so it needs no second pass */
+            if (!err && impl->iv[m])
+                err = nc_neocog_iv_classify(impl->iv[m], net, w->state[m], &res);
+            if (err)
+                return err;
+            nc_backend_member_add(o, res.score, K);
+        }
+        nc_backend_member_mean(o, M, K);
     }
     return 0;
+}
+
+void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes)
+{
+    for (uint32_t k = 0; k < n_classes; k++)
+        acc[k] += score[k];
+}
+
+void nc_backend_member_mean(float *acc, uint32_t n_members, uint32_t n_classes)
+{
+    for (uint32_t k = 0; k < n_classes; k++)
+        acc[k] /= (float)n_members;
 }
 
 const nc_backend_ops nc_backend_cpu = {

@@ -28,26 +28,6 @@ static int column_of_tag(uint32_t tag)
     return (int)((c2 - '0') * 10 + (c3 - '0'));
 }
 
-static int prep_equal(const nc_prep *a, const nc_prep *b)
-{
-    return a->kind == b->kind && a->size == b->size && a->box == b->box && a->pad == b->pad &&
-           a->invert == b->invert && a->threshold == b->threshold &&
-           a->deskew == b->deskew;
-}
-
-/* Classes, labels and prep of two records. */
-static const char *info_mismatch(const nc_model_info *ia, const nc_model_info *ib)
-{
-    if (ia->n_classes != ib->n_classes)
-        return "a different number of classes";
-    for (uint32_t k = 0; k < ia->n_classes; k++)
-        if (strcmp(ia->labels[k], ib->labels[k]))
-            return "different class labels";
-    if (!prep_equal(&ia->prep, &ib->prep))
-        return "a different preprocessing (prep)";
-    return NULL;
-}
-
 const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
                                       const nc_cnn *b, const nc_model_info *ib)
 {
@@ -58,7 +38,7 @@ const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
         return "a different input size";
     if (a->n_outputs != b->n_outputs)
         return "a different number of outputs";
-    return info_mismatch(ia, ib);
+    return nc_mf_info_mismatch(ia, ib);
 }
 
 int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_info,
@@ -72,7 +52,7 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
         return nc_cnn_save(nets[0], info, ret_buf, ret_len);
     for (uint32_t i = 0; i < n; i++)
         if (!nets[i] || nc_cnn_committee_mismatch(nets[0], &col_info[0], nets[i], &col_info[i]) ||
-            info_mismatch(info, &col_info[i]))
+            nc_mf_info_mismatch(info, &col_info[i]))
             return -EINVAL;
     nc_mf_writer *mw = NULL;
     int err = nc_mf_writer_new(NC_MF_KIND_CNN, &mw);
@@ -169,7 +149,7 @@ static int load_columns(const nc_mf_reader *r, const nc_model_info *info,
         }
         if (nc_cnn_committee_mismatch(c->column[0], &c->column_info[0], c->column[i],
                                       &c->column_info[i]) ||
-            info_mismatch(info, &c->column_info[i]))
+            nc_mf_info_mismatch(info, &c->column_info[i]))
             err = -EBADMSG;
     }
     if (err) {

@@ -712,3 +712,22 @@ out:
     free(in);
     return info_err(e);
 }
+
+static int prep_equal(const nc_prep *a, const nc_prep *b)
+{
+    return a->kind == b->kind && a->size == b->size && a->box == b->box && a->pad == b->pad &&
+           a->invert == b->invert && a->threshold == b->threshold &&
+           a->deskew == b->deskew;
+}
+
+const char *nc_mf_info_mismatch(const nc_model_info *ia, const nc_model_info *ib)
+{
+    if (ia->n_classes != ib->n_classes)
+        return "a different number of classes";
+    for (uint32_t k = 0; k < ia->n_classes; k++)
+        if (strcmp(ia->labels[k], ib->labels[k]))
+            return "different class labels";
+    if (!prep_equal(&ia->prep, &ib->prep))
+        return "a different preprocessing (prep)";
+    return NULL;
+}

@@ -119,6 +119,10 @@ int nc_mf_count(const nc_mf_reader *r, uint32_t tag, uint32_t type, size_t *ret_
 int nc_mf_get_u32(const nc_mf_reader *r, uint32_t tag, uint32_t *dst, size_t n);
 int nc_mf_get_f32(const nc_mf_reader *r, uint32_t tag, float *dst, size_t n);
 int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info);
+/* NULL when two records agree on classes, labels and preprocessing (what
+ * the members of a committee must share), else a short English phrase
+ * naming what differs. */
+const char *nc_mf_info_mismatch(const nc_model_info *ia, const nc_model_info *ib);
 /* Added: f64 twin of nc_mf_get_f32 (-EBADMSG on NaN/Inf). */
 int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n);
 

@@ -354,6 +354,17 @@ int nc_neocog_seed_from_digits(nc_neocog *net, const float *digits,
 int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w);
 int nc_neocog_save(const nc_neocog *net, const nc_model_info *info,
                    uint8_t **ret_buf, size_t *ret_len);
+
+/* Half precision: every sparse stage stores its values as IEEE binary16
+ * ("W<l>H " bytes [2 x popcount], little-endian, each finite and > 0; a
+ * value below the smallest subnormal is stored as that subnormal) instead of
+ * "W<l>V ", about half the file.  A stage with a value too large for
+ * binary16 stays f32.  What is read back is the rounded weights, so a file
+ * written this way must be measured as written (the committee tool does). */
+#define NC_NEOCOG_WRITE_HALF 1u
+int nc_neocog_write_flags(const nc_neocog *net, nc_mf_writer *w, uint32_t flags);
+int nc_neocog_save_flags(const nc_neocog *net, const nc_model_info *info, uint32_t flags,
+                         uint8_t **ret_buf, size_t *ret_len);
 /* Check every section against every other; -EBADMSG on any disagreement. */
 int nc_neocog_read(const nc_mf_reader *r, nc_neocog **ret_net);
 /* ret_info may be NULL. */
@@ -363,6 +374,58 @@ int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
  * NIVT (max response).  -EBADMSG when NIVT is there but not one u32 in
  * 1..256. */
 int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t);
+
+/* ---- committees in one model file (neocog_committee.c) ----------------------
+ *
+ * A committee is N >= 1 neocognitrons with the same input size, classes,
+ * labels and preprocessing (their planes differ: each learnt from its own
+ * order of the digits).  Its raw scores are the mean of the members' raw
+ * scores (each member's own answer: interpolating vectors when it carries
+ * NIVT, else max response), summed in member order and divided by N.
+ * Members trained alike but on different orders of the digits get different
+ * digits wrong: models/README.md measures the gain.
+ *
+ * File form (kind NC_MF_KIND_NEOCOG), as the CNN committees' (cnn.h):
+ *   N = 1   exactly the one-network file above: old and new readers alike;
+ *   N >= 2  NMEM  u32[1]  N (2..NC_NEOCOG_MAX_MEMBERS)
+ *           NM01 .. NMnn  bytes: each member as a complete one-network file
+ *                         (nc_neocog_save's image, its own CRC, its own info
+ *                         and NIVT mark)
+ *           + nc_mf_put_info's sections for the committee itself
+ *           and no network sections (NSTG ...) of its own.
+ * Other sections (calibration, core/calib.h) may follow in either form. */
+#define NC_NEOCOG_MAX_MEMBERS 16u
+#define NC_NEOCOG_TAG_NMEM NC_MF_TAG('N', 'M', 'E', 'M')
+
+typedef struct nc_neocog_committee {
+    uint32_t n_members;
+    nc_neocog **member;             /* [n_members] */
+    nc_model_info *member_info;     /* [n_members]: each member's own record */
+    uint32_t *iv_top_t;             /* [n_members]: NIVT's top_t, 0 = max response */
+} nc_neocog_committee;
+
+/* NULL when member b may join a committee whose member a is (same input
+ * size, classes, labels and preprocessing), else a short English phrase
+ * naming what differs. */
+const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info *ia,
+                                         const nc_neocog *b, const nc_model_info *ib);
+
+/* Save n members (nets[i], its record info_i[i], its classifier top_t[i])
+ * as one file whose own record is *info; flags as nc_neocog_save_flags,
+ * for every member.  n == 1 writes the one-network form (with NIVT when
+ * top_t[0]), whose only record is *info.  -EINVAL for n outside
+ * 1..NC_NEOCOG_MAX_MEMBERS or members that disagree. */
+int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
+                             const uint32_t *top_t, uint32_t n, const nc_model_info *info,
+                             uint32_t flags, uint8_t **ret_buf, size_t *ret_len);
+
+/* Load either form; every member through nc_neocog_load's checks.  A
+ * missing, extra or disagreeing member, a count outside the range, network
+ * sections beside NMEM or a bad NIVT anywhere: -EBADMSG.  ret_info (may be
+ * NULL) gets the file's own record. */
+int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee **ret_c,
+                             nc_model_info *ret_info);
+void nc_neocog_committee_free(nc_neocog_committee *c);     /* NULL is fine */
 
 /* ---- learning (core/neocog_learn.c) ------------------------------------------
  *

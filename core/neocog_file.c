@@ -13,6 +13,8 @@
  *     sparse  W1M. u32  bitmap of the non-zero weights in that same order,
  *                       bit j in word j / 32 at 1 << (j % 32)  (ceil(n / 32))
  *             W1V. f32  the non-zero weights in that order  (popcount)
+ *          or W1H. bytes the same as IEEE binary16, 2 bytes each, little-
+ *                       endian (NC_NEOCOG_WRITE_HALF: half the size)
  *   B1.. f32  b of stage l                                  (K)
  *   INFO etc. written by nc_mf_put_info
  *   NIVT u32  [top_t], optional: answer by interpolating vectors
@@ -32,6 +34,7 @@
 #define TAG_W(l) NC_MF_TAG('W', '1' + (l), ' ', ' ')
 #define TAG_WM(l) NC_MF_TAG('W', '1' + (l), 'M', ' ')
 #define TAG_WV(l) NC_MF_TAG('W', '1' + (l), 'V', ' ')
+#define TAG_WH(l) NC_MF_TAG('W', '1' + (l), 'H', ' ')
 #define TAG_B(l) NC_MF_TAG('B', '1' + (l), ' ', ' ')
 
 #define STG_HEAD 6u
@@ -60,13 +63,60 @@ static int is_pos_zero(float v)
     return bits == 0;
 }
 
+/* ---- binary16 values of the half-precision sparse form ---------------------- */
+
+/* v (finite, > 0) as binary16, rounded to nearest, ties to even; a value
+ * below the smallest subnormal becomes that subnormal (the weight must stay
+ * non-zero, or the bitmap would lie).  -1 when v is too large for binary16. */
+static int32_t half_of(float v)
+{
+    uint32_t x;
+    memcpy(&x, &v, sizeof x);
+    const int32_t e = (int32_t)(x >> 23 & 0xffu) - 127 + 15;
+    uint32_t m = x & 0x7fffffu, h, rem, half_ulp;
+    if (e >= 31)
+        return -1;
+    if (e >= 1) {                       /* a normal binary16 */
+        h = (uint32_t)e << 10 | m >> 13;
+        rem = m & 0x1fffu;
+        half_ulp = 0x1000u;
+    } else {                            /* subnormal: shift the implicit 1 in */
+        const uint32_t shift = (uint32_t)(14 - e);     /* 14.. */
+        if (shift > 24)
+            return 1;
+        m |= 0x800000u;
+        h = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half_ulp = 1u << (shift - 1u);
+    }
+    if (rem > half_ulp || (rem == half_ulp && (h & 1u)))
+        h++;                            /* may carry into the exponent: right */
+    if (h >= 0x7c00u)
+        return -1;
+    return h ? (int32_t)h : 1;
+}
+
+/* binary16 h (sign 0, finite: the reader checks) as float, exactly. */
+static float float_of_half(uint32_t h)
+{
+    const uint32_t e = h >> 10 & 0x1fu, m = h & 0x3ffu;
+    float v;
+    if (e == 0) {
+        v = ldexpf((float)m, -24);
+    } else {
+        const uint32_t x = (e - 15u + 127u) << 23 | m << 13;
+        memcpy(&v, &x, sizeof v);
+    }
+    return v;
+}
+
 /* Stage l's weights in whichever form is smaller.  Both list a_k(nu, kappa)
  * in the natural order [k][kappa][t] (file index j = (k K_in + kappa) n_live
  * + t), so the sparse form is the dense one with its +0.0 entries struck
  * out.  The sparse form is used only when every weight is +0.0 or finite and
  * > 0, which is all its reader accepts; anything else (never produced by
  * training, which only adds positive amounts) goes out dense, unchanged. */
-static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w)
+static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint32_t flags)
 {
     const uint32_t K = net->n_planes[l], kin = nc_neocog_k_in(net, l);
     const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
@@ -83,9 +133,12 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w)
                 nnz++;
             else
                 sparse_ok = 0;
+            if (half_of(v) < 0)
+                flags &= ~NC_NEOCOG_WRITE_HALF;    /* too large: this stage in f32 */
         }
     const size_t words = bitmap_words(n);
-    if (sparse_ok && section_bytes(4 * words) + section_bytes(4 * nnz) <
+    const size_t vbytes = flags & NC_NEOCOG_WRITE_HALF ? 2 : 4;
+    if (sparse_ok && section_bytes(4 * words) + section_bytes(vbytes * nnz) <
                      section_bytes(4 * n)) {
         uint32_t *bm = calloc(words ? words : 1, sizeof(uint32_t));
         float *val = malloc((nnz ? nnz : 1) * sizeof(float));
@@ -102,8 +155,18 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w)
                     val[m++] = v;
                 }
             r = nc_mf_put_u32(w, TAG_WM(l), bm, words);
-            if (r == 0)
+            if (r == 0 && vbytes == 4)
                 r = nc_mf_put_f32(w, TAG_WV(l), val, m);
+            if (r == 0 && vbytes == 2) {
+                /* in place: byte 2i+1 is written after float i was read */
+                uint8_t *hb = (uint8_t *)val;
+                for (size_t i = 0; i < m; i++) {
+                    const uint32_t h = (uint32_t)half_of(val[i]);
+                    hb[2 * i] = (uint8_t)h;
+                    hb[2 * i + 1] = (uint8_t)(h >> 8);
+                }
+                r = nc_mf_put(w, TAG_WH(l), NC_MF_TYPE_BYTES, hb, 2 * m);
+            }
         }
         free(bm);
         free(val);
@@ -122,7 +185,12 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w)
 
 int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w)
 {
-    if (!net || !w)
+    return nc_neocog_write_flags(net, w, 0);
+}
+
+int nc_neocog_write_flags(const nc_neocog *net, nc_mf_writer *w, uint32_t flags)
+{
+    if (!net || !w || (flags & ~(uint32_t)NC_NEOCOG_WRITE_HALF))
         return -EINVAL;
     const nc_neocog_arch *A = &net->arch;
     const uint32_t L = A->n_stages;
@@ -149,7 +217,7 @@ int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w)
     if (r == 0) r = nc_mf_put_u32(w, TAG_PLN, net->n_planes, L);
     if (r == 0) r = nc_mf_put_u32(w, TAG_LBL, net->labels, net->n_planes[L - 1]);
     for (uint32_t l = 0; r == 0 && l < L; l++) {
-        r = write_weights(net, l, w);
+        r = write_weights(net, l, w, flags);
         if (r == 0)
             r = nc_mf_put_f32(w, TAG_B(l), net->b[l], net->n_planes[l]);
     }
@@ -159,11 +227,17 @@ int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w)
 int nc_neocog_save(const nc_neocog *net, const nc_model_info *info,
                    uint8_t **ret_buf, size_t *ret_len)
 {
+    return nc_neocog_save_flags(net, info, 0, ret_buf, ret_len);
+}
+
+int nc_neocog_save_flags(const nc_neocog *net, const nc_model_info *info, uint32_t flags,
+                         uint8_t **ret_buf, size_t *ret_len)
+{
     if (!net || !info || !ret_buf || !ret_len || info->n_classes != net->arch.n_classes)
         return -EINVAL;
     nc_mf_writer *w = NULL;
     int r = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w);
-    if (r == 0) r = nc_neocog_write(net, w);
+    if (r == 0) r = nc_neocog_write_flags(net, w, flags);
     if (r == 0) r = nc_mf_put_info(w, info);
     if (r == 0) r = nc_mf_finish(w, ret_buf, ret_len);
     nc_mf_writer_free(w);
@@ -207,21 +281,30 @@ static int weights_form(const nc_mf_reader *rd, uint32_t l, uint64_t want,
     const int has_w = nc_mf_get(rd, TAG_W(l), NULL, NULL, NULL) == 0;
     const int has_m = nc_mf_get(rd, TAG_WM(l), NULL, NULL, NULL) == 0;
     const int has_v = nc_mf_get(rd, TAG_WV(l), NULL, NULL, NULL) == 0;
+    const int has_h = nc_mf_get(rd, TAG_WH(l), NULL, NULL, NULL) == 0;
     size_t n_w, n_m, n_v;
-    if (has_w && !has_m && !has_v) {
+    if (has_w && !has_m && !has_v && !has_h) {
         if (nc_mf_count(rd, TAG_W(l), NC_MF_TYPE_F32, &n_w) < 0 || n_w != want)
             return -EBADMSG;
         *ret_sparse = 0;
         *ret_nnz = 0;
         return 0;
     }
-    if (has_w || !has_m || !has_v)     /* both forms, or half a sparse one */
+    /* both forms, half a sparse one, or both value precisions */
+    if (has_w || !has_m || has_v == has_h)
         return -EBADMSG;
     if (nc_mf_count(rd, TAG_WM(l), NC_MF_TYPE_U32, &n_m) < 0 ||
-        n_m != want / 32u + (want % 32u != 0) ||
-        nc_mf_count(rd, TAG_WV(l), NC_MF_TYPE_F32, &n_v) < 0 || n_v > want)
+        n_m != want / 32u + (want % 32u != 0))
         return -EBADMSG;
-    *ret_sparse = 1;
+    if (has_v && (nc_mf_count(rd, TAG_WV(l), NC_MF_TYPE_F32, &n_v) < 0 || n_v > want))
+        return -EBADMSG;
+    if (has_h) {
+        if (nc_mf_count(rd, TAG_WH(l), NC_MF_TYPE_BYTES, &n_v) < 0 || n_v % 2 ||
+            n_v / 2 > want)
+            return -EBADMSG;
+        n_v /= 2;
+    }
+    *ret_sparse = has_h ? 2 : 1;
     *ret_nnz = n_v;
     return 0;
 }
@@ -241,8 +324,28 @@ static uint32_t popcount32(uint32_t x)
  * value must be > 0 (finite is the container's check), since a zero would
  * be a second spelling of an implicit one.  File index j = k rows + i goes
  * to a[i ks + k]. */
+/* Stage l's nnz binary16 values (W<l>H) as floats: each must be finite and
+ * > 0, as the f32 form's. */
+static int get_half(const nc_mf_reader *rd, uint32_t l, float *val, size_t nnz)
+{
+    const void *data;
+    size_t len;
+    uint32_t type;
+    if (nc_mf_get(rd, TAG_WH(l), &type, &data, &len) || type != NC_MF_TYPE_BYTES ||
+        len != 2 * nnz)
+        return -EBADMSG;
+    const uint8_t *b = data;
+    for (size_t i = 0; i < nnz; i++) {
+        const uint32_t h = (uint32_t)b[2 * i] | (uint32_t)b[2 * i + 1] << 8;
+        if (h == 0 || h >= 0x7c00u)     /* zero, the sign bit, Inf or NaN */
+            return -EBADMSG;
+        val[i] = float_of_half(h);
+    }
+    return 0;
+}
+
 static int read_sparse(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t rows,
-                       size_t nnz, float *a)
+                       size_t nnz, int half, float *a)
 {
     const size_t n = (size_t)K * rows, words = bitmap_words(n);
     const size_t ks = nc_neocog_kstride(K);
@@ -252,7 +355,7 @@ static int read_sparse(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t ro
     if (!bm || !val)
         goto out;
     if ((r = get_u32(rd, TAG_WM(l), bm, words)) < 0 ||
-        (r = get_f32(rd, TAG_WV(l), val, nnz)) < 0)
+        (r = half ? get_half(rd, l, val, nnz) : get_f32(rd, TAG_WV(l), val, nnz)) < 0)
         goto out;
     r = -EBADMSG;
     size_t count = 0;
@@ -375,7 +478,7 @@ int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
         size_t n_dense;
         if (sparse[l]) {
             if ((r = read_sparse(rd, (uint32_t)l, K, (size_t)kin * nl, nnz[l],
-                                 net->a[l])) < 0)
+                                 sparse[l] == 2, net->a[l])) < 0)
                 goto fail;
             n_dense = K;        /* wt below holds b only */
         } else {

@@ -13,6 +13,11 @@
 
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd); /* train_committee.c */
 int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* train_calibrate.c */
+/* The committee subcommand given neocognitron files (paths[n_paths]);
+ * gpu < 0 measures on the CPU; half: NC_NEOCOG_WRITE_HALF. */
+int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,
+                           const char *dir, uint32_t threads, int gpu, int half,
+                           const char *command);
 
 /* The validation split: MNIST training digits [50000, 60000).  Every rule
  * is fitted on it; the test set is only ever measured. */
@@ -28,6 +33,11 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* tr
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len);
 
+/* The same on GPU `gpu` (the CUDA table, when the build has one) or, with
+ * gpu < 0, on the CPU.  A build without CUDA refuses gpu >= 0 (-ENOTSUP). */
+int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
+                        uint8_t **ret_buf, size_t *ret_len);
+
 /* Raw scores of be on digits [first, first + count) of d, prep as stored
  * in the model, split over threads (each its own worker; OpenBLAS is held
  * to one thread when there are several).  A digit whose prep finds no ink
@@ -40,6 +50,7 @@ typedef struct train_scores {
     uint8_t *ok;                /* [count], the caller's */
     double seconds;             /* wall time */
     const nc_prep *prep;        /* NULL: the model's; else this one, same size */
+    uint32_t batch;             /* digits a forward call; 0: a CPU-sized default */
 } train_scores;
 int train_scores_run(train_scores *s);
 

@@ -191,7 +191,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     /* ---- the model's own rule ---- */
-    train_scores sc = { be, &ds, first, n, o.threads, raw, ok, 0.0, NULL };
+    train_scores sc = { be, &ds, first, n, o.threads, raw, ok, 0.0, NULL, 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     const double plain_beta =
@@ -231,7 +231,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
             err = -ENOMEM;
             goto fail;
         }
-        train_scores sn = { neo, &ds, first, n, o.threads, raw_neo, ok_neo, 0.0, NULL };
+        train_scores sn = { neo, &ds, first, n, o.threads, raw_neo, ok_neo, 0.0, NULL, 0 };
         fprintf(stderr, WHO ": running %s over the validation digits...\n", o.ensemble);
         if ((err = train_scores_run(&sn)))
             goto fail;

@@ -1,5 +1,6 @@
 /* tools/train_committee.c — `neocog-train committee`: bundle CNN column
- * files into one committee file (core/cnn.h, "committees") and measure it.
+ * files into one committee file (core/cnn.h, "committees") and measure it;
+ * given neocognitron files, train_committee_neocog.c does the same for them.
  *
  * Layer: tools.  The columns are checked to agree (input and output sizes,
  * classes and labels, preprocessing) and to be distinct; each keeps its own
@@ -18,24 +19,30 @@
 
 #include "cnn.h"
 #include "fileio.h"
+#include "nc_config.h"
 
 #define WHO "neocog-train committee"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: neocog-train committee --out OUT [OPTIONS] COLUMN.ncm...\n"
+        "usage: neocog-train committee --out OUT [OPTIONS] MODEL.ncm...\n"
         "\n"
         "Bundle CNN column files (same input, classes and preprocessing; the\n"
         "architectures may differ) into one committee model file that answers with\n"
         "the mean of the columns' outputs, measure its error on MNIST t10k and record\n"
         "it with the command.  Each column keeps its own record (command, seed,\n"
         "epochs, test error).  Calibrate the result afterwards (neocog-train\n"
-        "calibrate): the bundling writes no calibration.\n"
+        "calibrate): the bundling writes no calibration.  Neocognitron files (same\n"
+        "input, classes and preprocessing) are bundled the same way: the committee\n"
+        "answers with the mean of the members' raw scores.\n"
         "\n"
         "  --out FILE        the committee file to write\n"
         "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
         "  --threads N       threads for the measurement (default 1)\n"
+        "  --half            neocognitrons: store the weights as binary16 (half the\n"
+        "                    file; the file is measured as written)\n"
+        "  --gpu N           neocognitrons: measure on CUDA device N (a CUDA build)\n"
         "  -h, --help        this text\n");
 }
 
@@ -134,19 +141,39 @@ static void committee_info(const columns *cs, const char *command, nc_model_info
     info->test_set[0] = '\0';
 }
 
+/* The kind of model in the file at path (the first one given decides). */
+static int first_kind(const char *path, uint32_t *ret_kind)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_mf_reader *r = NULL;
+    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    if (!err)
+        err = nc_mf_open(buf, len, &r);
+    if (!err)
+        *ret_kind = nc_mf_kind_of(r);
+    nc_mf_close(r);
+    free(buf);
+    if (err)
+        fprintf(stderr, WHO ": %s: %s\n", path, nc_strerror(err));
+    return err;
+}
+
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
 {
-    enum { O_OUT = 256, O_DATA, O_THREADS };
+    enum { O_OUT = 256, O_DATA, O_THREADS, O_HALF, O_GPU };
     static const struct option longopts[] = {
         { "out", required_argument, NULL, O_OUT },
         { "data", required_argument, NULL, O_DATA },
         { "threads", required_argument, NULL, O_THREADS },
+        { "half", no_argument, NULL, O_HALF },
+        { "gpu", required_argument, NULL, O_GPU },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *out_path = NULL, *data = NULL;
-    uint32_t threads = 1;
-    int c, bad = 0;
+    uint32_t threads = 1, gpu_u = 0;
+    int c, bad = 0, half = 0, gpu = -1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -157,6 +184,14 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
                 fprintf(stderr, WHO ": --threads must be 1..64\n");
                 bad = 1;
             }
+            break;
+        case O_HALF: half = 1; break;
+        case O_GPU:
+            if (train_parse_u32(optarg, &gpu_u) || gpu_u > 64 || !NC_HAVE_CUDA) {
+                fprintf(stderr, WHO ": --gpu takes a device number, in a CUDA build\n");
+                bad = 1;
+            }
+            gpu = (int)gpu_u;
             break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;
@@ -176,6 +211,20 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         return TRAIN_EXIT_USAGE;
     }
 
+    char command[1024];
+    if (train_join_argv(cmd, command, sizeof command))
+        fprintf(stderr, WHO ": note: the command is too long to record whole\n");
+    uint32_t kind = 0;
+    if (first_kind(argv[optind], &kind))
+        return TRAIN_EXIT_FAIL;
+    if (kind == NC_MF_KIND_NEOCOG)
+        return train_committee_neocog(argv + optind, (uint32_t)(argc - optind), out_path, dir,
+                                      threads, gpu, half, command);
+    if (half || gpu >= 0) {
+        fprintf(stderr, WHO ": --half and --gpu are for neocognitron files\n");
+        return TRAIN_EXIT_USAGE;
+    }
+
     int status = TRAIN_EXIT_FAIL, err = 0;
     columns cs = { 0 };
     nc_model_info *info = calloc(1, sizeof *info);
@@ -188,7 +237,6 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     uint8_t *ok = NULL;
     int32_t *ans = NULL;
     float *conf = NULL;
-    char command[1024];
     if (!info || !cs.info) {
         err = -ENOMEM;
         goto fail;
@@ -196,8 +244,6 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     for (int a = optind; a < argc; a++)
         if (add_file(&cs, argv[a]))
             goto out;
-    if (train_join_argv(cmd, command, sizeof command))
-        fprintf(stderr, WHO ": note: the command is too long to record whole\n");
     committee_info(&cs, command, info);
     const uint32_t K = info->n_classes;
 
@@ -219,7 +265,7 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         err = -ENOMEM;
         goto fail;
     }
-    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0, NULL };
+    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0, NULL, 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     for (uint32_t i = 0; i < n; i++)

@@ -33,7 +33,11 @@
 #include "cnn.h"
 #include "fileio.h"
 #include "modelfile.h"
+#include "nc_config.h"
 #include "train_pool.h"
+#if NC_HAVE_CUDA
+#include "backend_gpu.h"
+#endif
 
 #define MODEL_MAX_BYTES ((size_t)1 << 31)
 
@@ -222,6 +226,10 @@ static void usage(FILE *f)
         "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
         "                    neocognitron file (the rule the daemon would use)\n"
         "  --threads N       threads (default 1)\n"
+        "  --gpu N           run the model on CUDA device N (a CUDA build); the\n"
+        "                    threads then prepare digits for it\n"
+        "  --save-scores F   write the raw scores (after --heights) to F: float32,\n"
+        "                    little-endian, digits x classes, for offline trials\n"
         "  -h, --help        this text\n");
 }
 
@@ -303,7 +311,7 @@ static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const
         err = -ENOMEM;
         goto out;
     }
-    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0, NULL };
+    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0, NULL, 0 };
     if ((err = train_scores_run(&sn)))
         goto out;
     train_calibrated(&neo->calib, NC_MF_KIND_NEOCOG, K, raw_neo, ok_neo, n, ans, conf, p_neo,
@@ -369,11 +377,12 @@ static int parse_heights(const char *arg, uint32_t *h, uint32_t *ret_n)
 /* The backend's scores over the digits, each prepared at every height in
  * h[0..nh) (the file's box) and averaged; nh 0: as the file says. */
 static int scores_at_heights(const nc_backend *be, const nc_dataset *ds, uint32_t first,
-                             uint32_t count, uint32_t threads, const uint32_t *h, uint32_t nh,
-                             float *raw, uint8_t *ok, double *ret_secs)
+                             uint32_t count, uint32_t threads, uint32_t batch,
+                             const uint32_t *h, uint32_t nh, float *raw, uint8_t *ok,
+                             double *ret_secs)
 {
     const uint32_t K = be->info.n_classes;
-    train_scores sc = { be, ds, first, count, threads, raw, ok, 0.0, NULL };
+    train_scores sc = { be, ds, first, count, threads, raw, ok, 0.0, NULL, batch };
     if (nh == 0) {
         int err = train_scores_run(&sc);
         *ret_secs = sc.seconds;
@@ -406,11 +415,30 @@ static int scores_at_heights(const nc_backend *be, const nc_dataset *ds, uint32_
     return err;
 }
 
+/* raw[n] as little-endian float32, written atomically */
+static int save_scores(const char *path, const float *raw, size_t n)
+{
+    uint8_t *b = malloc(n * 4 + 1);
+    if (!b)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, raw + i, 4);
+        for (int k = 0; k < 4; k++)
+            b[i * 4 + k] = (uint8_t)(u >> (8 * k));
+    }
+    int err = nc_file_write_atomic(path, b, n * 4);
+    free(b);
+    if (err)
+        fprintf(stderr, "neocog-train eval: %s: %s\n", path, nc_strerror(err));
+    return err;
+}
+
 int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
     enum { O_MODEL = 256, O_DATA, O_SET, O_FIRST, O_COUNT, O_SHEET, O_SHEETMAX, O_MAXR,
-           O_THREADS, O_ENS, O_HEIGHTS };
+           O_THREADS, O_ENS, O_HEIGHTS, O_GPU, O_SAVE };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "data", required_argument, NULL, O_DATA },
@@ -423,11 +451,15 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         { "threads", required_argument, NULL, O_THREADS },
         { "ensemble", required_argument, NULL, O_ENS },
         { "heights", required_argument, NULL, O_HEIGHTS },
+        { "gpu", required_argument, NULL, O_GPU },
+        { "save-scores", required_argument, NULL, O_SAVE },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL, *ensemble = NULL;
-    uint32_t first = 0, count = 0, sheet_max = 100, threads = 1;
+    const char *save = NULL;
+    uint32_t first = 0, count = 0, sheet_max = 100, threads = 1, gpu_u = 0;
+    int gpu = -1;
     int max_resp = 0, c, bad = 0;
     uint32_t heights[MAX_HEIGHTS], n_heights = 0;
     optind = 1;
@@ -445,6 +477,8 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         case O_MAXR: max_resp = 1; break;
         case O_ENS: ensemble = optarg; break;
         case O_HEIGHTS: err = parse_heights(optarg, heights, &n_heights); break;
+        case O_GPU: err = train_parse_u32(optarg, &gpu_u); gpu = (int)gpu_u; break;
+        case O_SAVE: save = optarg; break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;
         }
@@ -512,6 +546,16 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t n_classes;
     double secs;
     const char *rule;
+    if (gpu >= 0 && (max_resp || !NC_HAVE_CUDA)) {
+        fprintf(stderr, "neocog-train eval: --gpu needs a CUDA build, without "
+                "--max-response\n");
+        goto out;
+    }
+    if (save && max_resp) {
+        fprintf(stderr, "neocog-train eval: --save-scores saves the engine's scores: not "
+                "with --max-response\n");
+        goto out;
+    }
     if (n_heights && (kind != NC_MF_KIND_NEOCOG || max_resp)) {
         fprintf(stderr, "neocog-train eval: --heights takes a neocognitron file, without "
                 "--max-response\n");
@@ -542,8 +586,19 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                 (double)neo->arch.stage[0].theta, (double)neo->arch.stage[1].theta,
                 (double)neo->arch.stage[2].theta, (double)neo->arch.stage[3].theta);
     } else {
-        if ((err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be)))
+        const nc_backend_ops *ops = &nc_backend_cpu;
+#if NC_HAVE_CUDA
+        if (gpu >= 0)
+            ops = &nc_backend_gpu;
+#endif
+        if ((err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, &be))) {
+#if NC_HAVE_CUDA
+            if (gpu >= 0)
+                fprintf(stderr, "neocog-train eval: GPU %d: %s\n", gpu,
+                        nc_backend_gpu_last_error());
+#endif
             goto fail;
+        }
         info = be->info;
         n_classes = info.n_classes;
         raw = malloc((size_t)count * n_classes * sizeof(float));
@@ -552,8 +607,10 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             err = -ENOMEM;
             goto fail;
         }
-        if ((err = scores_at_heights(be, &ds, first, count, threads, heights, n_heights, raw,
-                                     ok, &secs)))
+        if ((err = scores_at_heights(be, &ds, first, count, threads, gpu >= 0 ? 512 : 0,
+                                     heights, n_heights, raw, ok, &secs)))
+            goto fail;
+        if (save && (err = save_scores(save, raw, (size_t)count * n_classes)))
             goto fail;
         for (uint32_t i = 0; i < count; i++) {
             const float *r = raw + (size_t)i * n_classes;

@@ -14,24 +14,51 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "nc_config.h"
 #include "train_pool.h"
+#if NC_HAVE_CUDA
+#include "backend_gpu.h"
+#endif
 
 void openblas_set_num_threads(int num_threads);
 
-#define SCORE_BATCH 64u
+#define SCORE_BATCH 64u         /* CPU default; a GPU wants hundreds */
+#define SCORE_BATCH_MAX 1024u
 #define MAX_THREADS 64u
 
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len)
 {
+    return train_open_model_on(who, path, -1, ret_be, ret_buf, ret_len);
+}
+
+int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
+                        uint8_t **ret_buf, size_t *ret_len)
+{
+    const nc_backend_ops *ops = &nc_backend_cpu;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    int err = 0;
+    if (gpu >= 0) {
+#if NC_HAVE_CUDA
+        ops = &nc_backend_gpu;
+#else
+        fprintf(stderr, "%s: this build has no CUDA engine\n", who);
+        return -ENOTSUP;
+#endif
+    }
+    err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
-        err = nc_backend_open(&nc_backend_cpu, buf, len, 0, ret_be);
+        err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
-        fprintf(stderr, "%s: %s: %s%s\n", who, path, nc_strerror(err),
-                err == -ENOTSUP ? " (not a model kind the CPU engine runs)" : "");
+        const char *why = "";
+#if NC_HAVE_CUDA
+        if (gpu >= 0)
+            why = nc_backend_gpu_last_error();
+#endif
+        fprintf(stderr, "%s: %s: %s%s%s%s\n", who, path, nc_strerror(err),
+                err == -ENOTSUP ? " (not a model kind the engine runs)" : "",
+                *why ? ": " : "", why);
         free(buf);
         return err;
     }
@@ -72,15 +99,17 @@ static void score_task(void *arg, uint32_t part)
     const nc_prep *prep = s->prep ? s->prep : &be->info.prep;
     const uint32_t K = be->info.n_classes;
     const size_t L = be->input_len;
+    const uint32_t B = s->batch == 0 ? SCORE_BATCH
+                       : s->batch > SCORE_BATCH_MAX ? SCORE_BATCH_MAX : s->batch;
     void *worker = NULL;
-    float *in = malloc(SCORE_BATCH * L * sizeof(float));
-    float *out = malloc(SCORE_BATCH * K * sizeof(float));
-    uint32_t idx[SCORE_BATCH];
-    int err = in && out ? be->ops->worker_new(be->impl, SCORE_BATCH, &worker) : -ENOMEM;
+    float *in = malloc(B * L * sizeof(float));
+    float *out = malloc(B * K * sizeof(float));
+    uint32_t *idx = malloc(B * sizeof(uint32_t));
+    int err = in && out && idx ? be->ops->worker_new(be->impl, B, &worker) : -ENOMEM;
     uint32_t i = j->part;
     while (!err && i < s->count) {
         uint32_t n = 0;
-        for (; n < SCORE_BATCH && i < s->count; i += j->parts) {
+        for (; n < B && i < s->count; i += j->parts) {
             const nc_dataset *d = s->d;
             const uint32_t k = s->first + i;
             nc_image im = { d->cols, d->rows, d->cols,
@@ -107,6 +136,7 @@ static void score_task(void *arg, uint32_t part)
         be->ops->worker_free(worker);
     free(in);
     free(out);
+    free(idx);
     j->err = err;
 }
 

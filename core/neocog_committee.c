@@ -1,0 +1,237 @@
+/* core/neocog_committee.c — committees of neocognitrons in one model file
+ * (see neocog.h, "committees").
+ *
+ * Layer: core, byte buffers only.  The form is the CNN committees' (cnn.h):
+ * each member of a file with two or more is a complete one-network file
+ * inside a section, so it keeps its own record, CRC and classifier mark, and
+ * nc_neocog_load checks it exactly as it checks a file of its own.  Running a
+ * committee is the engines' job (backend_cpu.c, gpu/backend_gpu.cu): each
+ * member answers as its own file would, and the raw scores are averaged. */
+#include "neocog_impl.h"
+
+#include <string.h>
+
+/* "NM01".."NM16" */
+static uint32_t member_tag(uint32_t i)
+{
+    return NC_MF_TAG('N', 'M', '0' + (i + 1) / 10, '0' + (i + 1) % 10);
+}
+
+/* 1-based member index of an NMnn tag (NM00 gives 0), -1 if not one. */
+static int member_of_tag(uint32_t tag)
+{
+    const unsigned c0 = tag & 0xffu, c1 = tag >> 8 & 0xffu, c2 = tag >> 16 & 0xffu,
+                   c3 = tag >> 24 & 0xffu;
+    if (c0 != 'N' || c1 != 'M' || c2 < '0' || c2 > '9' || c3 < '0' || c3 > '9')
+        return -1;
+    return (int)((c2 - '0') * 10 + (c3 - '0'));
+}
+
+const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info *ia,
+                                         const nc_neocog *b, const nc_model_info *ib)
+{
+    if (!a || !ia || !b || !ib)
+        return "a missing member";
+    if (a->arch.in_size != b->arch.in_size)
+        return "a different input size";
+    if (a->arch.n_classes != b->arch.n_classes)
+        return "a different number of classes";
+    return nc_mf_info_mismatch(ia, ib);
+}
+
+/* One network as a one-network file image, with its classifier mark. */
+static int save_one(const nc_neocog *net, const nc_model_info *info, uint32_t top_t,
+                    uint32_t flags, uint8_t **ret_buf, size_t *ret_len)
+{
+    if (top_t > 256)
+        return -EINVAL;
+    nc_mf_writer *w = NULL;
+    int r = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w);
+    if (r == 0) r = nc_neocog_write_flags(net, w, flags);
+    if (r == 0 && top_t) r = nc_mf_put_u32(w, NC_NEOCOG_TAG_IV, &top_t, 1);
+    if (r == 0) r = nc_mf_put_info(w, info);
+    if (r == 0) r = nc_mf_finish(w, ret_buf, ret_len);
+    nc_mf_writer_free(w);
+    return r;
+}
+
+int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
+                             const uint32_t *top_t, uint32_t n, const nc_model_info *info,
+                             uint32_t flags, uint8_t **ret_buf, size_t *ret_len)
+{
+    if (!nets || !info_i || !top_t || !info || !ret_buf || !ret_len || n < 1 ||
+        n > NC_NEOCOG_MAX_MEMBERS)
+        return -EINVAL;
+    for (uint32_t i = 0; i < n; i++)
+        if (!nets[i] || nc_neocog_committee_mismatch(nets[0], &info_i[0], nets[i], &info_i[i]) ||
+            nc_mf_info_mismatch(info, &info_i[i]) || info->n_classes != nets[i]->arch.n_classes)
+            return -EINVAL;
+    if (n == 1)
+        return save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len);
+    nc_mf_writer *mw = NULL;
+    int err = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &mw);
+    if (err)
+        return err;
+    err = nc_mf_put_u32(mw, NC_NEOCOG_TAG_NMEM, &n, 1);
+    for (uint32_t i = 0; !err && i < n; i++) {
+        uint8_t *mb = NULL;
+        size_t ml = 0;
+        if (!(err = save_one(nets[i], &info_i[i], top_t[i], flags, &mb, &ml)))
+            err = nc_mf_put(mw, member_tag(i), NC_MF_TYPE_BYTES, mb, ml);
+        free(mb);
+    }
+    if (!err)
+        err = nc_mf_put_info(mw, info);
+    if (!err)
+        err = nc_mf_finish(mw, ret_buf, ret_len);
+    nc_mf_writer_free(mw);
+    return err;
+}
+
+void nc_neocog_committee_free(nc_neocog_committee *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; c->member && i < c->n_members; i++)
+        nc_neocog_free(c->member[i]);
+    free(c->member);
+    free(c->member_info);
+    free(c->iv_top_t);
+    free(c);
+}
+
+static nc_neocog_committee *committee_alloc(uint32_t n)
+{
+    nc_neocog_committee *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->member = calloc(n, sizeof *c->member);
+    c->member_info = calloc(n, sizeof *c->member_info);
+    c->iv_top_t = calloc(n, sizeof *c->iv_top_t);
+    if (!c->member || !c->member_info || !c->iv_top_t) {
+        nc_neocog_committee_free(c);
+        return NULL;
+    }
+    c->n_members = n;
+    return c;
+}
+
+/* Anything the file says that cannot be a committee is corrupt data. */
+static int bad(int err)
+{
+    return err == -ENOMEM ? err : -EBADMSG;
+}
+
+/* One network file image: the network, its record and its mark. */
+static int load_one(const uint8_t *buf, size_t len, nc_neocog **ret_net,
+                    nc_model_info *ret_info, uint32_t *ret_top_t)
+{
+    nc_mf_reader *r = NULL;
+    int err = nc_mf_open(buf, len, &r);
+    if (!err)
+        err = nc_mf_kind_of(r) == NC_MF_KIND_NEOCOG ? nc_neocog_read_iv(r, ret_top_t)
+                                                    : -EBADMSG;
+    nc_mf_close(r);
+    return err ? err : nc_neocog_load(buf, len, ret_net, ret_info);
+}
+
+/* The members of a file with NMEM, checked against its record *info. */
+static int load_members(const nc_mf_reader *r, const nc_model_info *info,
+                        nc_neocog_committee **ret_c)
+{
+    uint32_t n;
+    size_t count;
+    if (nc_mf_count(r, NC_NEOCOG_TAG_NMEM, NC_MF_TYPE_U32, &count) || count != 1 ||
+        nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &n, 1) || n < 2 || n > NC_NEOCOG_MAX_MEMBERS)
+        return -EBADMSG;
+    /* one form per file: no network or mark of its own beside the members,
+     * and no member section beyond N */
+    if (nc_mf_get(r, NC_MF_TAG('N', 'S', 'T', 'G'), NULL, NULL, NULL) != -ENOENT ||
+        nc_mf_get(r, NC_NEOCOG_TAG_IV, NULL, NULL, NULL) != -ENOENT)
+        return -EBADMSG;
+    for (uint32_t s = 0; s < nc_mf_section_count(r); s++) {
+        uint32_t tag;
+        if (nc_mf_section_at(r, s, &tag, NULL, NULL, NULL))
+            return -EBADMSG;
+        const int m = member_of_tag(tag);
+        if (m == 0 || m > (int)n)
+            return -EBADMSG;
+    }
+    nc_neocog_committee *c = committee_alloc(n);
+    if (!c)
+        return -ENOMEM;
+    int err = 0;
+    for (uint32_t i = 0; !err && i < n; i++) {
+        uint32_t type;
+        const void *data;
+        size_t len;
+        if (nc_mf_get(r, member_tag(i), &type, &data, &len) || type != NC_MF_TYPE_BYTES) {
+            err = -EBADMSG;
+            break;
+        }
+        /* a nested committee has no NSTG: nc_neocog_load calls it corrupt */
+        if ((err = load_one(data, len, &c->member[i], &c->member_info[i], &c->iv_top_t[i]))) {
+            err = bad(err);
+            break;
+        }
+        if (nc_neocog_committee_mismatch(c->member[0], &c->member_info[0], c->member[i],
+                                         &c->member_info[i]) ||
+            nc_mf_info_mismatch(info, &c->member_info[i]))
+            err = -EBADMSG;
+    }
+    if (err) {
+        nc_neocog_committee_free(c);
+        return err;
+    }
+    *ret_c = c;
+    return 0;
+}
+
+int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee **ret_c,
+                             nc_model_info *ret_info)
+{
+    if (!buf || !ret_c)
+        return -EINVAL;
+    nc_mf_reader *r = NULL;
+    nc_neocog_committee *c = NULL;
+    nc_model_info *info = calloc(1, sizeof *info);      /* ~3 KiB: off the stack */
+    if (!info)
+        return -ENOMEM;
+    int err = nc_mf_open(buf, len, &r);
+    if (err)
+        goto out;
+    if (nc_mf_kind_of(r) != NC_MF_KIND_NEOCOG) {
+        err = -EBADMSG;
+        goto out;
+    }
+    if (nc_mf_get(r, NC_NEOCOG_TAG_NMEM, NULL, NULL, NULL) == -ENOENT) {
+        /* the one-network form */
+        if (!(c = committee_alloc(1))) {
+            err = -ENOMEM;
+            goto out;
+        }
+        if ((err = load_one(buf, len, &c->member[0], info, &c->iv_top_t[0])))
+            goto out;
+        c->member_info[0] = *info;
+    } else {
+        if ((err = nc_mf_get_info(r, info))) {
+            err = bad(err);
+            goto out;
+        }
+        if ((err = load_members(r, info, &c)))
+            goto out;
+    }
+    if (c->member[0]->arch.n_classes != info->n_classes) {
+        err = -EBADMSG;
+        goto out;
+    }
+    if (ret_info)
+        *ret_info = *info;
+    *ret_c = c;
+    c = NULL;
+out:
+    nc_neocog_committee_free(c);
+    nc_mf_close(r);
+    free(info);
+    return err;
+}

@@ -1,0 +1,218 @@
+/* tools/train_committee_neocog.c — `neocog-train committee` given
+ * neocognitron files: bundle them into one committee file (core/neocog.h,
+ * "committees") and measure it.
+ *
+ * Layer: tools.  The members are checked to agree (input size, classes and
+ * labels, preprocessing) and to be distinct; each keeps its own record and
+ * classifier mark inside the file.  With --half every member's weights are
+ * stored as binary16, so the file is measured as written: the test error
+ * recorded is that of the file image itself, opened through the engine
+ * table.  The test set chooses nothing here: the committee is the mean of
+ * all the members given. */
+#include "train_calib.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "neocog.h"
+#include "nc_config.h"
+#if NC_HAVE_CUDA
+#include "backend_gpu.h"
+#endif
+
+#define WHO "neocog-train committee"
+
+typedef struct members {
+    uint32_t n;
+    const nc_neocog *net[NC_NEOCOG_MAX_MEMBERS];
+    nc_model_info info[NC_NEOCOG_MAX_MEMBERS];
+    uint32_t top_t[NC_NEOCOG_MAX_MEMBERS];
+    const char *from[NC_NEOCOG_MAX_MEMBERS];
+    nc_neocog_committee *file[NC_NEOCOG_MAX_MEMBERS];
+    uint32_t n_files;
+} members;
+
+/* Same planes, same weights: the same network twice. */
+static int same_net(const nc_neocog *a, const nc_neocog *b)
+{
+    return a->n_params == b->n_params &&
+           !memcmp(a->n_planes, b->n_planes, sizeof a->n_planes) &&
+           !memcmp(a->params, b->params, a->n_params * sizeof(float));
+}
+
+/* Read one network file (or committee) and append its members. */
+static int add_file(members *ms, const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_neocog_committee *c = NULL;
+    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    if (!err)
+        err = nc_neocog_committee_load(buf, len, &c, NULL);
+    free(buf);
+    if (err) {
+        fprintf(stderr, WHO ": %s: %s\n", path, nc_strerror(err));
+        return err;
+    }
+    ms->file[ms->n_files++] = c;
+    for (uint32_t i = 0; i < c->n_members; i++) {
+        if (ms->n == NC_NEOCOG_MAX_MEMBERS) {
+            fprintf(stderr, WHO ": more than %u members\n", NC_NEOCOG_MAX_MEMBERS);
+            return -E2BIG;
+        }
+        const char *why = ms->n ? nc_neocog_committee_mismatch(ms->net[0], &ms->info[0],
+                                                              c->member[i],
+                                                              &c->member_info[i])
+                                : NULL;
+        if (why) {
+            fprintf(stderr, WHO ": %s: %s from %s\n", path, why, ms->from[0]);
+            return -EINVAL;
+        }
+        for (uint32_t j = 0; j < ms->n; j++)
+            if (same_net(ms->net[j], c->member[i])) {
+                fprintf(stderr, WHO ": %s: the same network as in %s\n", path, ms->from[j]);
+                return -EINVAL;
+            }
+        ms->net[ms->n] = c->member[i];
+        ms->info[ms->n] = c->member_info[i];
+        ms->top_t[ms->n] = c->iv_top_t[i];
+        ms->from[ms->n] = path;
+        ms->n++;
+    }
+    return 0;
+}
+
+/* The committee's record: classes and prep from the members, the bundling
+ * command, and the data the members learnt from. */
+static void committee_info(const members *ms, const char *command, nc_model_info *info)
+{
+    *info = ms->info[0];
+    if (ms->n > 1) {
+        int same_data = 1;
+        for (uint32_t i = 1; i < ms->n; i++)
+            same_data &= !strcmp(ms->info[i].data, ms->info[0].data);
+        if (same_data)
+            snprintf(info->data, sizeof info->data, "committee of %u neocognitrons, each: "
+                     "%.200s", ms->n, ms->info[0].data);
+        else
+            snprintf(info->data, sizeof info->data, "committee of %u neocognitrons trained "
+                     "on different data (see each member)", ms->n);
+        info->epochs = 0;
+        info->seed = 0;
+    }
+    snprintf(info->command, sizeof info->command, "%s", command);
+    train_utc_iso(info->created, sizeof info->created);
+    info->test_error = -1.0;
+    info->test_set[0] = '\0';
+}
+
+int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,
+                           const char *dir, uint32_t threads, int gpu, int half,
+                           const char *command)
+{
+    int status = TRAIN_EXIT_FAIL, err = 0;
+    members *ms = calloc(1, sizeof *ms);
+    nc_model_info *info = calloc(1, sizeof *info);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_backend *be = NULL;
+    nc_dataset ds = { 0 };
+    float *raw = NULL;
+    uint8_t *ok = NULL;
+    int32_t *ans = NULL;
+    const uint32_t flags = half ? NC_NEOCOG_WRITE_HALF : 0;
+    if (!ms || !info) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    for (uint32_t a = 0; a < n_paths; a++)
+        if (add_file(ms, paths[a]))
+            goto out;
+    committee_info(ms, command, info);
+    const uint32_t K = info->n_classes;
+
+    /* The committee as the engines will run it: saved, then opened from the
+     * file image (with --half, the rounded weights are what is measured). */
+    const nc_backend_ops *ops = &nc_backend_cpu;
+#if NC_HAVE_CUDA
+    if (gpu >= 0)
+        ops = &nc_backend_gpu;
+#endif
+    if ((err = nc_neocog_committee_save(ms->net, ms->info, ms->top_t, ms->n, info, flags,
+                                        &buf, &len)))
+        goto fail;
+    if ((err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, &be))) {
+#if NC_HAVE_CUDA
+        if (gpu >= 0)
+            fprintf(stderr, WHO ": GPU %d: %s\n", gpu, nc_backend_gpu_last_error());
+#endif
+        goto fail;
+    }
+    if (train_load_mnist(dir, "t10k", &ds))
+        goto out;
+    const uint32_t n = ds.count;
+    if (train_labels_ok(WHO, &ds, 0, n, K))
+        goto out;
+    raw = malloc((size_t)n * K * sizeof *raw);
+    ok = malloc(n);
+    ans = malloc(n * sizeof *ans);
+    if (!raw || !ok || !ans) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0, NULL, gpu >= 0 ? 512 : 0 };
+    if ((err = train_scores_run(&sc)))
+        goto fail;
+    for (uint32_t i = 0; i < n; i++)
+        ans[i] = nc_backend_label(NC_MF_KIND_NEOCOG, raw + (size_t)i * K, K);
+    const uint32_t errors = train_count_errors(ans, ds.labels, n);
+
+    printf("committee   %u neocognitron%s%s\n", ms->n, ms->n == 1 ? "" : "s",
+           half ? ", weights stored as binary16" : "");
+    for (uint32_t i = 0; i < ms->n; i++) {
+        const nc_neocog *net = ms->net[i];
+        printf("  %2u  %s  K %u/%u/%u/%u, %s, seed %llu, recorded test error ", i + 1,
+               ms->from[i], net->n_planes[0], net->n_planes[1], net->n_planes[2],
+               net->n_planes[3], ms->top_t[i] ? "interpolating vectors" : "max response",
+               (unsigned long long)ms->info[i].seed);
+        if (ms->info[i].test_error < 0)
+            printf("unknown\n");
+        else
+            printf("%.2f%% (%s)\n", 100.0 * ms->info[i].test_error, ms->info[i].test_set);
+    }
+    printf("test        MNIST t10k: error %.2f%% (%u / %u), %.1f digits/s\n",
+           100.0 * errors / n, errors, n, n / sc.seconds);
+
+    /* the measured error goes into the record: save again */
+    info->test_error = (double)errors / n;
+    snprintf(info->test_set, sizeof info->test_set, "MNIST t10k (%u)", n);
+    free(buf);
+    buf = NULL;
+    if ((err = nc_neocog_committee_save(ms->net, ms->info, ms->top_t, ms->n, info, flags,
+                                        &buf, &len)))
+        goto fail;
+    if ((err = nc_file_write_atomic(out_path, buf, len))) {
+        fprintf(stderr, WHO ": writing %s: %s\n", out_path, nc_strerror(err));
+        goto out;
+    }
+    printf("wrote       %s (%zu bytes)\n", out_path, len);
+    status = TRAIN_EXIT_OK;
+    goto out;
+fail:
+    fprintf(stderr, WHO ": %s\n", nc_strerror(err));
+out:
+    nc_backend_close(be);
+    for (uint32_t i = 0; ms && i < ms->n_files; i++)
+        nc_neocog_committee_free(ms->file[i]);
+    nc_dataset_fini(&ds);
+    free(ms);
+    free(info);
+    free(buf);
+    free(raw);
+    free(ok);
+    free(ans);
+    return status;
+}
