@@ -101,7 +101,8 @@ typedef struct gpu_impl {
     float *col_in;                  /* [MAX_BATCH][n_inputs], under lock: a
                                        W<w> column's own input (host-side
                                        nc_cnn_input_transform); NULL if none */
-    nc_gpu_neocog *gneo;
+    nc_gpu_neocog **gneo;           /* [n_neo]: one engine per committee member */
+    uint32_t n_neo;
     nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
@@ -132,7 +133,9 @@ static void gpu_free(void *p)
     free(impl->gcnn);
     free(impl->col_out);
     free(impl->col_in);
-    nc_gpu_neocog_free(impl->gneo);
+    for (uint32_t m = 0; impl->gneo && m < impl->n_neo; m++)
+        nc_gpu_neocog_free(impl->gneo[m]);
+    free(impl->gneo);
     nc_cnn_committee_free(impl->cnn);
     free(impl->res);
     pthread_mutex_destroy(&impl->lock);
@@ -198,19 +201,22 @@ static int warm(gpu_impl *impl)
         uint32_t side = 1;
         while (side * side < impl->n_inputs)
             side++;
-        uint32_t tn = TUNE_BATCH < nc_gpu_neocog_get_chunk(impl->gneo)
-                          ? TUNE_BATCH : nc_gpu_neocog_get_chunk(impl->gneo);
-        if (!err && side * side == impl->n_inputs) {
-            draw_strokes(in, tn, side);
-            err = nc_gpu_neocog_forward(impl->gneo, in, tn, impl->res);
+        for (uint32_t m = 0; !err && m < impl->n_neo; m++) {
+            nc_gpu_neocog *g = impl->gneo[m];
+            uint32_t tn = TUNE_BATCH < nc_gpu_neocog_get_chunk(g)
+                              ? TUNE_BATCH : nc_gpu_neocog_get_chunk(g);
+            if (side * side == impl->n_inputs) {
+                draw_strokes(in, tn, side);
+                err = nc_gpu_neocog_forward(g, in, tn, impl->res);
+                if (!err)
+                    err = nc_gpu_neocog_tune(g, NC_GPU_NEOCOG_AUTO, tn);
+                memset(in, 0, (size_t)tn * impl->n_inputs * sizeof *in);
+            }
+            for (uint32_t n = 1; !err && n <= NC_GPU_NEOCOG_GRAPH_MAX; n++)
+                err = nc_gpu_neocog_forward(g, in, n, impl->res);
             if (!err)
-                err = nc_gpu_neocog_tune(impl->gneo, NC_GPU_NEOCOG_AUTO, tn);
-            memset(in, 0, (size_t)tn * impl->n_inputs * sizeof *in);
+                err = nc_gpu_neocog_forward(g, in, maxb, impl->res);
         }
-        for (uint32_t n = 1; !err && n <= NC_GPU_NEOCOG_GRAPH_MAX; n++)
-            err = nc_gpu_neocog_forward(impl->gneo, in, n, impl->res);
-        if (!err)
-            err = nc_gpu_neocog_forward(impl->gneo, in, maxb, impl->res);
         if (err)
             fail(err, "cuda:%d: neocognitron warm-up", impl->device);
     }
@@ -219,7 +225,8 @@ static int warm(gpu_impl *impl)
     return err;
 }
 
-static int make_engine(gpu_impl *impl, const nc_neocog *neo, const nc_neocog_iv *iv)
+static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
+                       nc_neocog_iv *const *iv)
 {
     const int dev = impl->device;
     /* cudaFree(0) makes the context now, so its own memory is not counted
@@ -250,11 +257,21 @@ static int make_engine(gpu_impl *impl, const nc_neocog *neo, const nc_neocog_iv 
                             dev, c + 1, n);
         }
     } else {
-        err = nc_gpu_neocog_new(neo, dev, NC_BACKEND_GPU_MAX_BATCH, &impl->gneo);
-        if (err)
-            return fail(err, "cuda:%d: cannot make the neocognitron engine", dev);
-        if (iv && (err = nc_gpu_neocog_set_iv(impl->gneo, neo, iv)))
-            return fail(err, "cuda:%d: interpolating-vector classifier", dev);
+        const uint32_t n = neo->n_members;
+        impl->gneo = (nc_gpu_neocog **)calloc(n, sizeof *impl->gneo);
+        if (!impl->gneo)
+            return -ENOMEM;
+        impl->n_neo = n;
+        for (uint32_t m = 0; m < n; m++) {
+            err = nc_gpu_neocog_new(neo->member[m], dev, NC_BACKEND_GPU_MAX_BATCH,
+                                    &impl->gneo[m]);
+            if (err)
+                return fail(err, "cuda:%d: cannot make the neocognitron engine of member "
+                            "%u of %u", dev, m + 1, n);
+            if (iv[m] && (err = nc_gpu_neocog_set_iv(impl->gneo[m], neo->member[m], iv[m])))
+                return fail(err, "cuda:%d: interpolating-vector classifier of member %u",
+                            dev, m + 1);
+        }
     }
     if ((err = warm(impl)))
         return err;
@@ -279,14 +296,8 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     int err = nc_mf_open(buf, len, &r);
     if (err)
         return fail(err, "model file");
-    uint32_t kind = nc_mf_kind_of(r), iv_top_t = 0;
-    /* the classifier mark, as the CPU table reads it: a malformed one
-     * fails the file */
-    if (kind == NC_MF_KIND_NEOCOG)
-        err = nc_neocog_read_iv(r, &iv_top_t);
+    uint32_t kind = nc_mf_kind_of(r);
     nc_mf_close(r);
-    if (err)
-        return fail(err, "neocognitron classifier mark");
     if (!gpu_supports(kind))
         return -ENOTSUP;
     gpu_impl *impl = (gpu_impl *)calloc(1, sizeof *impl);
@@ -296,8 +307,8 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     impl->kind = kind;
     impl->device = device;
     nc_model_info info;
-    nc_neocog *neo = NULL;
-    nc_neocog_iv *iv = NULL;
+    nc_neocog_committee *neo = NULL;
+    nc_neocog_iv **iv = NULL;
     if (kind == NC_MF_KIND_CNN) {
         if ((err = nc_cnn_committee_load(buf, len, &impl->cnn, &info))) {
             fail(err, "CNN model file");
@@ -319,12 +330,13 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
                 goto out;
             }
     } else {
-        if ((err = nc_neocog_load(buf, len, &neo, &info))) {
+        /* as the CPU table: a malformed classifier mark fails the file */
+        if ((err = nc_neocog_committee_load(buf, len, &neo, &info))) {
             fail(err, "neocognitron model file");
             goto out;
         }
-        impl->n_inputs = neo->arch.in_size * neo->arch.in_size;
-        impl->n_classes = neo->arch.n_classes;
+        impl->n_inputs = neo->member[0]->arch.in_size * neo->member[0]->arch.in_size;
+        impl->n_classes = neo->member[0]->arch.n_classes;
     }
     /* As the CPU table: the stored preprocessing must give the net's input. */
     if (nc_prep_check(&info.prep) || nc_prep_out_len(&info.prep) != impl->n_inputs ||
@@ -339,17 +351,26 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         err = -ENOMEM;
         goto out;
     }
-    if (neo && iv_top_t && (err = nc_neocog_iv_new(neo, iv_top_t, &iv))) {
-        err = err == -ENOMEM ? err : -EBADMSG;
-        fail(err, "interpolating-vector classifier");
+    if (neo && !(iv = (nc_neocog_iv **)calloc(neo->n_members, sizeof *iv))) {
+        err = -ENOMEM;
         goto out;
     }
+    for (uint32_t m = 0; neo && m < neo->n_members; m++)
+        if (neo->iv_top_t[m] &&
+            (err = nc_neocog_iv_new(neo->member[m], neo->iv_top_t[m], &iv[m]))) {
+            err = err == -ENOMEM ? err : -EBADMSG;
+            fail(err, "interpolating-vector classifier of member %u", m + 1);
+            goto out;
+        }
     pthread_mutex_lock(&make_lock);
     err = make_engine(impl, neo, iv);
     pthread_mutex_unlock(&make_lock);
 out:
-    nc_neocog_iv_free(iv);          /* the engine keeps no pointer into them */
-    nc_neocog_free(neo);
+    /* the engines keep no pointer into the host nets or classifiers */
+    for (uint32_t m = 0; iv && m < neo->n_members; m++)
+        nc_neocog_iv_free(iv[m]);
+    free(iv);
+    nc_neocog_committee_free(neo);
     if (err) {
         gpu_free(impl);
         return err;
@@ -419,12 +440,20 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
             if ((err = committee_forward(impl, x, m, y)))
                 return err;
         } else {
-            if ((err = nc_gpu_neocog_forward(impl->gneo, x, m, impl->res)))
-                return fail(err, "cuda:%d: neocognitron forward of %u images", impl->device,
-                            m);
+            /* the members' raw scores, added and divided as core's engine
+             * does (backend.h: nc_backend_member_add / _mean) */
+            memset(y, 0, (size_t)m * impl->n_classes * sizeof *y);
+            for (uint32_t g = 0; g < impl->n_neo; g++) {
+                if ((err = nc_gpu_neocog_forward(impl->gneo[g], x, m, impl->res)))
+                    return fail(err, "cuda:%d: neocognitron forward of %u images (member "
+                                "%u of %u)", impl->device, m, g + 1, impl->n_neo);
+                for (uint32_t k = 0; k < m; k++)
+                    nc_backend_member_add(y + (size_t)k * impl->n_classes,
+                                          impl->res[k].score, impl->n_classes);
+            }
             for (uint32_t k = 0; k < m; k++)
-                memcpy(y + (size_t)k * impl->n_classes, impl->res[k].score,
-                       impl->n_classes * sizeof *y);
+                nc_backend_member_mean(y + (size_t)k * impl->n_classes, impl->n_neo,
+                                       impl->n_classes);
         }
     }
     return 0;
