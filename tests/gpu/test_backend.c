@@ -2,8 +2,10 @@
  * (gpu/backend_gpu.h) with the CPU one (core/backend.h's nc_backend_cpu).
  *
  * Both tables open the same model file image: the shipped CNN
- * (models/cnn-column.ncm) and a neocognitron seeded from fixture digits and
- * saved to a file image here.  Inputs are fixture digits preprocessed with
+ * (models/cnn-column.ncm), a CNN committee, a neocognitron seeded from
+ * fixture digits and saved to a file image here, and a committee of three
+ * such neocognitrons stored in binary16 (one answering by interpolating
+ * vectors).  Inputs are fixture digits preprocessed with
  * the prep stored in the model; batches 1, 3, 33, 1000 and 2100 (past the
  * engine's NC_BACKEND_GPU_MAX_BATCH, so forward splits) cycle through them
  * from different offsets.  The GPU's raw scores must match the CPU's:
@@ -17,8 +19,9 @@
  * argument checks (unknown device -ENODEV, a worker of another instance
  * -EINVAL).  Exit 77 without a device or without the fixtures.
  *
- * The shipped neocognitron (models/neocognitron.ncm: 16/35/295/2433 planes,
- * answered by the interpolating-vector classifier its NIVT mark asks for)
+ * The shipped neocognitron (models/neocognitron.ncm: a committee of three
+ * nets, each answered by the interpolating-vector classifier its NIVT mark
+ * asks for)
  * is checked the same way on 200 fixture digits at batches 1, 33 and 200
  * (its CPU forward is ~15 ms a digit, so fewer than the others).
  *
@@ -319,15 +322,17 @@ static int read_cnn(uint8_t **buf, size_t *len)
 }
 
 /* The neocognitron of tests/gpu/test_neocog.c (edge-trained US1, US2..US4
- * seeded from 300 fixture digits), saved as a model file image. */
-static int make_neocog(uint8_t **buf, size_t *len)
+ * seeded from 300 fixture digits from digit `first` on, to `target` planes),
+ * and its record. */
+static int make_neocog_net(uint32_t first, const uint32_t target[4], nc_neocog **ret_net,
+                           nc_model_info *info)
 {
     nc_prep prep = NC_PREP_NEOCOG_65;
     const uint32_t cells = prep.size * prep.size, n = 300;
     float *digits = malloc((size_t)n * cells * sizeof *digits);
     uint8_t *labels = malloc(n);
     uint32_t got = 0;
-    for (uint32_t i = 0; digits && labels && i < ds.count && got < n; i++) {
+    for (uint32_t i = first; digits && labels && i < ds.count && got < n; i++) {
         nc_image img = { ds.cols, ds.rows, ds.cols, ds.pixels + (size_t)i * ds.rows * ds.cols };
         if (nc_prep_apply(&img, &prep, digits + (size_t)got * cells) < 0)
             continue;
@@ -335,26 +340,59 @@ static int make_neocog(uint8_t **buf, size_t *len)
     }
     nc_neocog_arch A;
     nc_neocog_arch_default(&A);
-    const uint32_t target[4] = { 16, 26, 78, 70 };
     nc_neocog *net = NULL;
     int r = digits && labels ? 0 : -ENOMEM;
     if (!r) r = nc_neocog_new(&A, &net);
     if (!r) r = nc_neocog_train_us1(net, 16, 100.0f);
     if (!r) r = nc_neocog_seed_from_digits(net, digits, labels, got, target, 2);
     if (!r) {
-        nc_model_info info;
-        memset(&info, 0, sizeof info);
-        info.n_classes = A.n_classes;
-        for (uint32_t k = 0; k < info.n_classes; k++)
-            snprintf(info.labels[k], sizeof info.labels[k], "%u", k);
-        info.prep = prep;
-        info.test_error = -1.0;
-        snprintf(info.data, sizeof info.data, "fixture digits 0..%u (seeded, test only)", got);
-        r = nc_neocog_save(net, &info, buf, len);
+        memset(info, 0, sizeof *info);
+        info->n_classes = A.n_classes;
+        for (uint32_t k = 0; k < info->n_classes; k++)
+            snprintf(info->labels[k], sizeof info->labels[k], "%u", k);
+        info->prep = prep;
+        info->test_error = -1.0;
+        snprintf(info->data, sizeof info->data, "fixture digits %u..%u (seeded, test only)",
+                 first, first + got);
+        *ret_net = net;
+    } else {
+        nc_neocog_free(net);
     }
-    nc_neocog_free(net);
     free(digits);
     free(labels);
+    return r;
+}
+
+static int make_neocog(uint8_t **buf, size_t *len)
+{
+    static const uint32_t target[4] = { 16, 26, 78, 70 };
+    nc_neocog *net = NULL;
+    nc_model_info info;
+    int r = make_neocog_net(0, target, &net, &info);
+    if (!r)
+        r = nc_neocog_save(net, &info, buf, len);
+    nc_neocog_free(net);
+    return r;
+}
+
+/* A neocognitron committee of three such nets, seeded from other digits to
+ * other plane counts, the second answering by interpolating vectors, all
+ * stored in binary16 (core/neocog.h, "committees"). */
+static int make_neocog_committee(uint8_t **buf, size_t *len)
+{
+    static const uint32_t target[3][4] = {
+        { 16, 26, 78, 70 }, { 16, 20, 60, 90 }, { 16, 30, 50, 40 } };
+    nc_neocog *nets[3] = { NULL, NULL, NULL };
+    nc_model_info info[3];
+    const uint32_t top_t[3] = { 0, 4, 0 };
+    int r = 0;
+    for (uint32_t i = 0; !r && i < 3; i++)
+        r = make_neocog_net(300 * i, target[i], &nets[i], &info[i]);
+    if (!r)
+        r = nc_neocog_committee_save((const nc_neocog *const *)nets, info, top_t, 3, &info[0],
+                                     NC_NEOCOG_WRITE_HALF, buf, len);
+    for (uint32_t i = 0; i < 3; i++)
+        nc_neocog_free(nets[i]);
     return r;
 }
 
@@ -409,8 +447,8 @@ int main(void)
         fprintf(stderr, "fixture digits not available: skipped\n");
         return NC_TEST_SKIP;
     }
-    uint8_t *cnn = NULL, *neo = NULL, *shipped = NULL, *com = NULL;
-    size_t cnn_len = 0, neo_len = 0, shipped_len = 0, com_len = 0;
+    uint8_t *cnn = NULL, *neo = NULL, *shipped = NULL, *com = NULL, *ncom = NULL;
+    size_t cnn_len = 0, neo_len = 0, shipped_len = 0, com_len = 0, ncom_len = 0;
     int r = read_cnn(&cnn, &cnn_len);
     CHECK_MSG(r == 0, "models/cnn-column.ncm: %d", r);
     if (cnn) {
@@ -419,6 +457,8 @@ int main(void)
     }
     r = make_neocog(&neo, &neo_len);
     CHECK_MSG(r == 0, "cannot build the neocognitron: %d", r);
+    r = make_neocog_committee(&ncom, &ncom_len);
+    CHECK_MSG(r == 0, "cannot build the neocognitron committee: %d", r);
     r = read_shipped(&shipped, &shipped_len);
     CHECK_MSG(r == 0, "models/neocognitron.ncm: %d", r);
 
@@ -438,12 +478,15 @@ int main(void)
             test_model("cnn committee", com, com_len, d);
         if (neo)
             test_model("neocognitron", neo, neo_len, d);
+        if (ncom)
+            test_model("neocognitron committee", ncom, ncom_len, d);
         if (shipped)
             test_shipped(shipped, shipped_len, d);
     }
     free(cnn);
     free(com);
     free(neo);
+    free(ncom);
     free(shipped);
     nc_dataset_fini(&ds);
     return nc_test_finish();
