@@ -427,6 +427,13 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
                              nc_model_info *ret_info);
 void nc_neocog_committee_free(nc_neocog_committee *c);     /* NULL is fine */
 
+/* Member m (0-based) of either form, with its own record and classifier
+ * mark (ret_info, ret_top_t may be NULL): for tools and tests that study one
+ * network of whatever neocognitron file they are given.  -ENOENT when the
+ * file has no member m; else as nc_neocog_committee_load. */
+int nc_neocog_load_member(const uint8_t *buf, size_t len, uint32_t m, nc_neocog **ret_net,
+                          nc_model_info *ret_info, uint32_t *ret_top_t);
+
 /* ---- learning (core/neocog_learn.c) ------------------------------------------
  *
  * The stage-by-stage training of the spec ("Training"), one pattern at a time

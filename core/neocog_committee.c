@@ -235,3 +235,26 @@ out:
     free(info);
     return err;
 }
+
+int nc_neocog_load_member(const uint8_t *buf, size_t len, uint32_t m, nc_neocog **ret_net,
+                          nc_model_info *ret_info, uint32_t *ret_top_t)
+{
+    if (!ret_net)
+        return -EINVAL;
+    nc_neocog_committee *c = NULL;
+    int err = nc_neocog_committee_load(buf, len, &c, NULL);
+    if (err)
+        return err;
+    if (m >= c->n_members) {
+        nc_neocog_committee_free(c);
+        return -ENOENT;
+    }
+    *ret_net = c->member[m];
+    c->member[m] = NULL;        /* taken: the committee frees the others */
+    if (ret_info)
+        *ret_info = c->member_info[m];
+    if (ret_top_t)
+        *ret_top_t = c->iv_top_t[m];
+    nc_neocog_committee_free(c);
+    return 0;
+}

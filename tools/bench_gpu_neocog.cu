@@ -340,7 +340,8 @@ static int wanted(const nc_bench_gpu_opts *o, int v)
            v == NC_GPU_NEOCOG_AUTO;
 }
 
-/* The shipped (or any) neocognitron file. */
+/* The shipped (or any) neocognitron file: its first member, if a committee
+ * (the engine runs one network). */
 static int load_net(const char *path, nc_neocog **ret)
 {
     uint8_t *buf = NULL;
@@ -348,7 +349,7 @@ static int load_net(const char *path, nc_neocog **ret)
     nc_model_info info;
     int err = nc_file_read(path, (size_t)1 << 30, &buf, &len);
     if (!err)
-        err = nc_neocog_load(buf, len, ret, &info);
+        err = nc_neocog_load_member(buf, len, 0, ret, &info, NULL);
     free(buf);
     return err;
 }

@@ -1,8 +1,8 @@
 /* tools/neocog-classify — recognise digit images with a model file, offline.
  *
- * Runs the CPU engines of core/ directly (no daemon): load a model (CNN or
- * neocognitron), preprocess each image the way the model records, print the
- * answer.  For scripts and for checking a model by hand; the daemon and its
+ * Runs the CPU engine table of core/ (core/backend.h, no daemon): load a
+ * model (CNN or neocognitron, one net or a committee), preprocess each image
+ * the way the model records, print the raw scores' answer.  For scripts and for checking a model by hand; the daemon and its
  * `neocog recognize` client serve the same answers over a socket.
  *
  *   neocog-classify [--top K] [--invert auto|yes|no] MODEL IMAGE.pgm...
@@ -14,31 +14,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cnn.h"
+#include "backend.h"
 #include "fileio.h"
 #include "image.h"
 #include "modelfile.h"
-#include "neocog.h"
 #include "pgm.h"
 
 #define MAX_MODEL_BYTES (256u << 20)
 #define MAX_IMAGE_BYTES (64u << 20)
 
 typedef struct model {
-    uint32_t kind;
     nc_model_info info;
-    nc_cnn_committee *cnn;          /* one column or a committee */
-    nc_cnn_committee_work *cnn_work;
-    nc_neocog *neo;
-    nc_neocog_state *neo_state;
+    nc_backend *be;                 /* the CPU engine table: the daemon's answer */
+    void *worker;
 } model;
 
 static void model_fini(model *m)
 {
-    nc_cnn_committee_work_free(m->cnn_work);
-    nc_cnn_committee_free(m->cnn);
-    nc_neocog_state_free(m->neo_state);
-    nc_neocog_free(m->neo);
+    if (m->worker)
+        m->be->ops->worker_free(m->worker);
+    nc_backend_close(m->be);
 }
 
 static int model_load(const char *path, model *m)
@@ -50,32 +45,12 @@ static int model_load(const char *path, model *m)
         fprintf(stderr, "neocog-classify: %s: %s\n", path, strerror(-err));
         return err;
     }
-    nc_mf_reader *r = NULL;
-    if ((err = nc_mf_open(buf, len, &r)))
-        goto out;
-    m->kind = nc_mf_kind_of(r);
-    nc_mf_close(r);
-    if (m->kind == NC_MF_KIND_CNN) {
-        if (!(err = nc_cnn_committee_load(buf, len, &m->cnn, &m->info)))
-            err = nc_cnn_committee_work_new(m->cnn, 1, &m->cnn_work);
-    } else if (m->kind == NC_MF_KIND_NEOCOG) {
-        if (!(err = nc_neocog_load(buf, len, &m->neo, &m->info)))
-            err = nc_neocog_state_new(m->neo, &m->neo_state);
-    } else {
-        err = -ENOTSUP;
-    }
-    /* model_run sizes the network input by the stored preprocessing, and the
-     * forward pass reads n_inputs floats from it: a CRC-valid file whose
-     * prep disagrees with its network would make it read past the buffer.
-     * The loaders do not check this pairing (the backend does); so check it
-     * here too. */
-    if (!err) {
-        size_t want = m->cnn ? m->cnn->n_inputs
-                             : (size_t)m->neo->arch.in_size * m->neo->arch.in_size;
-        if (nc_prep_check(&m->info.prep) || nc_prep_out_len(&m->info.prep) != want)
-            err = -EBADMSG;
-    }
-out:
+    /* the engine table checks the stored prep against the network and runs
+     * committees and the interpolating-vector mark as the daemon does */
+    if (!(err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &m->be)))
+        err = m->be->ops->worker_new(m->be->impl, 1, &m->worker);
+    if (!err)
+        m->info = m->be->info;
     if (err)
         fprintf(stderr, "neocog-classify: %s: %s\n", path, nc_strerror(err));
     free(buf);
@@ -93,24 +68,10 @@ static int model_run(model *m, const nc_image *img, int invert, float *score,
     if (!in)
         return -ENOMEM;
     int err = nc_prep_apply(img, &p, in);
-    if (err)
-        goto out;
-    if (m->cnn) {
-        if ((err = nc_cnn_committee_run(m->cnn, m->cnn_work, in, 1, score)))
-            goto out;
-        int best = 0;
-        for (uint32_t k = 1; k < m->cnn->n_outputs; k++)
-            if (score[k] > score[best])
-                best = (int)k;
-        *ret_label = best;
-    } else {
-        nc_neocog_result res;
-        if ((err = nc_neocog_forward(m->neo, m->neo_state, in, NC_NEOCOG_FORM_F, &res)))
-            goto out;
-        memcpy(score, res.score, res.n_classes * sizeof *score);
-        *ret_label = res.label;
-    }
-out:
+    if (!err)
+        err = m->be->ops->forward(m->be->impl, m->worker, in, 1, score);
+    if (!err)
+        *ret_label = nc_backend_label(m->be->kind, score, m->info.n_classes);
     free(in);
     return err;
 }

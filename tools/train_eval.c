@@ -561,6 +561,12 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                 "--max-response\n");
         goto out;
     }
+    if (kind == NC_MF_KIND_NEOCOG && max_resp &&
+        nc_mf_get(rd, NC_NEOCOG_TAG_NMEM, NULL, NULL, NULL) == 0) {
+        fprintf(stderr, "neocog-train eval: --max-response takes a one-network file, not a "
+                "committee\n");
+        goto out;
+    }
     if (kind == NC_MF_KIND_NEOCOG && max_resp) {
         if ((err = nc_neocog_load(buf, len, &neo, &info)))
             goto fail;

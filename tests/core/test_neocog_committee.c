@@ -243,6 +243,16 @@ static void test_round_trip(void)
     }
     CHECK(strcmp(back.command, "bundle") == 0);
     nc_neocog_committee_free(c);
+    /* one member taken out, with its own record and mark */
+    nc_neocog *m2 = NULL;
+    nc_model_info i2;
+    uint32_t t2 = 99;
+    CHECK_INT_EQ(nc_neocog_load_member(buf, len, 2, &m2, &i2, &t2), 0);
+    CHECK(m2 && same_weights(m2, f.net[2]) && t2 == 3 && i2.seed == 3);
+    nc_neocog_free(m2);
+    m2 = (nc_neocog *)0x1;
+    CHECK_INT_EQ(nc_neocog_load_member(buf, len, 3, &m2, NULL, NULL), -ENOENT);
+    CHECK(m2 == (nc_neocog *)0x1);
     /* the one-network loader refuses a committee: no network of its own */
     nc_neocog *one = (nc_neocog *)0x1;
     CHECK_INT_EQ(nc_neocog_load(buf, len, &one, NULL), -EBADMSG);

@@ -187,14 +187,9 @@ static nc_neocog *load_shipped(uint32_t *top_t)
     size_t len = 0;
     nc_model_info info;
     nc_neocog *net = NULL;
-    nc_mf_reader *rd = NULL;
     int r = nc_file_read(path, 256u << 20, &buf, &len);
-    if (r == 0)
-        r = nc_neocog_load(buf, len, &net, &info);
-    if (r == 0 && (r = nc_mf_open(buf, len, &rd)) == 0) {
-        r = nc_neocog_read_iv(rd, top_t);
-        nc_mf_close(rd);
-    }
+    if (r == 0)     /* a committee's first member, with its own mark */
+        r = nc_neocog_load_member(buf, len, 0, &net, &info, top_t);
     free(buf);
     CHECK_MSG(r == 0 && *top_t > 0, "%s: %d, top_t %u", path, r, *top_t);
     if (r < 0 || *top_t == 0) {
