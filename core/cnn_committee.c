@@ -11,23 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* "CL01".."CL64" */
-static uint32_t column_tag(uint32_t i)
-{
-    return NC_MF_TAG('C', 'L', '0' + (i + 1) / 10, '0' + (i + 1) % 10);
-}
-
-/* 1-based column index of a CLnn tag (CL00 gives 0), -1 if the tag is not
- * one. */
-static int column_of_tag(uint32_t tag)
-{
-    const unsigned c0 = tag & 0xffu, c1 = tag >> 8 & 0xffu, c2 = tag >> 16 & 0xffu,
-                   c3 = tag >> 24 & 0xffu;
-    if (c0 != 'C' || c1 != 'L' || c2 < '0' || c2 > '9' || c3 < '0' || c3 > '9')
-        return -1;
-    return (int)((c2 - '0') * 10 + (c3 - '0'));
-}
-
 const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
                                       const nc_cnn *b, const nc_model_info *ib)
 {
@@ -64,7 +47,7 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
         uint8_t *cb = NULL;
         size_t cl = 0;
         if (!(err = nc_cnn_save(nets[i], &col_info[i], &cb, &cl)))
-            err = nc_mf_put(mw, column_tag(i), NC_MF_TYPE_BYTES, cb, cl);
+            err = nc_mf_put_member(mw, 'C', 'L', i, cb, cl);
         free(cb);
     }
     if (!err)
@@ -112,36 +95,22 @@ static int load_columns(const nc_mf_reader *r, const nc_model_info *info,
                         nc_cnn_committee **ret_c)
 {
     uint32_t n;
-    size_t count;
-    if (nc_mf_count(r, NC_CNN_TAG_NCOL, NC_MF_TYPE_U32, &count) || count != 1 ||
-        nc_mf_get_u32(r, NC_CNN_TAG_NCOL, &n, 1) || n < 2 || n > NC_CNN_MAX_COLUMNS)
+    if (nc_mf_members(r, NC_CNN_TAG_NCOL, 'C', 'L', NC_CNN_MAX_COLUMNS, &n))
         return -EBADMSG;
-    /* one file form per committee: no net of its own beside the columns,
-     * and no column section beyond N */
+    /* one file form per committee: no net of its own beside the columns */
     if (nc_mf_get(r, NC_MF_TAG('A', 'R', 'C', 'H'), NULL, NULL, NULL) != -ENOENT ||
         nc_mf_get(r, NC_MF_TAG('W', 'G', 'T', 'S'), NULL, NULL, NULL) != -ENOENT ||
         nc_mf_get(r, NC_MF_TAG('C', 'T', 'A', 'B'), NULL, NULL, NULL) != -ENOENT)
         return -EBADMSG;
-    for (uint32_t s = 0; s < nc_mf_section_count(r); s++) {
-        uint32_t tag;
-        if (nc_mf_section_at(r, s, &tag, NULL, NULL, NULL))
-            return -EBADMSG;
-        const int col = column_of_tag(tag);
-        if (col == 0 || col > (int)n)
-            return -EBADMSG;
-    }
     nc_cnn_committee *c = committee_alloc(n);
     if (!c)
         return -ENOMEM;
     int err = 0;
     for (uint32_t i = 0; !err && i < n; i++) {
-        uint32_t type;
         const void *data;
         size_t len;
-        if (nc_mf_get(r, column_tag(i), &type, &data, &len) || type != NC_MF_TYPE_BYTES) {
-            err = -EBADMSG;
+        if ((err = nc_mf_member(r, 'C', 'L', i, &data, &len)))
             break;
-        }
         /* a nested committee comes back -ENOTSUP: corrupt here */
         if ((err = nc_cnn_load(data, len, &c->column[i], &c->column_info[i]))) {
             err = bad(err);

@@ -731,3 +731,63 @@ const char *nc_mf_info_mismatch(const nc_model_info *ia, const nc_model_info *ib
         return "a different preprocessing (prep)";
     return NULL;
 }
+
+/* ---- nested files ------------------------------------------------------------ */
+
+static uint32_t member_tag(char p0, char p1, uint32_t i)
+{
+    return NC_MF_TAG(p0, p1, '0' + (i + 1) / 10, '0' + (i + 1) % 10);
+}
+
+/* 1-based index of a member tag (index 00 gives 0), -1 if not one. */
+static int member_of_tag(uint32_t tag, char p0, char p1)
+{
+    const unsigned c0 = tag & 0xffu, c1 = tag >> 8 & 0xffu, c2 = tag >> 16 & 0xffu,
+                   c3 = tag >> 24 & 0xffu;
+    if (c0 != (unsigned char)p0 || c1 != (unsigned char)p1 || c2 < '0' || c2 > '9' ||
+        c3 < '0' || c3 > '9')
+        return -1;
+    return (int)((c2 - '0') * 10 + (c3 - '0'));
+}
+
+int nc_mf_put_member(nc_mf_writer *w, char p0, char p1, uint32_t i, const uint8_t *buf,
+                     size_t len)
+{
+    if (i >= 99)
+        return -EINVAL;
+    return nc_mf_put(w, member_tag(p0, p1, i), NC_MF_TYPE_BYTES, buf, len);
+}
+
+int nc_mf_members(const nc_mf_reader *r, uint32_t count_tag, char p0, char p1, uint32_t max,
+                  uint32_t *ret_n)
+{
+    uint32_t n;
+    size_t count;
+    if (!r || !ret_n)
+        return -EINVAL;
+    if (nc_mf_count(r, count_tag, NC_MF_TYPE_U32, &count) || count != 1 ||
+        nc_mf_get_u32(r, count_tag, &n, 1) || n < 2 || n > max || n > 99)
+        return -EBADMSG;
+    for (uint32_t s = 0; s < nc_mf_section_count(r); s++) {
+        uint32_t tag;
+        if (nc_mf_section_at(r, s, &tag, NULL, NULL, NULL))
+            return -EBADMSG;
+        const int m = member_of_tag(tag, p0, p1);
+        if (m == 0 || m > (int)n)
+            return -EBADMSG;
+    }
+    *ret_n = n;
+    return 0;
+}
+
+int nc_mf_member(const nc_mf_reader *r, char p0, char p1, uint32_t i, const void **ret_data,
+                 size_t *ret_len)
+{
+    uint32_t type;
+    if (!r || !ret_data || !ret_len || i >= 99)
+        return -EINVAL;
+    if (nc_mf_get(r, member_tag(p0, p1, i), &type, ret_data, ret_len) ||
+        type != NC_MF_TYPE_BYTES)
+        return -EBADMSG;
+    return 0;
+}

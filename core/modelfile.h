@@ -123,6 +123,22 @@ int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info);
  * the members of a committee must share), else a short English phrase
  * naming what differs. */
 const char *nc_mf_info_mismatch(const nc_model_info *ia, const nc_model_info *ib);
+
+/* Nested files (the committees of cnn.h and neocog.h): a committee file
+ * holds its N members as complete model files in BYTES sections named by
+ * two letters and a two-digit 1-based index ('C','L' -> "CL01".."CL64";
+ * 'N','M' -> "NM01"..), and N in one u32 section count_tag. */
+int nc_mf_put_member(nc_mf_writer *w, char p0, char p1, uint32_t i, const uint8_t *buf,
+                     size_t len);
+/* *ret_n = N from count_tag (exactly one u32, in 2..max), after checking
+ * that every section named like a member has an index in 1..N: -EBADMSG
+ * otherwise. */
+int nc_mf_members(const nc_mf_reader *r, uint32_t count_tag, char p0, char p1, uint32_t max,
+                  uint32_t *ret_n);
+/* Member i's (0-based) file image, borrowed from r: -EBADMSG when it is
+ * missing or not BYTES. */
+int nc_mf_member(const nc_mf_reader *r, char p0, char p1, uint32_t i, const void **ret_data,
+                 size_t *ret_len);
 /* Added: f64 twin of nc_mf_get_f32 (-EBADMSG on NaN/Inf). */
 int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n);
 

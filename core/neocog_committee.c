@@ -11,22 +11,6 @@
 
 #include <string.h>
 
-/* "NM01".."NM16" */
-static uint32_t member_tag(uint32_t i)
-{
-    return NC_MF_TAG('N', 'M', '0' + (i + 1) / 10, '0' + (i + 1) % 10);
-}
-
-/* 1-based member index of an NMnn tag (NM00 gives 0), -1 if not one. */
-static int member_of_tag(uint32_t tag)
-{
-    const unsigned c0 = tag & 0xffu, c1 = tag >> 8 & 0xffu, c2 = tag >> 16 & 0xffu,
-                   c3 = tag >> 24 & 0xffu;
-    if (c0 != 'N' || c1 != 'M' || c2 < '0' || c2 > '9' || c3 < '0' || c3 > '9')
-        return -1;
-    return (int)((c2 - '0') * 10 + (c3 - '0'));
-}
-
 const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info *ia,
                                          const nc_neocog *b, const nc_model_info *ib)
 {
@@ -77,7 +61,7 @@ int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *
         uint8_t *mb = NULL;
         size_t ml = 0;
         if (!(err = save_one(nets[i], &info_i[i], top_t[i], flags, &mb, &ml)))
-            err = nc_mf_put(mw, member_tag(i), NC_MF_TYPE_BYTES, mb, ml);
+            err = nc_mf_put_member(mw, 'N', 'M', i, mb, ml);
         free(mb);
     }
     if (!err)
@@ -140,35 +124,21 @@ static int load_members(const nc_mf_reader *r, const nc_model_info *info,
                         nc_neocog_committee **ret_c)
 {
     uint32_t n;
-    size_t count;
-    if (nc_mf_count(r, NC_NEOCOG_TAG_NMEM, NC_MF_TYPE_U32, &count) || count != 1 ||
-        nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &n, 1) || n < 2 || n > NC_NEOCOG_MAX_MEMBERS)
+    if (nc_mf_members(r, NC_NEOCOG_TAG_NMEM, 'N', 'M', NC_NEOCOG_MAX_MEMBERS, &n))
         return -EBADMSG;
-    /* one form per file: no network or mark of its own beside the members,
-     * and no member section beyond N */
+    /* one form per file: no network or mark of its own beside the members */
     if (nc_mf_get(r, NC_MF_TAG('N', 'S', 'T', 'G'), NULL, NULL, NULL) != -ENOENT ||
         nc_mf_get(r, NC_NEOCOG_TAG_IV, NULL, NULL, NULL) != -ENOENT)
         return -EBADMSG;
-    for (uint32_t s = 0; s < nc_mf_section_count(r); s++) {
-        uint32_t tag;
-        if (nc_mf_section_at(r, s, &tag, NULL, NULL, NULL))
-            return -EBADMSG;
-        const int m = member_of_tag(tag);
-        if (m == 0 || m > (int)n)
-            return -EBADMSG;
-    }
     nc_neocog_committee *c = committee_alloc(n);
     if (!c)
         return -ENOMEM;
     int err = 0;
     for (uint32_t i = 0; !err && i < n; i++) {
-        uint32_t type;
         const void *data;
         size_t len;
-        if (nc_mf_get(r, member_tag(i), &type, &data, &len) || type != NC_MF_TYPE_BYTES) {
-            err = -EBADMSG;
+        if ((err = nc_mf_member(r, 'N', 'M', i, &data, &len)))
             break;
-        }
         /* a nested committee has no NSTG: nc_neocog_load calls it corrupt */
         if ((err = load_one(data, len, &c->member[i], &c->member_info[i], &c->iv_top_t[i]))) {
             err = bad(err);
