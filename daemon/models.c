@@ -15,6 +15,7 @@
 #include "cnn.h"
 #include "log.h"
 #include "modelfile.h"
+#include "neocog.h"
 #include "nc_config.h"
 #if NC_HAVE_CUDA
 #include "backend_gpu.h"
@@ -229,7 +230,8 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
     if (!(err = nc_mf_open(buf, len, &r))) {
         kind = nc_mf_kind_of(r);
         /* The notation, for ModelInfo; a neocognitron has none, a committee
-         * (core/cnn.h) keeps one per column and is named by its size. */
+         * (core/cnn.h, core/neocog.h) keeps one per member and is named by
+         * its size. */
         uint32_t cols = 0;
         if (kind == NC_MF_KIND_CNN &&
             nc_mf_get_str(r, NC_MF_TAG('A', 'R', 'C', 'H'), m->arch, sizeof m->arch)) {
@@ -237,6 +239,8 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
             if (nc_mf_get_u32(r, NC_CNN_TAG_NCOL, &cols, 1) == 0)
                 say(m->arch, sizeof m->arch, "committee of %u columns", cols);
         }
+        if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &cols, 1) == 0)
+            say(m->arch, sizeof m->arch, "committee of %u neocognitrons", cols);
         nc_mf_close(r);
         err = kind_to_slot(kind) == want_slot ? -ENOTSUP : -EMEDIUMTYPE;
         /* The CPU table first: it judges the file, and stays as the fallback. */
