@@ -428,6 +428,40 @@ static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *
     return 0;
 }
 
+/* A neocognitron committee's mean over m <= NC_BACKEND_GPU_MAX_BATCH images.
+ * Every member's engine is started before any is waited for, so the members
+ * (each on its own streams) share the device; the raw scores are then added
+ * in member order and divided, as core's engine does (backend.h:
+ * nc_backend_member_add / _mean).  Under impl->lock. */
+static int neocog_members_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
+{
+    uint32_t started = 0, bad = 0;      /* bad: the first member that failed, 1-based */
+    int err = 0;
+    for (; started < impl->n_neo; started++)
+        if ((err = nc_gpu_neocog_forward_start(impl->gneo[started], x, m))) {
+            bad = started + 1;
+            break;
+        }
+    memset(y, 0, (size_t)m * impl->n_classes * sizeof *y);
+    for (uint32_t g = 0; g < started; g++) {
+        /* every started engine is finished, so none is left mid-forward */
+        const int e = nc_gpu_neocog_forward_finish(impl->gneo[g], m, impl->res);
+        if (e && !err) {
+            err = e;
+            bad = g + 1;
+        }
+        for (uint32_t k = 0; !err && k < m; k++)
+            nc_backend_member_add(y + (size_t)k * impl->n_classes, impl->res[k].score,
+                                  impl->n_classes);
+    }
+    if (err)
+        return fail(err, "cuda:%d: neocognitron forward of %u images (member %u of %u)",
+                    impl->device, m, bad, impl->n_neo);
+    for (uint32_t k = 0; k < m; k++)
+        nc_backend_member_mean(y + (size_t)k * impl->n_classes, impl->n_neo, impl->n_classes);
+    return 0;
+}
+
 /* Under impl->lock. */
 static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out)
 {
@@ -440,20 +474,8 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
             if ((err = committee_forward(impl, x, m, y)))
                 return err;
         } else {
-            /* the members' raw scores, added and divided as core's engine
-             * does (backend.h: nc_backend_member_add / _mean) */
-            memset(y, 0, (size_t)m * impl->n_classes * sizeof *y);
-            for (uint32_t g = 0; g < impl->n_neo; g++) {
-                if ((err = nc_gpu_neocog_forward(impl->gneo[g], x, m, impl->res)))
-                    return fail(err, "cuda:%d: neocognitron forward of %u images (member "
-                                "%u of %u)", impl->device, m, g + 1, impl->n_neo);
-                for (uint32_t k = 0; k < m; k++)
-                    nc_backend_member_add(y + (size_t)k * impl->n_classes,
-                                          impl->res[k].score, impl->n_classes);
-            }
-            for (uint32_t k = 0; k < m; k++)
-                nc_backend_member_mean(y + (size_t)k * impl->n_classes, impl->n_neo,
-                                       impl->n_classes);
+            if ((err = neocog_members_forward(impl, x, m, y)))
+                return err;
         }
     }
     return 0;

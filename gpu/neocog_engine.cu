@@ -65,6 +65,7 @@ typedef struct nc_lane {
 struct nc_gpu_neocog {
     int device;
     int failed;                 /* a CUDA failure: refuse further work */
+    uint32_t pending;           /* images of a forward started, not finished */
     int variant;                /* nc_gpu_neocog_variant or NC_GPU_NEOCOG_AUTO */
     uint32_t auto_min;          /* AUTO: GEMM from this batch on */
     int use_gemm[NC_NEOCOG_MAX_STAGES];
@@ -999,7 +1000,14 @@ static int forward_chunks(nc_gpu_neocog *e, uint32_t n)
         NC_CUDA_CHECK(cudaMemcpyAsync(e->h_labels + c0, e->d_labels + c0,
                                       m * sizeof(int32_t), cudaMemcpyDeviceToHost, e->down));
     }
-    if (two)
+    return 0;             /* forward_wait waits for lane 1 too */
+}
+
+/* Wait for what forward_chunks or forward_graph queued: lane 1 (if it ran),
+ * the copies out, and the engine's stream. */
+static int forward_wait(nc_gpu_neocog *e)
+{
+    if (e->ln[1].st)
         NC_CUDA_CHECK(cudaStreamSynchronize(e->ln[1].st));
     NC_CUDA_CHECK(cudaStreamSynchronize(e->down));
     NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
@@ -1014,24 +1022,46 @@ static int forward_graph(nc_gpu_neocog *e, uint32_t n)
             return r;
     }
     NC_CUDA_CHECK(cudaGraphLaunch(e->graph_io[n], e->run));
-    NC_CUDA_CHECK(cudaStreamSynchronize(e->run));
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_forward_start(nc_gpu_neocog *e, const float *inputs, uint32_t n)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (!inputs || n < 1 || n > e->max_batch || e->pending)
+        return -EINVAL;
+    memcpy(e->h_in, inputs, (size_t)n * e->in_cells * sizeof(float));
+    r = graph_fits(e, n) ? forward_graph(e, n) : forward_chunks(e, n);
+    if (r < 0)
+        return fail(e, r);
+    e->pending = n;
+    return 0;
+}
+
+extern "C" int nc_gpu_neocog_forward_finish(nc_gpu_neocog *e, uint32_t n,
+                                            nc_neocog_result *ret)
+{
+    int r = enter(e);
+    if (r < 0)
+        return r;
+    if (!ret || n < 1 || n != e->pending)
+        return -EINVAL;
+    e->pending = 0;
+    if ((r = forward_wait(e)) < 0)
+        return fail(e, r);
+    results_out(e, n, ret);
     return 0;
 }
 
 extern "C" int nc_gpu_neocog_forward(nc_gpu_neocog *e, const float *inputs, uint32_t n,
                                      nc_neocog_result *ret)
 {
-    int r = enter(e);
-    if (r < 0)
-        return r;
-    if (!inputs || !ret || n < 1 || n > e->max_batch)
+    if (!ret)
         return -EINVAL;
-    memcpy(e->h_in, inputs, (size_t)n * e->in_cells * sizeof(float));
-    r = graph_fits(e, n) ? forward_graph(e, n) : forward_chunks(e, n);
-    if (r < 0)
-        return fail(e, r);
-    results_out(e, n, ret);
-    return 0;
+    int r = nc_gpu_neocog_forward_start(e, inputs, n);
+    return r < 0 ? r : nc_gpu_neocog_forward_finish(e, n, ret);
 }
 
 extern "C" void *nc_gpu_neocog_stream(nc_gpu_neocog *e)

@@ -101,6 +101,13 @@ uint32_t nc_gpu_neocog_get_lanes(const nc_gpu_neocog *eng);
 int nc_gpu_neocog_forward(nc_gpu_neocog *eng, const float *inputs, uint32_t n,
                           nc_neocog_result *ret);
 
+/* The same in two halves, so that several engines (a committee's members,
+ * each on its own streams) work at once: _start copies the images in and
+ * queues the network and the copies out; _finish (same n) waits and writes
+ * ret.  Between the two the engine takes no other forward (-EINVAL). */
+int nc_gpu_neocog_forward_start(nc_gpu_neocog *eng, const float *inputs, uint32_t n);
+int nc_gpu_neocog_forward_finish(nc_gpu_neocog *eng, uint32_t n, nc_neocog_result *ret);
+
 /* ---- pieces for benchmarks and tests ---------------------------------------- */
 
 /* Copy n images to the device input buffer (synchronous). */
