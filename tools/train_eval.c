@@ -631,7 +631,10 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                 conf[i] = train_margin(r, n_classes);
             }
         }
-        if (kind == NC_MF_KIND_NEOCOG)
+        uint32_t n_mem = 0;
+        if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(rd, NC_NEOCOG_TAG_NMEM, &n_mem, 1) == 0)
+            rule = "the mean of its members' scores (each by its own mark)";
+        else if (kind == NC_MF_KIND_NEOCOG)
             rule = nc_mf_get_u32(rd, TRAIN_TAG_IV, &iv_t, 1) == 0 ? "interpolating vectors"
                                                                   : "max response";
         else
@@ -684,6 +687,8 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t n_cols = 1;
     if (kind == NC_MF_KIND_CNN && nc_mf_get_u32(rd, NC_CNN_TAG_NCOL, &n_cols, 1) == 0)
         printf("committee   %u columns, answer by their mean\n", n_cols);
+    if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(rd, NC_NEOCOG_TAG_NMEM, &n_cols, 1) == 0)
+        printf("committee   %u neocognitrons, answer by the mean of their scores\n", n_cols);
     printf("throughput  %.1f digits/s (%u thread%s, preprocessing included)\n",
            count / secs, threads, threads > 1 ? "s" : "");
     qsort(ci, count, sizeof(conf_idx), by_conf_asc);
