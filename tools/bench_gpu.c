@@ -7,6 +7,9 @@
  *
  *   neocog-bench-gpu [--net all|neocog|cnn] [--device N] [--reps N]
  *                    [--max-batch N] [--quick] [--data DIR] [--neocog-model FILE]
+ *
+ * --neocog-model times a trained file's network; of a committee file, its
+ * first member (the engine runs one network; neocogd runs them all).
  */
 #include "bench_gpu.h"
 
