@@ -33,11 +33,6 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len);
 
-/* The same on GPU `gpu` (the CUDA table, when the build has one) or, with
- * gpu < 0, on the CPU.  A build without CUDA refuses gpu >= 0 (-ENOTSUP). */
-int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
-                        uint8_t **ret_buf, size_t *ret_len);
-
 /* Raw scores of be on digits [first, first + count) of d, prep as stored
  * in the model, split over threads (each its own worker; OpenBLAS is held
  * to one thread when there are several).  A digit whose prep finds no ink

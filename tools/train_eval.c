@@ -477,7 +477,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         case O_MAXR: max_resp = 1; break;
         case O_ENS: ensemble = optarg; break;
         case O_HEIGHTS: err = parse_heights(optarg, heights, &n_heights); break;
-        case O_GPU: err = train_parse_u32(optarg, &gpu_u); gpu = (int)gpu_u; break;
+        case O_GPU: err = train_parse_u32(optarg, &gpu_u) || gpu_u > 64; gpu = (int)gpu_u; break;
         case O_SAVE: save = optarg; break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;

@@ -14,11 +14,7 @@
 #include <string.h>
 
 #include "fileio.h"
-#include "nc_config.h"
 #include "train_pool.h"
-#if NC_HAVE_CUDA
-#include "backend_gpu.h"
-#endif
 
 void openblas_set_num_threads(int num_threads);
 
@@ -29,36 +25,14 @@ void openblas_set_num_threads(int num_threads);
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len)
 {
-    return train_open_model_on(who, path, -1, ret_be, ret_buf, ret_len);
-}
-
-int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
-                        uint8_t **ret_buf, size_t *ret_len)
-{
-    const nc_backend_ops *ops = &nc_backend_cpu;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = 0;
-    if (gpu >= 0) {
-#if NC_HAVE_CUDA
-        ops = &nc_backend_gpu;
-#else
-        fprintf(stderr, "%s: this build has no CUDA engine\n", who);
-        return -ENOTSUP;
-#endif
-    }
-    err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
-        err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
+        err = nc_backend_open(&nc_backend_cpu, buf, len, 0, ret_be);
     if (err) {
-        const char *why = "";
-#if NC_HAVE_CUDA
-        if (gpu >= 0)
-            why = nc_backend_gpu_last_error();
-#endif
-        fprintf(stderr, "%s: %s: %s%s%s%s\n", who, path, nc_strerror(err),
-                err == -ENOTSUP ? " (not a model kind the engine runs)" : "",
-                *why ? ": " : "", why);
+        fprintf(stderr, "%s: %s: %s%s\n", who, path, nc_strerror(err),
+                err == -ENOTSUP ? " (not a model kind the CPU engine runs)" : "");
         free(buf);
         return err;
     }
