@@ -106,17 +106,14 @@ static int bad(int err)
     return err == -ENOMEM ? err : -EBADMSG;
 }
 
-/* One network file image: the network, its record and its mark. */
-static int load_one(const uint8_t *buf, size_t len, nc_neocog **ret_net,
-                    nc_model_info *ret_info, uint32_t *ret_top_t)
+/* One network file, open as r: the network, its record and its mark. */
+static int load_one(const nc_mf_reader *r, nc_neocog **ret_net, nc_model_info *ret_info,
+                    uint32_t *ret_top_t)
 {
-    nc_mf_reader *r = NULL;
-    int err = nc_mf_open(buf, len, &r);
-    if (!err)
-        err = nc_mf_kind_of(r) == NC_MF_KIND_NEOCOG ? nc_neocog_read_iv(r, ret_top_t)
-                                                    : -EBADMSG;
-    nc_mf_close(r);
-    return err ? err : nc_neocog_load(buf, len, ret_net, ret_info);
+    if (nc_mf_kind_of(r) != NC_MF_KIND_NEOCOG)
+        return -EBADMSG;
+    int err = nc_neocog_read_iv(r, ret_top_t);
+    return err ? err : nc_neocog__load_reader(r, ret_net, ret_info);
 }
 
 /* The members of a file with NMEM, checked against its record *info. */
@@ -139,8 +136,12 @@ static int load_members(const nc_mf_reader *r, const nc_model_info *info,
         size_t len;
         if ((err = nc_mf_member(r, 'N', 'M', i, &data, &len)))
             break;
-        /* a nested committee has no NSTG: nc_neocog_load calls it corrupt */
-        if ((err = load_one(data, len, &c->member[i], &c->member_info[i], &c->iv_top_t[i]))) {
+        /* a nested committee has no NSTG: the network reader calls it corrupt */
+        nc_mf_reader *mr = NULL;
+        if (!(err = nc_mf_open(data, len, &mr)))
+            err = load_one(mr, &c->member[i], &c->member_info[i], &c->iv_top_t[i]);
+        nc_mf_close(mr);
+        if (err) {
             err = bad(err);
             break;
         }
@@ -180,7 +181,7 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
             err = -ENOMEM;
             goto out;
         }
-        if ((err = load_one(buf, len, &c->member[0], info, &c->iv_top_t[0])))
+        if ((err = load_one(r, &c->member[0], info, &c->iv_top_t[0])))
             goto out;
         c->member_info[0] = *info;
     } else {

@@ -525,19 +525,16 @@ fail:
     return r;
 }
 
-int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
-                   nc_model_info *ret_info)
+int nc_neocog__load_reader(const nc_mf_reader *rd, nc_neocog **ret_net,
+                           nc_model_info *ret_info)
 {
-    if (!buf || !ret_net)
+    if (!rd || !ret_net)
         return -EINVAL;
-    nc_mf_reader *rd = NULL;
     nc_neocog *net = NULL;
     nc_model_info *info = malloc(sizeof(*info));
     if (!info)
         return -ENOMEM;
-    int r = nc_mf_open(buf, len, &rd);
-    if (r == 0)
-        r = nc_neocog_read(rd, &net);
+    int r = nc_neocog_read(rd, &net);
     if (r == 0) {
         r = nc_mf_get_info(rd, info);
         if (r < 0)
@@ -545,7 +542,6 @@ int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
         else if (info->n_classes != net->arch.n_classes)
             r = -EBADMSG;
     }
-    nc_mf_close(rd);
     if (r < 0) {
         nc_neocog_free(net);
         free(info);
@@ -556,6 +552,19 @@ int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
     free(info);
     *ret_net = net;
     return 0;
+}
+
+int nc_neocog_load(const uint8_t *buf, size_t len, nc_neocog **ret_net,
+                   nc_model_info *ret_info)
+{
+    if (!buf || !ret_net)
+        return -EINVAL;
+    nc_mf_reader *rd = NULL;
+    int r = nc_mf_open(buf, len, &rd);
+    if (r == 0)
+        r = nc_neocog__load_reader(rd, ret_net, ret_info);
+    nc_mf_close(rd);
+    return r;
 }
 
 int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t)

@@ -26,6 +26,10 @@ void nc_neocog__g_ref(const nc_neocog_index *ix, const float *g, float cut,
 /* Replace every plane count at once (weights zeroed where new) and the last
  * stage's labels (copied; may be NULL).  For the loader, which would otherwise
  * grow plane by plane. */
+/* nc_neocog_load on an open reader (the committee loader reads each
+ * member's container once). */
+int nc_neocog__load_reader(const nc_mf_reader *rd, nc_neocog **ret_net,
+                           nc_model_info *ret_info);
 int nc_neocog__set_planes(nc_neocog *net, const uint32_t *planes,
                           const uint32_t *labels);
 
