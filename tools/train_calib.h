@@ -13,6 +13,14 @@
 
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd); /* train_committee.c */
 int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* train_calibrate.c */
+/* A committee's own record from its n members' records mi[]: classes and
+ * prep from the first; for n > 1 the data line "committee of n <noun>,
+ * each: ..." (or "... trained on different data (see each <each>)") and no
+ * epochs or seed of its own; the bundling command and time unless n is 1
+ * and keep_one; the test error unknown until measured. */
+void train_committee_record(const nc_model_info *mi, uint32_t n, const char *noun,
+                            const char *each, const char *command, int keep_one,
+                            nc_model_info *info);
 /* The committee subcommand given neocognitron files (paths[n_paths]);
  * gpu < 0 measures on the CPU; half: NC_NEOCOG_WRITE_HALF. */
 int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,

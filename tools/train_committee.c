@@ -112,28 +112,26 @@ static int add_file(columns *cs, const char *path)
     return 0;
 }
 
-/* The committee's own record: classes and prep from the columns, the
- * bundling command, and the data the columns were trained on. */
-static void committee_info(const columns *cs, const char *command, nc_model_info *info)
+void train_committee_record(const nc_model_info *mi, uint32_t n, const char *noun,
+                            const char *each, const char *command, int keep_one,
+                            nc_model_info *info)
 {
-    *info = cs->info[0];
+    *info = mi[0];
     int same_data = 1;
-    for (uint32_t i = 1; i < cs->n; i++)
-        same_data &= !strcmp(cs->info[i].data, cs->info[0].data);
-    if (cs->n > 1) {
+    for (uint32_t i = 1; i < n; i++)
+        same_data &= !strcmp(mi[i].data, mi[0].data);
+    if (n > 1) {
         if (same_data)
-            snprintf(info->data, sizeof info->data, "committee of %u columns, each: %.200s",
-                     cs->n, cs->info[0].data);
+            snprintf(info->data, sizeof info->data, "committee of %u %s, each: %.200s", n,
+                     noun, mi[0].data);
         else
             snprintf(info->data, sizeof info->data,
-                     "committee of %u columns trained on different data (see each column)",
-                     cs->n);
-        info->epochs = 0;       /* each column records its own */
+                     "committee of %u %s trained on different data (see each %s)", n, noun,
+                     each);
+        info->epochs = 0;       /* each member records its own */
         info->seed = 0;
     }
-    /* one column is the one-column file again: its own record stays, but
-     * for the error, which is measured anew */
-    if (cs->n > 1) {
+    if (n > 1 || !keep_one) {
         snprintf(info->command, sizeof info->command, "%s", command);
         train_utc_iso(info->created, sizeof info->created);
     }
@@ -244,7 +242,9 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     for (int a = optind; a < argc; a++)
         if (add_file(&cs, argv[a]))
             goto out;
-    committee_info(&cs, command, info);
+    /* one column is the one-column file again: its own record stays, but
+     * for the error, which is measured anew */
+    train_committee_record(cs.info, cs.n, "columns", "column", command, 1, info);
     const uint32_t K = info->n_classes;
 
     /* The committee as the engines will run it: saved, then opened from

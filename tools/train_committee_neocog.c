@@ -85,30 +85,6 @@ static int add_file(members *ms, const char *path)
     return 0;
 }
 
-/* The committee's record: classes and prep from the members, the bundling
- * command, and the data the members learnt from. */
-static void committee_info(const members *ms, const char *command, nc_model_info *info)
-{
-    *info = ms->info[0];
-    if (ms->n > 1) {
-        int same_data = 1;
-        for (uint32_t i = 1; i < ms->n; i++)
-            same_data &= !strcmp(ms->info[i].data, ms->info[0].data);
-        if (same_data)
-            snprintf(info->data, sizeof info->data, "committee of %u neocognitrons, each: "
-                     "%.200s", ms->n, ms->info[0].data);
-        else
-            snprintf(info->data, sizeof info->data, "committee of %u neocognitrons trained "
-                     "on different data (see each member)", ms->n);
-        info->epochs = 0;
-        info->seed = 0;
-    }
-    snprintf(info->command, sizeof info->command, "%s", command);
-    train_utc_iso(info->created, sizeof info->created);
-    info->test_error = -1.0;
-    info->test_set[0] = '\0';
-}
-
 int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,
                            const char *dir, uint32_t threads, int gpu, int half,
                            const char *command)
@@ -131,7 +107,8 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
     for (uint32_t a = 0; a < n_paths; a++)
         if (add_file(ms, paths[a]))
             goto out;
-    committee_info(ms, command, info);
+    /* even one network gets the bundling command: --half rewrites it */
+    train_committee_record(ms->info, ms->n, "neocognitrons", "member", command, 0, info);
     const uint32_t K = info->n_classes;
 
     /* The committee as the engines will run it: saved, then opened from the
