@@ -16,7 +16,8 @@
  *
  * Inputs are preprocessed already: n images of nc_prep_out_len(&info.prep)
  * floats each (core/image.h, nc_prep_apply with the prep stored in the
- * model), image after image.  Outputs are n rows of info.n_classes raw
+ * model; with views, all of one digit's views form its image), image after
+ * image.  Outputs are n rows of info.n_classes raw
  * scores — the model's own units; nc_backend_probs turns them into
  * comparable probabilities with the rule fitted for the file (core/calib.h).
  *
@@ -98,10 +99,12 @@ void nc_backend_close(nc_backend *be);          /* NULL is fine */
 /* ---- turning raw scores into answers (shared by every engine) ----------- */
 
 /* A neocognitron committee's raw scores, as every engine forms them: the
- * members' scores added in member order into a zeroed acc, then divided by
- * the member count (one member: its scores unchanged, bit for bit). */
+ * members' scores added in member order into a zeroed acc (with views,
+ * each member's views in view order), then divided by the count of scores
+ * added, members x views (one member, one view: its scores unchanged, bit
+ * for bit). */
 void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes);
-void nc_backend_member_mean(float *acc, uint32_t n_members, uint32_t n_classes);
+void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes);
 
 /* Best class from raw scores, or -1 (reject) when the model said nothing:
  * CNN: the largest output (first on ties), never -1.  Neocognitron: the

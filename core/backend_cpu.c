@@ -10,7 +10,9 @@
  * the raw scores, so the daemon gives the error the file was chosen and
  * measured for.  Without the mark, UC4's max response as before.  A
  * neocognitron committee file (neocog.h) runs every member so, and answers
- * with the mean of their raw scores, summed in member order.
+ * with the mean of their raw scores, summed in member order.  A file whose
+ * prep has views (image.h) runs every member on each view of the digit and
+ * answers with the mean over members and views.
  *
  * A CNN file is loaded as a committee (one column or several, core/cnn.h)
  * and answered with the mean of its columns' outputs. */
@@ -26,7 +28,8 @@ typedef struct cpu_impl {
     nc_cnn_committee *cnn;
     nc_neocog_committee *neo;
     nc_neocog_iv **iv;      /* [members]; NULL: that member answers by max response */
-    uint32_t n_inputs, n_classes;
+    uint32_t n_inputs, n_classes;   /* n_inputs: floats of one view */
+    uint32_t n_views;               /* nc_prep_views of the file's prep */
 } cpu_impl;
 
 typedef struct cpu_worker {
@@ -100,9 +103,15 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     }
     /* The stored preprocessing must produce exactly the network's input,
      * or every answer would be garbage. */
-    if (nc_prep_check(&info.prep) || nc_prep_out_len(&info.prep) != impl->n_inputs ||
+    if (nc_prep_check(&info.prep) || nc_prep_view_len(&info.prep) != impl->n_inputs ||
         info.n_classes != impl->n_classes) {
         err = -EBADMSG;
+        goto fail;
+    }
+    /* views are the neocognitron's (image.h); a CNN engine takes one input */
+    impl->n_views = nc_prep_views(&info.prep);
+    if (kind == NC_MF_KIND_CNN && info.prep.n_views) {
+        err = -ENOTSUP;
         goto fail;
     }
     *ret_impl = impl;
@@ -171,24 +180,27 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         }
         return 0;
     }
-    const uint32_t M = impl->neo->n_members, K = impl->n_classes;
+    const uint32_t M = impl->neo->n_members, K = impl->n_classes, V = impl->n_views;
     for (uint32_t i = 0; i < n; i++) {
         float *o = out + (size_t)i * K;
         memset(o, 0, K * sizeof *o);
         for (uint32_t m = 0; m < M; m++) {
             const nc_neocog *net = impl->neo->member[m];
-            nc_neocog_result res;
-            int err = nc_neocog_forward(net, w->state[m], in + (size_t)i * impl->n_inputs,
-                                        NC_NEOCOG_FORM_F, &res);
-            /* the IV classifier reads the last S-layer the forward left in
-             * the state, so it needs no second pass */
-            if (!err && impl->iv[m])
-                err = nc_neocog_iv_classify(impl->iv[m], net, w->state[m], &res);
-            if (err)
-                return err;
-            nc_backend_member_add(o, res.score, K);
+            for (uint32_t v = 0; v < V; v++) {
+                nc_neocog_result res;
+                int err = nc_neocog_forward(net, w->state[m],
+                                            in + ((size_t)i * V + v) * impl->n_inputs,
+                                            NC_NEOCOG_FORM_F, &res);
+                /* the IV classifier reads the last S-layer the forward left
+                 * in the state, so it needs no second pass */
+                if (!err && impl->iv[m])
+                    err = nc_neocog_iv_classify(impl->iv[m], net, w->state[m], &res);
+                if (err)
+                    return err;
+                nc_backend_member_add(o, res.score, K);
+            }
         }
-        nc_backend_member_mean(o, M, K);
+        nc_backend_member_mean(o, M * V, K);
     }
     return 0;
 }
@@ -199,10 +211,10 @@ void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes)
         acc[k] += score[k];
 }
 
-void nc_backend_member_mean(float *acc, uint32_t n_members, uint32_t n_classes)
+void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes)
 {
     for (uint32_t k = 0; k < n_classes; k++)
-        acc[k] /= (float)n_members;
+        acc[k] /= (float)n_scores;
 }
 
 const nc_backend_ops nc_backend_cpu = {

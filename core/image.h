@@ -161,6 +161,13 @@ typedef enum nc_prep_kind {
                                (spec: size 65, box 40..44); output 0/1 */
 } nc_prep_kind;
 
+/* Views: a neocognitron answers a digit better when it sees it at a few
+ * heights and its scores are averaged (models/README.md, session 20), so a
+ * model file may ask for several preparations of each digit.  Every engine
+ * runs each view as an image and answers with the mean of their scores;
+ * only neocognitron engines take views (a CNN file with views is refused). */
+#define NC_PREP_MAX_VIEWS 8u
+
 typedef struct nc_prep {
     uint32_t kind;          /* nc_prep_kind */
     uint32_t size;          /* output field is size x size */
@@ -173,6 +180,11 @@ typedef struct nc_prep {
     uint32_t deskew;        /* 1: shear the crop upright first (see below);
                                NC_PREP_DESKEW_GENTLE (2): the same with the
                                slant clamped to half as much */
+    uint32_t n_views;       /* 0: one input, at box.  1..NC_PREP_MAX_VIEWS:
+                               one input per view_box[v], each prepared as
+                               if box were view_box[v], one after another */
+    uint32_t view_box[NC_PREP_MAX_VIEWS];   /* [n_views]; box stays the
+                                               size the net was trained at */
 } nc_prep;
 
 /* deskew 2: shear by at most half a pixel a row (a gentler correction of
@@ -187,19 +199,37 @@ typedef struct nc_prep {
  * the centre-of-mass target is pixel (14, 14) for both 28 and 29, so this is
  * exactly MNIST's 28x28 layout plus one zero column on the right and one
  * zero row at the bottom — the "28 padded to 29" of the CNN paper. */
-#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0 })
-#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0 })
-#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0 })
+#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0, 0, { 0 } })
+#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 } })
+#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0, 0, { 0 } })
 
-/* Number of floats nc_prep_apply writes: (size + 2 pad)^2; 0 if p is NULL. */
+/* Number of floats nc_prep_apply writes: views x (size + 2 pad)^2, views
+ * being nc_prep_views(p); 0 if p is NULL. */
 size_t nc_prep_out_len(const nc_prep *p);
 
-/* 0 if p is a valid, supported setting, else -EINVAL / -ERANGE. */
+/* Floats of one view, (size + 2 pad)^2; 0 if p is NULL. */
+size_t nc_prep_view_len(const nc_prep *p);
+
+/* Views p prepares: n_views, or 1 when n_views is 0. */
+uint32_t nc_prep_views(const nc_prep *p);
+
+/* View v of p (v < nc_prep_views(p)) as a one-view prep: p with box set to
+ * view_box[v] (to box itself when n_views is 0) and no views. */
+nc_prep nc_prep_view(const nc_prep *p, uint32_t v);
+
+/* p without its views: one input, at box (the height trained at). */
+nc_prep nc_prep_no_views(const nc_prep *p);
+
+/* 0 if p is a valid, supported setting, else -EINVAL / -ERANGE.  Views:
+ * n_views at most NC_PREP_MAX_VIEWS, each view_box valid as box is, and the
+ * unused entries of view_box zero (so two equal preps compare equal). */
 int nc_prep_check(const nc_prep *p);
 
 /* Turn a raw grey image into a network input per p (see nc_prep_kind):
- * out receives nc_prep_out_len(p) floats in [0, 1], row-major.  An image with
- * no ink gives -ENOENT (nothing to recognise); bad sizes give -EINVAL/-ERANGE.
+ * out receives nc_prep_out_len(p) floats in [0, 1], row-major, view after
+ * view (each exactly what nc_prep_apply of nc_prep_view(p, v) writes).  An
+ * image with no ink, or a view with nothing left, gives -ENOENT (nothing to
+ * recognise); bad sizes give -EINVAL/-ERANGE.
  *
  * Common steps, in order:
  *  1. Polarity: with invert, p is read as 255 - p throughout.

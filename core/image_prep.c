@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-size_t nc_prep_out_len(const nc_prep *p)
+size_t nc_prep_view_len(const nc_prep *p)
 {
     if (!p)
         return 0;
@@ -18,21 +18,69 @@ size_t nc_prep_out_len(const nc_prep *p)
     return len;
 }
 
+uint32_t nc_prep_views(const nc_prep *p)
+{
+    return p && p->n_views ? p->n_views : 1;
+}
+
+size_t nc_prep_out_len(const nc_prep *p)
+{
+    size_t len;
+    if (nc_size_mul(nc_prep_view_len(p), nc_prep_views(p), &len) < 0)
+        return 0;
+    return len;
+}
+
+nc_prep nc_prep_no_views(const nc_prep *p)
+{
+    nc_prep one = *p;
+    one.n_views = 0;
+    memset(one.view_box, 0, sizeof one.view_box);
+    return one;
+}
+
+nc_prep nc_prep_view(const nc_prep *p, uint32_t v)
+{
+    nc_prep one = nc_prep_no_views(p);
+    if (v < p->n_views && v < NC_PREP_MAX_VIEWS)
+        one.box = p->view_box[v];
+    return one;
+}
+
+/* A box (or view box) p's field can hold. */
+static int box_check(const nc_prep *p, uint32_t box)
+{
+    if (box == 0)
+        return -EINVAL;
+    return box > p->size ? -ERANGE : 0;
+}
+
 int nc_prep_check(const nc_prep *p)
 {
     if (!p)
         return -EINVAL;
     if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
         return -EINVAL;
-    if (p->size == 0 || p->box == 0 || p->invert > 1 || p->deskew > NC_PREP_DESKEW_GENTLE)
+    if (p->size == 0 || p->invert > 1 || p->deskew > NC_PREP_DESKEW_GENTLE)
         return -EINVAL;
     /* Written so that NaN fails too; anything < 0 means Otsu. */
     if (!(p->threshold <= 1.0f))
         return -EINVAL;
     if (p->size > NC_PREP_MAX_SIZE || p->pad > NC_PREP_MAX_PAD)
         return -ERANGE;
-    if (p->box > p->size)
+    int err;
+    if ((err = box_check(p, p->box)) < 0)
+        return err;
+    if (p->n_views > NC_PREP_MAX_VIEWS)
         return -ERANGE;
+    for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++) {
+        if (v >= p->n_views) {
+            if (p->view_box[v])
+                return -EINVAL;
+        } else if ((err = box_check(p, p->view_box[v])) < 0) {
+            return err;
+        }
+    }
     /* NEOCOG caps the width at size - 4, which must leave a pixel. */
     if (p->kind == NC_PREP_NEOCOG && p->size < 5)
         return -ERANGE;
@@ -378,6 +426,33 @@ static void write_field(const nc_prep *p, const placed *pl, float *out)
     }
 }
 
+/* Step 5 on, for one view pv: the crop (or its upright resampling, fit
+ * wide and tall) scaled to pv's box and placed; *ret_scaled holds the values
+ * pl points into (the caller frees it, also on error). */
+static int scale_place(const nc_prep *pv, const nc_image *crop, const float lut[256],
+                       const float *upright, nc_rect fit, float **ret_scaled, placed *pl)
+{
+    uint32_t w, h;
+    if (pv->kind == NC_PREP_MNIST)
+        mnist_dims(pv, fit, &w, &h);
+    else
+        neocog_dims(pv, fit, &w, &h);
+    /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
+    float *scaled = malloc((size_t)w * h * sizeof(float));
+    if (!(*ret_scaled = scaled))
+        return -ENOMEM;
+    int err;
+    if (upright)
+        err = nc_image_resample(upright, fit.width, fit.height, scaled, w, h);
+    else
+        err = nc_image_resample_u8(crop, lut, scaled, w, h);
+    if (err < 0)
+        return err;
+    if (pv->kind == NC_PREP_MNIST)
+        return mnist_place(pv, scaled, w, h, pl);
+    return neocog_place(pv, scaled, w, h, pl);
+}
+
 int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
 {
     int err = nc_image_check(img);
@@ -409,34 +484,20 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     if (p->deskew &&
         (err = deskew_crop(p, &crop, lut, ink, &upright, &fit.width, &fit.height)) < 0)
         return err;
-    uint32_t w, h;
-    if (p->kind == NC_PREP_MNIST)
-        mnist_dims(p, fit, &w, &h);
-    else
-        neocog_dims(p, fit, &w, &h);
-
-    /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
-    float *scaled = malloc((size_t)w * h * sizeof(float));
-    placed pl;
-    if (!scaled) {
-        err = -ENOMEM;
-        goto out;
+    /* Each view scales and places the same crop; all are placed before any
+     * is written, so a view with nothing left leaves out untouched. */
+    const uint32_t nv = nc_prep_views(p);
+    float *scaled[NC_PREP_MAX_VIEWS] = { NULL };
+    placed pl[NC_PREP_MAX_VIEWS];
+    for (uint32_t v = 0; v < nv && !err; v++) {
+        const nc_prep pv = nc_prep_view(p, v);
+        err = scale_place(&pv, &crop, lut, upright, fit, &scaled[v], &pl[v]);
     }
-    if (upright)
-        err = nc_image_resample(upright, fit.width, fit.height, scaled, w, h);
-    else
-        err = nc_image_resample_u8(&crop, lut, scaled, w, h);
-    if (err < 0)
-        goto out;
-    if (p->kind == NC_PREP_MNIST)
-        err = mnist_place(p, scaled, w, h, &pl);
-    else
-        err = neocog_place(p, scaled, w, h, &pl);
-    if (err < 0)
-        goto out;
-    write_field(p, &pl, out);
-out:
-    free(scaled);
+    const size_t len = nc_prep_view_len(p);
+    for (uint32_t v = 0; v < nv && !err; v++)
+        write_field(p, &pl[v], out + v * len);
+    for (uint32_t v = 0; v < nv; v++)
+        free(scaled[v]);
     free(upright);
     return err;
 }

@@ -564,6 +564,7 @@ int nc_mf_get_f64(const nc_mf_reader *r, uint32_t tag, double *dst, size_t n)
 #define TAG_PREP NC_MF_TAG('P', 'R', 'E', 'P')
 #define TAG_PTHR NC_MF_TAG('P', 'T', 'H', 'R')
 #define TAG_PDSK NC_MF_TAG('P', 'D', 'S', 'K')
+#define TAG_PVEW NC_MF_TAG('P', 'V', 'E', 'W')
 #define TAG_TERR NC_MF_TAG('T', 'E', 'R', 'R')
 #define TAG_DATA NC_MF_TAG('D', 'A', 'T', 'A')
 #define TAG_CMND NC_MF_TAG('C', 'M', 'N', 'D')
@@ -594,8 +595,12 @@ static int info_valid(const nc_model_info *in)
         return 0;
     if (p->size < 1 || p->size > PREP_MAX_SIZE || p->box < 1 ||
         p->box > PREP_MAX_SIZE || p->pad > PREP_MAX_SIZE || p->invert > 1 ||
-        p->deskew > NC_PREP_DESKEW_GENTLE)
+        p->deskew > NC_PREP_DESKEW_GENTLE || p->n_views > NC_PREP_MAX_VIEWS)
         return 0;
+    for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++)
+        if (v < p->n_views ? p->view_box[v] < 1 || p->view_box[v] > PREP_MAX_SIZE
+                           : p->view_box[v] != 0)
+            return 0;
     /* threshold is a fraction of full ink, or negative for Otsu */
     if (!isfinite(p->threshold) || p->threshold > 1.0f)
         return 0;
@@ -626,7 +631,7 @@ int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
      * writer as it was rather than holding half an info block. */
     static const uint32_t tags[] = { TAG_INFO, TAG_LABL, TAG_PREP, TAG_PTHR,
                                      TAG_TERR, TAG_DATA, TAG_CMND, TAG_CRTD,
-                                     TAG_TSET, TAG_PDSK };
+                                     TAG_TSET, TAG_PDSK, TAG_PVEW };
     if (w->n > NC_MF_MAX_SECTIONS - NC_ARRAY_LEN(tags))
         return -EOVERFLOW;
     for (uint32_t i = 0; i < w->n; i++)
@@ -644,7 +649,8 @@ int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
         (e = nc_mf_put_str(w, TAG_CMND, info->command)) < 0 ||
         (e = nc_mf_put_str(w, TAG_CRTD, info->created)) < 0 ||
         (e = nc_mf_put_str(w, TAG_TSET, info->test_set)) < 0 ||
-        (p->deskew && (e = nc_mf_put_u32(w, TAG_PDSK, &p->deskew, 1)) < 0))
+        (p->deskew && (e = nc_mf_put_u32(w, TAG_PDSK, &p->deskew, 1)) < 0) ||
+        (p->n_views && (e = nc_mf_put_u32(w, TAG_PVEW, p->view_box, p->n_views)) < 0))
         return e;
     return 0;
 }
@@ -654,6 +660,22 @@ int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
 static int info_err(int e)
 {
     return e == -ENOENT ? -EBADMSG : e;
+}
+
+/* PVEW, optional (files before views have none): 1..NC_PREP_MAX_VIEWS
+ * boxes, which info_valid then checks. */
+static int get_views(const nc_mf_reader *r, nc_prep *p)
+{
+    size_t n;
+    int e = nc_mf_count(r, TAG_PVEW, NC_MF_TYPE_U32, &n);
+    if (e == -ENOENT)
+        return 0;
+    if (e < 0)
+        return e;
+    if (n == 0 || n > NC_PREP_MAX_VIEWS)
+        return -EBADMSG;
+    p->n_views = (uint32_t)n;
+    return nc_mf_get_u32(r, TAG_PVEW, p->view_box, n);
 }
 
 int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info)
@@ -683,10 +705,12 @@ int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info)
     in->epochs = head[1];
     in->seed = (uint64_t)head[2] | (uint64_t)head[3] << 32;
     in->prep = (nc_prep){ prep[0], prep[1], prep[2], prep[3], prep[4],
-                          in->prep.threshold, 0 };
+                          in->prep.threshold, 0, 0, { 0 } };
     /* Optional: absent in files written before deskewing existed. */
     e = nc_mf_get_u32(r, TAG_PDSK, &in->prep.deskew, 1);
     if (e < 0 && e != -ENOENT)
+        goto out;
+    if ((e = get_views(r, &in->prep)) < 0)
         goto out;
     e = -EBADMSG;
     if (in->n_classes < 1 || in->n_classes > NC_MF_MAX_CLASSES ||
@@ -713,6 +737,7 @@ out:
     return info_err(e);
 }
 
+/* Views aside: they are a committee record's own (nc_mf_info_mismatch). */
 static int prep_equal(const nc_prep *a, const nc_prep *b)
 {
     return a->kind == b->kind && a->size == b->size && a->box == b->box && a->pad == b->pad &&

@@ -76,8 +76,8 @@ void nc_mf_writer_free(nc_mf_writer *w);           /* NULL is fine */
  * hands it back; the typed puts and gets convert from and to host order.
  * nc_mf_put_f32/_f64 refuse NaN/Inf (-EINVAL) so a writer cannot produce a
  * file its readers reject; nc_mf_put does not look at values.  The info
- * sections use the tags INFO, LABL, PREP, PTHR, DATA, CMND, CRTD, TERR, TSET;
- * other modules must not reuse them. */
+ * sections use the tags INFO, LABL, PREP, PTHR, PDSK, PVEW, DATA, CMND, CRTD,
+ * TERR, TSET; other modules must not reuse them. */
 int nc_mf_put(nc_mf_writer *w, uint32_t tag, uint32_t type,
               const void *data, size_t n_bytes);
 int nc_mf_put_str(nc_mf_writer *w, uint32_t tag, const char *s);
@@ -121,7 +121,9 @@ int nc_mf_get_f32(const nc_mf_reader *r, uint32_t tag, float *dst, size_t n);
 int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info);
 /* NULL when two records agree on classes, labels and preprocessing (what
  * the members of a committee must share), else a short English phrase
- * naming what differs. */
+ * naming what differs.  The preps' views (image.h) are not compared: a
+ * committee's record may ask for views its members were not trained with
+ * (the neocognitron committee refuses views in a member's own record). */
 const char *nc_mf_info_mismatch(const nc_model_info *ia, const nc_model_info *ib);
 
 /* Nested files (the committees of cnn.h and neocog.h): a committee file

@@ -355,13 +355,25 @@ int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w);
 int nc_neocog_save(const nc_neocog *net, const nc_model_info *info,
                    uint8_t **ret_buf, size_t *ret_len);
 
-/* Half precision: every sparse stage stores its values as IEEE binary16
+/* Value forms (flags), for files that must be small.
+ * Half precision: every sparse stage stores its values as IEEE binary16
  * ("W<l>H " bytes [2 x popcount], little-endian, each finite and > 0; a
  * value below the smallest subnormal is stored as that subnormal) instead of
  * "W<l>V ", about half the file.  A stage with a value too large for
  * binary16 stays f32.  What is read back is the rounded weights, so a file
  * written this way must be measured as written (the committee tool does). */
 #define NC_NEOCOG_WRITE_HALF 1u
+
+/* 8-bit logarithmic codes: every sparse stage stores each plane's largest
+ * weight as its scale ("W<l>S " f32 [K]) and each non-zero weight as a code
+ * q ("W<l>Q " bytes [popcount]) meaning scale x 2^((q - 255) / 16): 16 codes
+ * a doubling, down to 2^-16 of the plane's largest (smaller weights become
+ * that), a relative step of 4.4 %.  A quarter of the f32 values' bytes.
+ * The trained weights spread over nine decades, which binary16 keeps and a
+ * linear 8-bit scale would not; the few large weights dominate each sum, so
+ * the rounding moves answers rarely (models/README.md measures it).  Not
+ * with NC_NEOCOG_WRITE_HALF; measure such a file as written. */
+#define NC_NEOCOG_WRITE_LOG8 2u
 int nc_neocog_write_flags(const nc_neocog *net, nc_mf_writer *w, uint32_t flags);
 int nc_neocog_save_flags(const nc_neocog *net, const nc_model_info *info, uint32_t flags,
                          uint8_t **ret_buf, size_t *ret_len);
@@ -393,6 +405,11 @@ int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t);
  *                         and NIVT mark)
  *           + nc_mf_put_info's sections for the committee itself
  *           and no network sections (NSTG ...) of its own.
+ * Views (image.h: each digit prepared at several heights, the scores
+ * averaged over them) belong to the file's own record: every member sees
+ * the same views, and a member's record may not ask for views of its own.
+ * The engines sum the members' scores view by view in member order
+ * (member 1's views, then member 2's...) and divide by members x views.
  * Other sections (calibration, core/calib.h) may follow in either form. */
 #define NC_NEOCOG_MAX_MEMBERS 16u
 #define NC_NEOCOG_TAG_NMEM NC_MF_TAG('N', 'M', 'E', 'M')
@@ -414,7 +431,8 @@ const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info
  * as one file whose own record is *info; flags as nc_neocog_save_flags,
  * for every member.  n == 1 writes the one-network form (with NIVT when
  * top_t[0]), whose only record is *info.  -EINVAL for n outside
- * 1..NC_NEOCOG_MAX_MEMBERS or members that disagree. */
+ * 1..NC_NEOCOG_MAX_MEMBERS, members that disagree, or (n >= 2) views in a
+ * member's record. */
 int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
                              const uint32_t *top_t, uint32_t n, const nc_model_info *info,
                              uint32_t flags, uint8_t **ret_buf, size_t *ret_len);

@@ -48,7 +48,8 @@ int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *
         return -EINVAL;
     for (uint32_t i = 0; i < n; i++)
         if (!nets[i] || nc_neocog_committee_mismatch(nets[0], &info_i[0], nets[i], &info_i[i]) ||
-            nc_mf_info_mismatch(info, &info_i[i]) || info->n_classes != nets[i]->arch.n_classes)
+            nc_mf_info_mismatch(info, &info_i[i]) || info->n_classes != nets[i]->arch.n_classes ||
+            (n > 1 && info_i[i].prep.n_views))
             return -EINVAL;
     if (n == 1)
         return save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len);
@@ -147,7 +148,7 @@ static int load_members(const nc_mf_reader *r, const nc_model_info *info,
         }
         if (nc_neocog_committee_mismatch(c->member[0], &c->member_info[0], c->member[i],
                                          &c->member_info[i]) ||
-            nc_mf_info_mismatch(info, &c->member_info[i]))
+            nc_mf_info_mismatch(info, &c->member_info[i]) || c->member_info[i].prep.n_views)
             err = -EBADMSG;
     }
     if (err) {

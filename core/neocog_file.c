@@ -15,6 +15,10 @@
  *             W1V. f32  the non-zero weights in that order  (popcount)
  *          or W1H. bytes the same as IEEE binary16, 2 bytes each, little-
  *                       endian (NC_NEOCOG_WRITE_HALF: half the size)
+ *          or W1Q. bytes the same as 8-bit codes, value = scale of the
+ *                       plane x 2^((code - 255) / 16) (NC_NEOCOG_WRITE_LOG8)
+ *             W1S. f32  with W1Q: each plane's scale, its largest weight
+ *                       (K; 0 for a plane without non-zero weights)
  *   B1.. f32  b of stage l                                  (K)
  *   INFO etc. written by nc_mf_put_info
  *   NIVT u32  [top_t], optional: answer by interpolating vectors
@@ -35,6 +39,8 @@
 #define TAG_WM(l) NC_MF_TAG('W', '1' + (l), 'M', ' ')
 #define TAG_WV(l) NC_MF_TAG('W', '1' + (l), 'V', ' ')
 #define TAG_WH(l) NC_MF_TAG('W', '1' + (l), 'H', ' ')
+#define TAG_WQ(l) NC_MF_TAG('W', '1' + (l), 'Q', ' ')
+#define TAG_WS(l) NC_MF_TAG('W', '1' + (l), 'S', ' ')
 #define TAG_B(l) NC_MF_TAG('B', '1' + (l), ' ', ' ')
 
 #define STG_HEAD 6u
@@ -63,51 +69,39 @@ static int is_pos_zero(float v)
     return bits == 0;
 }
 
-/* ---- binary16 values of the half-precision sparse form ---------------------- */
-
-/* v (finite, > 0) as binary16, rounded to nearest, ties to even; a value
- * below the smallest subnormal becomes that subnormal (the weight must stay
- * non-zero, or the bitmap would lie).  -1 when v is too large for binary16. */
-static int32_t half_of(float v)
+/* The sparse form's values, val[nnz] in file order (plane k's from
+ * k_first[k] on), in the form flags ask for: f32, binary16 or log8 with each
+ * plane's largest value as its scale (scale[K], the caller's). */
+static int put_values(nc_mf_writer *w, uint32_t l, uint32_t flags, float *val, size_t nnz,
+                      uint32_t K, const size_t *k_first, float *scale)
 {
-    uint32_t x;
-    memcpy(&x, &v, sizeof x);
-    const int32_t e = (int32_t)(x >> 23 & 0xffu) - 127 + 15;
-    uint32_t m = x & 0x7fffffu, h, rem, half_ulp;
-    if (e >= 31)
-        return -1;
-    if (e >= 1) {                       /* a normal binary16 */
-        h = (uint32_t)e << 10 | m >> 13;
-        rem = m & 0x1fffu;
-        half_ulp = 0x1000u;
-    } else {                            /* subnormal: shift the implicit 1 in */
-        const uint32_t shift = (uint32_t)(14 - e);     /* 14.. */
-        if (shift > 24)
-            return 1;
-        m |= 0x800000u;
-        h = m >> shift;
-        rem = m & ((1u << shift) - 1u);
-        half_ulp = 1u << (shift - 1u);
+    if (flags & NC_NEOCOG_WRITE_LOG8) {
+        uint8_t *q = malloc(nnz ? nnz : 1);
+        if (!q)
+            return -ENOMEM;
+        for (uint32_t k = 0; k < K; k++) {
+            scale[k] = 0.0f;
+            for (size_t i = k_first[k]; i < k_first[k + 1]; i++)
+                scale[k] = val[i] > scale[k] ? val[i] : scale[k];
+            for (size_t i = k_first[k]; i < k_first[k + 1]; i++)
+                q[i] = (uint8_t)nc_neocog__log8_of(val[i], scale[k]);
+        }
+        int r = nc_mf_put_f32(w, TAG_WS(l), scale, K);
+        if (r == 0)
+            r = nc_mf_put(w, TAG_WQ(l), NC_MF_TYPE_BYTES, q, nnz);
+        free(q);
+        return r;
     }
-    if (rem > half_ulp || (rem == half_ulp && (h & 1u)))
-        h++;                            /* may carry into the exponent: right */
-    if (h >= 0x7c00u)
-        return -1;
-    return h ? (int32_t)h : 1;
-}
-
-/* binary16 h (sign 0, finite: the reader checks) as float, exactly. */
-static float float_of_half(uint32_t h)
-{
-    const uint32_t e = h >> 10 & 0x1fu, m = h & 0x3ffu;
-    float v;
-    if (e == 0) {
-        v = ldexpf((float)m, -24);
-    } else {
-        const uint32_t x = (e - 15u + 127u) << 23 | m << 13;
-        memcpy(&v, &x, sizeof v);
+    if (!(flags & NC_NEOCOG_WRITE_HALF))
+        return nc_mf_put_f32(w, TAG_WV(l), val, nnz);
+    /* in place: byte 2i+1 is written after float i was read */
+    uint8_t *hb = (uint8_t *)val;
+    for (size_t i = 0; i < nnz; i++) {
+        const uint32_t h = (uint32_t)nc_neocog__half_of(val[i]);
+        hb[2 * i] = (uint8_t)h;
+        hb[2 * i + 1] = (uint8_t)(h >> 8);
     }
-    return v;
+    return nc_mf_put(w, TAG_WH(l), NC_MF_TYPE_BYTES, hb, 2 * nnz);
 }
 
 /* Stage l's weights in whichever form is smaller.  Both list a_k(nu, kappa)
@@ -115,7 +109,10 @@ static float float_of_half(uint32_t h)
  * + t), so the sparse form is the dense one with its +0.0 entries struck
  * out.  The sparse form is used only when every weight is +0.0 or finite and
  * > 0, which is all its reader accepts; anything else (never produced by
- * training, which only adds positive amounts) goes out dense, unchanged. */
+ * training, which only adds positive amounts) goes out dense, unchanged.
+ * A stage whose values binary16 cannot hold stays f32; one with a plane
+ * whose largest weight is so small that its lowest log8 codes would not be
+ * normal floats stays f32 too. */
 static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint32_t flags)
 {
     const uint32_t K = net->n_planes[l], kin = nc_neocog_k_in(net, l);
@@ -124,8 +121,9 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
     const float *a = net->a[l];
     size_t nnz = 0;
     int sparse_ok = 1;
-    for (size_t i = 0; i < rows; i++)
-        for (uint32_t k = 0; k < K; k++) {
+    for (uint32_t k = 0; k < K; k++) {
+        float top = 0.0f;
+        for (size_t i = 0; i < rows; i++) {
             const float v = a[i * ks + k];
             if (is_pos_zero(v))
                 continue;
@@ -133,19 +131,27 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
                 nnz++;
             else
                 sparse_ok = 0;
-            if (half_of(v) < 0)
-                flags &= ~NC_NEOCOG_WRITE_HALF;    /* too large: this stage in f32 */
+            if (nc_neocog__half_of(v) < 0)
+                flags &= ~(uint32_t)NC_NEOCOG_WRITE_HALF;  /* too large: f32 */
+            top = v > top ? v : top;
         }
+        if (top > 0.0f && top < 0x1p-100f)
+            flags &= ~(uint32_t)NC_NEOCOG_WRITE_LOG8;      /* too small: f32 */
+    }
     const size_t words = bitmap_words(n);
-    const size_t vbytes = flags & NC_NEOCOG_WRITE_HALF ? 2 : 4;
-    if (sparse_ok && section_bytes(4 * words) + section_bytes(vbytes * nnz) <
+    const size_t vbytes = flags & NC_NEOCOG_WRITE_LOG8 ? 1 : flags & NC_NEOCOG_WRITE_HALF ? 2 : 4;
+    const size_t extra = flags & NC_NEOCOG_WRITE_LOG8 ? section_bytes(4 * (size_t)K) : 0;
+    if (sparse_ok && section_bytes(4 * words) + section_bytes(vbytes * nnz) + extra <
                      section_bytes(4 * n)) {
         uint32_t *bm = calloc(words ? words : 1, sizeof(uint32_t));
         float *val = malloc((nnz ? nnz : 1) * sizeof(float));
+        size_t *k_first = malloc(((size_t)K + 1) * sizeof *k_first);
+        float *scale = malloc((size_t)K * sizeof *scale);
         int r = -ENOMEM;
-        if (bm && val) {
+        if (bm && val && k_first && scale) {
             size_t m = 0;
-            for (uint32_t k = 0; k < K; k++)
+            for (uint32_t k = 0; k < K; k++) {
+                k_first[k] = m;
                 for (size_t i = 0; i < rows; i++) {
                     const float v = a[i * ks + k];
                     if (is_pos_zero(v))
@@ -154,22 +160,16 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
                     bm[j / 32u] |= (uint32_t)1 << (j % 32u);
                     val[m++] = v;
                 }
-            r = nc_mf_put_u32(w, TAG_WM(l), bm, words);
-            if (r == 0 && vbytes == 4)
-                r = nc_mf_put_f32(w, TAG_WV(l), val, m);
-            if (r == 0 && vbytes == 2) {
-                /* in place: byte 2i+1 is written after float i was read */
-                uint8_t *hb = (uint8_t *)val;
-                for (size_t i = 0; i < m; i++) {
-                    const uint32_t h = (uint32_t)half_of(val[i]);
-                    hb[2 * i] = (uint8_t)h;
-                    hb[2 * i + 1] = (uint8_t)(h >> 8);
-                }
-                r = nc_mf_put(w, TAG_WH(l), NC_MF_TYPE_BYTES, hb, 2 * m);
             }
+            k_first[K] = m;
+            r = nc_mf_put_u32(w, TAG_WM(l), bm, words);
+            if (r == 0)
+                r = put_values(w, l, flags, val, m, K, k_first, scale);
         }
         free(bm);
         free(val);
+        free(k_first);
+        free(scale);
         return r;
     }
     float *wt = malloc((n ? n : 1) * sizeof(float));
@@ -190,7 +190,8 @@ int nc_neocog_write(const nc_neocog *net, nc_mf_writer *w)
 
 int nc_neocog_write_flags(const nc_neocog *net, nc_mf_writer *w, uint32_t flags)
 {
-    if (!net || !w || (flags & ~(uint32_t)NC_NEOCOG_WRITE_HALF))
+    const uint32_t forms = NC_NEOCOG_WRITE_HALF | NC_NEOCOG_WRITE_LOG8;
+    if (!net || !w || (flags & ~forms) || flags == forms)
         return -EINVAL;
     const nc_neocog_arch *A = &net->arch;
     const uint32_t L = A->n_stages;
@@ -271,40 +272,51 @@ static int get_f32(const nc_mf_reader *rd, uint32_t tag, float *dst, size_t n)
     return r < 0 ? bad(r) : 0;
 }
 
+/* The forms of a stage's weights. */
+enum { FORM_DENSE, FORM_F32, FORM_HALF, FORM_LOG8 };
+
 /* Which form stage l's weights take, checked against want = K K_in n_live
- * before anything is allocated: exactly one of W<l> (dense) or the pair
- * W<l>M + W<l>V (sparse) must be there, with the sizes want implies.  For the
- * sparse form *ret_nnz is the value count, which the bitmap must match. */
+ * before anything is allocated: exactly one of W<l> (dense) or W<l>M with
+ * exactly one of W<l>V, W<l>H, W<l>Q (sparse; W<l>S beside W<l>Q and only
+ * there), with the sizes want implies.  For the sparse forms *ret_nnz is the
+ * value count, which the bitmap must match. */
 static int weights_form(const nc_mf_reader *rd, uint32_t l, uint64_t want,
-                        int *ret_sparse, size_t *ret_nnz)
+                        int *ret_form, size_t *ret_nnz)
 {
     const int has_w = nc_mf_get(rd, TAG_W(l), NULL, NULL, NULL) == 0;
     const int has_m = nc_mf_get(rd, TAG_WM(l), NULL, NULL, NULL) == 0;
     const int has_v = nc_mf_get(rd, TAG_WV(l), NULL, NULL, NULL) == 0;
     const int has_h = nc_mf_get(rd, TAG_WH(l), NULL, NULL, NULL) == 0;
+    const int has_q = nc_mf_get(rd, TAG_WQ(l), NULL, NULL, NULL) == 0;
+    const int has_s = nc_mf_get(rd, TAG_WS(l), NULL, NULL, NULL) == 0;
     size_t n_w, n_m, n_v;
-    if (has_w && !has_m && !has_v && !has_h) {
+    if (has_w && !has_m && !has_v && !has_h && !has_q && !has_s) {
         if (nc_mf_count(rd, TAG_W(l), NC_MF_TYPE_F32, &n_w) < 0 || n_w != want)
             return -EBADMSG;
-        *ret_sparse = 0;
+        *ret_form = FORM_DENSE;
         *ret_nnz = 0;
         return 0;
     }
-    /* both forms, half a sparse one, or both value precisions */
-    if (has_w || !has_m || has_v == has_h)
+    /* both forms, half a sparse one, or two value forms */
+    if (has_w || !has_m || has_v + has_h + has_q != 1 || has_s != has_q)
         return -EBADMSG;
     if (nc_mf_count(rd, TAG_WM(l), NC_MF_TYPE_U32, &n_m) < 0 ||
         n_m != want / 32u + (want % 32u != 0))
         return -EBADMSG;
-    if (has_v && (nc_mf_count(rd, TAG_WV(l), NC_MF_TYPE_F32, &n_v) < 0 || n_v > want))
-        return -EBADMSG;
-    if (has_h) {
-        if (nc_mf_count(rd, TAG_WH(l), NC_MF_TYPE_BYTES, &n_v) < 0 || n_v % 2 ||
-            n_v / 2 > want)
+    if (has_v) {
+        if (nc_mf_count(rd, TAG_WV(l), NC_MF_TYPE_F32, &n_v) < 0)
             return -EBADMSG;
-        n_v /= 2;
+        *ret_form = FORM_F32;
+    } else {
+        const uint32_t tag = has_h ? TAG_WH(l) : TAG_WQ(l);
+        const size_t each = has_h ? 2 : 1;
+        if (nc_mf_count(rd, tag, NC_MF_TYPE_BYTES, &n_v) < 0 || n_v % each)
+            return -EBADMSG;
+        n_v /= each;
+        *ret_form = has_h ? FORM_HALF : FORM_LOG8;
     }
-    *ret_sparse = has_h ? 2 : 1;
+    if (n_v > want)
+        return -EBADMSG;
     *ret_nnz = n_v;
     return 0;
 }
@@ -318,14 +330,8 @@ static uint32_t popcount32(uint32_t x)
     return (x * 0x01010101u) >> 24;
 }
 
-/* Stage l's sparse weights into a (zeroed, [rows][ks] with rows = K_in
- * n_live): the bitmap's popcount must equal the value count nnz, its bits
- * past the K rows weights (the last word's pad lanes) must be 0, and every
- * value must be > 0 (finite is the container's check), since a zero would
- * be a second spelling of an implicit one.  File index j = k rows + i goes
- * to a[i ks + k]. */
-/* Stage l's nnz binary16 values (W<l>H) as floats: each must be finite and
- * > 0, as the f32 form's. */
+/* Stage l's nnz binary16 values (W<l>H) as floats; zero, the sign bit, Inf
+ * and NaN are corrupt. */
 static int get_half(const nc_mf_reader *rd, uint32_t l, float *val, size_t nnz)
 {
     const void *data;
@@ -337,15 +343,52 @@ static int get_half(const nc_mf_reader *rd, uint32_t l, float *val, size_t nnz)
     const uint8_t *b = data;
     for (size_t i = 0; i < nnz; i++) {
         const uint32_t h = (uint32_t)b[2 * i] | (uint32_t)b[2 * i + 1] << 8;
-        if (h == 0 || h >= 0x7c00u)     /* zero, the sign bit, Inf or NaN */
+        if (h == 0 || h >= 0x7c00u)
             return -EBADMSG;
-        val[i] = float_of_half(h);
+        val[i] = nc_neocog__float_of_half(h);
     }
     return 0;
 }
 
+/* Stage l's nnz log8 values (W<l>Q with the scales W<l>S) as floats: value m
+ * belongs to the plane of the m-th set bit of bm (rows weights a plane). */
+static int get_log8(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t rows,
+                    const uint32_t *bm, size_t words, float *val, size_t nnz)
+{
+    const void *data = NULL;
+    size_t len;
+    uint32_t type;
+    float *scale = malloc((size_t)K * sizeof *scale);
+    if (!scale)
+        return -ENOMEM;
+    int r = get_f32(rd, TAG_WS(l), scale, K);
+    if (r == 0 && (nc_mf_get(rd, TAG_WQ(l), &type, &data, &len) ||
+                   type != NC_MF_TYPE_BYTES || len != nnz))
+        r = -EBADMSG;
+    for (uint32_t k = 0; r == 0 && k < K; k++)
+        if (!(scale[k] >= 0.0f))
+            r = -EBADMSG;
+    const uint8_t *q = data;
+    size_t m = 0;
+    for (size_t wi = 0; r == 0 && wi < words; wi++)
+        for (uint32_t x = bm[wi], b = 0; x && m < nnz; x >>= 1, b++)
+            if (x & 1u) {
+                const size_t k = (wi * 32u + b) / rows;
+                val[m] = nc_neocog__float_of_log8(q[m], scale[k]);
+                m++;
+            }
+    free(scale);
+    return r;
+}
+
+/* Stage l's sparse weights into a (zeroed, [rows][ks] with rows = K_in
+ * n_live): the bitmap's popcount must equal the value count nnz, its bits
+ * past the K rows weights (the last word's pad lanes) must be 0, and every
+ * value must be > 0 (finite is the container's check), since a zero would
+ * be a second spelling of an implicit one.  File index j = k rows + i goes
+ * to a[i ks + k]. */
 static int read_sparse(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t rows,
-                       size_t nnz, int half, float *a)
+                       size_t nnz, int form, float *a)
 {
     const size_t n = (size_t)K * rows, words = bitmap_words(n);
     const size_t ks = nc_neocog_kstride(K);
@@ -354,8 +397,7 @@ static int read_sparse(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t ro
     int r = -ENOMEM;
     if (!bm || !val)
         goto out;
-    if ((r = get_u32(rd, TAG_WM(l), bm, words)) < 0 ||
-        (r = half ? get_half(rd, l, val, nnz) : get_f32(rd, TAG_WV(l), val, nnz)) < 0)
+    if ((r = get_u32(rd, TAG_WM(l), bm, words)) < 0)
         goto out;
     r = -EBADMSG;
     size_t count = 0;
@@ -363,6 +405,11 @@ static int read_sparse(const nc_mf_reader *rd, uint32_t l, uint32_t K, size_t ro
         count += popcount32(bm[i]);
     if (count != nnz || (n % 32u && bm[words - 1] >> (n % 32u) != 0))
         goto out;
+    if ((r = form == FORM_LOG8 ? get_log8(rd, l, K, rows, bm, words, val, nnz)
+             : form == FORM_HALF ? get_half(rd, l, val, nnz)
+                                 : get_f32(rd, TAG_WV(l), val, nnz)) < 0)
+        goto out;
+    r = -EBADMSG;
     for (size_t i = 0; i < nnz; i++)
         if (!(val[i] > 0.0f))
             goto out;
@@ -440,13 +487,13 @@ int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
     r = nc_neocog_new(&A, &net);
     if (r < 0)
         return r == -ENOMEM ? r : -EBADMSG;
-    int sparse[NC_NEOCOG_MAX_STAGES];
+    int form[NC_NEOCOG_MAX_STAGES];
     size_t nnz[NC_NEOCOG_MAX_STAGES];
     for (size_t l = 0; l < L; l++) {
         size_t n_b;
         uint64_t want = (uint64_t)planes[l] * (l == 0 ? 2u : planes[l - 1]) *
                         net->s_ix[l]->n_live;
-        if ((r = weights_form(rd, (uint32_t)l, want, &sparse[l], &nnz[l])) < 0)
+        if ((r = weights_form(rd, (uint32_t)l, want, &form[l], &nnz[l])) < 0)
             goto fail;
         if (nc_mf_count(rd, TAG_B(l), NC_MF_TYPE_F32, &n_b) < 0 || n_b != planes[l]) {
             r = -EBADMSG;
@@ -476,9 +523,9 @@ int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
         const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
         const size_t n = (size_t)K * kin * nl;
         size_t n_dense;
-        if (sparse[l]) {
-            if ((r = read_sparse(rd, (uint32_t)l, K, (size_t)kin * nl, nnz[l],
-                                 sparse[l] == 2, net->a[l])) < 0)
+        if (form[l] != FORM_DENSE) {
+            if ((r = read_sparse(rd, (uint32_t)l, K, (size_t)kin * nl, nnz[l], form[l],
+                                 net->a[l])) < 0)
                 goto fail;
             n_dense = K;        /* wt below holds b only */
         } else {
@@ -490,7 +537,7 @@ int nc_neocog_read(const nc_mf_reader *rd, nc_neocog **ret_net)
             r = -ENOMEM;
             goto fail;
         }
-        if (!sparse[l]) {
+        if (form[l] == FORM_DENSE) {
             if ((r = get_f32(rd, TAG_W(l), wt, n)) < 0)
                 goto fail;
             for (uint32_t k = 0; k < K; k++)

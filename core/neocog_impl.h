@@ -23,15 +23,28 @@ void nc_neocog__c_ref(const nc_neocog_index *ix, const float *d, uint32_t k,
 void nc_neocog__g_ref(const nc_neocog_index *ix, const float *g, float cut,
                       const float *in, float *out);
 
-/* Replace every plane count at once (weights zeroed where new) and the last
- * stage's labels (copied; may be NULL).  For the loader, which would otherwise
- * grow plane by plane. */
 /* nc_neocog_load on an open reader (the committee loader reads each
  * member's container once). */
 int nc_neocog__load_reader(const nc_mf_reader *rd, nc_neocog **ret_net,
                            nc_model_info *ret_info);
+
+/* Replace every plane count at once (weights zeroed where new) and the last
+ * stage's labels (copied; may be NULL).  For the loader, which would otherwise
+ * grow plane by plane. */
 int nc_neocog__set_planes(nc_neocog *net, const uint32_t *planes,
                           const uint32_t *labels);
+
+/* The compact value forms of the file's sparse weights (neocog_values.c).
+ * half_of: v (finite, > 0) as binary16, to nearest, ties to even, at least
+ * the smallest subnormal; -1 when too large.  float_of_half: exactly.
+ * log8_of: the code 0..255 nearest v <= scale in the log domain, where code
+ * q means scale x 2^((q - 255) / 16); float_of_log8: that value, the same
+ * float on every machine. */
+#define NC_NEOCOG_LOG8_STEPS 16.0
+int32_t nc_neocog__half_of(float v);
+float nc_neocog__float_of_half(uint32_t h);
+uint32_t nc_neocog__log8_of(float v, float scale);
+float nc_neocog__float_of_log8(uint32_t q, float scale);
 
 /* Is live tap (ty, tx) of a win-wide window with radius A (the one rule
  * nc_neocog_index_new uses). */

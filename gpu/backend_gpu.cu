@@ -10,7 +10,10 @@
  * twin of core's nc_neocog_iv_classify (gpu/neocog_iv.cuh, core's
  * arithmetic bit for bit), so the scores agree with the CPU table's to the
  * float rounding of the device layers.  Without the mark, UC4's max
- * response from the device.
+ * response from the device.  A committee has one engine per member; a file
+ * whose prep has views (image.h) gives each engine every view of every
+ * digit as one batch, and the scores are averaged on the host as the CPU
+ * table averages them.
  *
  * A CNN file is loaded as a committee (core/cnn.h: one column or several):
  * one CNN engine per column, each run over the whole batch in turn, and the
@@ -92,7 +95,8 @@ extern "C" void nc_backend_gpu_describe(int device, char *dst, size_t cap)
 typedef struct gpu_impl {
     uint32_t kind;
     int device;
-    uint32_t n_inputs, n_classes;
+    uint32_t n_inputs, n_classes;   /* n_inputs: floats of one view */
+    uint32_t n_views;               /* nc_prep_views of the file's prep */
     nc_cnn_committee *cnn;          /* host columns (the engines' source) */
     nc_gpu_cnn **gcnn;              /* [n_cols]: one engine per column */
     uint32_t n_cols;
@@ -338,8 +342,15 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         impl->n_inputs = neo->member[0]->arch.in_size * neo->member[0]->arch.in_size;
         impl->n_classes = neo->member[0]->arch.n_classes;
     }
-    /* As the CPU table: the stored preprocessing must give the net's input. */
-    if (nc_prep_check(&info.prep) || nc_prep_out_len(&info.prep) != impl->n_inputs ||
+    /* As the CPU table: the stored preprocessing must give the net's input,
+     * and views are the neocognitron's. */
+    impl->n_views = nc_prep_views(&info.prep);
+    if (!neo && info.prep.n_views) {
+        err = -ENOTSUP;
+        snprintf(why_buf, sizeof why_buf, "model file: views (prep) in a CNN file");
+        goto out;
+    }
+    if (nc_prep_check(&info.prep) || nc_prep_view_len(&info.prep) != impl->n_inputs ||
         info.n_classes != impl->n_classes || impl->n_classes > NC_MF_MAX_CLASSES ||
         (neo && impl->n_classes > NC_NEOCOG_MAX_CLASSES)) {
         err = -EBADMSG;
@@ -428,46 +439,51 @@ static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *
     return 0;
 }
 
-/* A neocognitron committee's mean over m <= NC_BACKEND_GPU_MAX_BATCH images.
- * Every member's engine is started before any is waited for, so the members
- * (each on its own streams) share the device; the raw scores are then added
- * in member order and divided, as core's engine does (backend.h:
- * nc_backend_member_add / _mean).  Under impl->lock. */
+/* A neocognitron committee's mean over m digits of impl->n_views views each
+ * (m x views <= NC_BACKEND_GPU_MAX_BATCH images).  Every member's engine is
+ * started on all the views before any is waited for, so the members (each
+ * on its own streams) share the device; the raw scores are then added in
+ * member order, each member's views in view order, and divided, as core's
+ * engine does (backend.h: nc_backend_member_add / _mean).  Under
+ * impl->lock. */
 static int neocog_members_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
 {
+    const uint32_t V = impl->n_views, K = impl->n_classes, images = m * V;
     uint32_t started = 0, bad = 0;      /* bad: the first member that failed, 1-based */
     int err = 0;
     for (; started < impl->n_neo; started++)
-        if ((err = nc_gpu_neocog_forward_start(impl->gneo[started], x, m))) {
+        if ((err = nc_gpu_neocog_forward_start(impl->gneo[started], x, images))) {
             bad = started + 1;
             break;
         }
-    memset(y, 0, (size_t)m * impl->n_classes * sizeof *y);
+    memset(y, 0, (size_t)m * K * sizeof *y);
     for (uint32_t g = 0; g < started; g++) {
         /* every started engine is finished, so none is left mid-forward */
-        const int e = nc_gpu_neocog_forward_finish(impl->gneo[g], m, impl->res);
+        const int e = nc_gpu_neocog_forward_finish(impl->gneo[g], images, impl->res);
         if (e && !err) {
             err = e;
             bad = g + 1;
         }
         for (uint32_t k = 0; !err && k < m; k++)
-            nc_backend_member_add(y + (size_t)k * impl->n_classes, impl->res[k].score,
-                                  impl->n_classes);
+            for (uint32_t v = 0; v < V; v++)
+                nc_backend_member_add(y + (size_t)k * K, impl->res[k * V + v].score, K);
     }
     if (err)
         return fail(err, "cuda:%d: neocognitron forward of %u images (member %u of %u)",
-                    impl->device, m, bad, impl->n_neo);
+                    impl->device, images, bad, impl->n_neo);
     for (uint32_t k = 0; k < m; k++)
-        nc_backend_member_mean(y + (size_t)k * impl->n_classes, impl->n_neo, impl->n_classes);
+        nc_backend_member_mean(y + (size_t)k * K, impl->n_neo * V, K);
     return 0;
 }
 
 /* Under impl->lock. */
 static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out)
 {
-    for (uint32_t i = 0; i < n; i += NC_BACKEND_GPU_MAX_BATCH) {
-        uint32_t m = n - i < NC_BACKEND_GPU_MAX_BATCH ? n - i : NC_BACKEND_GPU_MAX_BATCH;
-        const float *x = in + (size_t)i * impl->n_inputs;
+    /* digits per slice: all their views fit the engines' batch */
+    const uint32_t step = NC_BACKEND_GPU_MAX_BATCH / impl->n_views;
+    for (uint32_t i = 0; i < n; i += step) {
+        uint32_t m = n - i < step ? n - i : step;
+        const float *x = in + (size_t)i * impl->n_views * impl->n_inputs;
         float *y = out + (size_t)i * impl->n_classes;
         int err;
         if (impl->gcnn) {

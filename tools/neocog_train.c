@@ -162,6 +162,26 @@ int train_parse_u32(const char *s, uint32_t *ret)
     return 0;
 }
 
+int train_parse_heights(const char *s, uint32_t *h, uint32_t max, uint32_t *ret_n)
+{
+    uint32_t n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        if (errno || end == p || *p < '0' || *p > '9' || v < 1 || v > NC_PREP_MAX_SIZE ||
+            n == max || (*end != ',' && *end != '\0'))
+            return -EINVAL;
+        h[n++] = (uint32_t)v;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    *ret_n = n;
+    return 0;
+}
+
 int train_parse_float(const char *s, float *ret)
 {
     char *end;

@@ -21,10 +21,17 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* tr
 void train_committee_record(const nc_model_info *mi, uint32_t n, const char *noun,
                             const char *each, const char *command, int keep_one,
                             nc_model_info *info);
-/* The committee subcommand given neocognitron files (paths[n_paths]);
- * gpu < 0 measures on the CPU; half: NC_NEOCOG_WRITE_HALF. */
+/* How the committee subcommand bundles neocognitron files. */
+typedef struct train_neocog_bundle {
+    uint32_t threads;
+    int gpu;                    /* < 0: measure on the CPU */
+    uint32_t flags;             /* NC_NEOCOG_WRITE_HALF or _LOG8, or 0 */
+    uint32_t n_heights;         /* 0: one view, at the members' height */
+    uint32_t heights[NC_PREP_MAX_VIEWS];    /* the committee's views */
+} train_neocog_bundle;
+/* The committee subcommand given neocognitron files (paths[n_paths]). */
 int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,
-                           const char *dir, uint32_t threads, int gpu, int half,
+                           const char *dir, const train_neocog_bundle *how,
                            const char *command);
 
 /* The validation split: MNIST training digits [50000, 60000).  Every rule

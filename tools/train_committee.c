@@ -20,6 +20,7 @@
 #include "cnn.h"
 #include "fileio.h"
 #include "nc_config.h"
+#include "neocog.h"
 
 #define WHO "neocog-train committee"
 
@@ -42,7 +43,13 @@ static void usage(FILE *f)
         "  --threads N       threads for the measurement (default 1)\n"
         "  --half            neocognitrons: store the weights as binary16 (half the\n"
         "                    file; the file is measured as written)\n"
+        "  --log8            neocognitrons: store the weights as 8-bit logarithmic\n"
+        "                    codes (a quarter; core/neocog.h; measured as written)\n"
         "  --gpu N           neocognitrons: measure on CUDA device N (a CUDA build)\n"
+        "  --heights H,H,..  neocognitrons: the committee prepares each digit at these\n"
+        "                    heights (up to 8 views) and answers with the mean of\n"
+        "                    every member's scores over them (eval --heights tries\n"
+        "                    them first)\n"
         "  -h, --help        this text\n");
 }
 
@@ -159,41 +166,57 @@ static int first_kind(const char *path, uint32_t *ret_kind)
 
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
 {
-    enum { O_OUT = 256, O_DATA, O_THREADS, O_HALF, O_GPU };
+    enum { O_OUT = 256, O_DATA, O_THREADS, O_HALF, O_LOG8, O_GPU, O_HEIGHTS };
     static const struct option longopts[] = {
         { "out", required_argument, NULL, O_OUT },
         { "data", required_argument, NULL, O_DATA },
         { "threads", required_argument, NULL, O_THREADS },
         { "half", no_argument, NULL, O_HALF },
+        { "log8", no_argument, NULL, O_LOG8 },
         { "gpu", required_argument, NULL, O_GPU },
+        { "heights", required_argument, NULL, O_HEIGHTS },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *out_path = NULL, *data = NULL;
-    uint32_t threads = 1, gpu_u = 0;
-    int c, bad = 0, half = 0, gpu = -1;
+    uint32_t gpu_u = 0;
+    train_neocog_bundle how = { .threads = 1, .gpu = -1 };
+    int c, bad = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case O_OUT: out_path = optarg; break;
         case O_DATA: data = optarg; break;
         case O_THREADS:
-            if (train_parse_u32(optarg, &threads) || threads == 0 || threads > 64) {
+            if (train_parse_u32(optarg, &how.threads) || how.threads == 0 ||
+                how.threads > 64) {
                 fprintf(stderr, WHO ": --threads must be 1..64\n");
                 bad = 1;
             }
             break;
-        case O_HALF: half = 1; break;
+        case O_HALF: how.flags |= NC_NEOCOG_WRITE_HALF; break;
+        case O_LOG8: how.flags |= NC_NEOCOG_WRITE_LOG8; break;
+        case O_HEIGHTS:
+            if (train_parse_heights(optarg, how.heights, NC_PREP_MAX_VIEWS, &how.n_heights)) {
+                fprintf(stderr, WHO ": --heights takes 1..%u heights, as 46,48,50\n",
+                        NC_PREP_MAX_VIEWS);
+                bad = 1;
+            }
+            break;
         case O_GPU:
             if (train_parse_u32(optarg, &gpu_u) || gpu_u > 64 || !NC_HAVE_CUDA) {
                 fprintf(stderr, WHO ": --gpu takes a device number, in a CUDA build\n");
                 bad = 1;
             }
-            gpu = (int)gpu_u;
+            how.gpu = (int)gpu_u;
             break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;
         }
+    }
+    if (how.flags == (NC_NEOCOG_WRITE_HALF | NC_NEOCOG_WRITE_LOG8)) {
+        fprintf(stderr, WHO ": --half or --log8, not both\n");
+        bad = 1;
     }
     if (!bad && (!out_path || optind >= argc)) {
         fprintf(stderr, WHO ": need --out FILE and at least one column file\n");
@@ -217,9 +240,10 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         return TRAIN_EXIT_FAIL;
     if (kind == NC_MF_KIND_NEOCOG)
         return train_committee_neocog(argv + optind, (uint32_t)(argc - optind), out_path, dir,
-                                      threads, gpu, half, command);
-    if (half || gpu >= 0) {
-        fprintf(stderr, WHO ": --half and --gpu are for neocognitron files\n");
+                                      &how, command);
+    if (how.flags || how.gpu >= 0 || how.n_heights) {
+        fprintf(stderr, WHO ": --half, --log8, --gpu and --heights are for neocognitron "
+                "files\n");
         return TRAIN_EXIT_USAGE;
     }
 
@@ -265,7 +289,7 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         err = -ENOMEM;
         goto fail;
     }
-    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0, NULL, 0 };
+    train_scores sc = { be, &ds, 0, n, how.threads, raw, ok, 0.0, NULL, 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     for (uint32_t i = 0; i < n; i++)

@@ -5,10 +5,14 @@
  * Layer: tools.  The members are checked to agree (input size, classes and
  * labels, preprocessing) and to be distinct; each keeps its own record and
  * classifier mark inside the file.  With --half every member's weights are
- * stored as binary16, so the file is measured as written: the test error
+ * stored as binary16 (--log8: 8-bit logarithmic codes), so the file is
+ * measured as written: the test error
  * recorded is that of the file image itself, opened through the engine
- * table.  The test set chooses nothing here: the committee is the mean of
- * all the members given. */
+ * table.  With --heights the committee's record asks for views (image.h):
+ * each digit is prepared at every height given, and the engines average
+ * every member's scores over them.  The members keep their own records
+ * without views.  The test set chooses nothing here: the committee is the
+ * mean of all the members given, over all the heights given. */
 #include "train_calib.h"
 
 #include <errno.h>
@@ -78,6 +82,9 @@ static int add_file(members *ms, const char *path)
             }
         ms->net[ms->n] = c->member[i];
         ms->info[ms->n] = c->member_info[i];
+        /* a one-network file's views were its own record's; the committee's
+         * are given again with --heights */
+        ms->info[ms->n].prep = nc_prep_no_views(&c->member_info[i].prep);
         ms->top_t[ms->n] = c->iv_top_t[i];
         ms->from[ms->n] = path;
         ms->n++;
@@ -86,9 +93,10 @@ static int add_file(members *ms, const char *path)
 }
 
 int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,
-                           const char *dir, uint32_t threads, int gpu, int half,
+                           const char *dir, const train_neocog_bundle *how,
                            const char *command)
 {
+    const int gpu = how->gpu;
     int status = TRAIN_EXIT_FAIL, err = 0;
     members *ms = calloc(1, sizeof *ms);
     nc_model_info *info = calloc(1, sizeof *info);
@@ -99,7 +107,7 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
     float *raw = NULL;
     uint8_t *ok = NULL;
     int32_t *ans = NULL;
-    const uint32_t flags = half ? NC_NEOCOG_WRITE_HALF : 0;
+    const uint32_t flags = how->flags;
     if (!ms || !info) {
         err = -ENOMEM;
         goto fail;
@@ -110,6 +118,13 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
     /* even one network gets the bundling command: --half rewrites it */
     train_committee_record(ms->info, ms->n, "neocognitrons", "member", command, 0, info);
     const uint32_t K = info->n_classes;
+    info->prep.n_views = how->n_heights;
+    memcpy(info->prep.view_box, how->heights, sizeof info->prep.view_box);
+    if (nc_prep_check(&info->prep)) {
+        fprintf(stderr, WHO ": --heights: a height beyond the members' %u px field\n",
+                info->prep.size);
+        goto out;
+    }
 
     /* The committee as the engines will run it: saved, then opened from the
      * file image (with --half, the rounded weights are what is measured). */
@@ -140,7 +155,7 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
         err = -ENOMEM;
         goto fail;
     }
-    train_scores sc = { be, &ds, 0, n, threads, raw, ok, 0.0, NULL, gpu >= 0 ? 512 : 0 };
+    train_scores sc = { be, &ds, 0, n, how->threads, raw, ok, 0.0, NULL, gpu >= 0 ? 512 : 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     for (uint32_t i = 0; i < n; i++)
@@ -148,7 +163,15 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
     const uint32_t errors = train_count_errors(ans, ds.labels, n);
 
     printf("committee   %u neocognitron%s%s\n", ms->n, ms->n == 1 ? "" : "s",
-           half ? ", weights stored as binary16" : "");
+           flags & NC_NEOCOG_WRITE_HALF   ? ", weights stored as binary16"
+           : flags & NC_NEOCOG_WRITE_LOG8 ? ", weights stored as 8-bit logarithmic codes"
+                                          : "");
+    if (how->n_heights) {
+        printf("views       each digit at ");
+        for (uint32_t j = 0; j < how->n_heights; j++)
+            printf("%s%u", j ? "/" : "", how->heights[j]);
+        printf(" px, every member's scores averaged over them\n");
+    }
     for (uint32_t i = 0; i < ms->n; i++) {
         const nc_neocog *net = ms->net[i];
         printf("  %2u  %s  K %u/%u/%u/%u, %s, seed %llu, recorded test error ", i + 1,

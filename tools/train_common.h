@@ -75,6 +75,9 @@ int train_join_argv(const train_cmdline *cmd, char *dst, size_t cap);
 int train_parse_u32(const char *s, uint32_t *ret);
 int train_parse_u64(const char *s, uint64_t *ret);
 int train_parse_float(const char *s, float *ret);
+/* "44,48,52": 1..max heights, each 1..NC_PREP_MAX_SIZE (digit heights of
+ * the neocognitron's prep); -EINVAL otherwise. */
+int train_parse_heights(const char *s, uint32_t *h, uint32_t max, uint32_t *ret_n);
 
 /* The MNIST folder: dir if given, else $NC_MNIST_DIR, else NULL. */
 const char *train_data_dir(const char *dir);

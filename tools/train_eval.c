@@ -221,8 +221,9 @@ static void usage(FILE *f)
         "  --sheet-max N     tiles on the sheet (100)\n"
         "  --max-response    neocognitron: ignore an interpolating-vector mark\n"
         "  --heights H,H,..  neocognitron: prepare each digit at these heights (the\n"
-        "                    file's box) and average the scores, up to 8 (a trial\n"
-        "                    of test-time voting; the daemon does not do this)\n"
+        "                    file's box) and average the scores, up to 8: a trial\n"
+        "                    of the views that committee --heights stores in a\n"
+        "                    file (not for a file with views of its own)\n"
         "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
         "                    neocognitron file (the rule the daemon would use)\n"
         "  --threads N       threads (default 1)\n"
@@ -352,27 +353,7 @@ out:
     return err;
 }
 
-#define MAX_HEIGHTS 8
-
-/* "44,48,52": 1..MAX_HEIGHTS heights of 1..NC_PREP_MAX_SIZE */
-static int parse_heights(const char *arg, uint32_t *h, uint32_t *ret_n)
-{
-    uint32_t n = 0;
-    const char *p = arg;
-    for (;;) {
-        char *end = NULL;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p || v < 1 || v > NC_PREP_MAX_SIZE || n == MAX_HEIGHTS ||
-            (*end != ',' && *end != '\0'))
-            return -EINVAL;
-        h[n++] = (uint32_t)v;
-        if (*end == '\0')
-            break;
-        p = end + 1;
-    }
-    *ret_n = n;
-    return 0;
-}
+#define MAX_HEIGHTS NC_PREP_MAX_VIEWS
 
 /* The backend's scores over the digits, each prepared at every height in
  * h[0..nh) (the file's box) and averaged; nh 0: as the file says. */
@@ -476,7 +457,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         case O_THREADS: err = train_parse_u32(optarg, &threads); break;
         case O_MAXR: max_resp = 1; break;
         case O_ENS: ensemble = optarg; break;
-        case O_HEIGHTS: err = parse_heights(optarg, heights, &n_heights); break;
+        case O_HEIGHTS: err = train_parse_heights(optarg, heights, MAX_HEIGHTS, &n_heights); break;
         case O_GPU: err = train_parse_u32(optarg, &gpu_u) || gpu_u > 64; gpu = (int)gpu_u; break;
         case O_SAVE: save = optarg; break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
@@ -574,6 +555,11 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
          * forward pass reads in_size^2 floats from it: a file whose prep
          * disagrees with its network would overrun that buffer (the other
          * path goes through nc_backend_open, which checks this). */
+        if (info.prep.n_views) {
+            fprintf(stderr, "neocog-train eval: --max-response takes a file without views "
+                    "(several heights of each digit)\n");
+            goto out;
+        }
         if (nc_prep_check(&info.prep) ||
             nc_prep_out_len(&info.prep) != (size_t)neo->arch.in_size * neo->arch.in_size) {
             err = -EBADMSG;
@@ -607,6 +593,11 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         }
         info = be->info;
         n_classes = info.n_classes;
+        if (n_heights && info.prep.n_views) {
+            fprintf(stderr, "neocog-train eval: %s prepares each digit at heights of its own "
+                    "(views): --heights takes a file without\n", model);
+            goto out;
+        }
         raw = malloc((size_t)count * n_classes * sizeof(float));
         ok = malloc(count);
         if (!raw || !ok) {
@@ -677,11 +668,16 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                info.test_set[0] ? info.test_set : "-");
     printf("command     %s\n", info.command);
     printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
+    if (!n_heights && info.prep.n_views) {     /* the file's own views */
+        n_heights = info.prep.n_views;
+        memcpy(heights, info.prep.view_box, n_heights * sizeof *heights);
+    }
     if (n_heights) {
         printf("heights     ");
         for (uint32_t j = 0; j < n_heights; j++)
             printf("%s%u", j ? "/" : "", heights[j]);
-        printf(" px (scores averaged over these preparations of each digit)\n");
+        printf(" px (scores averaged over these preparations of each digit%s)\n",
+               info.prep.n_views ? ": the file's views" : "");
     }
     printf("error       %.2f%% (%u / %u)\n", 100.0 * errors / count, errors, count);
     uint32_t n_cols = 1;

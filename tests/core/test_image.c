@@ -1004,6 +1004,87 @@ static void test_prep_mnist_fixture(void)
             count, total / count, worst);
 }
 
+/* Views (image.h): each view is exactly nc_prep_apply of that view alone,
+ * one after another; bad view lists are refused; a view with nothing left
+ * fails the whole digit and writes nothing. */
+static void test_prep_views(void)
+{
+    nc_image *img = image_or_null(120, 120);
+    REQUIRE(img);
+    for (uint32_t y = 20; y < 100; y++)             /* a leaning stem */
+        fill_rect(img, 70 - (y - 20) / 2, y, 10, 1, 255);
+    fill_rect(img, 30, 56, 50, 6, 200);             /* and a crossbar */
+    nc_prep p = NC_PREP_NEOCOG_65;
+    p.pad = 2;
+    p.deskew = NC_PREP_DESKEW_GENTLE;
+    p.box = 48;
+    CHECK_INT_EQ(nc_prep_views(&p), 1);
+    CHECK_INT_EQ(nc_prep_out_len(&p), 69 * 69);
+    const nc_prep plain = nc_prep_view(&p, 0);
+    CHECK(memcmp(&plain, &p, sizeof p) == 0);
+
+    static const uint32_t boxes[4] = { 48, 40, 56, 44 };
+    p.n_views = 4;
+    memcpy(p.view_box, boxes, sizeof boxes);
+    CHECK_INT_EQ(nc_prep_check(&p), 0);
+    CHECK_INT_EQ(nc_prep_views(&p), 4);
+    CHECK_INT_EQ(nc_prep_view_len(&p), 69 * 69);
+    CHECK_INT_EQ(nc_prep_out_len(&p), 4 * 69 * 69);
+    const nc_prep bare = nc_prep_no_views(&p);
+    CHECK(bare.n_views == 0 && bare.box == 48 && bare.view_box[3] == 0);
+    float *out = malloc(4 * 69 * 69 * sizeof *out), one[69 * 69];
+    REQUIRE(out);
+    CHECK_INT_EQ(nc_prep_apply(img, &p, out), 0);
+    for (uint32_t v = 0; v < 4; v++) {
+        const nc_prep pv = nc_prep_view(&p, v);
+        CHECK(pv.n_views == 0 && pv.box == boxes[v] && pv.deskew == p.deskew);
+        CHECK_INT_EQ(nc_prep_apply(img, &pv, one), 0);
+        CHECK_MSG(memcmp(out + v * 69 * 69, one, sizeof one) == 0, "view %u differs", v);
+        nc_rect r = field_bbox(one, 69, 0.5f);
+        CHECK_INT_EQ(r.height, boxes[v]);
+    }
+
+    /* bad lists */
+    nc_prep b = p;
+    b.n_views = NC_PREP_MAX_VIEWS + 1;
+    CHECK_INT_EQ(nc_prep_check(&b), -ERANGE);
+    b = p;
+    b.view_box[2] = 0;
+    CHECK_INT_EQ(nc_prep_check(&b), -EINVAL);
+    b = p;
+    b.view_box[1] = 66;                             /* taller than the field */
+    CHECK_INT_EQ(nc_prep_check(&b), -ERANGE);
+    b = p;
+    b.view_box[5] = 40;                             /* past n_views: must be 0 */
+    CHECK_INT_EQ(nc_prep_check(&b), -EINVAL);
+    CHECK_INT_EQ(nc_prep_apply(img, &b, out), -EINVAL);
+
+    /* a thin diagonal shrunk to 4 px averages below the ink threshold:
+     * that view is empty, so the digit is, and out keeps what it held */
+    nc_image *thin = image_or_null(100, 100);
+    REQUIRE(thin);
+    for (uint32_t i = 0; i < 100; i++)
+        thin->pixels[i * 100 + i] = 255;
+    nc_prep t = NC_PREP_NEOCOG_65;
+    t.box = 4;
+    CHECK_INT_EQ(nc_prep_apply(thin, &t, one), -ENOENT);
+    t.box = 60;
+    CHECK_INT_EQ(nc_prep_apply(thin, &t, one), 0);
+    t.n_views = 2;
+    t.view_box[0] = 60;
+    t.view_box[1] = 4;
+    for (size_t i = 0; i < 2 * 65 * 65; i++)
+        out[i] = -7.0f;
+    CHECK_INT_EQ(nc_prep_apply(thin, &t, out), -ENOENT);
+    int kept = 1;
+    for (size_t i = 0; i < 2 * 65 * 65; i++)
+        kept &= out[i] == -7.0f;
+    CHECK(kept);
+    free(out);
+    nc_image_free(thin);
+    nc_image_free(img);
+}
+
 int main(void)
 {
     test_new_view_crop();
@@ -1018,6 +1099,7 @@ int main(void)
     test_prep_com();
     test_prep_invert();
     test_prep_deskew();
+    test_prep_views();
     test_border_is_light();
     test_pgm_number();
     test_prep_mnist_fixture();

@@ -1,12 +1,14 @@
 /* tests/core/test_neocog_committee.c — neocognitron committee files and the
- * half-precision weight form (core/neocog.h): round trips, what the loader
- * refuses, and the CPU engine's answer for a committee, which must be the
- * mean of its members' answers as one-network files. */
+ * half-precision and 8-bit logarithmic weight forms (core/neocog.h): round
+ * trips, what the loader refuses, and the CPU engine's answer for a
+ * committee, which must be the mean of its members' answers as one-network
+ * files. */
 #include "test.h"
 
 #include "backend.h"
 #include "modelfile.h"
 #include "neocog.h"
+#include "neocog_random.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -17,56 +19,11 @@ static nc_test_rng rng = { 0x2545f4914f6cdd1dULL };
 
 static float urand(void) { return (float)nc_test_uniform(&rng); }
 
-/* A small net with random weights above US1 (edges), and recognition
- * thresholds low enough that random planes answer random strokes. */
-static nc_neocog *random_net(uint32_t k2, uint32_t k3, uint32_t k4)
-{
-    nc_neocog_arch A;
-    nc_neocog_arch_default(&A);
-    for (uint32_t l = 1; l < A.n_stages; l++)
-        A.stage[l].theta = 0.05f;
-    nc_neocog *net = NULL;
-    if (nc_neocog_new(&A, &net) < 0)
-        return NULL;
-    const uint32_t want[4] = { 16, k2, k3, k4 };
-    if (nc_neocog_train_us1(net, 16, 100.0f) < 0)
-        goto fail;
-    for (uint32_t l = 1; l < 4; l++)
-        for (uint32_t k = 0; k < want[l]; k++)
-            if (nc_neocog_add_plane(net, l, k % 10, NULL) < 0)
-                goto fail;
-    for (uint32_t l = 1; l < 4; l++) {
-        const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
-        const size_t rows = (size_t)nc_neocog_k_in(net, l) * net->s_ix[l]->n_live;
-        for (size_t i = 0; i < rows; i++)
-            for (uint32_t k = 0; k < net->n_planes[l]; k++)
-                net->a[l][i * ks + k] = urand() < 0.6f ? 0.0f : urand();
-        for (uint32_t k = 0; k < net->n_planes[l]; k++)
-            net->b[l][k] = 0.5f + urand();
-    }
-    return net;
-fail:
-    nc_neocog_free(net);
-    return NULL;
-}
-
-static void fill_info(nc_model_info *info, const char *command)
-{
-    memset(info, 0, sizeof *info);
-    info->n_classes = 10;
-    for (uint32_t c = 0; c < 10; c++)
-        snprintf(info->labels[c], sizeof info->labels[c], "%u", c);
-    info->prep = (nc_prep){ .kind = NC_PREP_NEOCOG, .size = 65, .box = 40, .threshold = 0.5f };
-    snprintf(info->data, sizeof info->data, "test_neocog_committee");
-    snprintf(info->command, sizeof info->command, "%s", command);
-    info->test_error = -1.0;
-}
-
 /* ---- half precision ---------------------------------------------------------- */
 
 static void test_half(void)
 {
-    nc_neocog *net = random_net(4, 5, 6);
+    nc_neocog *net = nc_test_random_net(&rng, 4, 5, 6);
     REQUIRE(net);
     /* awkward values in US4: the largest binary16, one just past it would
      * keep the stage f32 (below), the smallest subnormal, one below it (it
@@ -77,13 +34,18 @@ static void test_half(void)
     net->a[3][2 * ks4 + 0] = ldexpf(1.0f, -30);
     net->a[3][3 * ks4 + 0] = 1.0f + ldexpf(1.0f, -11);
     nc_model_info info;
-    fill_info(&info, "half");
+    nc_test_neocog_info(&info, "half");
     uint8_t *b32 = NULL, *b16 = NULL;
     size_t l32 = 0, l16 = 0;
     REQUIRE(nc_neocog_save(net, &info, &b32, &l32) == 0);
     REQUIRE(nc_neocog_save_flags(net, &info, NC_NEOCOG_WRITE_HALF, &b16, &l16) == 0);
     CHECK_MSG(l16 < l32 * 3 / 4, "half file %zu bytes, f32 %zu", l16, l32);
-    CHECK_INT_EQ(nc_neocog_save_flags(net, &info, 2, &b16, &l16), -EINVAL);
+    uint8_t *none = NULL;
+    size_t ln = 0;
+    CHECK_INT_EQ(nc_neocog_save_flags(net, &info, 4, &none, &ln), -EINVAL);
+    CHECK_INT_EQ(nc_neocog_save_flags(net, &info, NC_NEOCOG_WRITE_HALF | NC_NEOCOG_WRITE_LOG8,
+                                      &none, &ln), -EINVAL);
+    CHECK(none == NULL);
     nc_neocog *back = NULL;
     REQUIRE(nc_neocog_load(b16, l16, &back, NULL) == 0);
     /* every weight: zero stays +0.0, others within half a binary16 ulp
@@ -183,6 +145,153 @@ static void test_half(void)
     free(b16);
 }
 
+/* ---- 8-bit logarithmic codes ------------------------------------------------ */
+
+/* b (l bytes) copied section by section: section tag replaced by rep
+ * (rep_len bytes, same type), or dropped when rep is NULL; then, if
+ * extra_tag, one more section of bytes. */
+static uint8_t *respell(const uint8_t *b, size_t l, uint32_t tag, const void *rep,
+                        size_t rep_len, uint32_t extra_tag, size_t *ret_len)
+{
+    nc_mf_reader *r = NULL;
+    nc_mf_writer *w = NULL;
+    uint8_t *out = NULL;
+    if (nc_mf_open(b, l, &r) || nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w))
+        goto done;
+    for (uint32_t s = 0; s < nc_mf_section_count(r); s++) {
+        uint32_t t, ty;
+        const void *d;
+        size_t n;
+        if (nc_mf_section_at(r, s, &t, &ty, &d, &n))
+            goto done;
+        if (t == tag && !rep)
+            continue;
+        if (nc_mf_put(w, t, ty, t == tag ? rep : d, t == tag ? rep_len : n))
+            goto done;
+    }
+    const uint8_t two[2] = { 0, 0x3c };     /* 1.0 in any byte form */
+    if (extra_tag && nc_mf_put(w, extra_tag, NC_MF_TYPE_BYTES, two, 2))
+        goto done;
+    if (nc_mf_finish(w, &out, ret_len))
+        out = NULL;
+done:
+    nc_mf_writer_free(w);
+    nc_mf_close(r);
+    return out;
+}
+
+static void test_log8(void)
+{
+    nc_neocog *net = nc_test_random_net(&rng, 4, 5, 6);
+    REQUIRE(net);
+    /* US4 plane 0: its largest weight 1000 (code 255), one exactly 2^-4 of
+     * it (code 191: exact), one 2^-20 of it (below code 0's 2^-15.94: it
+     * becomes code 0).  Plane 1: no weights at all (scale 0). */
+    const uint32_t ks4 = nc_neocog_kstride(net->n_planes[3]);
+    const size_t rows4 = (size_t)nc_neocog_k_in(net, 3) * net->s_ix[3]->n_live;
+    for (size_t i = 0; i < rows4; i++)
+        net->a[3][i * ks4 + 1] = 0.0f;
+    net->a[3][0 * ks4] = 1000.0f;
+    net->a[3][1 * ks4] = 62.5f;
+    net->a[3][2 * ks4] = 1000.0f * ldexpf(1.0f, -20);
+    nc_model_info info;
+    nc_test_neocog_info(&info, "log8");
+    uint8_t *b16 = NULL, *b8 = NULL;
+    size_t l16 = 0, l8 = 0;
+    REQUIRE(nc_neocog_save_flags(net, &info, NC_NEOCOG_WRITE_HALF, &b16, &l16) == 0);
+    REQUIRE(nc_neocog_save_flags(net, &info, NC_NEOCOG_WRITE_LOG8, &b8, &l8) == 0);
+    CHECK_MSG(l8 < l16, "log8 file %zu bytes, binary16 %zu", l8, l16);
+    nc_neocog *back = NULL;
+    REQUIRE(nc_neocog_load(b8, l8, &back, NULL) == 0);
+    /* every weight: zero stays +0.0; others within half a code (2^(1/32)
+     * either way), or, below the lowest code, that code's value */
+    size_t worse = 0, zeros_moved = 0, changed = 0, clamped = 0;
+    for (uint32_t l = 0; l < 4; l++) {
+        const size_t rows = (size_t)nc_neocog_k_in(net, l) * net->s_ix[l]->n_live;
+        const uint32_t ks = nc_neocog_kstride(net->n_planes[l]);
+        for (uint32_t k = 0; k < net->n_planes[l]; k++) {
+            float top = 0.0f;
+            for (size_t i = 0; i < rows; i++)
+                top = net->a[l][i * ks + k] > top ? net->a[l][i * ks + k] : top;
+            const double lowest = top * exp2(-255.0 / 16.0);
+            for (size_t i = 0; i < rows; i++) {
+                const float a = net->a[l][i * ks + k], b = back->a[l][i * ks + k];
+                if (a == 0.0f) {
+                    zeros_moved += b != 0.0f;
+                    continue;
+                }
+                changed += a != b;
+                if (a < lowest) {
+                    clamped++;
+                    worse += fabs(b / lowest - 1.0) > 1e-6;
+                } else {
+                    worse += !(fabs(log2((double)b / a)) <= 1.0 / 32.0 + 1e-6);
+                }
+            }
+        }
+        for (uint32_t k = 0; k < net->n_planes[l]; k++)
+            CHECK(back->b[l][k] == net->b[l][k]);   /* b stays f32 */
+    }
+    CHECK_INT_EQ(zeros_moved, 0);
+    CHECK_INT_EQ(worse, 0);
+    CHECK(changed > 0);
+    CHECK(clamped >= 1);
+    CHECK(back->a[3][0] == 1000.0f && back->a[3][ks4] == 62.5f);
+    /* writing the decoded net again changes nothing */
+    uint8_t *again = NULL;
+    size_t la = 0;
+    REQUIRE(nc_neocog_save_flags(back, &info, NC_NEOCOG_WRITE_LOG8, &again, &la) == 0);
+    CHECK(la == l8 && memcmp(again, b8, la) == 0);
+    free(again);
+    nc_neocog_free(back);
+
+    nc_mf_reader *r = NULL;
+    REQUIRE(nc_mf_open(b8, l8, &r) == 0);
+    const uint32_t WQ = NC_MF_TAG('W', '4', 'Q', ' '), WS = NC_MF_TAG('W', '4', 'S', ' ');
+    CHECK(nc_mf_get(r, NC_MF_TAG('W', '4', 'V', ' '), NULL, NULL, NULL) == -ENOENT);
+    CHECK(nc_mf_get(r, NC_MF_TAG('W', '4', 'H', ' '), NULL, NULL, NULL) == -ENOENT);
+    float scale[8];
+    REQUIRE(net->n_planes[3] == 6);
+    REQUIRE(nc_mf_get_f32(r, WS, scale, 6) == 0);
+    CHECK(scale[0] == 1000.0f && scale[1] == 0.0f);
+    const void *q;
+    size_t q_len;
+    REQUIRE(nc_mf_get(r, WQ, NULL, &q, &q_len) == 0);
+    CHECK(((const uint8_t *)q)[0] == 255 && ((const uint8_t *)q)[1] == 191 &&
+          ((const uint8_t *)q)[2] == 0);
+
+    /* spoiled sections */
+    float neg[6], zero[6];
+    memcpy(neg, scale, sizeof neg);
+    memcpy(zero, scale, sizeof zero);
+    neg[2] = -1.0f;
+    zero[0] = 0.0f;             /* plane 0's weights would decode to 0 */
+    struct { uint32_t tag; const void *rep; size_t len; uint32_t extra; const char *what; }
+    spoil[] = {
+        { WS, neg, sizeof neg, 0, "a negative scale" },
+        { WS, zero, sizeof zero, 0, "a zero scale under weights" },
+        { WS, scale, 5 * sizeof(float), 0, "a scale short" },
+        { WS, NULL, 0, 0, "no scales" },
+        { WQ, q, q_len - 1, 0, "a code short" },
+        { WQ, NULL, 0, NC_MF_TAG('W', '4', 'H', ' '), "scales beside binary16" },
+        { 0, NULL, 0, NC_MF_TAG('W', '4', 'H', ' '), "codes and binary16 both" },
+    };
+    for (size_t i = 0; i < sizeof spoil / sizeof spoil[0]; i++) {
+        size_t sl = 0;
+        uint8_t *sb = respell(b8, l8, spoil[i].tag, spoil[i].rep, spoil[i].len, spoil[i].extra,
+                              &sl);
+        REQUIRE(sb);
+        nc_neocog *bad = (nc_neocog *)0x1;
+        CHECK_MSG(nc_neocog_load(sb, sl, &bad, NULL) == -EBADMSG, "%s accepted", spoil[i].what);
+        CHECK(bad == (nc_neocog *)0x1);
+        free(sb);
+    }
+    nc_mf_close(r);
+    nc_neocog_free(net);
+    free(b16);
+    free(b8);
+}
+
 /* ---- committees ---------------------------------------------------------------- */
 
 typedef struct fixture {
@@ -196,18 +305,18 @@ static int fixture_make(fixture *f)
     memset(f, 0, sizeof *f);
     static const uint32_t k[3][3] = { { 4, 5, 6 }, { 3, 6, 7 }, { 5, 4, 5 } };
     for (int i = 0; i < 3; i++) {
-        if (!(f->net[i] = random_net(k[i][0], k[i][1], k[i][2])))
+        if (!(f->net[i] = nc_test_random_net(&rng, k[i][0], k[i][1], k[i][2])))
             return 0;
         char cmd[32];
         snprintf(cmd, sizeof cmd, "train member %d", i + 1);
-        fill_info(&f->col[i], cmd);
+        nc_test_neocog_info(&f->col[i], cmd);
         f->col[i].seed = (uint64_t)i + 1;
         f->col[i].test_error = 0.01 * (i + 1);
     }
     f->top_t[0] = 0;            /* max response: random planes make poor */
     f->top_t[1] = 0;            /* interpolating vectors, and the mark's */
     f->top_t[2] = 3;            /* own path is core's, tested elsewhere */
-    fill_info(&f->info, "bundle");
+    nc_test_neocog_info(&f->info, "bundle");
     return 1;
 }
 
@@ -294,7 +403,7 @@ static int load_forged(uint32_t nmem, uint8_t *const *mem, const size_t *mem_len
                        uint32_t n_mem, uint32_t extra_tag)
 {
     nc_model_info info;
-    fill_info(&info, "forged");
+    nc_test_neocog_info(&info, "forged");
     nc_mf_writer *w = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -449,11 +558,95 @@ static void test_forward(void)
     fixture_free(&f);
 }
 
+/* Views (image.h): the committee's record asks for three heights of each
+ * digit; the engine must answer with the members' scores over all of them,
+ * added member by member, view by view, then divided by 9.  The views here
+ * are three different stroke images (the engine sees only floats: whether
+ * they came from one digit is nc_prep_apply's business, test_image's). */
+static void test_views(void)
+{
+    fixture f;
+    REQUIRE(fixture_make(&f));
+    enum { N = 3, V = 3, K = 10, SIDE = 65 };
+    float *in = malloc((size_t)N * V * SIDE * SIDE * sizeof *in);
+    REQUIRE(in);
+    for (int i = 0; i < N * V; i++)
+        strokes(in + (size_t)i * SIDE * SIDE, SIDE);
+    /* each member alone, one view an image */
+    float member[3][N * V * K], out[N * K];
+    for (int m = 0; m < 3; m++) {
+        nc_backend *be = NULL;
+        REQUIRE(open_cpu((const nc_neocog *const *)&f.net[m], &f.col[m], &f.top_t[m], 1,
+                         &f.col[m], 0, &be) == 0);
+        CHECK_INT_EQ(run(be, in, N * V, member[m]), 0);
+        nc_backend_close(be);
+    }
+    nc_model_info viewed = f.info;
+    viewed.prep.n_views = V;
+    viewed.prep.view_box[0] = 40;
+    viewed.prep.view_box[1] = 36;
+    viewed.prep.view_box[2] = 44;
+    nc_backend *be = NULL;
+    REQUIRE(open_cpu((const nc_neocog *const *)f.net, f.col, f.top_t, 3, &viewed, 0, &be) == 0);
+    CHECK_INT_EQ(be->input_len, V * SIDE * SIDE);
+    CHECK_INT_EQ(be->info.prep.n_views, V);
+    CHECK_INT_EQ(be->info.prep.view_box[1], 36);
+    CHECK_INT_EQ(run(be, in, N, out), 0);
+    nc_backend_close(be);
+    int spread = 0;
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < K; k++) {
+            float acc = 0.0f;
+            for (int m = 0; m < 3; m++)
+                for (int v = 0; v < V; v++)
+                    acc += member[m][(i * V + v) * K + k];
+            acc /= 9.0f;
+            CHECK_MSG(out[i * K + k] == acc, "digit %d class %d: %.9g against %.9g", i, k,
+                      out[i * K + k], acc);
+            spread |= fabsf(member[0][(i * V) * K + k] - member[0][(i * V + 1) * K + k]) > 1e-3f;
+        }
+    CHECK(spread);              /* the views differ, so their mean is tested */
+
+    /* views belong to the committee's record: a member's may not have them */
+    nc_model_info col[3] = { f.col[0], f.col[1], f.col[2] };
+    col[1].prep = viewed.prep;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK_INT_EQ(nc_neocog_committee_save((const nc_neocog *const *)f.net, col, f.top_t, 3,
+                                          &viewed, 0, &buf, &len), -EINVAL);
+    CHECK(buf == NULL);
+    /* ...and a one-network file with views is fine: its record is its own */
+    nc_neocog_committee *c = NULL;
+    nc_model_info back;
+    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)f.net, f.col, f.top_t, 1,
+                                     &viewed, 0, &buf, &len) == 0);
+    REQUIRE(nc_neocog_committee_load(buf, len, &c, &back) == 0);
+    CHECK_INT_EQ(back.prep.n_views, V);
+    CHECK_INT_EQ(c->member_info[0].prep.n_views, V);
+    nc_neocog_committee_free(c);
+    /* a committee whose member 2 was given views by hand is refused */
+    uint8_t *mem[2] = { NULL, NULL };
+    size_t mem_len[2] = { 0, 0 };
+    REQUIRE(nc_neocog_save(f.net[0], &f.col[0], &mem[0], &mem_len[0]) == 0);
+    REQUIRE(nc_neocog_save(f.net[1], &f.col[1], &mem[1], &mem_len[1]) == 0);
+    CHECK_INT_EQ(load_forged(2, mem, mem_len, 2, 0), 0);       /* as made */
+    free(mem[1]);
+    REQUIRE(nc_neocog_save(f.net[1], &col[1], &mem[1], &mem_len[1]) == 0);
+    CHECK_INT_EQ(load_forged(2, mem, mem_len, 2, 0), -EBADMSG);
+    free(mem[0]);
+    free(mem[1]);
+    free(buf);
+    free(in);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     test_half();
+    test_log8();
     test_round_trip();
     test_forged();
     test_forward();
+    test_views();
     return nc_test_finish();
 }
