@@ -5,7 +5,7 @@
  * (models/cnn-column.ncm), a CNN committee, a neocognitron seeded from
  * fixture digits and saved to a file image here, and a committee of three
  * such neocognitrons stored in binary16 (one answering by interpolating
- * vectors).  Inputs are fixture digits preprocessed with
+ * vectors) that looks at each digit at three heights (views).  Inputs are fixture digits preprocessed with
  * the prep stored in the model; batches 1, 3, 33, 1000 and 2100 (past the
  * engine's NC_BACKEND_GPU_MAX_BATCH, so forward splits) cycle through them
  * from different offsets.  The GPU's raw scores must match the CPU's:
@@ -377,7 +377,9 @@ static int make_neocog(uint8_t **buf, size_t *len)
 
 /* A neocognitron committee of three such nets, seeded from other digits to
  * other plane counts, the second answering by interpolating vectors, all
- * stored in binary16 (core/neocog.h, "committees"). */
+ * stored in binary16 (core/neocog.h, "committees"), whose record asks for
+ * three views of each digit (image.h): batch 2100 is then 6300 images, which
+ * the GPU table splits at whole digits. */
 static int make_neocog_committee(uint8_t **buf, size_t *len)
 {
     static const uint32_t target[3][4] = {
@@ -388,8 +390,13 @@ static int make_neocog_committee(uint8_t **buf, size_t *len)
     int r = 0;
     for (uint32_t i = 0; !r && i < 3; i++)
         r = make_neocog_net(300 * i, target[i], &nets[i], &info[i]);
+    nc_model_info viewed = info[0];
+    viewed.prep.n_views = 3;
+    viewed.prep.view_box[0] = viewed.prep.box;
+    viewed.prep.view_box[1] = viewed.prep.box - 4;
+    viewed.prep.view_box[2] = viewed.prep.box + 4;
     if (!r)
-        r = nc_neocog_committee_save((const nc_neocog *const *)nets, info, top_t, 3, &info[0],
+        r = nc_neocog_committee_save((const nc_neocog *const *)nets, info, top_t, 3, &viewed,
                                      NC_NEOCOG_WRITE_HALF, buf, len);
     for (uint32_t i = 0; i < 3; i++)
         nc_neocog_free(nets[i]);
@@ -422,6 +429,25 @@ static int make_committee(const uint8_t *cnn, size_t cnn_len, uint8_t **buf, siz
     for (int i = 0; i < 3; i++)
         nc_cnn_free(nets[i]);
     return r;
+}
+
+/* Views are the neocognitron's: both tables refuse a CNN file with them. */
+static void test_cnn_views(const uint8_t *cnn, size_t cnn_len)
+{
+    nc_cnn *net = NULL;
+    nc_model_info info;
+    uint8_t *vb = NULL;
+    size_t vl = 0;
+    REQUIRE(nc_cnn_load(cnn, cnn_len, &net, &info) == 0);
+    info.prep.n_views = 2;
+    info.prep.view_box[0] = 20;
+    info.prep.view_box[1] = 18;
+    REQUIRE(nc_cnn_save(net, &info, &vb, &vl) == 0);
+    nc_backend *be = NULL;
+    CHECK_INT_EQ(nc_backend_open(under_test, vb, vl, 0, &be), -ENOTSUP);
+    CHECK_INT_EQ(nc_backend_open(&nc_backend_cpu, vb, vl, 0, &be), -ENOTSUP);
+    free(vb);
+    nc_cnn_free(net);
 }
 
 int main(void)
@@ -471,6 +497,8 @@ int main(void)
             CHECK_INT_EQ(nc_backend_open(&nc_backend_gpu, cnn, cnn_len / 2, 0, &be) < 0, 1);
         }
     }
+    if (cnn)
+        test_cnn_views(cnn, cnn_len);
     for (int d = 0; d < n_dev; d++) {
         if (cnn)
             test_model("cnn", cnn, cnn_len, d);
