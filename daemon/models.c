@@ -154,6 +154,22 @@ static void scan_dir(const char *dir, char found[NC_SLOTS][NC_CONFIG_PATH_MAX])
 /* One forward pass of a blank input, so the first request does not pay
  * for page faults and BLAS start-up, and so a model that cannot run fails
  * here rather than on a client's request. */
+/* ", each digit at 46/48/50 px" after arch, for a file with views
+ * (core/image.h): ModelInfo then says the model looks at each digit
+ * several times. */
+static void describe_views(const nc_prep *p, char *arch, size_t cap)
+{
+    size_t at = strlen(arch);
+    for (uint32_t v = 0; v < p->n_views && at < cap; v++) {
+        const int k = snprintf(arch + at, cap - at, "%s%u", v ? "/" : at ? ", each digit at "
+                                                                         : "each digit at ",
+                               p->view_box[v]);
+        at += k > 0 ? (size_t)k : 0;
+    }
+    if (p->n_views && at < cap)
+        snprintf(arch + at, cap - at, " px");
+}
+
 static int warm_up(nc_backend *be)
 {
     void *w = NULL;
@@ -255,6 +271,7 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
         say(why, n, "%s: %s", path, nc_strerror(err));
         goto fail;
     }
+    describe_views(&m->cpu->info.prep, m->arch, sizeof m->arch);
     if ((err = warm_up(m->cpu))) {
         say(why, n, "%s: warm-up forward failed: %s", path, nc_strerror(err));
         goto fail;

@@ -47,6 +47,9 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
  * went wrong, prefixed with who. */
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len);
+/* The same on CUDA device gpu (a CUDA build), or the CPU when gpu < 0. */
+int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
+                        uint8_t **ret_buf, size_t *ret_len);
 
 /* Raw scores of be on digits [first, first + count) of d, prep as stored
  * in the model, split over threads (each its own worker; OpenBLAS is held

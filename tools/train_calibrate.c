@@ -39,6 +39,9 @@ static void usage(FILE *f)
         "                    (default 0.01; 0 for no threshold)\n"
         "  --count N         validation digits to use from 50000 (default 10000)\n"
         "  --threads N       threads (default 1)\n"
+        "  --gpu N           run neocognitron files (the model or --ensemble) on CUDA\n"
+        "                    device N (a CUDA build; their scores agree with the\n"
+        "                    CPU's to float rounding); CNN files stay on the CPU\n"
         "  -h, --help        this text\n");
 }
 
@@ -74,11 +77,12 @@ typedef struct opts {
     const char *model, *out, *data, *ensemble;
     float rate;
     uint32_t count, threads;
+    int gpu;                    /* < 0: the CPU */
 } opts;
 
 static int parse(int argc, char **argv, opts *o)
 {
-    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS };
+    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS, O_GPU };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "out", required_argument, NULL, O_OUT },
@@ -87,10 +91,13 @@ static int parse(int argc, char **argv, opts *o)
         { "reject-rate", required_argument, NULL, O_RATE },
         { "count", required_argument, NULL, O_COUNT },
         { "threads", required_argument, NULL, O_THREADS },
+        { "gpu", required_argument, NULL, O_GPU },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    *o = (opts){ .rate = (float)NC_CALIB_REJECT_RATE, .count = TRAIN_VALID_COUNT, .threads = 1 };
+    *o = (opts){ .rate = (float)NC_CALIB_REJECT_RATE, .count = TRAIN_VALID_COUNT, .threads = 1,
+                 .gpu = -1 };
+    uint32_t gpu = 0;
     int c, bad = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -103,6 +110,10 @@ static int parse(int argc, char **argv, opts *o)
         case O_RATE: err = train_parse_float(optarg, &o->rate); break;
         case O_COUNT: err = train_parse_u32(optarg, &o->count); break;
         case O_THREADS: err = train_parse_u32(optarg, &o->threads); break;
+        case O_GPU:
+            err = train_parse_u32(optarg, &gpu) || gpu > 64 ? -EINVAL : 0;
+            o->gpu = (int)gpu;
+            break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
         }
@@ -153,14 +164,23 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
     if (train_open_model(WHO, o.model, &be, &buf, &len))
         goto out;
+    if (be->kind == NC_MF_KIND_NEOCOG && o.gpu >= 0) {     /* again, on the GPU */
+        nc_backend_close(be);
+        be = NULL;
+        free(buf);
+        buf = NULL;
+        if (train_open_model_on(WHO, o.model, o.gpu, &be, &buf, &len))
+            goto out;
+    }
     const uint32_t kind = be->kind, K = be->info.n_classes;
+    const uint32_t batch = o.gpu >= 0 ? 512 : 0;
     if (o.ensemble) {
         if (kind != NC_MF_KIND_CNN) {
             fprintf(stderr, WHO ": --ensemble: the ensemble rule lives in the CNN file; "
                     "%s is not one\n", o.model);
             goto out;
         }
-        if (train_open_model(WHO, o.ensemble, &neo, NULL, NULL))
+        if (train_open_model_on(WHO, o.ensemble, o.gpu, &neo, NULL, NULL))
             goto out;
         if (neo->kind != NC_MF_KIND_NEOCOG || neo->info.n_classes != K) {
             fprintf(stderr, WHO ": %s: not a neocognitron with the CNN's %u classes\n",
@@ -191,7 +211,8 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     /* ---- the model's own rule ---- */
-    train_scores sc = { be, &ds, first, n, o.threads, raw, ok, 0.0, NULL, 0 };
+    train_scores sc = { be, &ds, first, n, o.threads, raw, ok, 0.0, NULL,
+                        kind == NC_MF_KIND_NEOCOG ? batch : 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     const double plain_beta =
@@ -231,7 +252,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
             err = -ENOMEM;
             goto fail;
         }
-        train_scores sn = { neo, &ds, first, n, o.threads, raw_neo, ok_neo, 0.0, NULL, 0 };
+        train_scores sn = { neo, &ds, first, n, o.threads, raw_neo, ok_neo, 0.0, NULL, batch };
         fprintf(stderr, WHO ": running %s over the validation digits...\n", o.ensemble);
         if ((err = train_scores_run(&sn)))
             goto fail;

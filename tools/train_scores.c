@@ -2,10 +2,10 @@
  * the calibrated answers and rejection figures made from them (see
  * train_calib.h).
  *
- * Layer: tools.  Everything goes through the CPU engine table
- * (core/backend.h), so a committee, a neocognitron with its
- * interpolating-vector mark and a calibrated file are run exactly as the
- * daemon's CPU engine runs them. */
+ * Layer: tools.  Everything goes through an engine table (core/backend.h:
+ * the CPU's, or a GPU's where the caller asks), so a committee, a
+ * neocognitron with its interpolating-vector mark and views, and a
+ * calibrated file are run exactly as the daemon's engines run them. */
 #include "train_calib.h"
 
 #include <errno.h>
@@ -14,7 +14,11 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "nc_config.h"
 #include "train_pool.h"
+#if NC_HAVE_CUDA
+#include "backend_gpu.h"
+#endif
 
 void openblas_set_num_threads(int num_threads);
 
@@ -25,14 +29,34 @@ void openblas_set_num_threads(int num_threads);
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len)
 {
+    return train_open_model_on(who, path, -1, ret_be, ret_buf, ret_len);
+}
+
+int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
+                        uint8_t **ret_buf, size_t *ret_len)
+{
     uint8_t *buf = NULL;
     size_t len = 0;
+    const nc_backend_ops *ops = &nc_backend_cpu;
+#if NC_HAVE_CUDA
+    if (gpu >= 0)
+        ops = &nc_backend_gpu;
+#else
+    if (gpu >= 0) {
+        fprintf(stderr, "%s: a GPU needs a CUDA build\n", who);
+        return -ENODEV;
+    }
+#endif
     int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
-        err = nc_backend_open(&nc_backend_cpu, buf, len, 0, ret_be);
+        err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
         fprintf(stderr, "%s: %s: %s%s\n", who, path, nc_strerror(err),
-                err == -ENOTSUP ? " (not a model kind the CPU engine runs)" : "");
+                err == -ENOTSUP ? " (not a model kind this engine runs)" : "");
+#if NC_HAVE_CUDA
+        if (gpu >= 0)
+            fprintf(stderr, "%s: GPU %d: %s\n", who, gpu, nc_backend_gpu_last_error());
+#endif
         free(buf);
         return err;
     }
