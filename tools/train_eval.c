@@ -227,8 +227,8 @@ static void usage(FILE *f)
         "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
         "                    neocognitron file (the rule the daemon would use)\n"
         "  --threads N       threads (default 1)\n"
-        "  --gpu N           run the model on CUDA device N (a CUDA build); the\n"
-        "                    threads then prepare digits for it\n"
+        "  --gpu N           run the model (and --ensemble's) on CUDA device N (a CUDA\n"
+        "                    build); the threads then prepare digits for it\n"
         "  --save-scores F   write the raw scores (after --heights) to F: float32,\n"
         "                    little-endian, digits x classes, for offline trials\n"
         "  -h, --help        this text\n");
@@ -254,7 +254,7 @@ static int by_conf_asc(const void *a, const void *b)
 static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const float *raw,
                              const uint8_t *ok, const uint8_t *lab, uint32_t n,
                              uint32_t threads, const char *ens_path, const nc_dataset *ds,
-                             uint32_t first)
+                             uint32_t first, int gpu)
 {
     const uint32_t K = be->info.n_classes;
     int32_t *ans = malloc(n * sizeof *ans);
@@ -296,7 +296,7 @@ static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const
         err = -EINVAL;
         goto out;
     }
-    if ((err = train_open_model("neocog-train eval", ens_path, &neo, NULL, NULL)))
+    if ((err = train_open_model_on("neocog-train eval", ens_path, gpu, &neo, NULL, NULL)))
         goto out;
     if (neo->kind != NC_MF_KIND_NEOCOG || neo->info.n_classes != K) {
         fprintf(stderr, "neocog-train eval: %s: not a neocognitron with %u classes\n",
@@ -312,7 +312,8 @@ static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const
         err = -ENOMEM;
         goto out;
     }
-    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0, NULL, 0 };
+    train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0, NULL,
+                        gpu >= 0 ? 512 : 0 };
     if ((err = train_scores_run(&sn)))
         goto out;
     train_calibrated(&neo->calib, NC_MF_KIND_NEOCOG, K, raw_neo, ok_neo, n, ans, conf, p_neo,
@@ -700,7 +701,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                e, count - n_rej);
     }
     if (be && (err = report_calibrated(be, rd, raw, ok, ds.labels + first, count, threads,
-                                       ensemble, &ds, first)))
+                                       ensemble, &ds, first, gpu)))
         goto fail;
     printf("\nper class   digits  errors   error\n");
     for (uint32_t t = 0; t < n_classes; t++)
