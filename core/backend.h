@@ -101,8 +101,8 @@ void nc_backend_close(nc_backend *be);          /* NULL is fine */
 /* A neocognitron committee's raw scores, as every engine forms them: the
  * members' scores added in member order into a zeroed acc (with views,
  * each member's views in view order), then divided by the count of scores
- * added, members x views (one member, one view: its scores unchanged, bit
- * for bit). */
+ * added (nc_neocog_committee.n_scores; one member, one view: its scores
+ * unchanged, bit for bit). */
 void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes);
 void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes);
 

@@ -11,8 +11,9 @@
  * measured for.  Without the mark, UC4's max response as before.  A
  * neocognitron committee file (neocog.h) runs every member so, and answers
  * with the mean of their raw scores, summed in member order.  A file whose
- * prep has views (image.h) runs every member on each view of the digit and
- * answers with the mean over members and views.
+ * prep has views (image.h) runs each member on each of its views of the
+ * digit (neocog.h: those with its deskew) and answers with the mean of all
+ * those scores.
  *
  * A CNN file is loaded as a committee (one column or several, core/cnn.h)
  * and answered with the mean of its columns' outputs. */
@@ -187,6 +188,8 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         for (uint32_t m = 0; m < M; m++) {
             const nc_neocog *net = impl->neo->member[m];
             for (uint32_t v = 0; v < V; v++) {
+                if (!(impl->neo->view_mask[m] >> v & 1u))
+                    continue;
                 nc_neocog_result res;
                 int err = nc_neocog_forward(net, w->state[m],
                                             in + ((size_t)i * V + v) * impl->n_inputs,
@@ -200,7 +203,7 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
                 nc_backend_member_add(o, res.score, K);
             }
         }
-        nc_backend_member_mean(o, M * V, K);
+        nc_backend_member_mean(o, impl->neo->n_scores, K);
     }
     return 0;
 }

@@ -162,10 +162,13 @@ typedef enum nc_prep_kind {
 } nc_prep_kind;
 
 /* Views: a neocognitron answers a digit better when it sees it at a few
- * heights and its scores are averaged (models/README.md, session 20), so a
- * model file may ask for several preparations of each digit.  Every engine
- * runs each view as an image and answers with the mean of their scores;
- * only neocognitron engines take views (a CNN file with views is refused). */
+ * heights, and a committee better when its members see it as each was
+ * trained (sheared or not), with the scores averaged (models/README.md,
+ * session 20).  So a model file may ask for several preparations of each
+ * digit, each with its own box and deskew.  Engines run each view as an
+ * image and answer with the mean of the scores; only neocognitron engines
+ * take views (a CNN file with views is refused), and in a committee each
+ * member answers on the views with its own deskew (core/neocog.h). */
 #define NC_PREP_MAX_VIEWS 8u
 
 typedef struct nc_prep {
@@ -181,10 +184,12 @@ typedef struct nc_prep {
                                NC_PREP_DESKEW_GENTLE (2): the same with the
                                slant clamped to half as much */
     uint32_t n_views;       /* 0: one input, at box.  1..NC_PREP_MAX_VIEWS:
-                               one input per view_box[v], each prepared as
-                               if box were view_box[v], one after another */
-    uint32_t view_box[NC_PREP_MAX_VIEWS];   /* [n_views]; box stays the
-                                               size the net was trained at */
+                               one input per view, each prepared as if box
+                               and deskew were the view's, one after
+                               another (box and deskew stay the ones the
+                               first net was trained with) */
+    uint32_t view_box[NC_PREP_MAX_VIEWS];       /* [n_views] */
+    uint32_t view_deskew[NC_PREP_MAX_VIEWS];    /* [n_views] */
 } nc_prep;
 
 /* deskew 2: shear by at most half a pixel a row (a gentler correction of
@@ -199,9 +204,9 @@ typedef struct nc_prep {
  * the centre-of-mass target is pixel (14, 14) for both 28 and 29, so this is
  * exactly MNIST's 28x28 layout plus one zero column on the right and one
  * zero row at the bottom — the "28 padded to 29" of the CNN paper. */
-#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0, 0, { 0 } })
-#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 } })
-#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0, 0, { 0 } })
+#define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
+#define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
+#define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0, 0, { 0 }, { 0 } })
 
 /* Number of floats nc_prep_apply writes: views x (size + 2 pad)^2, views
  * being nc_prep_views(p); 0 if p is NULL. */
@@ -213,16 +218,17 @@ size_t nc_prep_view_len(const nc_prep *p);
 /* Views p prepares: n_views, or 1 when n_views is 0. */
 uint32_t nc_prep_views(const nc_prep *p);
 
-/* View v of p (v < nc_prep_views(p)) as a one-view prep: p with box set to
- * view_box[v] (to box itself when n_views is 0) and no views. */
+/* View v of p (v < nc_prep_views(p)) as a one-view prep: p with box and
+ * deskew set to view v's (p itself when n_views is 0) and no views. */
 nc_prep nc_prep_view(const nc_prep *p, uint32_t v);
 
 /* p without its views: one input, at box (the height trained at). */
 nc_prep nc_prep_no_views(const nc_prep *p);
 
 /* 0 if p is a valid, supported setting, else -EINVAL / -ERANGE.  Views:
- * n_views at most NC_PREP_MAX_VIEWS, each view_box valid as box is, and the
- * unused entries of view_box zero (so two equal preps compare equal). */
+ * n_views at most NC_PREP_MAX_VIEWS, each view's box and deskew valid as
+ * box and deskew are, and the unused entries zero (so two equal preps
+ * compare equal). */
 int nc_prep_check(const nc_prep *p);
 
 /* Turn a raw grey image into a network input per p (see nc_prep_kind):

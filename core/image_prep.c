@@ -36,14 +36,17 @@ nc_prep nc_prep_no_views(const nc_prep *p)
     nc_prep one = *p;
     one.n_views = 0;
     memset(one.view_box, 0, sizeof one.view_box);
+    memset(one.view_deskew, 0, sizeof one.view_deskew);
     return one;
 }
 
 nc_prep nc_prep_view(const nc_prep *p, uint32_t v)
 {
     nc_prep one = nc_prep_no_views(p);
-    if (v < p->n_views && v < NC_PREP_MAX_VIEWS)
+    if (v < p->n_views && v < NC_PREP_MAX_VIEWS) {
         one.box = p->view_box[v];
+        one.deskew = p->view_deskew[v];
+    }
     return one;
 }
 
@@ -75,8 +78,10 @@ int nc_prep_check(const nc_prep *p)
         return -ERANGE;
     for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++) {
         if (v >= p->n_views) {
-            if (p->view_box[v])
+            if (p->view_box[v] || p->view_deskew[v])
                 return -EINVAL;
+        } else if (p->view_deskew[v] > NC_PREP_DESKEW_GENTLE) {
+            return -EINVAL;
         } else if ((err = box_check(p, p->view_box[v])) < 0) {
             return err;
         }
@@ -426,42 +431,10 @@ static void write_field(const nc_prep *p, const placed *pl, float *out)
     }
 }
 
-/* Step 5 on, for one view pv: the crop (or its upright resampling, fit
- * wide and tall) scaled to pv's box and placed; *ret_scaled holds the values
- * pl points into (the caller frees it, also on error). */
-static int scale_place(const nc_prep *pv, const nc_image *crop, const float lut[256],
-                       const float *upright, nc_rect fit, float **ret_scaled, placed *pl)
+/* One view: steps 1-5 and the placement (p checked, n_views ignored). */
+static int prep_one(const nc_image *img, const nc_prep *p, float *out)
 {
-    uint32_t w, h;
-    if (pv->kind == NC_PREP_MNIST)
-        mnist_dims(pv, fit, &w, &h);
-    else
-        neocog_dims(pv, fit, &w, &h);
-    /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
-    float *scaled = malloc((size_t)w * h * sizeof(float));
-    if (!(*ret_scaled = scaled))
-        return -ENOMEM;
     int err;
-    if (upright)
-        err = nc_image_resample(upright, fit.width, fit.height, scaled, w, h);
-    else
-        err = nc_image_resample_u8(crop, lut, scaled, w, h);
-    if (err < 0)
-        return err;
-    if (pv->kind == NC_PREP_MNIST)
-        return mnist_place(pv, scaled, w, h, pl);
-    return neocog_place(pv, scaled, w, h, pl);
-}
-
-int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
-{
-    int err = nc_image_check(img);
-    if (err < 0)
-        return err;
-    if ((err = nc_prep_check(p)) < 0)
-        return err;
-    if (!out)
-        return -EINVAL;
 
     uint64_t hist[256];
     uint8_t t;
@@ -484,20 +457,61 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     if (p->deskew &&
         (err = deskew_crop(p, &crop, lut, ink, &upright, &fit.width, &fit.height)) < 0)
         return err;
-    /* Each view scales and places the same crop; all are placed before any
-     * is written, so a view with nothing left leaves out untouched. */
-    const uint32_t nv = nc_prep_views(p);
-    float *scaled[NC_PREP_MAX_VIEWS] = { NULL };
-    placed pl[NC_PREP_MAX_VIEWS];
-    for (uint32_t v = 0; v < nv && !err; v++) {
-        const nc_prep pv = nc_prep_view(p, v);
-        err = scale_place(&pv, &crop, lut, upright, fit, &scaled[v], &pl[v]);
+    uint32_t w, h;
+    if (p->kind == NC_PREP_MNIST)
+        mnist_dims(p, fit, &w, &h);
+    else
+        neocog_dims(p, fit, &w, &h);
+
+    /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
+    float *scaled = malloc((size_t)w * h * sizeof(float));
+    placed pl;
+    if (!scaled) {
+        err = -ENOMEM;
+        goto out;
     }
-    const size_t len = nc_prep_view_len(p);
-    for (uint32_t v = 0; v < nv && !err; v++)
-        write_field(p, &pl[v], out + v * len);
-    for (uint32_t v = 0; v < nv; v++)
-        free(scaled[v]);
+    if (upright)
+        err = nc_image_resample(upright, fit.width, fit.height, scaled, w, h);
+    else
+        err = nc_image_resample_u8(&crop, lut, scaled, w, h);
+    if (err < 0)
+        goto out;
+    if (p->kind == NC_PREP_MNIST)
+        err = mnist_place(p, scaled, w, h, &pl);
+    else
+        err = neocog_place(p, scaled, w, h, &pl);
+    if (err < 0)
+        goto out;
+    write_field(p, &pl, out);
+out:
+    free(scaled);
     free(upright);
+    return err;
+}
+
+int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
+{
+    int err = nc_image_check(img);
+    if (err < 0)
+        return err;
+    if ((err = nc_prep_check(p)) < 0)
+        return err;
+    if (!out)
+        return -EINVAL;
+    if (p->n_views == 0)
+        return prep_one(img, p, out);
+    /* every view into a scratch copy first: a view with nothing left
+     * leaves out untouched */
+    const size_t len = nc_prep_view_len(p);
+    float *all = malloc(nc_prep_out_len(p) * sizeof *all);
+    if (!all)
+        return -ENOMEM;
+    for (uint32_t v = 0; v < p->n_views && !err; v++) {
+        const nc_prep pv = nc_prep_view(p, v);
+        err = prep_one(img, &pv, all + v * len);
+    }
+    if (!err)
+        memcpy(out, all, nc_prep_out_len(p) * sizeof *all);
+    free(all);
     return err;
 }

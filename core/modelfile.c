@@ -598,8 +598,9 @@ static int info_valid(const nc_model_info *in)
         p->deskew > NC_PREP_DESKEW_GENTLE || p->n_views > NC_PREP_MAX_VIEWS)
         return 0;
     for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++)
-        if (v < p->n_views ? p->view_box[v] < 1 || p->view_box[v] > PREP_MAX_SIZE
-                           : p->view_box[v] != 0)
+        if (v < p->n_views ? p->view_box[v] < 1 || p->view_box[v] > PREP_MAX_SIZE ||
+                                 p->view_deskew[v] > NC_PREP_DESKEW_GENTLE
+                           : p->view_box[v] != 0 || p->view_deskew[v] != 0)
             return 0;
     /* threshold is a fraction of full ink, or negative for Otsu */
     if (!isfinite(p->threshold) || p->threshold > 1.0f)
@@ -611,6 +612,17 @@ static int info_valid(const nc_model_info *in)
            field_ok(in->command, sizeof(in->command)) &&
            field_ok(in->created, sizeof(in->created)) &&
            field_ok(in->test_set, sizeof(in->test_set));
+}
+
+/* PVEW: box, deskew of each view, in view order. */
+static int put_views(nc_mf_writer *w, const nc_prep *p)
+{
+    uint32_t pairs[2 * NC_PREP_MAX_VIEWS];
+    for (uint32_t v = 0; v < p->n_views; v++) {
+        pairs[2 * v] = p->view_box[v];
+        pairs[2 * v + 1] = p->view_deskew[v];
+    }
+    return nc_mf_put_u32(w, TAG_PVEW, pairs, 2 * (size_t)p->n_views);
 }
 
 int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
@@ -650,7 +662,7 @@ int nc_mf_put_info(nc_mf_writer *w, const nc_model_info *info)
         (e = nc_mf_put_str(w, TAG_CRTD, info->created)) < 0 ||
         (e = nc_mf_put_str(w, TAG_TSET, info->test_set)) < 0 ||
         (p->deskew && (e = nc_mf_put_u32(w, TAG_PDSK, &p->deskew, 1)) < 0) ||
-        (p->n_views && (e = nc_mf_put_u32(w, TAG_PVEW, p->view_box, p->n_views)) < 0))
+        (p->n_views && (e = put_views(w, p)) < 0))
         return e;
     return 0;
 }
@@ -663,19 +675,26 @@ static int info_err(int e)
 }
 
 /* PVEW, optional (files before views have none): 1..NC_PREP_MAX_VIEWS
- * boxes, which info_valid then checks. */
+ * pairs of box and deskew, which info_valid then checks. */
 static int get_views(const nc_mf_reader *r, nc_prep *p)
 {
     size_t n;
+    uint32_t pairs[2 * NC_PREP_MAX_VIEWS];
     int e = nc_mf_count(r, TAG_PVEW, NC_MF_TYPE_U32, &n);
     if (e == -ENOENT)
         return 0;
     if (e < 0)
         return e;
-    if (n == 0 || n > NC_PREP_MAX_VIEWS)
+    if (n == 0 || n % 2 || n > 2 * NC_PREP_MAX_VIEWS)
         return -EBADMSG;
-    p->n_views = (uint32_t)n;
-    return nc_mf_get_u32(r, TAG_PVEW, p->view_box, n);
+    if ((e = nc_mf_get_u32(r, TAG_PVEW, pairs, n)) < 0)
+        return e;
+    p->n_views = (uint32_t)(n / 2);
+    for (uint32_t v = 0; v < p->n_views; v++) {
+        p->view_box[v] = pairs[2 * v];
+        p->view_deskew[v] = pairs[2 * v + 1];
+    }
+    return 0;
 }
 
 int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info)
@@ -705,7 +724,7 @@ int nc_mf_get_info(const nc_mf_reader *r, nc_model_info *ret_info)
     in->epochs = head[1];
     in->seed = (uint64_t)head[2] | (uint64_t)head[3] << 32;
     in->prep = (nc_prep){ prep[0], prep[1], prep[2], prep[3], prep[4],
-                          in->prep.threshold, 0, 0, { 0 } };
+                          in->prep.threshold, 0, 0, { 0 }, { 0 } };
     /* Optional: absent in files written before deskewing existed. */
     e = nc_mf_get_u32(r, TAG_PDSK, &in->prep.deskew, 1);
     if (e < 0 && e != -ENOENT)

@@ -405,11 +405,13 @@ int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t);
  *                         and NIVT mark)
  *           + nc_mf_put_info's sections for the committee itself
  *           and no network sections (NSTG ...) of its own.
- * Views (image.h: each digit prepared at several heights, the scores
- * averaged over them) belong to the file's own record: every member sees
- * the same views, and a member's record may not ask for views of its own.
- * The engines sum the members' scores view by view in member order
- * (member 1's views, then member 2's...) and divide by members x views.
+ * Views (image.h: each digit prepared several ways, at several heights or
+ * shears) belong to the file's own record, never a member's.  Each member
+ * answers on the views with its own deskew (the shear it was trained on),
+ * at every height; every view must serve some member and every member see
+ * some view, and the members' records then need not agree on box and
+ * deskew.  The engines sum the scores member by member, each member's views
+ * in view order, and divide by the number of scores (n_scores).
  * Other sections (calibration, core/calib.h) may follow in either form. */
 #define NC_NEOCOG_MAX_MEMBERS 16u
 #define NC_NEOCOG_TAG_NMEM NC_MF_TAG('N', 'M', 'E', 'M')
@@ -419,20 +421,30 @@ typedef struct nc_neocog_committee {
     nc_neocog **member;             /* [n_members] */
     nc_model_info *member_info;     /* [n_members]: each member's own record */
     uint32_t *iv_top_t;             /* [n_members]: NIVT's top_t, 0 = max response */
+    uint32_t *view_mask;            /* [n_members]: bit v = the member answers on
+                                       view v of the file's prep; 1 without views */
+    uint32_t n_scores;              /* set bits of every mask: what the mean divides by */
 } nc_neocog_committee;
 
 /* NULL when member b may join a committee whose member a is (same input
  * size, classes, labels and preprocessing), else a short English phrase
- * naming what differs. */
+ * naming what differs.  For committees without views. */
 const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info *ia,
                                          const nc_neocog *b, const nc_model_info *ib);
+
+/* NULL when a member with record mem may sit in a committee whose own
+ * record is com, else the phrase: no views of its own, and the same record
+ * as com's (classes, labels, prep) or, when com has views, the same but for
+ * box and deskew, with some view of the member's deskew. */
+const char *nc_neocog_member_mismatch(const nc_model_info *com, const nc_model_info *mem);
 
 /* Save n members (nets[i], its record info_i[i], its classifier top_t[i])
  * as one file whose own record is *info; flags as nc_neocog_save_flags,
  * for every member.  n == 1 writes the one-network form (with NIVT when
  * top_t[0]), whose only record is *info.  -EINVAL for n outside
- * 1..NC_NEOCOG_MAX_MEMBERS, members that disagree, or (n >= 2) views in a
- * member's record. */
+ * 1..NC_NEOCOG_MAX_MEMBERS, members that disagree with *info
+ * (nc_neocog_member_mismatch; for n == 1 the network's own record, less its
+ * views), or views that serve no member. */
 int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
                              const uint32_t *top_t, uint32_t n, const nc_model_info *info,
                              uint32_t flags, uint8_t **ret_buf, size_t *ret_len);

@@ -23,6 +23,37 @@ const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info
     return nc_mf_info_mismatch(ia, ib);
 }
 
+const char *nc_neocog_member_mismatch(const nc_model_info *com, const nc_model_info *mem)
+{
+    if (!com || !mem)
+        return "a missing record";
+    if (mem->prep.n_views)
+        return "views in a member's own record (they are the committee's)";
+    if (!com->prep.n_views)
+        return nc_mf_info_mismatch(com, mem);
+    int seen = 0;
+    for (uint32_t v = 0; v < com->prep.n_views; v++)
+        seen |= com->prep.view_deskew[v] == mem->prep.deskew;
+    if (!seen)
+        return "no view prepared with the member's deskew";
+    /* the rest must agree; box and deskew are the views' business */
+    nc_model_info *t = malloc(sizeof *t);       /* ~3 KiB: off the stack */
+    if (!t)
+        return "out of memory";
+    *t = *mem;
+    t->prep.box = com->prep.box;
+    t->prep.deskew = com->prep.deskew;
+    const char *why = nc_mf_info_mismatch(com, t);
+    free(t);
+    return why;
+}
+
+/* The network parts members must share: input size and classes. */
+static int same_shape(const nc_neocog *a, const nc_neocog *b)
+{
+    return a->arch.in_size == b->arch.in_size && a->arch.n_classes == b->arch.n_classes;
+}
+
 /* One network as a one-network file image, with its classifier mark. */
 static int save_one(const nc_neocog *net, const nc_model_info *info, uint32_t top_t,
                     uint32_t flags, uint8_t **ret_buf, size_t *ret_len)
@@ -39,6 +70,38 @@ static int save_one(const nc_neocog *net, const nc_model_info *info, uint32_t to
     return r;
 }
 
+/* Which views of the record's prep member m answers on: those with its own
+ * deskew (a bit each); without views, view 0. */
+static uint32_t view_mask(const nc_model_info *info, const nc_model_info *member)
+{
+    if (!info->prep.n_views)
+        return 1u;
+    uint32_t mask = 0;
+    for (uint32_t v = 0; v < info->prep.n_views; v++)
+        if (info->prep.view_deskew[v] == member->prep.deskew)
+            mask |= 1u << v;
+    return mask;
+}
+
+/* A bit for each view of the record's prep. */
+static uint32_t all_views(const nc_model_info *info)
+{
+    return (1u << nc_prep_views(&info->prep)) - 1u;   /* at most 8 views */
+}
+
+/* Does every view serve some member, and every member see some view? */
+static int views_used(const nc_model_info *info, const nc_model_info *members, uint32_t n)
+{
+    uint32_t all = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t m = view_mask(info, &members[i]);
+        if (!m)
+            return 0;
+        all |= m;
+    }
+    return all == all_views(info);
+}
+
 int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
                              const uint32_t *top_t, uint32_t n, const nc_model_info *info,
                              uint32_t flags, uint8_t **ret_buf, size_t *ret_len)
@@ -47,12 +110,25 @@ int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *
         n > NC_NEOCOG_MAX_MEMBERS)
         return -EINVAL;
     for (uint32_t i = 0; i < n; i++)
-        if (!nets[i] || nc_neocog_committee_mismatch(nets[0], &info_i[0], nets[i], &info_i[i]) ||
-            nc_mf_info_mismatch(info, &info_i[i]) || info->n_classes != nets[i]->arch.n_classes ||
-            (n > 1 && info_i[i].prep.n_views))
+        if (!nets[i] || !same_shape(nets[0], nets[i]) ||
+            info->n_classes != nets[i]->arch.n_classes)
             return -EINVAL;
-    if (n == 1)
-        return save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len);
+    if (n == 1) {
+        /* the file's own record is the one network's: views must fit it */
+        nc_model_info *one = malloc(sizeof *one);
+        if (!one)
+            return -ENOMEM;
+        *one = info_i[0];
+        one->prep.n_views = 0;
+        int fits = !nc_neocog_member_mismatch(info, one) && views_used(info, one, 1);
+        free(one);
+        return fits ? save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len) : -EINVAL;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (nc_neocog_member_mismatch(info, &info_i[i]))
+            return -EINVAL;
+    if (!views_used(info, info_i, n))
+        return -EINVAL;
     nc_mf_writer *mw = NULL;
     int err = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &mw);
     if (err)
@@ -82,6 +158,7 @@ void nc_neocog_committee_free(nc_neocog_committee *c)
     free(c->member);
     free(c->member_info);
     free(c->iv_top_t);
+    free(c->view_mask);
     free(c);
 }
 
@@ -93,7 +170,8 @@ static nc_neocog_committee *committee_alloc(uint32_t n)
     c->member = calloc(n, sizeof *c->member);
     c->member_info = calloc(n, sizeof *c->member_info);
     c->iv_top_t = calloc(n, sizeof *c->iv_top_t);
-    if (!c->member || !c->member_info || !c->iv_top_t) {
+    c->view_mask = calloc(n, sizeof *c->view_mask);
+    if (!c->member || !c->member_info || !c->iv_top_t || !c->view_mask) {
         nc_neocog_committee_free(c);
         return NULL;
     }
@@ -146,9 +224,8 @@ static int load_members(const nc_mf_reader *r, const nc_model_info *info,
             err = bad(err);
             break;
         }
-        if (nc_neocog_committee_mismatch(c->member[0], &c->member_info[0], c->member[i],
-                                         &c->member_info[i]) ||
-            nc_mf_info_mismatch(info, &c->member_info[i]) || c->member_info[i].prep.n_views)
+        if (!same_shape(c->member[0], c->member[i]) ||
+            nc_neocog_member_mismatch(info, &c->member_info[i]))
             err = -EBADMSG;
     }
     if (err) {
@@ -194,6 +271,21 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
             goto out;
     }
     if (c->member[0]->arch.n_classes != info->n_classes) {
+        err = -EBADMSG;
+        goto out;
+    }
+    /* which views each member answers on; every view must serve one */
+    uint32_t all = 0;
+    for (uint32_t i = 0; i < c->n_members; i++) {
+        const uint32_t m = view_mask(info, &c->member_info[i]);
+        c->view_mask[i] = m;
+        all |= m;
+        for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++)
+            c->n_scores += m >> v & 1u;
+        if (!m)
+            err = -EBADMSG;
+    }
+    if (err || all != all_views(info)) {
         err = -EBADMSG;
         goto out;
     }

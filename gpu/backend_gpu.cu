@@ -11,9 +11,9 @@
  * arithmetic bit for bit), so the scores agree with the CPU table's to the
  * float rounding of the device layers.  Without the mark, UC4's max
  * response from the device.  A committee has one engine per member; a file
- * whose prep has views (image.h) gives each engine every view of every
- * digit as one batch, and the scores are averaged on the host as the CPU
- * table averages them.
+ * whose prep has views (image.h) gives each member's engine that member's
+ * views of every digit as one batch (core/neocog.h: those of its deskew),
+ * and the scores are averaged on the host as the CPU table averages them.
  *
  * A CNN file is loaded as a committee (core/cnn.h: one column or several):
  * one CNN engine per column, each run over the whole batch in turn, and the
@@ -107,6 +107,10 @@ typedef struct gpu_impl {
                                        nc_cnn_input_transform); NULL if none */
     nc_gpu_neocog **gneo;           /* [n_neo]: one engine per committee member */
     uint32_t n_neo;
+    uint32_t *view_mask;            /* [n_neo]: the views each member answers on */
+    uint32_t n_scores;              /* what a committee's mean divides by */
+    float *gather;                  /* [MAX_BATCH][n_inputs], under lock: a member's
+                                       own views; NULL when every member takes all */
     nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
@@ -140,6 +144,8 @@ static void gpu_free(void *p)
     for (uint32_t m = 0; impl->gneo && m < impl->n_neo; m++)
         nc_gpu_neocog_free(impl->gneo[m]);
     free(impl->gneo);
+    free(impl->view_mask);
+    free(impl->gather);
     nc_cnn_committee_free(impl->cnn);
     free(impl->res);
     pthread_mutex_destroy(&impl->lock);
@@ -261,11 +267,19 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
                             dev, c + 1, n);
         }
     } else {
-        const uint32_t n = neo->n_members;
+        const uint32_t n = neo->n_members, all = (1u << impl->n_views) - 1u;
         impl->gneo = (nc_gpu_neocog **)calloc(n, sizeof *impl->gneo);
-        if (!impl->gneo)
+        impl->view_mask = (uint32_t *)malloc(n * sizeof *impl->view_mask);
+        if (!impl->gneo || !impl->view_mask)
             return -ENOMEM;
         impl->n_neo = n;
+        impl->n_scores = neo->n_scores;
+        memcpy(impl->view_mask, neo->view_mask, n * sizeof *impl->view_mask);
+        for (uint32_t m = 0; m < n && !impl->gather; m++)
+            if (impl->view_mask[m] != all &&
+                !(impl->gather = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
+                                                 impl->n_inputs * sizeof(float))))
+                return -ENOMEM;
         for (uint32_t m = 0; m < n; m++) {
             err = nc_gpu_neocog_new(neo->member[m], dev, NC_BACKEND_GPU_MAX_BATCH,
                                     &impl->gneo[m]);
@@ -439,40 +453,67 @@ static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *
     return 0;
 }
 
+/* The images member g runs for m digits of impl->n_views views each: x
+ * itself when it answers on every view, else its views gathered into
+ * impl->gather (the engine copies its input when it starts, so the next
+ * member may reuse the buffer).  *ret_n: how many. */
+static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uint32_t m,
+                                 uint32_t *ret_n)
+{
+    const uint32_t V = impl->n_views, mask = impl->view_mask[g];
+    const size_t len = impl->n_inputs;
+    if (mask == (1u << V) - 1u) {
+        *ret_n = m * V;
+        return x;
+    }
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < m; k++)
+        for (uint32_t v = 0; v < V; v++)
+            if (mask >> v & 1u)
+                memcpy(impl->gather + (size_t)n++ * len, x + ((size_t)k * V + v) * len,
+                       len * sizeof(float));
+    *ret_n = n;
+    return impl->gather;
+}
+
 /* A neocognitron committee's mean over m digits of impl->n_views views each
  * (m x views <= NC_BACKEND_GPU_MAX_BATCH images).  Every member's engine is
- * started on all the views before any is waited for, so the members (each
- * on its own streams) share the device; the raw scores are then added in
- * member order, each member's views in view order, and divided, as core's
- * engine does (backend.h: nc_backend_member_add / _mean).  Under
- * impl->lock. */
+ * started on its views of every digit before any is waited for, so the
+ * members (each on its own streams) share the device; the raw scores are
+ * then added in member order, each member's views in view order, and
+ * divided, as core's engine does (backend.h: nc_backend_member_add /
+ * _mean).  Under impl->lock. */
 static int neocog_members_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
 {
-    const uint32_t V = impl->n_views, K = impl->n_classes, images = m * V;
+    const uint32_t K = impl->n_classes;
     uint32_t started = 0, bad = 0;      /* bad: the first member that failed, 1-based */
+    uint32_t images[NC_NEOCOG_MAX_MEMBERS];
     int err = 0;
-    for (; started < impl->n_neo; started++)
-        if ((err = nc_gpu_neocog_forward_start(impl->gneo[started], x, images))) {
+    for (; started < impl->n_neo; started++) {
+        const float *in = member_input(impl, started, x, m, &images[started]);
+        if ((err = nc_gpu_neocog_forward_start(impl->gneo[started], in, images[started]))) {
             bad = started + 1;
             break;
         }
+    }
     memset(y, 0, (size_t)m * K * sizeof *y);
     for (uint32_t g = 0; g < started; g++) {
         /* every started engine is finished, so none is left mid-forward */
-        const int e = nc_gpu_neocog_forward_finish(impl->gneo[g], images, impl->res);
+        const int e = nc_gpu_neocog_forward_finish(impl->gneo[g], images[g], impl->res);
         if (e && !err) {
             err = e;
             bad = g + 1;
         }
+        const uint32_t per = images[g] / m;     /* this member's views a digit */
         for (uint32_t k = 0; !err && k < m; k++)
-            for (uint32_t v = 0; v < V; v++)
-                nc_backend_member_add(y + (size_t)k * K, impl->res[k * V + v].score, K);
+            for (uint32_t v = 0; v < per; v++)
+                nc_backend_member_add(y + (size_t)k * K, impl->res[k * per + v].score, K);
     }
     if (err)
-        return fail(err, "cuda:%d: neocognitron forward of %u images (member %u of %u)",
-                    impl->device, images, bad, impl->n_neo);
+        return fail(err, "cuda:%d: neocognitron forward of %u digits (member %u of %u)",
+                    impl->device, m, bad, impl->n_neo);
     for (uint32_t k = 0; k < m; k++)
-        nc_backend_member_mean(y + (size_t)k * K, impl->n_neo * V, K);
+        nc_backend_member_mean(y + (size_t)k * K, impl->n_scores, K);
     return 0;
 }
 

@@ -46,7 +46,7 @@ static void on_layer(void *ctx, uint32_t layer)
 /* n inputs of 29x29 from the fixture's digits, cycling through them. */
 static int make_inputs(const nc_dataset *d, uint32_t n, float **ret)
 {
-    const nc_prep p = { NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, { 0 } };
+    const nc_prep p = { NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, { 0 }, { 0 } };
     if (!d || d->count == 0 || nc_prep_out_len(&p) != 28 * 28)
         return -EINVAL;
     float *in = calloc((size_t)n * 841, sizeof(float));

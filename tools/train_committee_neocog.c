@@ -9,9 +9,11 @@
  * measured as written: the test error
  * recorded is that of the file image itself, opened through the engine
  * table.  With --heights the committee's record asks for views (image.h):
- * each digit is prepared at every height given, and the engines average
- * every member's scores over them.  The members keep their own records
- * without views.  The test set chooses nothing here: the committee is the
+ * each digit is prepared at every height given, once for each shear the
+ * members were trained with, and each member answers on the views of its
+ * own shear (core/neocog.h); the engines average all those scores.  Members
+ * of different shears may then share a committee.  The members keep their
+ * own records, without views.  The test set chooses nothing here: the committee is the
  * mean of all the members given, over all the heights given. */
 #include "train_calib.h"
 
@@ -47,8 +49,10 @@ static int same_net(const nc_neocog *a, const nc_neocog *b)
            !memcmp(a->params, b->params, a->n_params * sizeof(float));
 }
 
-/* Read one network file (or committee) and append its members. */
-static int add_file(members *ms, const char *path)
+/* Read one network file (or committee) and append its members.  Without
+ * views they must agree with the first member on everything; with views
+ * (strict 0) the committee's record is checked against them later. */
+static int add_file(members *ms, const char *path, int strict)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -67,10 +71,10 @@ static int add_file(members *ms, const char *path)
             fprintf(stderr, WHO ": more than %u members\n", NC_NEOCOG_MAX_MEMBERS);
             return -E2BIG;
         }
-        const char *why = ms->n ? nc_neocog_committee_mismatch(ms->net[0], &ms->info[0],
-                                                              c->member[i],
-                                                              &c->member_info[i])
-                                : NULL;
+        const char *why = ms->n && strict
+                              ? nc_neocog_committee_mismatch(ms->net[0], &ms->info[0],
+                                                             c->member[i], &c->member_info[i])
+                              : NULL;
         if (why) {
             fprintf(stderr, WHO ": %s: %s from %s\n", path, why, ms->from[0]);
             return -EINVAL;
@@ -88,6 +92,38 @@ static int add_file(members *ms, const char *path)
         ms->top_t[ms->n] = c->iv_top_t[i];
         ms->from[ms->n] = path;
         ms->n++;
+    }
+    return 0;
+}
+
+/* The committee's views: every height for each shear its members were
+ * trained with (in the order the members bring them), so each member
+ * answers at every height on digits prepared as it learnt them. */
+static int set_views(const members *ms, const train_neocog_bundle *how, nc_prep *p)
+{
+    uint32_t shear[NC_PREP_MAX_VIEWS], n_shear = 0, j;
+    for (uint32_t i = 0; i < ms->n; i++) {
+        for (j = 0; j < n_shear && shear[j] != ms->info[i].prep.deskew; j++)
+            ;
+        if (j == n_shear) {
+            if (n_shear * how->n_heights >= NC_PREP_MAX_VIEWS) {
+                fprintf(stderr, WHO ": --heights: %u heights for each of %u shears is more "
+                        "than %u views\n", how->n_heights, n_shear + 1, NC_PREP_MAX_VIEWS);
+                return -E2BIG;
+            }
+            shear[n_shear++] = ms->info[i].prep.deskew;
+        }
+    }
+    p->n_views = 0;
+    for (j = 0; j < n_shear; j++)
+        for (uint32_t h = 0; h < how->n_heights; h++) {
+            p->view_box[p->n_views] = how->heights[h];
+            p->view_deskew[p->n_views++] = shear[j];
+        }
+    if (nc_prep_check(p)) {
+        fprintf(stderr, WHO ": --heights: a height beyond the members' %u px field\n",
+                p->size);
+        return -ERANGE;
     }
     return 0;
 }
@@ -113,17 +149,19 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
         goto fail;
     }
     for (uint32_t a = 0; a < n_paths; a++)
-        if (add_file(ms, paths[a]))
+        if (add_file(ms, paths[a], how->n_heights == 0))
             goto out;
     /* even one network gets the bundling command: --half rewrites it */
     train_committee_record(ms->info, ms->n, "neocognitrons", "member", command, 0, info);
     const uint32_t K = info->n_classes;
-    info->prep.n_views = how->n_heights;
-    memcpy(info->prep.view_box, how->heights, sizeof info->prep.view_box);
-    if (nc_prep_check(&info->prep)) {
-        fprintf(stderr, WHO ": --heights: a height beyond the members' %u px field\n",
-                info->prep.size);
+    if (how->n_heights && set_views(ms, how, &info->prep))
         goto out;
+    for (uint32_t i = 0; i < ms->n; i++) {
+        const char *why = nc_neocog_member_mismatch(info, &ms->info[i]);
+        if (why) {
+            fprintf(stderr, WHO ": %s: %s\n", ms->from[i], why);
+            goto out;
+        }
     }
 
     /* The committee as the engines will run it: saved, then opened from the
@@ -166,12 +204,11 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
            flags & NC_NEOCOG_WRITE_HALF   ? ", weights stored as binary16"
            : flags & NC_NEOCOG_WRITE_LOG8 ? ", weights stored as 8-bit logarithmic codes"
                                           : "");
-    if (how->n_heights) {
-        printf("views       each digit at ");
-        for (uint32_t j = 0; j < how->n_heights; j++)
-            printf("%s%u", j ? "/" : "", how->heights[j]);
-        printf(" px, every member's scores averaged over them\n");
-    }
+    for (uint32_t v = 0; v < info->prep.n_views; v++)
+        printf("%s%u px %s%s", v ? ", " : "views       ", info->prep.view_box[v],
+               info->prep.view_deskew[v] == 0 ? "unsheared"
+               : info->prep.view_deskew[v] == 1 ? "sheared" : "gently sheared",
+               v + 1 == info->prep.n_views ? " (each member on those of its shear)\n" : "");
     for (uint32_t i = 0; i < ms->n; i++) {
         const nc_neocog *net = ms->net[i];
         printf("  %2u  %s  K %u/%u/%u/%u, %s, seed %llu, recorded test error ", i + 1,

@@ -328,7 +328,7 @@ static void info_for(nc_model_info *info)
     info->n_classes = K;
     for (uint32_t c = 0; c < K; c++)
         snprintf(info->labels[c], sizeof info->labels[c], "%u", c);
-    info->prep = (nc_prep){ NC_PREP_MNIST, 12, 8, 0, 0, -1.0f, 0, 0, { 0 } };
+    info->prep = (nc_prep){ NC_PREP_MNIST, 12, 8, 0, 0, -1.0f, 0, 0, { 0 }, { 0 } };
     snprintf(info->data, sizeof info->data, "test_calib");
     info->test_error = -1;
 }

@@ -543,7 +543,7 @@ static void info_for(nc_model_info *info, uint32_t classes)
     info->n_classes = classes;
     for (uint32_t c = 0; c < classes; c++)
         snprintf(info->labels[c], sizeof info->labels[c], "%u", c);
-    info->prep = (nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, { 0 } };
+    info->prep = (nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, { 0 }, { 0 } };
     snprintf(info->data, sizeof info->data, "test_cnn");
     info->test_error = -1;
 }
@@ -741,7 +741,7 @@ static void test_real_digits(void)
     /* 28x28 MNIST preprocessing with a 1-pixel zero border would be 30x30;
        the column wants 29x29, so the 28x28 field goes to the top-left of a
        zero 29x29 one (the same choice as tools/bench_cpu_cnn.c) */
-    nc_prep p = { NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, { 0 } };
+    nc_prep p = { NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, { 0 }, { 0 } };
     float *in = calloc((size_t)N * 841, sizeof(float));
     float field[28 * 28], out_r[N * 10], out_b[N * 10];
     uint32_t got = 0;

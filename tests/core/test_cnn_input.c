@@ -130,7 +130,7 @@ static void info_for(nc_model_info *info, const char *command)
     info->n_classes = 10;
     for (uint32_t c = 0; c < 10; c++)
         snprintf(info->labels[c], sizeof info->labels[c], "%u", c);
-    info->prep = (nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 } };
+    info->prep = (nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } };
     snprintf(info->command, sizeof info->command, "%s", command);
     info->test_error = -1.0;
 }

@@ -33,7 +33,7 @@ static void info_for(nc_model_info *info, uint64_t seed, const char *command, do
     info->n_classes = 4;
     for (uint32_t c = 0; c < 4; c++)
         snprintf(info->labels[c], sizeof info->labels[c], "%u", c);
-    info->prep = (nc_prep){ NC_PREP_MNIST, 12, 8, 0, 0, -1.0f, 0, 0, { 0 } };
+    info->prep = (nc_prep){ NC_PREP_MNIST, 12, 8, 0, 0, -1.0f, 0, 0, { 0 }, { 0 } };
     snprintf(info->data, sizeof info->data, "test data");
     snprintf(info->command, sizeof info->command, "%s", command);
     info->seed = seed;

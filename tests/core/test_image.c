@@ -1004,9 +1004,10 @@ static void test_prep_mnist_fixture(void)
             count, total / count, worst);
 }
 
-/* Views (image.h): each view is exactly nc_prep_apply of that view alone,
- * one after another; bad view lists are refused; a view with nothing left
- * fails the whole digit and writes nothing. */
+/* Views (image.h): each view (its own box and deskew) is exactly
+ * nc_prep_apply of that view alone, one after another; bad view lists are
+ * refused; a view with nothing left fails the whole digit and writes
+ * nothing. */
 static void test_prep_views(void)
 {
     nc_image *img = image_or_null(120, 120);
@@ -1023,26 +1024,32 @@ static void test_prep_views(void)
     const nc_prep plain = nc_prep_view(&p, 0);
     CHECK(memcmp(&plain, &p, sizeof p) == 0);
 
-    static const uint32_t boxes[4] = { 48, 40, 56, 44 };
+    static const uint32_t boxes[4] = { 48, 40, 56, 44 }, shears[4] = { 2, 2, 0, 1 };
     p.n_views = 4;
     memcpy(p.view_box, boxes, sizeof boxes);
+    memcpy(p.view_deskew, shears, sizeof shears);
     CHECK_INT_EQ(nc_prep_check(&p), 0);
     CHECK_INT_EQ(nc_prep_views(&p), 4);
     CHECK_INT_EQ(nc_prep_view_len(&p), 69 * 69);
     CHECK_INT_EQ(nc_prep_out_len(&p), 4 * 69 * 69);
     const nc_prep bare = nc_prep_no_views(&p);
-    CHECK(bare.n_views == 0 && bare.box == 48 && bare.view_box[3] == 0);
+    CHECK(bare.n_views == 0 && bare.box == 48 && bare.deskew == NC_PREP_DESKEW_GENTLE &&
+          bare.view_box[3] == 0 && bare.view_deskew[3] == 0);
     float *out = malloc(4 * 69 * 69 * sizeof *out), one[69 * 69];
     REQUIRE(out);
     CHECK_INT_EQ(nc_prep_apply(img, &p, out), 0);
     for (uint32_t v = 0; v < 4; v++) {
         const nc_prep pv = nc_prep_view(&p, v);
-        CHECK(pv.n_views == 0 && pv.box == boxes[v] && pv.deskew == p.deskew);
+        CHECK(pv.n_views == 0 && pv.box == boxes[v] && pv.deskew == shears[v]);
         CHECK_INT_EQ(nc_prep_apply(img, &pv, one), 0);
         CHECK_MSG(memcmp(out + v * 69 * 69, one, sizeof one) == 0, "view %u differs", v);
         nc_rect r = field_bbox(one, 69, 0.5f);
         CHECK_INT_EQ(r.height, boxes[v]);
     }
+    /* the unsheared view leans (its rows spread), the sheared ones less */
+    CHECK_MSG(row_spread(out + 2 * 69 * 69, 69) > row_spread(out + 0 * 69 * 69, 69) + 4.0,
+              "spread unsheared %.2f, gently sheared %.2f", row_spread(out + 2 * 69 * 69, 69),
+              row_spread(out, 69));
 
     /* bad lists */
     nc_prep b = p;
@@ -1055,8 +1062,13 @@ static void test_prep_views(void)
     b.view_box[1] = 66;                             /* taller than the field */
     CHECK_INT_EQ(nc_prep_check(&b), -ERANGE);
     b = p;
-    b.view_box[5] = 40;                             /* past n_views: must be 0 */
+    b.view_deskew[3] = 3;
     CHECK_INT_EQ(nc_prep_check(&b), -EINVAL);
+    b = p;
+    b.view_deskew[6] = 1;                           /* past n_views: must be 0 */
+    CHECK_INT_EQ(nc_prep_check(&b), -EINVAL);
+    b = p;
+    b.view_box[5] = 40;
     CHECK_INT_EQ(nc_prep_apply(img, &b, out), -EINVAL);
 
     /* a thin diagonal shrunk to 4 px averages below the ink threshold:

@@ -42,7 +42,7 @@ static nc_model_info sample_info(void)
     in.n_classes = 10;
     for (int c = 0; c < 10; c++)
         in.labels[c][0] = (char)('0' + c);
-    in.prep = (nc_prep){ NC_PREP_MNIST, 28, 20, 1, 0, -1.0f, 0, 0, { 0 } };
+    in.prep = (nc_prep){ NC_PREP_MNIST, 28, 20, 1, 0, -1.0f, 0, 0, { 0 }, { 0 } };
     strcpy(in.data, "MNIST train 0-49999");
     strcpy(in.command, "neocog-train cnn --arch 1x29x29-20C4-MP2-40C5-MP3-150N-10N");
     strcpy(in.created, "2024-05-01T12:00:00Z");
@@ -267,9 +267,10 @@ static void test_deskew_flag(void)
     free(buf);
 }
 
-/* The prep's views (PVEW): absent without views, round trip with them; a
- * writer refuses what readers refuse, and a reader refuses an empty list,
- * too many views, a zero box, a box past the limit, or the wrong type. */
+/* The prep's views (PVEW, box and deskew pairs): absent without views, round
+ * trip with them; a writer refuses what readers refuse, and a reader refuses
+ * an empty list, half a pair, too many views, a zero box, a box past the
+ * limit, a deskew past gentle, or the wrong type. */
 static int info_file(const nc_model_info *in, uint32_t extra_type, const void *extra,
                      size_t extra_len, uint8_t **buf, size_t *len)
 {
@@ -294,8 +295,11 @@ static void test_views(void)
     for (uint32_t nv = 0; nv <= NC_PREP_MAX_VIEWS; nv += 3) {
         in.prep.n_views = nv;
         memset(in.prep.view_box, 0, sizeof in.prep.view_box);
-        for (uint32_t v = 0; v < nv; v++)
+        memset(in.prep.view_deskew, 0, sizeof in.prep.view_deskew);
+        for (uint32_t v = 0; v < nv; v++) {
             in.prep.view_box[v] = 40 + 2 * v;
+            in.prep.view_deskew[v] = v % 3;
+        }
         uint8_t *buf = NULL;
         size_t len = 0;
         REQUIRE_OK(info_file(&in, 0, NULL, 0, &buf, &len));
@@ -304,6 +308,7 @@ static void test_views(void)
         size_t n = 0;
         CHECK_INT_EQ(nc_mf_count(r, NC_MF_TAG('P', 'V', 'E', 'W'), NC_MF_TYPE_U32, &n),
                      nv ? 0 : -ENOENT);
+        CHECK_INT_EQ(n, 2 * nv);
         memset(&got, 0xa5, sizeof(got));
         CHECK_INT_EQ(nc_mf_get_info(r, &got), 0);
         CHECK(memcmp(&got.prep, &in.prep, sizeof(in.prep)) == 0);
@@ -311,6 +316,7 @@ static void test_views(void)
         nc_model_info plain = in;
         plain.prep.n_views = 0;
         memset(plain.prep.view_box, 0, sizeof plain.prep.view_box);
+        memset(plain.prep.view_deskew, 0, sizeof plain.prep.view_deskew);
         CHECK(nc_mf_info_mismatch(&got, &plain) == NULL);
         plain.prep.box = 44;
         CHECK(nc_mf_info_mismatch(&got, &plain) != NULL);
@@ -326,19 +332,27 @@ static void test_views(void)
     in.prep.view_box[2] = 50;                   /* an entry past n_views */
     CHECK_INT_EQ(info_file(&in, 0, NULL, 0, &buf, &len), -EINVAL);
     in.prep.view_box[2] = 0;
+    in.prep.view_deskew[1] = 3;
+    CHECK_INT_EQ(info_file(&in, 0, NULL, 0, &buf, &len), -EINVAL);
+    in.prep.view_deskew[1] = 0;
     in.prep.view_box[1] = 0;
     CHECK_INT_EQ(info_file(&in, 0, NULL, 0, &buf, &len), -EINVAL);
     /* the reader, given a PVEW the writer would not make */
     in.prep.n_views = 0;
     memset(in.prep.view_box, 0, sizeof in.prep.view_box);
-    const uint32_t nine[9] = { 40, 40, 40, 40, 40, 40, 40, 40, 40 };
-    const uint32_t zero[2] = { 44, 0 }, huge[1] = { 5000 };
-    const float f[1] = { 44.0f };
+    memset(in.prep.view_deskew, 0, sizeof in.prep.view_deskew);
+    uint32_t nine[18];
+    for (int i = 0; i < 18; i++)
+        nine[i] = i % 2 ? 0 : 40;
+    const uint32_t zero[4] = { 44, 0, 0, 0 }, huge[2] = { 5000, 0 }, shear[2] = { 44, 3 };
+    const float f[2] = { 44.0f, 0.0f };
     struct { uint32_t type; const void *d; size_t n; const char *what; } bad[] = {
         { NC_MF_TYPE_U32, nine, 0, "no views" },
+        { NC_MF_TYPE_U32, nine, 3 * sizeof(uint32_t), "half a pair" },
         { NC_MF_TYPE_U32, nine, sizeof nine, "nine views" },
         { NC_MF_TYPE_U32, zero, sizeof zero, "a zero box" },
         { NC_MF_TYPE_U32, huge, sizeof huge, "a box past the limit" },
+        { NC_MF_TYPE_U32, shear, sizeof shear, "a deskew past gentle" },
         { NC_MF_TYPE_F32, f, sizeof f, "floats" },
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(bad); i++) {

@@ -558,16 +558,19 @@ static void test_forward(void)
     fixture_free(&f);
 }
 
-/* Views (image.h): the committee's record asks for three heights of each
- * digit; the engine must answer with the members' scores over all of them,
- * added member by member, view by view, then divided by 9.  The views here
- * are three different stroke images (the engine sees only floats: whether
- * they came from one digit is nc_prep_apply's business, test_image's). */
+/* Views (image.h): the committee's record asks for four preparations of
+ * each digit, two unsheared (members 1 and 2 were trained so) and two
+ * sheared (member 3); each member must answer on the views of its own
+ * shear only, and the engine with the sum of those six scores, member by
+ * member, view by view, divided by 6.  The views here are four different
+ * stroke images (the engine sees only floats: whether they came from one
+ * digit is nc_prep_apply's business, test_image's). */
 static void test_views(void)
 {
     fixture f;
     REQUIRE(fixture_make(&f));
-    enum { N = 3, V = 3, K = 10, SIDE = 65 };
+    enum { N = 3, V = 4, K = 10, SIDE = 65 };
+    f.col[2].prep.deskew = 1;
     float *in = malloc((size_t)N * V * SIDE * SIDE * sizeof *in);
     REQUIRE(in);
     for (int i = 0; i < N * V; i++)
@@ -581,16 +584,16 @@ static void test_views(void)
         CHECK_INT_EQ(run(be, in, N * V, member[m]), 0);
         nc_backend_close(be);
     }
+    static const uint32_t box[V] = { 40, 36, 44, 40 }, shear[V] = { 0, 0, 1, 1 };
     nc_model_info viewed = f.info;
     viewed.prep.n_views = V;
-    viewed.prep.view_box[0] = 40;
-    viewed.prep.view_box[1] = 36;
-    viewed.prep.view_box[2] = 44;
+    memcpy(viewed.prep.view_box, box, sizeof box);
+    memcpy(viewed.prep.view_deskew, shear, sizeof shear);
     nc_backend *be = NULL;
     REQUIRE(open_cpu((const nc_neocog *const *)f.net, f.col, f.top_t, 3, &viewed, 0, &be) == 0);
     CHECK_INT_EQ(be->input_len, V * SIDE * SIDE);
     CHECK_INT_EQ(be->info.prep.n_views, V);
-    CHECK_INT_EQ(be->info.prep.view_box[1], 36);
+    CHECK_INT_EQ(be->info.prep.view_deskew[2], 1);
     CHECK_INT_EQ(run(be, in, N, out), 0);
     nc_backend_close(be);
     int spread = 0;
@@ -599,34 +602,67 @@ static void test_views(void)
             float acc = 0.0f;
             for (int m = 0; m < 3; m++)
                 for (int v = 0; v < V; v++)
-                    acc += member[m][(i * V + v) * K + k];
-            acc /= 9.0f;
+                    if ((uint32_t)(m == 2) == shear[v])
+                        acc += member[m][(i * V + v) * K + k];
+            acc /= 6.0f;
             CHECK_MSG(out[i * K + k] == acc, "digit %d class %d: %.9g against %.9g", i, k,
                       out[i * K + k], acc);
             spread |= fabsf(member[0][(i * V) * K + k] - member[0][(i * V + 1) * K + k]) > 1e-3f;
         }
     CHECK(spread);              /* the views differ, so their mean is tested */
+    nc_neocog_committee *c = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)f.net, f.col, f.top_t, 3,
+                                     &viewed, 0, &buf, &len) == 0);
+    REQUIRE(nc_neocog_committee_load(buf, len, &c, NULL) == 0);
+    CHECK(c->view_mask[0] == 3u && c->view_mask[1] == 3u && c->view_mask[2] == 12u);
+    CHECK_INT_EQ(c->n_scores, 6);
+    nc_neocog_committee_free(c);
+    free(buf);
+    buf = NULL;
 
     /* views belong to the committee's record: a member's may not have them */
     nc_model_info col[3] = { f.col[0], f.col[1], f.col[2] };
     col[1].prep = viewed.prep;
-    uint8_t *buf = NULL;
-    size_t len = 0;
+    col[1].prep.deskew = 0;
     CHECK_INT_EQ(nc_neocog_committee_save((const nc_neocog *const *)f.net, col, f.top_t, 3,
                                           &viewed, 0, &buf, &len), -EINVAL);
+    /* a member whose shear has no view, or a view no member answers on */
+    col[1] = f.col[1];
+    col[1].prep.deskew = 2;
+    CHECK_INT_EQ(nc_neocog_committee_save((const nc_neocog *const *)f.net, col, f.top_t, 3,
+                                          &viewed, 0, &buf, &len), -EINVAL);
+    nc_model_info extra = viewed;
+    extra.prep.n_views = V + 1;
+    extra.prep.view_box[V] = 40;
+    extra.prep.view_deskew[V] = 2;
+    CHECK_INT_EQ(nc_neocog_committee_save((const nc_neocog *const *)f.net, f.col, f.top_t, 3,
+                                          &extra, 0, &buf, &len), -EINVAL);
+    /* without views the shears must agree, as before */
+    CHECK_INT_EQ(nc_neocog_committee_save((const nc_neocog *const *)f.net, f.col, f.top_t, 3,
+                                          &f.info, 0, &buf, &len), -EINVAL);
     CHECK(buf == NULL);
-    /* ...and a one-network file with views is fine: its record is its own */
-    nc_neocog_committee *c = NULL;
+    /* a one-network file with views of its own shear is fine; its record is
+     * its own */
+    nc_model_info one = viewed;
+    one.prep.n_views = 2;
+    one.prep.view_box[2] = one.prep.view_box[3] = 0;
+    one.prep.view_deskew[2] = one.prep.view_deskew[3] = 0;
     nc_model_info back;
-    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)f.net, f.col, f.top_t, 1,
-                                     &viewed, 0, &buf, &len) == 0);
+    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)f.net, f.col, f.top_t, 1, &one,
+                                     0, &buf, &len) == 0);
     REQUIRE(nc_neocog_committee_load(buf, len, &c, &back) == 0);
-    CHECK_INT_EQ(back.prep.n_views, V);
-    CHECK_INT_EQ(c->member_info[0].prep.n_views, V);
+    CHECK_INT_EQ(back.prep.n_views, 2);
+    CHECK(c->view_mask[0] == 3u && c->n_scores == 2);
     nc_neocog_committee_free(c);
+    free(buf);
+    buf = NULL;
     /* a committee whose member 2 was given views by hand is refused */
     uint8_t *mem[2] = { NULL, NULL };
     size_t mem_len[2] = { 0, 0 };
+    col[1] = f.col[1];
+    col[1].prep = one.prep;
     REQUIRE(nc_neocog_save(f.net[0], &f.col[0], &mem[0], &mem_len[0]) == 0);
     REQUIRE(nc_neocog_save(f.net[1], &f.col[1], &mem[1], &mem_len[1]) == 0);
     CHECK_INT_EQ(load_forged(2, mem, mem_len, 2, 0), 0);       /* as made */
@@ -635,7 +671,6 @@ static void test_views(void)
     CHECK_INT_EQ(load_forged(2, mem, mem_len, 2, 0), -EBADMSG);
     free(mem[0]);
     free(mem[1]);
-    free(buf);
     free(in);
     fixture_free(&f);
 }
