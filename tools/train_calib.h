@@ -34,6 +34,9 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
                            const char *dir, const train_neocog_bundle *how,
                            const char *command);
 
+/* "views       46 px gently sheared, ..." for a prep with views (image.h). */
+void train_print_views(const nc_prep *p);
+
 /* The validation split: MNIST training digits [50000, 60000).  Every rule
  * is fitted on it; the test set is only ever measured. */
 #define TRAIN_VALID_FIRST 50000u

@@ -204,11 +204,7 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
            flags & NC_NEOCOG_WRITE_HALF   ? ", weights stored as binary16"
            : flags & NC_NEOCOG_WRITE_LOG8 ? ", weights stored as 8-bit logarithmic codes"
                                           : "");
-    for (uint32_t v = 0; v < info->prep.n_views; v++)
-        printf("%s%u px %s%s", v ? ", " : "views       ", info->prep.view_box[v],
-               info->prep.view_deskew[v] == 0 ? "unsheared"
-               : info->prep.view_deskew[v] == 1 ? "sheared" : "gently sheared",
-               v + 1 == info->prep.n_views ? " (each member on those of its shear)\n" : "");
+    train_print_views(&info->prep);
     for (uint32_t i = 0; i < ms->n; i++) {
         const nc_neocog *net = ms->net[i];
         printf("  %2u  %s  K %u/%u/%u/%u, %s, seed %llu, recorded test error ", i + 1,

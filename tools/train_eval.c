@@ -220,10 +220,11 @@ static void usage(FILE *f)
         "  --sheet FILE      write the most confident misrecognitions as PNG\n"
         "  --sheet-max N     tiles on the sheet (100)\n"
         "  --max-response    neocognitron: ignore an interpolating-vector mark\n"
-        "  --heights H,H,..  neocognitron: prepare each digit at these heights (the\n"
-        "                    file's box) and average the scores, up to 8: a trial\n"
-        "                    of the views that committee --heights stores in a\n"
-        "                    file (not for a file with views of its own)\n"
+        "  --heights H,H,..  prepare each digit with these boxes in place of the\n"
+        "                    file's (a neocognitron's digit height, a CNN's fit box)\n"
+        "                    and average the scores, up to 8: a trial of the views\n"
+        "                    that committee --heights stores in a neocognitron file\n"
+        "                    (not for a file with views of its own)\n"
         "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
         "                    neocognitron file (the rule the daemon would use)\n"
         "  --threads N       threads (default 1)\n"
@@ -538,8 +539,8 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                 "with --max-response\n");
         goto out;
     }
-    if (n_heights && (kind != NC_MF_KIND_NEOCOG || max_resp)) {
-        fprintf(stderr, "neocog-train eval: --heights takes a neocognitron file, without "
+    if (n_heights && max_resp) {
+        fprintf(stderr, "neocog-train eval: --heights goes through the engines: not with "
                 "--max-response\n");
         goto out;
     }
@@ -669,16 +670,13 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                info.test_set[0] ? info.test_set : "-");
     printf("command     %s\n", info.command);
     printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
-    if (!n_heights && info.prep.n_views) {     /* the file's own views */
-        n_heights = info.prep.n_views;
-        memcpy(heights, info.prep.view_box, n_heights * sizeof *heights);
-    }
+    if (info.prep.n_views)                      /* the file's own views */
+        train_print_views(&info.prep);
     if (n_heights) {
         printf("heights     ");
         for (uint32_t j = 0; j < n_heights; j++)
             printf("%s%u", j ? "/" : "", heights[j]);
-        printf(" px (scores averaged over these preparations of each digit%s)\n",
-               info.prep.n_views ? ": the file's views" : "");
+        printf(" px (scores averaged over these preparations of each digit)\n");
     }
     printf("error       %.2f%% (%u / %u)\n", 100.0 * errors / count, errors, count);
     uint32_t n_cols = 1;

@@ -260,3 +260,12 @@ void train_report_threshold(const char *what, double t, const int32_t *ans, cons
            what, t, n ? 100.0 * rej / n : 0.0, rej, n > rej ? 100.0 * e / (n - rej) : 0.0, e,
            n - rej);
 }
+
+void train_print_views(const nc_prep *p)
+{
+    for (uint32_t v = 0; v < p->n_views; v++)
+        printf("%s%u px %s%s", v ? ", " : "views       ", p->view_box[v],
+               p->view_deskew[v] == 0 ? "unsheared"
+               : p->view_deskew[v] == 1 ? "sheared" : "gently sheared",
+               v + 1 == p->n_views ? " (each member on those of its shear)\n" : "");
+}
