@@ -53,7 +53,7 @@ static int cmp_float(const void *a, const void *b)
 static int make_digits(const nc_dataset *d, float **ret_in, uint8_t **ret_labels,
                        uint32_t *ret_count)
 {
-    const nc_prep p = {NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0};
+    const nc_prep p = {NC_PREP_MNIST, 28, 20, 0, 0, -1.0f, 0, 0, {0}, {0}};
     float *in = (float *)calloc((size_t)d->count * 841, sizeof(float));
     uint8_t *lab = (uint8_t *)malloc(d->count);
     float field[28 * 28];
