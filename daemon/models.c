@@ -154,20 +154,22 @@ static void scan_dir(const char *dir, char found[NC_SLOTS][NC_CONFIG_PATH_MAX])
 /* One forward pass of a blank input, so the first request does not pay
  * for page faults and BLAS start-up, and so a model that cannot run fails
  * here rather than on a client's request. */
-/* ", each digit at 46/48/50 px" after arch, for a file with views
- * (core/image.h): ModelInfo then says the model looks at each digit
- * several times. */
+/* ", each digit at 46/48/50 px gently sheared, 46/48/50 px unsheared"
+ * after arch, for a file with views (core/image.h): ModelInfo then says the
+ * model looks at each digit several ways. */
 static void describe_views(const nc_prep *p, char *arch, size_t cap)
 {
+    static const char *const shear[] = { "unsheared", "sheared", "gently sheared" };
     size_t at = strlen(arch);
     for (uint32_t v = 0; v < p->n_views && at < cap; v++) {
-        const int k = snprintf(arch + at, cap - at, "%s%u", v ? "/" : at ? ", each digit at "
-                                                                         : "each digit at ",
-                               p->view_box[v]);
+        const int last = v + 1 == p->n_views || p->view_deskew[v + 1] != p->view_deskew[v];
+        const int k = snprintf(arch + at, cap - at, "%s%u%s%s",
+                               v == 0 ? (at ? ", each digit at " : "each digit at ")
+                               : p->view_deskew[v] != p->view_deskew[v - 1] ? ", " : "/",
+                               p->view_box[v], last ? " px " : "",
+                               last ? shear[p->view_deskew[v] % 3] : "");
         at += k > 0 ? (size_t)k : 0;
     }
-    if (p->n_views && at < cap)
-        snprintf(arch + at, cap - at, " px");
 }
 
 static int warm_up(nc_backend *be)
