@@ -186,8 +186,8 @@ typedef struct nc_prep {
     uint32_t n_views;       /* 0: one input, at box.  1..NC_PREP_MAX_VIEWS:
                                one input per view, each prepared as if box
                                and deskew were the view's, one after
-                               another (box and deskew stay the ones the
-                               first net was trained with) */
+                               another (box and deskew keep the values the
+                               record's first network was trained with) */
     uint32_t view_box[NC_PREP_MAX_VIEWS];       /* [n_views] */
     uint32_t view_deskew[NC_PREP_MAX_VIEWS];    /* [n_views] */
 } nc_prep;

@@ -113,17 +113,11 @@ int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *
         if (!nets[i] || !same_shape(nets[0], nets[i]) ||
             info->n_classes != nets[i]->arch.n_classes)
             return -EINVAL;
-    if (n == 1) {
-        /* the file's own record is the one network's: views must fit it */
-        nc_model_info *one = malloc(sizeof *one);
-        if (!one)
-            return -ENOMEM;
-        *one = info_i[0];
-        one->prep.n_views = 0;
-        int fits = !nc_neocog_member_mismatch(info, one) && views_used(info, one, 1);
-        free(one);
-        return fits ? save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len) : -EINVAL;
-    }
+    if (n == 1)     /* *info becomes the network's own record: as strict as
+                       before, and its views must all be of its shear */
+        return !nc_mf_info_mismatch(info, &info_i[0]) && views_used(info, info, 1)
+                   ? save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len)
+                   : -EINVAL;
     for (uint32_t i = 0; i < n; i++)
         if (nc_neocog_member_mismatch(info, &info_i[i]))
             return -EINVAL;
