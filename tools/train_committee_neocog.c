@@ -6,15 +6,15 @@
  * labels, preprocessing) and to be distinct; each keeps its own record and
  * classifier mark inside the file.  With --half every member's weights are
  * stored as binary16 (--log8: 8-bit logarithmic codes), so the file is
- * measured as written: the test error
- * recorded is that of the file image itself, opened through the engine
- * table.  With --heights the committee's record asks for views (image.h):
- * each digit is prepared at every height given, once for each shear the
- * members were trained with, and each member answers on the views of its
- * own shear (core/neocog.h); the engines average all those scores.  Members
- * of different shears may then share a committee.  The members keep their
- * own records, without views.  The test set chooses nothing here: the committee is the
- * mean of all the members given, over all the heights given. */
+ * measured as written: the test error recorded is that of the file image
+ * itself, opened through the engine table.  With --heights the committee's
+ * record asks for views (image.h): each digit is prepared at every height
+ * given, once for each shear the members were trained with, and each member
+ * answers on the views of its own shear (core/neocog.h); the engines average
+ * all those scores.  Members of different shears may then share a
+ * committee.  The members keep their own records, without views.  The test
+ * set chooses nothing here: the committee is the mean of all the members
+ * given, over all the heights given. */
 #include "train_calib.h"
 
 #include <errno.h>
@@ -106,7 +106,7 @@ static int set_views(const members *ms, const train_neocog_bundle *how, nc_prep 
         for (j = 0; j < n_shear && shear[j] != ms->info[i].prep.deskew; j++)
             ;
         if (j == n_shear) {
-            if (n_shear * how->n_heights >= NC_PREP_MAX_VIEWS) {
+            if ((n_shear + 1) * how->n_heights > NC_PREP_MAX_VIEWS) {
                 fprintf(stderr, WHO ": --heights: %u heights for each of %u shears is more "
                         "than %u views\n", how->n_heights, n_shear + 1, NC_PREP_MAX_VIEWS);
                 return -E2BIG;
