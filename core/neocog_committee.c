@@ -83,23 +83,26 @@ static uint32_t view_mask(const nc_model_info *info, const nc_model_info *member
     return mask;
 }
 
-/* A bit for each view of the record's prep. */
-static uint32_t all_views(const nc_model_info *info)
+/* Each member's views (mask[i], may be NULL) and the number of scores the
+ * committee's mean divides by; 0 when every view serves some member and
+ * every member sees some view, else -1. */
+static int member_views(const nc_model_info *info, const nc_model_info *members, uint32_t n,
+                        uint32_t *mask, uint32_t *ret_scores)
 {
-    return (1u << nc_prep_views(&info->prep)) - 1u;   /* at most 8 views */
-}
-
-/* Does every view serve some member, and every member see some view? */
-static int views_used(const nc_model_info *info, const nc_model_info *members, uint32_t n)
-{
-    uint32_t all = 0;
+    uint32_t all = 0, scores = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t m = view_mask(info, &members[i]);
         if (!m)
-            return 0;
+            return -1;
+        if (mask)
+            mask[i] = m;
         all |= m;
+        for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++)
+            scores += m >> v & 1u;
     }
-    return all == all_views(info);
+    *ret_scores = scores;
+    /* at most NC_PREP_MAX_VIEWS (8) bits */
+    return all == (1u << nc_prep_views(&info->prep)) - 1u ? 0 : -1;
 }
 
 int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
@@ -113,15 +116,17 @@ int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *
         if (!nets[i] || !same_shape(nets[0], nets[i]) ||
             info->n_classes != nets[i]->arch.n_classes)
             return -EINVAL;
+    uint32_t n_scores;
     if (n == 1)     /* *info becomes the network's own record: as strict as
                        before, and its views must all be of its shear */
-        return !nc_mf_info_mismatch(info, &info_i[0]) && views_used(info, info, 1)
+        return !nc_mf_info_mismatch(info, &info_i[0]) &&
+                       !member_views(info, info, 1, NULL, &n_scores)
                    ? save_one(nets[0], info, top_t[0], flags, ret_buf, ret_len)
                    : -EINVAL;
     for (uint32_t i = 0; i < n; i++)
         if (nc_neocog_member_mismatch(info, &info_i[i]))
             return -EINVAL;
-    if (!views_used(info, info_i, n))
+    if (member_views(info, info_i, n, NULL, &n_scores))
         return -EINVAL;
     nc_mf_writer *mw = NULL;
     int err = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &mw);
@@ -269,17 +274,7 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
         goto out;
     }
     /* which views each member answers on; every view must serve one */
-    uint32_t all = 0;
-    for (uint32_t i = 0; i < c->n_members; i++) {
-        const uint32_t m = view_mask(info, &c->member_info[i]);
-        c->view_mask[i] = m;
-        all |= m;
-        for (uint32_t v = 0; v < NC_PREP_MAX_VIEWS; v++)
-            c->n_scores += m >> v & 1u;
-        if (!m)
-            err = -EBADMSG;
-    }
-    if (err || all != all_views(info)) {
+    if (member_views(info, c->member_info, c->n_members, c->view_mask, &c->n_scores)) {
         err = -EBADMSG;
         goto out;
     }
