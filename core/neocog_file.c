@@ -70,22 +70,18 @@ static int is_pos_zero(float v)
 }
 
 /* The sparse form's values, val[nnz] in file order (plane k's from
- * k_first[k] on), in the form flags ask for: f32, binary16 or log8 with each
- * plane's largest value as its scale (scale[K], the caller's). */
+ * k_first[k] on), in the form flags ask for: f32, binary16 or log8 with
+ * scale[k], plane k's largest value, as its scale. */
 static int put_values(nc_mf_writer *w, uint32_t l, uint32_t flags, float *val, size_t nnz,
-                      uint32_t K, const size_t *k_first, float *scale)
+                      uint32_t K, const size_t *k_first, const float *scale)
 {
     if (flags & NC_NEOCOG_WRITE_LOG8) {
         uint8_t *q = malloc(nnz ? nnz : 1);
         if (!q)
             return -ENOMEM;
-        for (uint32_t k = 0; k < K; k++) {
-            scale[k] = 0.0f;
-            for (size_t i = k_first[k]; i < k_first[k + 1]; i++)
-                scale[k] = val[i] > scale[k] ? val[i] : scale[k];
+        for (uint32_t k = 0; k < K; k++)
             for (size_t i = k_first[k]; i < k_first[k + 1]; i++)
                 q[i] = (uint8_t)nc_neocog__log8_of(val[i], scale[k]);
-        }
         int r = nc_mf_put_f32(w, TAG_WS(l), scale, K);
         if (r == 0)
             r = nc_mf_put(w, TAG_WQ(l), NC_MF_TYPE_BYTES, q, nnz);
@@ -119,11 +115,13 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
     const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
     const size_t rows = (size_t)kin * nl, n = (size_t)K * rows;
     const float *a = net->a[l];
+    float *top = calloc(K ? K : 1, sizeof *top);     /* each plane's largest */
+    if (!top)
+        return -ENOMEM;
     size_t nnz = 0;
     int sparse_ok = 1;
-    for (uint32_t k = 0; k < K; k++) {
-        float top = 0.0f;
-        for (size_t i = 0; i < rows; i++) {
+    for (size_t i = 0; i < rows; i++)
+        for (uint32_t k = 0; k < K; k++) {
             const float v = a[i * ks + k];
             if (is_pos_zero(v))
                 continue;
@@ -133,11 +131,11 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
                 sparse_ok = 0;
             if (nc_neocog__half_of(v) < 0)
                 flags &= ~(uint32_t)NC_NEOCOG_WRITE_HALF;  /* too large: f32 */
-            top = v > top ? v : top;
+            top[k] = v > top[k] ? v : top[k];
         }
-        if (top > 0.0f && top < 0x1p-100f)
+    for (uint32_t k = 0; k < K; k++)
+        if (top[k] > 0.0f && top[k] < 0x1p-100f)
             flags &= ~(uint32_t)NC_NEOCOG_WRITE_LOG8;      /* too small: f32 */
-    }
     const size_t words = bitmap_words(n);
     const size_t vbytes = flags & NC_NEOCOG_WRITE_LOG8 ? 1 : flags & NC_NEOCOG_WRITE_HALF ? 2 : 4;
     const size_t extra = flags & NC_NEOCOG_WRITE_LOG8 ? section_bytes(4 * (size_t)K) : 0;
@@ -146,9 +144,8 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
         uint32_t *bm = calloc(words ? words : 1, sizeof(uint32_t));
         float *val = malloc((nnz ? nnz : 1) * sizeof(float));
         size_t *k_first = malloc(((size_t)K + 1) * sizeof *k_first);
-        float *scale = malloc((size_t)K * sizeof *scale);
         int r = -ENOMEM;
-        if (bm && val && k_first && scale) {
+        if (bm && val && k_first) {
             size_t m = 0;
             for (uint32_t k = 0; k < K; k++) {
                 k_first[k] = m;
@@ -164,14 +161,15 @@ static int write_weights(const nc_neocog *net, uint32_t l, nc_mf_writer *w, uint
             k_first[K] = m;
             r = nc_mf_put_u32(w, TAG_WM(l), bm, words);
             if (r == 0)
-                r = put_values(w, l, flags, val, m, K, k_first, scale);
+                r = put_values(w, l, flags, val, m, K, k_first, top);
         }
         free(bm);
         free(val);
         free(k_first);
-        free(scale);
+        free(top);
         return r;
     }
+    free(top);
     float *wt = malloc((n ? n : 1) * sizeof(float));
     if (!wt)
         return -ENOMEM;
