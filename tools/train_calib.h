@@ -50,7 +50,8 @@ void train_print_views(const nc_prep *p);
  * went wrong, prefixed with who. */
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len);
-/* The same on CUDA device gpu (a CUDA build), or the CPU when gpu < 0. */
+/* The same, a neocognitron file on CUDA device gpu (a CUDA build); CNN
+ * files, and everything when gpu < 0, on the CPU. */
 int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
                         uint8_t **ret_buf, size_t *ret_len);
 

@@ -162,16 +162,8 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
 
     if (train_join_argv(cmd, command, sizeof command))
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
-    if (train_open_model(WHO, o.model, &be, &buf, &len))
+    if (train_open_model_on(WHO, o.model, o.gpu, &be, &buf, &len))
         goto out;
-    if (be->kind == NC_MF_KIND_NEOCOG && o.gpu >= 0) {     /* again, on the GPU */
-        nc_backend_close(be);
-        be = NULL;
-        free(buf);
-        buf = NULL;
-        if (train_open_model_on(WHO, o.model, o.gpu, &be, &buf, &len))
-            goto out;
-    }
     const uint32_t kind = be->kind, K = be->info.n_classes;
     const uint32_t batch = o.gpu >= 0 ? 512 : 0;
     if (o.ensemble) {

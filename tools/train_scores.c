@@ -37,17 +37,24 @@ int train_open_model_on(const char *who, const char *path, int gpu, nc_backend *
 {
     uint8_t *buf = NULL;
     size_t len = 0;
+    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    nc_mf_reader *r = NULL;
+    if (!err && gpu >= 0 && !nc_mf_open(buf, len, &r)) {
+        if (nc_mf_kind_of(r) != NC_MF_KIND_NEOCOG)
+            gpu = -1;                   /* a CNN stays on the CPU */
+        nc_mf_close(r);
+    }
     const nc_backend_ops *ops = &nc_backend_cpu;
 #if NC_HAVE_CUDA
     if (gpu >= 0)
         ops = &nc_backend_gpu;
 #else
-    if (gpu >= 0) {
+    if (!err && gpu >= 0) {
         fprintf(stderr, "%s: a GPU needs a CUDA build\n", who);
+        free(buf);
         return -ENODEV;
     }
 #endif
-    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
         err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
