@@ -16,7 +16,8 @@
  * those scores.
  *
  * A CNN file is loaded as a committee (one column or several, core/cnn.h)
- * and answered with the mean of its columns' outputs. */
+ * and answered with the mean of its columns' outputs; with views, the mean
+ * of that over the digit's views (nc_cnn_committee_run_views). */
 #include "backend.h"
 
 #include <string.h>
@@ -35,7 +36,7 @@ typedef struct cpu_impl {
 
 typedef struct cpu_worker {
     const cpu_impl *impl;
-    uint32_t max_batch;
+    uint32_t max_batch;             /* CNN: digits a slice (their views fit the work) */
     nc_cnn_committee_work *work;
     nc_neocog_state **state;        /* [members] */
 } cpu_worker;
@@ -109,12 +110,7 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         err = -EBADMSG;
         goto fail;
     }
-    /* views are the neocognitron's (image.h); a CNN engine takes one input */
     impl->n_views = nc_prep_views(&info.prep);
-    if (kind == NC_MF_KIND_CNN && info.prep.n_views) {
-        err = -ENOTSUP;
-        goto fail;
-    }
     *ret_impl = impl;
     *ret_kind = kind;
     *ret_info = info;
@@ -148,7 +144,13 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
     w->max_batch = max_batch;
     int err = 0;
     if (impl->cnn) {
-        err = nc_cnn_committee_work_new(impl->cnn, max_batch, &w->work);
+        /* the work holds images: every view of max_batch digits, within the
+         * CNN's limit (then slices of fewer digits) */
+        const uint32_t V = impl->n_views;
+        uint32_t images = max_batch > NC_CNN_MAX_BATCH / V ? NC_CNN_MAX_BATCH / V * V
+                                                            : max_batch * V;
+        w->max_batch = images / V;
+        err = nc_cnn_committee_work_new(impl->cnn, images, &w->work);
     } else if (!(w->state = calloc(impl->neo->n_members, sizeof *w->state))) {
         err = -ENOMEM;
     } else {
@@ -173,9 +175,10 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         /* Batches larger than the work was sized for go in slices. */
         for (uint32_t i = 0; i < n; i += w->max_batch) {
             uint32_t m = n - i < w->max_batch ? n - i : w->max_batch;
-            int err = nc_cnn_committee_run(impl->cnn, w->work,
-                                          in + (size_t)i * impl->n_inputs, m,
-                                          out + (size_t)i * impl->n_classes);
+            int err = nc_cnn_committee_run_views(impl->cnn, w->work,
+                                                in + (size_t)i * impl->n_views *
+                                                         impl->n_inputs,
+                                                m, out + (size_t)i * impl->n_classes);
             if (err)
                 return err;
         }

@@ -303,6 +303,9 @@ typedef struct nc_cnn_committee {
     nc_model_info *column_info;     /* [n_columns]: each column's own record
                                        (one-column file: the file's info) */
     uint32_t n_inputs, n_outputs;   /* shared by every column */
+    uint32_t n_views;               /* nc_prep_views of the file's prep
+                                       (image.h): every column answers on
+                                       every view of a digit */
 } nc_cnn_committee;
 
 /* NULL when column b (net, info) may join a committee whose column a is
@@ -323,7 +326,15 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
 /* Load either form.  Every column is loaded and checked by nc_cnn_load, and
  * every column must agree with the file's info: -EBADMSG for a missing,
  * extra, duplicated or disagreeing column, a count outside the range, or
- * ARCH / WGTS beside NCOL.  ret_info (may be NULL) gets the file's info. */
+ * ARCH / WGTS beside NCOL.  ret_info (may be NULL) gets the file's info.
+ *
+ * Views (image.h, the PVEW section) belong to the file's own record: the
+ * one-column file's, or the committee's.  A column inside a committee with
+ * views of its own is corrupt (-EBADMSG), as nc_cnn_committee_save refuses
+ * to write one (-EINVAL).  The answer on a digit is then the mean over its
+ * views of the committee's answers (nc_cnn_committee_run_views): a view is
+ * the digit prepared at another fit box, so the mean smooths over how large
+ * the digit was drawn. */
 int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret_c,
                           nc_model_info *ret_info);
 void nc_cnn_committee_free(nc_cnn_committee *c);
@@ -342,5 +353,20 @@ void nc_cnn_committee_work_free(nc_cnn_committee_work *w);
  * is fed nc_cnn_input_transform's images.  1 <= n <= max_batch. */
 int nc_cnn_committee_run(const nc_cnn_committee *c, nc_cnn_committee_work *w,
                          const float *in, uint32_t n, float *out);
+
+/* The file's answer on n digits of c->n_views views each: in[n][n_views]
+ * [n_inputs] as nc_prep_apply writes them; out[n][n_outputs] = for each
+ * digit, the committee's outputs (nc_cnn_committee_run) on each of its
+ * views, summed in view order and divided by n_views (nc_cnn_views_mean).
+ * Without views exactly nc_cnn_committee_run.  1 <= n x n_views <=
+ * max_batch (images, as the work was made for). */
+int nc_cnn_committee_run_views(const nc_cnn_committee *c, nc_cnn_committee_work *w,
+                               const float *in, uint32_t n, float *out);
+
+/* out[n][n_outputs] = the mean of y[n][n_views][n_outputs] over each
+ * digit's views, summed in view order, then divided by n_views (n_views 1:
+ * a copy).  The one arithmetic every engine uses, so their answers agree. */
+void nc_cnn_views_mean(const float *y, uint32_t n, uint32_t n_views, uint32_t n_outputs,
+                       float *out);
 
 #endif

@@ -33,9 +33,10 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
         return -EINVAL;
     if (n == 1)
         return nc_cnn_save(nets[0], info, ret_buf, ret_len);
+    /* views are the committee's (cnn.h): none in a column's own record */
     for (uint32_t i = 0; i < n; i++)
         if (!nets[i] || nc_cnn_committee_mismatch(nets[0], &col_info[0], nets[i], &col_info[i]) ||
-            nc_mf_info_mismatch(info, &col_info[i]))
+            nc_mf_info_mismatch(info, &col_info[i]) || col_info[i].prep.n_views)
             return -EINVAL;
     nc_mf_writer *mw = NULL;
     int err = nc_mf_writer_new(NC_MF_KIND_CNN, &mw);
@@ -118,7 +119,7 @@ static int load_columns(const nc_mf_reader *r, const nc_model_info *info,
         }
         if (nc_cnn_committee_mismatch(c->column[0], &c->column_info[0], c->column[i],
                                       &c->column_info[i]) ||
-            nc_mf_info_mismatch(info, &c->column_info[i]))
+            nc_mf_info_mismatch(info, &c->column_info[i]) || c->column_info[i].prep.n_views)
             err = -EBADMSG;
     }
     if (err) {
@@ -169,6 +170,7 @@ int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret
     }
     c->n_inputs = c->column[0]->n_inputs;
     c->n_outputs = c->column[0]->n_outputs;
+    c->n_views = nc_prep_views(&info->prep);
     if (ret_info)
         *ret_info = *info;
     *ret_c = c;
@@ -187,6 +189,8 @@ struct nc_cnn_committee_work {
     const nc_cnn_committee *c;
     float *xin;         /* [max_batch][n_inputs]: a W<w> column's own input,
                            NULL when no column has one */
+    float *yv;          /* [max_batch][n_outputs]: the answers on every view
+                           before their mean; NULL without views */
     nc_cnn_work *w[];
 };
 
@@ -197,6 +201,7 @@ void nc_cnn_committee_work_free(nc_cnn_committee_work *w)
     for (uint32_t i = 0; i < w->n_columns; i++)
         nc_cnn_work_free(w->w[i]);
     free(w->xin);
+    free(w->yv);
     free(w);
 }
 
@@ -211,6 +216,10 @@ int nc_cnn_committee_work_new(const nc_cnn_committee *c, uint32_t max_batch,
     w->n_columns = c->n_columns;
     w->max_batch = max_batch;
     w->c = c;
+    if (c->n_views > 1 && !(w->yv = malloc((size_t)max_batch * c->n_outputs * sizeof(float)))) {
+        free(w);
+        return -ENOMEM;
+    }
     for (uint32_t i = 0; i < c->n_columns; i++) {
         int err = nc_cnn_work_new(c->column[i], max_batch, &w->w[i]);
         if (!err && c->column[i]->width_norm && !w->xin &&
@@ -252,4 +261,33 @@ int nc_cnn_committee_run(const nc_cnn_committee *c, nc_cnn_committee_work *w,
     for (size_t k = 0; k < len; k++)
         out[k] /= (float)c->n_columns;
     return 0;
+}
+
+void nc_cnn_views_mean(const float *y, uint32_t n, uint32_t n_views, uint32_t n_outputs,
+                       float *out)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const float *yi = y + (size_t)i * n_views * n_outputs;
+        float *o = out + (size_t)i * n_outputs;
+        for (uint32_t k = 0; k < n_outputs; k++) {
+            float sum = yi[k];
+            for (uint32_t v = 1; v < n_views; v++)
+                sum += yi[(size_t)v * n_outputs + k];
+            o[k] = n_views > 1 ? sum / (float)n_views : sum;
+        }
+    }
+}
+
+int nc_cnn_committee_run_views(const nc_cnn_committee *c, nc_cnn_committee_work *w,
+                               const float *in, uint32_t n, float *out)
+{
+    if (!c || !w || w->c != c || !in || !out || n == 0 || c->n_views == 0 ||
+        (uint64_t)n * c->n_views > w->max_batch)
+        return -EINVAL;
+    if (c->n_views == 1)
+        return nc_cnn_committee_run(c, w, in, n, out);
+    int err = nc_cnn_committee_run(c, w, in, n * c->n_views, w->yv);
+    if (!err)
+        nc_cnn_views_mean(w->yv, n, c->n_views, c->n_outputs, out);
+    return err;
 }

@@ -19,7 +19,9 @@
  * one CNN engine per column, each run over the whole batch in turn, and the
  * outputs averaged on the host in the order and arithmetic of core's
  * nc_cnn_committee_run, so the answer is the CPU table's to float rounding
- * of the device layers. */
+ * of the device layers.  With views, every view of every digit is one
+ * image of that batch, and the committee's answers are then averaged over
+ * each digit's views by core's nc_cnn_views_mean. */
 #include <cuda_runtime_api.h>
 
 #include <errno.h>
@@ -105,6 +107,9 @@ typedef struct gpu_impl {
     float *col_in;                  /* [MAX_BATCH][n_inputs], under lock: a
                                        W<w> column's own input (host-side
                                        nc_cnn_input_transform); NULL if none */
+    float *view_out;                /* [MAX_BATCH][n_classes], under lock: the
+                                       committee's answer on every view, before
+                                       their mean; NULL without views */
     nc_gpu_neocog **gneo;           /* [n_neo]: one engine per committee member */
     uint32_t n_neo;
     uint32_t *view_mask;            /* [n_neo]: the views each member answers on */
@@ -141,6 +146,7 @@ static void gpu_free(void *p)
     free(impl->gcnn);
     free(impl->col_out);
     free(impl->col_in);
+    free(impl->view_out);
     for (uint32_t m = 0; impl->gneo && m < impl->n_neo; m++)
         nc_gpu_neocog_free(impl->gneo[m]);
     free(impl->gneo);
@@ -356,12 +362,12 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         impl->n_inputs = neo->member[0]->arch.in_size * neo->member[0]->arch.in_size;
         impl->n_classes = neo->member[0]->arch.n_classes;
     }
-    /* As the CPU table: the stored preprocessing must give the net's input,
-     * and views are the neocognitron's. */
+    /* As the CPU table: the stored preprocessing must give the net's input. */
     impl->n_views = nc_prep_views(&info.prep);
-    if (!neo && info.prep.n_views) {
-        err = -ENOTSUP;
-        snprintf(why_buf, sizeof why_buf, "model file: views (prep) in a CNN file");
+    if (!neo && impl->n_views > 1 &&
+        !(impl->view_out = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
+                                           impl->n_classes * sizeof(float)))) {
+        err = -ENOMEM;
         goto out;
     }
     if (nc_prep_check(&info.prep) || nc_prep_view_len(&info.prep) != impl->n_inputs ||
@@ -527,7 +533,11 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
         const float *x = in + (size_t)i * impl->n_views * impl->n_inputs;
         float *y = out + (size_t)i * impl->n_classes;
         int err;
-        if (impl->gcnn) {
+        if (impl->gcnn && impl->n_views > 1) {
+            if ((err = committee_forward(impl, x, m * impl->n_views, impl->view_out)))
+                return err;
+            nc_cnn_views_mean(impl->view_out, m, impl->n_views, impl->n_classes, y);
+        } else if (impl->gcnn) {
             if ((err = committee_forward(impl, x, m, y)))
                 return err;
         } else {

@@ -2,7 +2,9 @@
  * (core/cnn.h, "committees"): the round trip with each column's own record,
  * the one-column form that old and new loaders share, clean errors for
  * truncated, flipped and forged files, the committee's output as the mean of
- * its columns' outputs, and the CPU engine running a committee file. */
+ * its columns' outputs, and the CPU engine running a committee file; views
+ * (image.h): the answer as the mean over a digit's views, the CPU engine
+ * with them, and views refused in a column's own record. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,11 +344,127 @@ static void test_forward(void)
     fixture_free(&f);
 }
 
+/* p with three views: the box, two pixels smaller unsheared, two larger
+ * sheared. */
+static void add_views(nc_prep *p)
+{
+    p->n_views = 3;
+    p->view_box[0] = p->box;
+    p->view_box[1] = p->box - 2;
+    p->view_box[2] = p->box + 2;
+    p->view_deskew[2] = 1;
+}
+
+static void test_views(void)
+{
+    fixture f;
+    REQUIRE(fixture_make(&f));
+    nc_model_info viewed = f.info;
+    add_views(&viewed.prep);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(nc_cnn_committee_save((const nc_cnn *const *)f.net, f.col, 3, &viewed, &buf,
+                                  &len) == 0);
+    nc_cnn_committee *c = NULL;
+    nc_model_info got_info;
+    REQUIRE(nc_cnn_committee_load(buf, len, &c, &got_info) == 0);
+    CHECK_INT_EQ(c->n_views, 3);
+    CHECK(memcmp(&got_info.prep, &viewed.prep, sizeof viewed.prep) == 0);
+    CHECK_INT_EQ(c->column_info[1].prep.n_views, 0);
+
+    /* N digits of three views: the mean over each digit's views of the
+     * committee's answers on that view alone */
+    enum { N = 5, V = 3, L = 144, K = 4 };
+    float in[N * V * L], out[N * K], per_view[V][N * K];
+    nc_test_rng r = { 47 };
+    for (size_t i = 0; i < N * V * L; i++)
+        in[i] = (float)nc_test_uniform(&r);
+    nc_cnn_committee_work *w = NULL;
+    REQUIRE(nc_cnn_committee_work_new(c, N * V, &w) == 0);
+    CHECK_INT_EQ(nc_cnn_committee_run_views(c, w, in, N, out), 0);
+    for (int v = 0; v < V; v++) {
+        float x[N * L];
+        for (int i = 0; i < N; i++)
+            memcpy(x + i * L, in + ((size_t)i * V + v) * L, L * sizeof *x);
+        CHECK_INT_EQ(nc_cnn_committee_run(c, w, x, N, per_view[v]), 0);
+    }
+    int views_differ = 0;
+    for (int i = 0; i < N * K; i++) {
+        const float mean = (per_view[0][i] + per_view[1][i] + per_view[2][i]) / 3.0f;
+        CHECK_NEAR(out[i], mean, 1e-6, 1e-6);
+        views_differ |= fabsf(per_view[0][i] - per_view[2][i]) > 1e-3f;
+    }
+    CHECK(views_differ);        /* else the mean would prove nothing */
+    /* the work holds images: N digits of three views need 3N */
+    CHECK_INT_EQ(nc_cnn_committee_run_views(c, w, in, N + 1, out), -EINVAL);
+    nc_cnn_committee_work_free(w);
+    nc_cnn_committee_free(c);
+
+    /* the CPU engine: inputs of three views a digit, slices of 2 digits */
+    nc_backend *be = NULL;
+    REQUIRE(nc_backend_open(&nc_backend_cpu, buf, len, 0, &be) == 0);
+    CHECK_INT_EQ(be->input_len, V * L);
+    void *worker = NULL;
+    REQUIRE(be->ops->worker_new(be->impl, 2, &worker) == 0);
+    float got[N * K];
+    CHECK_INT_EQ(be->ops->forward(be->impl, worker, in, N, got), 0);
+    for (int i = 0; i < N * K; i++)     /* other batch sizes: BLAS may round apart */
+        CHECK_NEAR(got[i], out[i], 1e-6, 1e-6);
+    be->ops->worker_free(worker);
+    nc_backend_close(be);
+    free(buf);
+
+    /* one column with views of its own record: its answer is the views'
+     * mean of that column */
+    REQUIRE(nc_cnn_committee_save((const nc_cnn *const *)f.net, f.col, 1, &viewed, &buf,
+                                  &len) == 0);
+    REQUIRE(nc_cnn_committee_load(buf, len, &c, NULL) == 0);
+    CHECK_INT_EQ(c->n_columns, 1);
+    CHECK_INT_EQ(c->n_views, 3);
+    REQUIRE(nc_cnn_committee_work_new(c, N * V, &w) == 0);
+    CHECK_INT_EQ(nc_cnn_committee_run_views(c, w, in, N, out), 0);
+    nc_cnn_work *cw = NULL;
+    float all[N * V * K];
+    REQUIRE(nc_cnn_work_new(f.net[0], N * V, &cw) == 0);
+    CHECK_INT_EQ(nc_cnn_forward_blas(f.net[0], cw, in, N * V, all), 0);
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < K; k++) {
+            const float *a = all + (size_t)i * V * K + k;
+            CHECK_NEAR(out[i * K + k], (a[0] + a[K] + a[2 * K]) / 3.0f, 1e-6, 1e-6);
+        }
+    nc_cnn_work_free(cw);
+    nc_cnn_committee_work_free(w);
+    nc_cnn_committee_free(c);
+
+    /* views in a column's own record: the writer refuses it, and a reader
+     * takes a file that has one as corrupt */
+    nc_model_info cols[3] = { f.col[0], f.col[1], f.col[2] };
+    add_views(&cols[1].prep);
+    uint8_t *b2 = NULL;
+    size_t l2 = 0;
+    CHECK_INT_EQ(nc_cnn_committee_save((const nc_cnn *const *)f.net, cols, 3, &viewed, &b2,
+                                       &l2), -EINVAL);
+    uint8_t *col[3] = { NULL };
+    size_t cl[3] = { 0 };
+    for (int i = 0; i < 3; i++)
+        REQUIRE(nc_cnn_save(f.net[i], &cols[i], &col[i], &cl[i]) == 0);
+    CHECK_INT_EQ(load_forged(3, col, cl, 3, 0, 0, &viewed), -EBADMSG);
+    CHECK_INT_EQ(load_forged(3, col, cl, 3, 0, 0, &f.info), -EBADMSG);
+    free(col[1]);
+    REQUIRE(nc_cnn_save(f.net[1], &f.col[1], &col[1], &cl[1]) == 0);
+    CHECK_INT_EQ(load_forged(3, col, cl, 3, 0, 0, &viewed), 0);          /* control */
+    for (int i = 0; i < 3; i++)
+        free(col[i]);
+    free(buf);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     test_round_trip();
     test_corrupt();
     test_forged();
     test_forward();
+    test_views();
     return nc_test_finish();
 }
