@@ -35,7 +35,7 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
                            const char *command);
 
 /* "views       46 px gently sheared, ..." for a prep with views (image.h). */
-void train_print_views(const nc_prep *p);
+void train_print_views(const nc_prep *p, uint32_t kind);
 
 /* The validation split: MNIST training digits [50000, 60000).  Every rule
  * is fitted on it; the test set is only ever measured. */

@@ -49,7 +49,9 @@ static void usage(FILE *f)
         "  --heights H,H,..  neocognitrons: the committee prepares each digit at these\n"
         "                    heights (up to 8 views) and answers with the mean of\n"
         "                    every member's scores over them (eval --heights tries\n"
-        "                    them first)\n"
+        "                    them first).  CNNs: these fit boxes, every column on\n"
+        "                    every view; without it a CNN committee has no views\n"
+        "                    (those of a file given are dropped)\n"
         "  -h, --help        this text\n");
 }
 
@@ -113,8 +115,30 @@ static int add_file(columns *cs, const char *path)
             }
         cs->net[cs->n] = c->column[i];
         cs->info[cs->n] = c->column_info[i];
+        /* views are the committee's record, set by --heights (cnn.h) */
+        if (cs->info[cs->n].prep.n_views) {
+            fprintf(stderr, WHO ": note: %s (column %u): its views are dropped\n", path, i + 1);
+            cs->info[cs->n].prep = nc_prep_no_views(&cs->info[cs->n].prep);
+        }
         cs->from[cs->n] = path;
         cs->n++;
+    }
+    return 0;
+}
+
+/* The committee's views: each of how's fit boxes, with the columns'
+ * deskew. */
+static int set_views(const train_neocog_bundle *how, nc_prep *p)
+{
+    p->n_views = how->n_heights;
+    for (uint32_t v = 0; v < how->n_heights; v++) {
+        p->view_box[v] = how->heights[v];
+        p->view_deskew[v] = p->deskew;
+    }
+    if (nc_prep_check(p)) {
+        fprintf(stderr, WHO ": --heights: a fit box beyond the columns' %u px field\n",
+                p->size);
+        return -ERANGE;
     }
     return 0;
 }
@@ -241,9 +265,8 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     if (kind == NC_MF_KIND_NEOCOG)
         return train_committee_neocog(argv + optind, (uint32_t)(argc - optind), out_path, dir,
                                       &how, command);
-    if (how.flags || how.gpu >= 0 || how.n_heights) {
-        fprintf(stderr, WHO ": --half, --log8, --gpu and --heights are for neocognitron "
-                "files\n");
+    if (how.flags || how.gpu >= 0) {
+        fprintf(stderr, WHO ": --half, --log8 and --gpu are for neocognitron files\n");
         return TRAIN_EXIT_USAGE;
     }
 
@@ -269,6 +292,8 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     /* one column is the one-column file again: its own record stays, but
      * for the error, which is measured anew */
     train_committee_record(cs.info, cs.n, "columns", "column", command, 1, info);
+    if (how.n_heights && set_views(&how, &info->prep))
+        goto out;
     const uint32_t K = info->n_classes;
 
     /* The committee as the engines will run it: saved, then opened from
@@ -308,6 +333,7 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         else
             printf("%.2f%% (%s)\n", 100.0 * cs.info[i].test_error, cs.info[i].test_set);
     }
+    train_print_views(&info->prep, NC_MF_KIND_CNN);
     printf("test        MNIST t10k: error %.2f%% (%u / %u), %.1f digits/s\n",
            100.0 * errors / n, errors, n, n / sc.seconds);
 

@@ -204,7 +204,7 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
            flags & NC_NEOCOG_WRITE_HALF   ? ", weights stored as binary16"
            : flags & NC_NEOCOG_WRITE_LOG8 ? ", weights stored as 8-bit logarithmic codes"
                                           : "");
-    train_print_views(&info->prep);
+    train_print_views(&info->prep, NC_MF_KIND_NEOCOG);
     for (uint32_t i = 0; i < ms->n; i++) {
         const nc_neocog *net = ms->net[i];
         printf("  %2u  %s  K %u/%u/%u/%u, %s, seed %llu, recorded test error ", i + 1,

@@ -671,7 +671,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     printf("command     %s\n", info.command);
     printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
     if (info.prep.n_views)                      /* the file's own views */
-        train_print_views(&info.prep);
+        train_print_views(&info.prep, kind);
     if (n_heights) {
         printf("heights     ");
         for (uint32_t j = 0; j < n_heights; j++)

@@ -268,11 +268,13 @@ void train_report_threshold(const char *what, double t, const int32_t *ans, cons
            n - rej);
 }
 
-void train_print_views(const nc_prep *p)
+void train_print_views(const nc_prep *p, uint32_t kind)
 {
+    const char *tail = kind == NC_MF_KIND_CNN ? " (every column on each)\n"
+                                              : " (each member on those of its shear)\n";
     for (uint32_t v = 0; v < p->n_views; v++)
         printf("%s%u px %s%s", v ? ", " : "views       ", p->view_box[v],
                p->view_deskew[v] == 0 ? "unsheared"
                : p->view_deskew[v] == 1 ? "sheared" : "gently sheared",
-               v + 1 == p->n_views ? " (each member on those of its shear)\n" : "");
+               v + 1 == p->n_views ? tail : "");
 }

@@ -1,6 +1,6 @@
 /* tests/tools/test_train_committee.c — `neocog-train committee` bundling
  * neocognitron files with views (--heights) and compact weights (--log8),
- * run as a user runs it.
+ * and CNN columns with views, run as a user runs it.
  *
  * Two small random networks, one trained (so its record says) on gently
  * sheared digits and one on unsheared ones, are saved to a scratch folder;
@@ -10,6 +10,12 @@
  * members' records keep no views; the weights are log8; the test error is
  * recorded.  Without --heights the two shears may not share a committee, and
  * more views than fit (five heights, two shears) are refused.
+ *
+ * CNNs: two random columns, the second saved with views of its own.  With
+ * --heights 18,20,22 the committee's record has three unsheared views at
+ * those fit boxes and the columns' records none (the second's are dropped);
+ * one column with --heights 19,21 is the one-column form with two views; a
+ * fit box past the 29 px field is refused.
  * Usage: test_train_committee NEOCOG-TRAIN. */
 #include "core/neocog_random.h"
 #include "run_capture.h"
@@ -21,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cnn.h"
 #include "fileio.h"
 
 static nc_test_rng rng = { 0x9e3779b97f4a7c15ULL };
@@ -41,6 +48,37 @@ static int save_net(const char *path, uint32_t deskew, uint64_t seed)
         err = nc_file_write_atomic(path, buf, len);
     free(buf);
     nc_neocog_free(net);
+    return err;
+}
+
+static int save_column(const char *path, uint64_t seed, int views)
+{
+    nc_cnn *net = NULL;
+    int err = nc_cnn_new("1x29x29-4C4-MP2-6C5-MP3-10N", &net);
+    if (!err)
+        err = nc_cnn_init_weights(net, seed);
+    nc_model_info info;
+    memset(&info, 0, sizeof info);
+    info.n_classes = 10;
+    for (uint32_t k = 0; k < 10; k++)
+        snprintf(info.labels[k], sizeof info.labels[k], "%u", k);
+    info.prep = NC_PREP_CNN_29;
+    if (views) {
+        info.prep.n_views = 2;
+        info.prep.view_box[0] = 17;
+        info.prep.view_box[1] = 23;
+    }
+    snprintf(info.command, sizeof info.command, "test_train_committee");
+    info.seed = seed;
+    info.test_error = -1.0;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (!err)
+        err = nc_cnn_save(net, &info, &buf, &len);
+    if (!err)
+        err = nc_file_write_atomic(path, buf, len);
+    free(buf);
+    nc_cnn_free(net);
     return err;
 }
 
@@ -116,6 +154,41 @@ static void test_committee(const char *tool)
     const char *many[] = { tool, "committee", "--out", out, "--data", mnist,
                            "--heights", "36,38,40,42,44", a, b, NULL };
     CHECK(run(many) != 0);
+
+    /* CNN columns */
+    REQUIRE(save_column(a, 1, 0) == 0);
+    REQUIRE(save_column(b, 2, 1) == 0);
+    const char *cnn[] = { tool, "committee", "--out", out, "--data", mnist,
+                          "--heights", "18,20,22", a, b, NULL };
+    CHECK_INT_EQ(run(cnn), 0);
+    nc_cnn_committee *cc = NULL;
+    REQUIRE(nc_file_read(out, 64u << 20, &buf, &len) == 0);
+    REQUIRE(nc_cnn_committee_load(buf, len, &cc, &info) == 0);
+    CHECK_INT_EQ(cc->n_columns, 2);
+    CHECK_INT_EQ(cc->n_views, 3);
+    CHECK_INT_EQ(info.prep.n_views, 3);
+    for (uint32_t v = 0; v < 3; v++) {
+        CHECK_INT_EQ(info.prep.view_box[v], 18 + 2 * v);
+        CHECK_INT_EQ(info.prep.view_deskew[v], 0);
+    }
+    CHECK(cc->column_info[0].prep.n_views == 0 && cc->column_info[1].prep.n_views == 0);
+    CHECK(cc->column_info[0].seed == 1 && cc->column_info[1].seed == 2);
+    CHECK_MSG(info.test_error >= 0.0 && strstr(info.test_set, "(1000)"),
+              "recorded test error %.4f on '%s'", info.test_error, info.test_set);
+    nc_cnn_committee_free(cc);
+    free(buf);
+    const char *one[] = { tool, "committee", "--out", out, "--data", mnist,
+                          "--heights", "19,21", a, NULL };
+    CHECK_INT_EQ(run(one), 0);
+    REQUIRE(nc_file_read(out, 64u << 20, &buf, &len) == 0);
+    REQUIRE(nc_cnn_committee_load(buf, len, &cc, &info) == 0);
+    CHECK(cc->n_columns == 1 && cc->n_views == 2);
+    CHECK(info.prep.view_box[0] == 19 && info.prep.view_box[1] == 21 && info.seed == 1);
+    nc_cnn_committee_free(cc);
+    free(buf);
+    const char *wide[] = { tool, "committee", "--out", out, "--data", mnist,
+                           "--heights", "20,40", a, NULL };
+    CHECK(run(wide) != 0);
 
     unlink(li);
     unlink(ll);
