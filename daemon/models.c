@@ -151,9 +151,6 @@ static void scan_dir(const char *dir, char found[NC_SLOTS][NC_CONFIG_PATH_MAX])
     }
 }
 
-/* One forward pass of a blank input, so the first request does not pay
- * for page faults and BLAS start-up, and so a model that cannot run fails
- * here rather than on a client's request. */
 /* ", each digit at 46/48/50 px gently sheared, 46/48/50 px unsheared"
  * after arch, for a file with views (core/image.h): ModelInfo then says the
  * model looks at each digit several ways. */
@@ -172,6 +169,9 @@ static void describe_views(const nc_prep *p, char *arch, size_t cap)
     }
 }
 
+/* One forward pass of a blank input, so the first request does not pay
+ * for page faults and BLAS start-up, and so a model that cannot run fails
+ * here rather than on a client's request. */
 static int warm_up(nc_backend *be)
 {
     void *w = NULL;

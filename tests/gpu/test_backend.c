@@ -425,6 +425,7 @@ static int make_committee(const uint8_t *cnn, size_t cnn_len, int views, uint8_t
     nc_cnn *nets[3] = { NULL, NULL, NULL };
     nc_model_info info, col[3];
     int r = nc_cnn_load(cnn, cnn_len, &nets[0], &info);
+    info.prep = nc_prep_no_views(&info.prep);  /* the shipped file's own, if any */
     if (!r)
         r = nc_cnn_new("1x29x29-20C4-MP2-40C5-MP3-150N-10N", &nets[1]);
     if (!r)
