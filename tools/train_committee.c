@@ -294,6 +294,15 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     train_committee_record(cs.info, cs.n, "columns", "column", command, 1, info);
     if (how.n_heights && set_views(&how, &info->prep))
         goto out;
+    if (cs.n == 1 && how.n_heights) {
+        /* one record only: it keeps the column's training command and says
+         * how the views came */
+        const int w = snprintf(info->command, sizeof info->command, "%s; the column: %s",
+                               command, cs.info[0].command);
+        if (w < 0 || (size_t)w >= sizeof info->command)
+            fprintf(stderr, WHO ": note: the commands are too long to record whole\n");
+        train_utc_iso(info->created, sizeof info->created);
+    }
     const uint32_t K = info->n_classes;
 
     /* The committee as the engines will run it: saved, then opened from
