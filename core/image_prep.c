@@ -431,61 +431,75 @@ static void write_field(const nc_prep *p, const placed *pl, float *out)
     }
 }
 
-/* One view: steps 1-5 and the placement (p checked, n_views ignored). */
-static int prep_one(const nc_image *img, const nc_prep *p, float *out)
-{
-    int err;
+/* Steps 1-3, the same for every view of a digit: the ink level, the ink's
+ * bounding box as a crop of img, and the contrast table. */
+typedef struct prep_source {
+    nc_image crop;          /* borrows img's pixels */
+    nc_rect box;
+    float lut[256];
+    float ink;              /* the ink level in stretched units */
+} prep_source;
 
+static int source(const nc_image *img, const nc_prep *p, prep_source *src)
+{
     uint64_t hist[256];
     uint8_t t;
-    nc_rect box;
+    int err;
     if ((err = prep_histogram(img, p->invert != 0, hist)) < 0 ||
         (err = ink_threshold(p, hist, &t)) < 0 ||
-        (err = ink_bbox(img, p->invert != 0, t, &box)) < 0)
+        (err = ink_bbox(img, p->invert != 0, t, &src->box)) < 0)
         return err;
-
-    float lut[256];
-    contrast_lut(hist, t, p->invert != 0, lut);
-
-    nc_image crop;
-    if ((err = nc_image_crop(img, box, &crop)) < 0)
+    contrast_lut(hist, t, p->invert != 0, src->lut);
+    if ((err = nc_image_crop(img, src->box, &src->crop)) < 0)
         return err;
     /* Ink in stretched units: the level t itself, polarity undone. */
-    const float ink = lut[p->invert ? 255 - t : t];
-    float *upright = NULL;
-    nc_rect fit = box;
-    if (p->deskew &&
-        (err = deskew_crop(p, &crop, lut, ink, &upright, &fit.width, &fit.height)) < 0)
-        return err;
+    src->ink = src->lut[p->invert ? 255 - t : t];
+    return 0;
+}
+
+/* Step 4's result for one deskew: the crop sheared upright (upright, fit
+ * its size), or, unsheared, no copy (upright NULL, fit the box). */
+typedef struct prep_upright {
+    float *upright;
+    nc_rect fit;
+} prep_upright;
+
+static int make_upright(const nc_prep *p, const prep_source *src, prep_upright *u)
+{
+    u->upright = NULL;
+    u->fit = src->box;
+    if (!p->deskew)
+        return 0;
+    return deskew_crop(p, &src->crop, src->lut, src->ink, &u->upright, &u->fit.width,
+                       &u->fit.height);
+}
+
+/* Step 5 and the placement for one view p (checked, n_views ignored). */
+static int place_view(const nc_prep *p, const prep_source *src, const prep_upright *u,
+                      float *out)
+{
     uint32_t w, h;
     if (p->kind == NC_PREP_MNIST)
-        mnist_dims(p, fit, &w, &h);
+        mnist_dims(p, u->fit, &w, &h);
     else
-        neocog_dims(p, fit, &w, &h);
+        neocog_dims(p, u->fit, &w, &h);
 
     /* w, h <= size <= NC_PREP_MAX_SIZE: no overflow. */
     float *scaled = malloc((size_t)w * h * sizeof(float));
+    if (!scaled)
+        return -ENOMEM;
     placed pl;
-    if (!scaled) {
-        err = -ENOMEM;
-        goto out;
-    }
-    if (upright)
-        err = nc_image_resample(upright, fit.width, fit.height, scaled, w, h);
+    int err;
+    if (u->upright)
+        err = nc_image_resample(u->upright, u->fit.width, u->fit.height, scaled, w, h);
     else
-        err = nc_image_resample_u8(&crop, lut, scaled, w, h);
-    if (err < 0)
-        goto out;
-    if (p->kind == NC_PREP_MNIST)
-        err = mnist_place(p, scaled, w, h, &pl);
-    else
-        err = neocog_place(p, scaled, w, h, &pl);
-    if (err < 0)
-        goto out;
-    write_field(p, &pl, out);
-out:
+        err = nc_image_resample_u8(&src->crop, src->lut, scaled, w, h);
+    if (err >= 0)
+        err = p->kind == NC_PREP_MNIST ? mnist_place(p, scaled, w, h, &pl)
+                                       : neocog_place(p, scaled, w, h, &pl);
+    if (err >= 0)
+        write_field(p, &pl, out);
     free(scaled);
-    free(upright);
     return err;
 }
 
@@ -498,20 +512,43 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
         return err;
     if (!out)
         return -EINVAL;
-    if (p->n_views == 0)
-        return prep_one(img, p, out);
-    /* every view into a scratch copy first: a view with nothing left
-     * leaves out untouched */
+    prep_source src;
+    if ((err = source(img, p, &src)) < 0)
+        return err;
+    if (p->n_views == 0) {
+        prep_upright u;
+        if ((err = make_upright(p, &src, &u)) >= 0)
+            err = place_view(p, &src, &u, out);
+        free(u.upright);
+        return err;
+    }
+    /* Views share steps 1-3, and those of one deskew share step 4, made
+     * when a view first needs it: each view is then exactly what it alone
+     * would be (the same steps on the same values), and the first view
+     * that fails fails the call, as if each were made in turn.  Every
+     * view goes into a scratch copy first: a view with nothing left
+     * leaves out untouched. */
     const size_t len = nc_prep_view_len(p);
     float *all = malloc(nc_prep_out_len(p) * sizeof *all);
     if (!all)
         return -ENOMEM;
-    for (uint32_t v = 0; v < p->n_views && !err; v++) {
+    prep_upright u[NC_PREP_DESKEW_GENTLE + 1];
+    int made[NC_PREP_DESKEW_GENTLE + 1] = { 0 };
+    for (uint32_t v = 0; v < p->n_views && err >= 0; v++) {
         const nc_prep pv = nc_prep_view(p, v);
-        err = prep_one(img, &pv, all + v * len);
+        const uint32_t d = pv.deskew;       /* <= GENTLE: nc_prep_check */
+        if (!made[d]) {
+            made[d] = 1;
+            err = make_upright(&pv, &src, &u[d]);
+        }
+        if (err >= 0)
+            err = place_view(&pv, &src, &u[d], all + v * len);
     }
-    if (!err)
+    if (err >= 0)
         memcpy(out, all, nc_prep_out_len(p) * sizeof *all);
+    for (uint32_t d = 0; d <= NC_PREP_DESKEW_GENTLE; d++)
+        if (made[d])
+            free(u[d].upright);
     free(all);
     return err;
 }
