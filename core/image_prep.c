@@ -440,7 +440,7 @@ typedef struct prep_source {
     float ink;              /* the ink level in stretched units */
 } prep_source;
 
-static int source(const nc_image *img, const nc_prep *p, prep_source *src)
+static int make_source(const nc_image *img, const nc_prep *p, prep_source *src)
 {
     uint64_t hist[256];
     uint8_t t;
@@ -513,7 +513,7 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     if (!out)
         return -EINVAL;
     prep_source src;
-    if ((err = source(img, p, &src)) < 0)
+    if ((err = make_source(img, p, &src)) < 0)
         return err;
     if (p->n_views == 0) {
         prep_upright u;

@@ -223,7 +223,7 @@ static void usage(FILE *f)
         "  --heights H,H,..  prepare each digit with these boxes in place of the\n"
         "                    file's (a neocognitron's digit height, a CNN's fit box)\n"
         "                    and average the scores, up to 8: a trial of the views\n"
-        "                    that committee --heights stores in a neocognitron file\n"
+        "                    that committee --heights stores in a model file\n"
         "                    (not for a file with views of its own)\n"
         "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
         "                    neocognitron file (the rule the daemon would use)\n"
