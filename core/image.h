@@ -226,6 +226,11 @@ nc_prep nc_prep_view(const nc_prep *p, uint32_t v);
 /* p without its views: one input, at box (the height trained at). */
 nc_prep nc_prep_no_views(const nc_prep *p);
 
+/* "unsheared", "sheared" or "gently sheared" for a deskew setting (0, 1,
+ * NC_PREP_DESKEW_GENTLE); "?" for anything else.  For messages that say
+ * how a view was prepared. */
+const char *nc_prep_deskew_name(uint32_t deskew);
+
 /* 0 if p is a valid, supported setting, else -EINVAL / -ERANGE.  Views:
  * n_views at most NC_PREP_MAX_VIEWS, each view's box and deskew valid as
  * box and deskew are, and the unused entries zero (so two equal preps

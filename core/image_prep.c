@@ -40,6 +40,12 @@ nc_prep nc_prep_no_views(const nc_prep *p)
     return one;
 }
 
+const char *nc_prep_deskew_name(uint32_t deskew)
+{
+    static const char *const name[] = { "unsheared", "sheared", "gently sheared" };
+    return deskew <= NC_PREP_DESKEW_GENTLE ? name[deskew] : "?";
+}
+
 nc_prep nc_prep_view(const nc_prep *p, uint32_t v)
 {
     nc_prep one = nc_prep_no_views(p);

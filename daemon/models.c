@@ -156,7 +156,6 @@ static void scan_dir(const char *dir, char found[NC_SLOTS][NC_CONFIG_PATH_MAX])
  * model looks at each digit several ways. */
 static void describe_views(const nc_prep *p, char *arch, size_t cap)
 {
-    static const char *const shear[] = { "unsheared", "sheared", "gently sheared" };
     size_t at = strlen(arch);
     for (uint32_t v = 0; v < p->n_views && at < cap; v++) {
         const int last = v + 1 == p->n_views || p->view_deskew[v + 1] != p->view_deskew[v];
@@ -164,7 +163,7 @@ static void describe_views(const nc_prep *p, char *arch, size_t cap)
                                v == 0 ? (at ? ", each digit at " : "each digit at ")
                                : p->view_deskew[v] != p->view_deskew[v - 1] ? ", " : "/",
                                p->view_box[v], last ? " px " : "",
-                               last ? shear[p->view_deskew[v] % 3] : "");
+                               last ? nc_prep_deskew_name(p->view_deskew[v]) : "");
         at += k > 0 ? (size_t)k : 0;
     }
 }

@@ -69,6 +69,10 @@ typedef struct train_scores {
     const nc_prep *prep;        /* NULL: the model's; else this one, same size */
     uint32_t batch;             /* digits a forward call; 0: a CPU-sized default */
 } train_scores;
+
+/* train_scores.batch for a model on a GPU: a device engine wants hundreds
+ * of digits a call to be busy (the CPU default is 64). */
+#define TRAIN_GPU_BATCH 512u
 int train_scores_run(train_scores *s);
 
 /* Labels of d [first, first + count) all below n_classes?  Prints the first

@@ -165,7 +165,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     if (train_open_model_on(WHO, o.model, o.gpu, &be, &buf, &len))
         goto out;
     const uint32_t kind = be->kind, K = be->info.n_classes;
-    const uint32_t batch = o.gpu >= 0 ? 512 : 0;
+    const uint32_t batch = o.gpu >= 0 ? TRAIN_GPU_BATCH : 0;
     if (o.ensemble) {
         if (kind != NC_MF_KIND_CNN) {
             fprintf(stderr, WHO ": --ensemble: the ensemble rule lives in the CNN file; "

@@ -193,7 +193,7 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
         err = -ENOMEM;
         goto fail;
     }
-    train_scores sc = { be, &ds, 0, n, how->threads, raw, ok, 0.0, NULL, gpu >= 0 ? 512 : 0 };
+    train_scores sc = { be, &ds, 0, n, how->threads, raw, ok, 0.0, NULL, gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     for (uint32_t i = 0; i < n; i++)

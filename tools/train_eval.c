@@ -314,7 +314,7 @@ static int report_calibrated(const nc_backend *be, const nc_mf_reader *rd, const
         goto out;
     }
     train_scores sn = { neo, ds, first, n, threads, raw_neo, ok_neo, 0.0, NULL,
-                        gpu >= 0 ? 512 : 0 };
+                        gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
     if ((err = train_scores_run(&sn)))
         goto out;
     train_calibrated(&neo->calib, NC_MF_KIND_NEOCOG, K, raw_neo, ok_neo, n, ans, conf, p_neo,
@@ -606,7 +606,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             err = -ENOMEM;
             goto fail;
         }
-        if ((err = scores_at_heights(be, &ds, first, count, threads, gpu >= 0 ? 512 : 0,
+        if ((err = scores_at_heights(be, &ds, first, count, threads, gpu >= 0 ? TRAIN_GPU_BATCH : 0,
                                      heights, n_heights, raw, ok, &secs)))
             goto fail;
         if (save && (err = save_scores(save, raw, (size_t)count * n_classes)))

@@ -274,7 +274,5 @@ void train_print_views(const nc_prep *p, uint32_t kind)
                                               : " (each member on those of its shear)\n";
     for (uint32_t v = 0; v < p->n_views; v++)
         printf("%s%u px %s%s", v ? ", " : "views       ", p->view_box[v],
-               p->view_deskew[v] == 0 ? "unsheared"
-               : p->view_deskew[v] == 1 ? "sheared" : "gently sheared",
-               v + 1 == p->n_views ? tail : "");
+               nc_prep_deskew_name(p->view_deskew[v]), v + 1 == p->n_views ? tail : "");
 }

@@ -1023,6 +1023,10 @@ static void test_prep_views(void)
     CHECK_INT_EQ(nc_prep_out_len(&p), 69 * 69);
     const nc_prep plain = nc_prep_view(&p, 0);
     CHECK(memcmp(&plain, &p, sizeof p) == 0);
+    CHECK(!strcmp(nc_prep_deskew_name(0), "unsheared") &&
+          !strcmp(nc_prep_deskew_name(1), "sheared") &&
+          !strcmp(nc_prep_deskew_name(NC_PREP_DESKEW_GENTLE), "gently sheared") &&
+          !strcmp(nc_prep_deskew_name(3), "?"));
 
     static const uint32_t boxes[4] = { 48, 40, 56, 44 }, shears[4] = { 2, 2, 0, 1 };
     p.n_views = 4;
