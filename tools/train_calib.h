@@ -37,6 +37,13 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
 /* "views       46 px gently sheared, ..." for a prep with views (image.h). */
 void train_print_views(const nc_prep *p, uint32_t kind);
 
+/* p's views for committee --heights: every box of heights[n_heights] for
+ * each deskew of shears[n_shears], shear after shear.  -E2BIG past
+ * NC_PREP_MAX_VIEWS views, -ERANGE when a box does not fit p's field (p
+ * then keeps the views, invalid); prints nothing. */
+int train_set_views(const uint32_t *heights, uint32_t n_heights, const uint32_t *shears,
+                    uint32_t n_shears, nc_prep *p);
+
 /* The validation split: MNIST training digits [50000, 60000).  Every rule
  * is fitted on it; the test set is only ever measured. */
 #define TRAIN_VALID_FIRST 50000u

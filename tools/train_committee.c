@@ -130,12 +130,8 @@ static int add_file(columns *cs, const char *path)
  * deskew. */
 static int set_views(const train_neocog_bundle *how, nc_prep *p)
 {
-    p->n_views = how->n_heights;
-    for (uint32_t v = 0; v < how->n_heights; v++) {
-        p->view_box[v] = how->heights[v];
-        p->view_deskew[v] = p->deskew;
-    }
-    if (nc_prep_check(p)) {
+    const uint32_t shear = p->deskew;
+    if (train_set_views(how->heights, how->n_heights, &shear, 1, p)) {
         fprintf(stderr, WHO ": --heights: a fit box beyond the columns' %u px field\n",
                 p->size);
         return -ERANGE;

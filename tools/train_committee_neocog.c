@@ -101,31 +101,21 @@ static int add_file(members *ms, const char *path, int strict)
  * answers at every height on digits prepared as it learnt them. */
 static int set_views(const members *ms, const train_neocog_bundle *how, nc_prep *p)
 {
-    uint32_t shear[NC_PREP_MAX_VIEWS], n_shear = 0, j;
+    uint32_t shear[NC_NEOCOG_MAX_MEMBERS], n_shear = 0, j;
     for (uint32_t i = 0; i < ms->n; i++) {
         for (j = 0; j < n_shear && shear[j] != ms->info[i].prep.deskew; j++)
             ;
-        if (j == n_shear) {
-            if ((n_shear + 1) * how->n_heights > NC_PREP_MAX_VIEWS) {
-                fprintf(stderr, WHO ": --heights: %u heights for each of %u shears is more "
-                        "than %u views\n", how->n_heights, n_shear + 1, NC_PREP_MAX_VIEWS);
-                return -E2BIG;
-            }
+        if (j == n_shear)
             shear[n_shear++] = ms->info[i].prep.deskew;
-        }
     }
-    p->n_views = 0;
-    for (j = 0; j < n_shear; j++)
-        for (uint32_t h = 0; h < how->n_heights; h++) {
-            p->view_box[p->n_views] = how->heights[h];
-            p->view_deskew[p->n_views++] = shear[j];
-        }
-    if (nc_prep_check(p)) {
+    const int err = train_set_views(how->heights, how->n_heights, shear, n_shear, p);
+    if (err == -E2BIG)
+        fprintf(stderr, WHO ": --heights: %u heights for each of %u shears is more than %u "
+                "views\n", how->n_heights, n_shear, NC_PREP_MAX_VIEWS);
+    else if (err)
         fprintf(stderr, WHO ": --heights: a height beyond the members' %u px field\n",
                 p->size);
-        return -ERANGE;
-    }
-    return 0;
+    return err;
 }
 
 int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out_path,
@@ -193,7 +183,8 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
         err = -ENOMEM;
         goto fail;
     }
-    train_scores sc = { be, &ds, 0, n, how->threads, raw, ok, 0.0, NULL, gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
+    train_scores sc = { be, &ds, 0, n, how->threads, raw, ok, 0.0, NULL,
+                        gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
     for (uint32_t i = 0; i < n; i++)

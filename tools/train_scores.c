@@ -268,6 +268,20 @@ void train_report_threshold(const char *what, double t, const int32_t *ans, cons
            n - rej);
 }
 
+int train_set_views(const uint32_t *heights, uint32_t n_heights, const uint32_t *shears,
+                    uint32_t n_shears, nc_prep *p)
+{
+    if ((uint64_t)n_heights * n_shears > NC_PREP_MAX_VIEWS)
+        return -E2BIG;
+    p->n_views = 0;
+    for (uint32_t j = 0; j < n_shears; j++)
+        for (uint32_t h = 0; h < n_heights; h++) {
+            p->view_box[p->n_views] = heights[h];
+            p->view_deskew[p->n_views++] = shears[j];
+        }
+    return nc_prep_check(p) ? -ERANGE : 0;
+}
+
 void train_print_views(const nc_prep *p, uint32_t kind)
 {
     const char *tail = kind == NC_MF_KIND_CNN ? " (every column on each)\n"
