@@ -49,7 +49,11 @@
  *  - After each epoch the validation error is measured; the weights of the
  *    epoch with the lowest validation error (the earliest on ties) are the
  *    ones saved ("test for best validation", seed 000 §4).  With
- *    --validation 0 the last epoch is kept.
+ *    --validation 0 the last epoch is kept; so it is with --keep-last,
+ *    which still measures every epoch, so that the kept weights' validation
+ *    error is an honest one (no epoch was picked on it).  Columns trained
+ *    with deformations to the end and answered on several views gain from
+ *    that: models/README.md, session 22.
  *  - --checkpoint FILE is rewritten atomically after every epoch; --resume
  *    continues from it.  A checkpoint is a model-format container (kind CNN)
  *    whose sections hold the current and the best network as complete model
@@ -106,6 +110,7 @@ typedef struct options {
     float lr;
     float lr_decay;
     uint32_t validation;
+    int keep_last;          /* keep the last epoch, not validation's best */
     uint32_t limit;         /* 0: all */
     int deform;
     float deform_scale;     /* strength of the deformations, 1 = NC_DEFORM_MNIST */
@@ -148,6 +153,9 @@ static void usage(FILE *f)
         "  --lr F            learning rate of the first epoch (default 0.001)\n"
         "  --lr-decay F      factor applied after every epoch (default 0.95)\n"
         "  --validation N    hold out the last N training digits (default 10000)\n"
+        "  --keep-last       keep the last epoch's weights, not those of the epoch\n"
+        "                    with the lowest validation error (which is still\n"
+        "                    measured and reported every epoch)\n"
         "  --limit N         train on the first N training digits only\n"
         "  --deform          deform training digits (default)\n"
         "  --no-deform       train on the digits as they are\n"
@@ -177,7 +185,7 @@ static void usage(FILE *f)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID,
+    enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
            O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT };
     static const struct option longopts[] = {
@@ -189,6 +197,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "lr", required_argument, NULL, O_LR },
         { "lr-decay", required_argument, NULL, O_DECAY },
         { "validation", required_argument, NULL, O_VALID },
+        { "keep-last", no_argument, NULL, O_KEEPLAST },
         { "limit", required_argument, NULL, O_LIMIT },
         { "deform", no_argument, NULL, O_DEFORM },
         { "no-deform", no_argument, NULL, O_NODEFORM },
@@ -241,6 +250,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_SEED: name = "--seed"; err = train_parse_u64(optarg, &o->seed); break;
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
+        case O_KEEPLAST: o->keep_last = 1; break;
         case O_EXTRA: o->extra = optarg; break;
         case O_INIT: o->init = optarg; break;
         case O_TEACHER: o->teacher = optarg; break;
@@ -389,17 +399,18 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
  * checkpoint (everything that changes what the epochs compute). */
 static void config_string(const options *o, char *dst, size_t cap)
 {
-    /* deform_scale only when not 1, so checkpoints written before the option
-     * still resume */
+    /* deform_scale and keep_last only when not the default, so checkpoints
+     * written before those options still resume */
     char scale[48] = "", teacher[48] = "";
     if (o->deform_scale != 1.0f)
         snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
     if (o->teacher)
         snprintf(teacher, sizeof(teacher), " teacher_weight=%.9g", (double)o->teacher_weight);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s seed=%llu%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
-             (unsigned long long)o->seed, o->extra ? " extra=" : "", o->extra ? o->extra : "",
+             (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
+             o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
              o->teacher ? o->teacher : "", teacher);
 }
@@ -868,7 +879,7 @@ static void print_table(const run_state *st, uint32_t n_valid)
             snprintf(valid, sizeof(valid), "%9s", "-");
         fprintf(stderr, " %5u  %8.2e  %8.5f  %8.2f%%  %s  %5.0fs%s\n", e + 1, h[HIST_LR],
                 h[HIST_LOSS], 100.0 * h[HIST_TRAIN_ERR], valid, h[HIST_SECONDS],
-                e + 1 == st->best_epoch ? "  <- best" : "");
+                e + 1 == st->best_epoch ? "  <- kept" : "");
     }
 }
 
@@ -1123,10 +1134,13 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         h[HIST_VALID_ERR] = o.validation ? (double)valid_errors / o.validation : 0.0;
         h[HIST_SECONDS] = secs;
         st.epochs_done++;
-        int improved = st.best_epoch == 0 || !o.validation ||
-                       h[HIST_VALID_ERR] < st.hist[(size_t)(st.best_epoch - 1) * HIST_COLS +
-                                                   HIST_VALID_ERR];
-        if (improved) {
+        /* lowest: below every earlier epoch's validation error (the earliest
+         * wins ties); the kept weights are that epoch's unless the last is
+         * kept */
+        int lowest = o.validation != 0;
+        for (uint32_t i = 0; lowest && i + 1 < st.epochs_done; i++)
+            lowest = h[HIST_VALID_ERR] < st.hist[(size_t)i * HIST_COLS + HIST_VALID_ERR];
+        if (lowest || !o.validation || o.keep_last) {
             st.best_epoch = st.epochs_done;
             memcpy(best->params, net->params, net->n_params * sizeof(float));
         }
@@ -1141,7 +1155,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             snprintf(valid, sizeof(valid), "valid -");
         fprintf(stderr, "epoch %u/%u  lr %.2e  loss %.5f  train %.2f%%  %s%s  %.0f img/s  "
                 "%.1fs  ETA %s\n", st.epochs_done, o.epochs, lr, loss,
-                100.0 * h[HIST_TRAIN_ERR], valid, improved && o.validation ? " *" : "",
+                100.0 * h[HIST_TRAIN_ERR], valid, lowest ? " *" : "",
                 t.n_train / t_train, secs, eta);
         if (o.checkpoint) {
             info.epochs = st.epochs_done;
@@ -1186,13 +1200,17 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
 
     print_table(&st, o.validation);
     double total = spent_before + (train_now() - run_start);
-    char dur[32];
+    char dur[32], why[64] = " (last)";
     train_format_duration(total, dur, sizeof(dur));
+    if (o.validation && o.keep_last)
+        snprintf(why, sizeof(why), " (last, --keep-last: validation error %.2f%%)",
+                 100.0 * st.hist[(size_t)(st.best_epoch - 1) * HIST_COLS + HIST_VALID_ERR]);
+    else if (o.validation)
+        snprintf(why, sizeof(why), " (lowest validation error)");
     fprintf(stderr, "\n model       %s\n arch        %s\n data        %s\n"
             " kept        epoch %u of %u%s\n test error  %.2f%% (%u / %u, %s)\n"
             " time        %s (wall, training to test)\n",
-            o.out, arch, info.data, st.best_epoch, st.epochs_done,
-            o.validation ? " (lowest validation error)" : " (last)",
+            o.out, arch, info.data, st.best_epoch, st.epochs_done, why,
             100.0 * info.test_error, test_errors, test.count, info.test_set, dur);
     status = TRAIN_EXIT_OK;
     goto out;

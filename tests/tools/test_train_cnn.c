@@ -1,0 +1,242 @@
+/* tests/tools/test_train_cnn.c — `neocog-train cnn --keep-last`, run as a
+ * user runs it.
+ *
+ * The trainer wants MNIST's 60,000 training digits, so the fixture's 1,000
+ * digits, repeated 60 times, stand in for them (and the fixture itself for
+ * t10k).  A small column trains for five epochs on the first 300 digits,
+ * validated on the last 500, twice from the same seed: once keeping the
+ * epoch with the lowest validation error, once with --keep-last.  Both runs
+ * must print the same epochs (the option changes what is kept, nothing that
+ * is computed); the first file must hold the earliest epoch of lowest
+ * printed validation error and the weights its checkpoint calls best, the
+ * second the last epoch and the weights its checkpoint calls current, which
+ * are the first run's last weights too.  A checkpoint written without the
+ * option may not be resumed with it.
+ * Usage: test_train_cnn NEOCOG-TRAIN. */
+#include "fixture.h"
+#include "run_capture.h"
+#include "test.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cnn.h"
+#include "fileio.h"
+#include "modelfile.h"
+
+#define EPOCHS 5
+#define TRAIN_DIGITS 60000u
+
+/* One IDX file: big-endian magic and sizes, then the bytes. */
+static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims,
+                     const uint8_t *data, size_t n)
+{
+    size_t head = 4u + 4u * (size_t)n_dims;
+    uint8_t *buf = malloc(head + n);
+    if (!buf)
+        return -ENOMEM;
+    uint32_t words[4] = { magic, dims[0], n_dims > 1 ? dims[1] : 0, n_dims > 2 ? dims[2] : 0 };
+    for (int w = 0; w <= n_dims; w++)
+        for (int b = 0; b < 4; b++)
+            buf[4 * w + b] = (uint8_t)(words[w] >> (24 - 8 * b));
+    memcpy(buf + head, data, n);
+    int err = nc_file_write_atomic(path, buf, head + n);
+    free(buf);
+    return err;
+}
+
+/* dir/train-*: the fixture 60 times over; dir/t10k-*: links to the fixture. */
+static int make_mnist(const char *dir)
+{
+    const char *data = getenv("NC_TEST_DATA");
+    nc_dataset fx = { 0 };
+    int err = nc_test_fixture(&fx);
+    if (err)
+        return err;
+    const size_t px = (size_t)fx.rows * fx.cols;
+    uint8_t *img = malloc(TRAIN_DIGITS * px), *lab = malloc(TRAIN_DIGITS);
+    if (!img || !lab)
+        err = -ENOMEM;
+    for (uint32_t i = 0; !err && i < TRAIN_DIGITS; i++) {
+        memcpy(img + i * px, fx.pixels + (size_t)(i % fx.count) * px, px);
+        lab[i] = fx.labels[i % fx.count];
+    }
+    char p[512], q[1024];
+    const uint32_t idims[3] = { TRAIN_DIGITS, fx.rows, fx.cols }, ldims[1] = { TRAIN_DIGITS };
+    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte", dir);
+    if (!err)
+        err = write_idx(p, 0x803u, idims, 3, img, TRAIN_DIGITS * px);
+    snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte", dir);
+    if (!err)
+        err = write_idx(p, 0x801u, ldims, 1, lab, TRAIN_DIGITS);
+    static const char *const kinds[2] = { "images-idx3", "labels-idx1" };
+    for (int k = 0; !err && k < 2; k++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s/mnist-t1k-%s-ubyte.gz", data ? data : "tests/data",
+                 kinds[k]);
+        snprintf(p, sizeof p, "%s/t10k-%s-ubyte.gz", dir, kinds[k]);
+        if (!realpath(src, q) || symlink(q, p))
+            err = -errno;
+    }
+    free(img);
+    free(lab);
+    nc_dataset_fini(&fx);
+    return err;
+}
+
+/* Run the tool with stderr (its progress) captured with stdout. */
+static int run(const char *tool, const char *const *args, char **ret_out)
+{
+    const char *argv[40] = { "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", tool };
+    int n = 4;
+    for (int i = 0; args[i] && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    int status = nc_run_capture(argv, NULL, ret_out);
+    fprintf(stderr, "%s", *ret_out ? *ret_out : "");
+    return status;
+}
+
+/* The validation errors the progress lines print, in tenths of a basis
+ * point (exact: 500 digits make steps of 0.2 %); the count of lines. */
+static int parse_valid(const char *out, long *valid)
+{
+    int n = 0;
+    for (const char *s = out; (s = strstr(s, "epoch ")) != NULL; s++) {
+        unsigned e, of;
+        const char *v = strstr(s, "valid ");
+        double pct;
+        if (sscanf(s, "epoch %u/%u", &e, &of) != 2 || !v || sscanf(v, "valid %lf%%", &pct) != 1)
+            continue;
+        if (n < EPOCHS + 1)
+            valid[n] = lround(pct * 1000.0);
+        n++;
+    }
+    return n;
+}
+
+static nc_cnn *load_file(const char *path, nc_model_info *info)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_cnn *net = NULL;
+    if (nc_file_read(path, 64u << 20, &buf, &len) == 0)
+        nc_cnn_load(buf, len, &net, info);
+    free(buf);
+    return net;
+}
+
+/* The net a checkpoint holds in section tag ('CKNT' current, 'CKBS' best). */
+static nc_cnn *load_ckpt(const char *path, uint32_t tag)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0, n = 0;
+    nc_mf_reader *r = NULL;
+    nc_cnn *net = NULL;
+    uint32_t type;
+    const void *data;
+    if (nc_file_read(path, 64u << 20, &buf, &len) == 0 && nc_mf_open(buf, len, &r) == 0 &&
+        nc_mf_get(r, tag, &type, &data, &n) == 0)
+        nc_cnn_load(data, n, &net, NULL);
+    nc_mf_close(r);
+    free(buf);
+    return net;
+}
+
+static int same_params(const nc_cnn *a, const nc_cnn *b)
+{
+    return a && b && a->n_params == b->n_params &&
+           memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0;
+}
+
+static void test_keep_last(const char *tool)
+{
+    char dir[] = "/tmp/nc-test-train-cnn-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    REQUIRE(make_mnist(dir) == 0);
+    char out_best[512], out_last[512], ck_best[512], ck_last[512];
+    snprintf(out_best, sizeof out_best, "%s/best.ncm", dir);
+    snprintf(out_last, sizeof out_last, "%s/last.ncm", dir);
+    snprintf(ck_best, sizeof ck_best, "%s/best.ckpt", dir);
+    snprintf(ck_last, sizeof ck_last, "%s/last.ckpt", dir);
+#define COMMON "cnn", "--arch", "1x29x29-4C4-MP2-6C5-MP3-10N", "--data", dir, "--epochs", "5", \
+        "--limit", "300", "--validation", "500", "--batch", "4", "--lr", "0.02",            \
+        "--lr-decay", "0.9", "--seed", "5"
+    const char *a_args[] = { COMMON, "--out", out_best, "--checkpoint", ck_best, NULL };
+    const char *b_args[] = { COMMON, "--keep-last", "--out", out_last, "--checkpoint", ck_last,
+                             NULL };
+    const char *c_args[] = { COMMON, "--keep-last", "--out", out_last, "--checkpoint", ck_best,
+                             "--resume", NULL };
+#undef COMMON
+    char *a_out = NULL, *b_out = NULL, *c_out = NULL;
+    CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
+    CHECK_INT_EQ(run(tool, b_args, &b_out), 0);
+    long va[EPOCHS + 1] = { 0 }, vb[EPOCHS + 1] = { 0 };
+    const int na = parse_valid(a_out ? a_out : "", va), nb = parse_valid(b_out ? b_out : "", vb);
+    CHECK_INT_EQ(na, EPOCHS);
+    CHECK_INT_EQ(nb, EPOCHS);
+    CHECK_MSG(na == EPOCHS && nb == EPOCHS && memcmp(va, vb, sizeof va) == 0,
+              "--keep-last changed the epochs' validation errors");
+    uint32_t lowest = 1;
+    for (uint32_t e = 2; e <= EPOCHS; e++)
+        if (va[e - 1] < va[lowest - 1])
+            lowest = e;
+    fprintf(stderr, "lowest validation error: epoch %u of %d\n", lowest, EPOCHS);
+    CHECK(b_out && strstr(b_out, "(last, --keep-last: validation error"));
+    CHECK(a_out && strstr(a_out, "(lowest validation error)"));
+
+    nc_model_info ia, ib;
+    nc_cnn *best = load_file(out_best, &ia), *last = load_file(out_last, &ib);
+    nc_cnn *a_cur = load_ckpt(ck_best, NC_MF_TAG('C', 'K', 'N', 'T'));
+    nc_cnn *a_bst = load_ckpt(ck_best, NC_MF_TAG('C', 'K', 'B', 'S'));
+    nc_cnn *b_cur = load_ckpt(ck_last, NC_MF_TAG('C', 'K', 'N', 'T'));
+    nc_cnn *b_bst = load_ckpt(ck_last, NC_MF_TAG('C', 'K', 'B', 'S'));
+    REQUIRE(best && last && a_cur && a_bst && b_cur && b_bst);
+    CHECK_INT_EQ(ia.epochs, lowest);
+    CHECK_INT_EQ(ib.epochs, EPOCHS);
+    CHECK(strstr(ib.command, "--keep-last") != NULL);
+    CHECK_MSG(same_params(best, a_bst), "the kept file is not the checkpoint's best");
+    CHECK_MSG(same_params(last, b_cur) && same_params(b_bst, b_cur),
+              "--keep-last: the file is not the last epoch's weights");
+    CHECK_MSG(same_params(last, a_cur), "--keep-last trained other weights than without it");
+    CHECK_MSG(same_params(best, last) == (lowest == EPOCHS),
+              "the two files should differ exactly when the lowest epoch is not the last");
+
+    /* a checkpoint of the other kind is refused, not mixed */
+    CHECK(run(tool, c_args, &c_out) != 0);
+    CHECK(c_out && strstr(c_out, "written with other options"));
+
+    nc_cnn_free(best);
+    nc_cnn_free(last);
+    nc_cnn_free(a_cur);
+    nc_cnn_free(a_bst);
+    nc_cnn_free(b_cur);
+    nc_cnn_free(b_bst);
+    free(a_out);
+    free(b_out);
+    free(c_out);
+    const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt",
+                            "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_train_cnn NEOCOG-TRAIN\n");
+        return 2;
+    }
+    test_keep_last(argv[1]);
+    return nc_test_finish();
+}
