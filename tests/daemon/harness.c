@@ -20,6 +20,7 @@
 #include <turbojpeg.h>
 
 #include "cnn.h"
+#include "cnn_file.h"
 #include "fileio.h"
 #include "frame.h"
 #include "image.h"
@@ -444,15 +445,8 @@ int nc_make_cnn_model(const char *path, uint64_t seed)
 int nc_make_cnn_model_arch(const char *path, uint64_t seed, const char *arch)
 {
     nc_cnn *net = NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
     nc_model_info info;
-    memset(&info, 0, sizeof info);
-    info.n_classes = 10;
-    for (int k = 0; k < 10; k++)
-        snprintf(info.labels[k], sizeof info.labels[k], "%d", k);
-    info.prep = NC_PREP_CNN_29;
-    info.test_error = -1.0;
+    nc_test_cnn_info(&info);
     snprintf(info.data, sizeof info.data, "random weights (daemon test)");
     /* Random weights, large enough that different digits get different
      * answers: the tests compare the daemon with core, not with truth. */
@@ -460,10 +454,7 @@ int nc_make_cnn_model_arch(const char *path, uint64_t seed, const char *arch)
     if (!err)
         err = nc_cnn_init_uniform(net, seed, 0.3f);
     if (!err)
-        err = nc_cnn_save(net, &info, &buf, &len);
-    if (!err)
-        err = nc_file_write_atomic(path, buf, len);
-    free(buf);
+        err = nc_test_write_cnn(path, net, &info);
     nc_cnn_free(net);
     return err;
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cnn.h"
+#include "cnn_file.h"
 #include "fileio.h"
 
 static nc_test_rng rng = { 0x9e3779b97f4a7c15ULL };
@@ -58,11 +59,7 @@ static int save_column(const char *path, uint64_t seed, int views)
     if (!err)
         err = nc_cnn_init_weights(net, seed);
     nc_model_info info;
-    memset(&info, 0, sizeof info);
-    info.n_classes = 10;
-    for (uint32_t k = 0; k < 10; k++)
-        snprintf(info.labels[k], sizeof info.labels[k], "%u", k);
-    info.prep = NC_PREP_CNN_29;
+    nc_test_cnn_info(&info);
     if (views) {
         info.prep.n_views = 2;
         info.prep.view_box[0] = 17;
@@ -70,14 +67,8 @@ static int save_column(const char *path, uint64_t seed, int views)
     }
     snprintf(info.command, sizeof info.command, "test_train_committee");
     info.seed = seed;
-    info.test_error = -1.0;
-    uint8_t *buf = NULL;
-    size_t len = 0;
     if (!err)
-        err = nc_cnn_save(net, &info, &buf, &len);
-    if (!err)
-        err = nc_file_write_atomic(path, buf, len);
-    free(buf);
+        err = nc_test_write_cnn(path, net, &info);
     nc_cnn_free(net);
     return err;
 }
