@@ -239,6 +239,20 @@ int nc_cnn_loss_targets(const nc_cnn *net, const float *out, const uint8_t *labe
                         const float *targets, uint32_t n, float *d_out, double *ret_loss,
                         uint32_t *ret_errors);
 
+/* Softmax cross-entropy on the scaled outputs, the alternative to the
+ * squared error above: the outputs stay the scaled tanh's, and p =
+ * softmax(scale * y) is read as the class probabilities, so
+ * E = -sum_images log p[label] and dE/dy_k = scale (p_k - [k == label]).
+ * scale (finite, > 0) sets how confident the bounded outputs can make p:
+ * the largest gap between two logits is 2 * 1.7159 * scale.  The squared
+ * error stops pushing an output once it reaches its target; this loss
+ * weighs every image by how wrong its probabilities still are, so hard
+ * digits keep drawing the gradient late in training.  Same arguments and
+ * errors count as nc_cnn_loss; -EINVAL for a bad scale. */
+int nc_cnn_loss_softmax(const nc_cnn *net, const float *out, const uint8_t *labels,
+                        uint32_t n, float scale, float *d_out, double *ret_loss,
+                        uint32_t *ret_errors);
+
 /* Back-propagation after the matching forward pass on the same w, in and n
  * (_ref after _ref, _blas after _blas; -EINVAL otherwise): d_out[n][n_outputs]
  * is dE/dy of the output layer; grads[n_params] receives dE/dparams summed

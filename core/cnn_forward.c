@@ -157,3 +157,44 @@ int nc_cnn_loss_targets(const nc_cnn *net, const float *out, const uint8_t *labe
         *ret_errors = errors;
     return 0;
 }
+
+/* p = softmax(scale y) in double, shifted by the largest logit so that exp
+ * cannot overflow; E = -sum log p[label] = sum (log sum_k exp(z_k - m) -
+ * (z_label - m)). */
+int nc_cnn_loss_softmax(const nc_cnn *net, const float *out, const uint8_t *labels,
+                        uint32_t n, float scale, float *d_out, double *ret_loss,
+                        uint32_t *ret_errors)
+{
+    if (!net || !out || !labels || n < 1 || !isfinite(scale) || !(scale > 0.0f))
+        return -EINVAL;
+    const uint32_t k_n = net->n_outputs;
+    for (uint32_t b = 0; b < n; b++)
+        if (labels[b] >= k_n)
+            return -EINVAL;
+    double loss = 0.0;
+    uint32_t errors = 0;
+    for (uint32_t b = 0; b < n; b++) {
+        const float *y = out + (size_t)b * k_n;
+        uint32_t best = 0;
+        for (uint32_t k = 1; k < k_n; k++)
+            if (y[k] > y[best])
+                best = k;
+        const double m = (double)scale * y[best];
+        double sum = 0.0;
+        for (uint32_t k = 0; k < k_n; k++)
+            sum += exp((double)scale * y[k] - m);
+        loss += log(sum) - ((double)scale * y[labels[b]] - m);
+        if (d_out)
+            for (uint32_t k = 0; k < k_n; k++) {
+                double p = exp((double)scale * y[k] - m) / sum;
+                d_out[(size_t)b * k_n + k] =
+                    (float)((double)scale * (p - (k == labels[b] ? 1.0 : 0.0)));
+            }
+        errors += best != labels[b];
+    }
+    if (ret_loss)
+        *ret_loss = loss;
+    if (ret_errors)
+        *ret_errors = errors;
+    return 0;
+}

@@ -1,6 +1,6 @@
 /* gpu/cnn_act.cuh — the element-wise parts of CNN training on the GPU: the
- * activation's derivative, the loss (twin of core's nc_cnn_loss) and the SGD
- * step (twin of nc_cnn_sgd).
+ * activation's derivative, the losses (twins of core's nc_cnn_loss and
+ * nc_cnn_loss_softmax) and the SGD step (twin of nc_cnn_sgd).
  *
  * Layer: gpu, C linkage.  Device pointers; enqueue on `stream`; 0 or a
  * negative errno. */
@@ -31,6 +31,13 @@ int nc_gpu_cnn_loss(const float *out, const uint8_t *labels, uint32_t n, uint32_
 int nc_gpu_cnn_loss_targets(const float *out, const uint8_t *labels, const float *targets,
                             uint32_t n, uint32_t k_n, float *d_out, double *ret_sum,
                             double *acc, cudaStream_t stream);
+
+/* Softmax cross-entropy on scale * out (device; scale finite, > 0), as
+ * core's nc_cnn_loss_softmax: d_out = scale (p - onehot), ret_sum and acc
+ * as above with E = -sum log p[label]. */
+int nc_gpu_cnn_loss_softmax(const float *out, const uint8_t *labels, uint32_t n, uint32_t k_n,
+                            float scale, float *d_out, double *ret_sum, double *acc,
+                            cudaStream_t stream);
 
 /* params[i] -= lr * grads[i]. */
 int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, float lr,

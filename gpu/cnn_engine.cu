@@ -50,6 +50,7 @@ struct nc_gpu_cnn {
     uint8_t *h_train_labels;                /* and labels (host: gathered there) */
     float *h_train_targets;                 /* soft targets [n_train][n_outputs], or NULL */
     float *d_run_targets, *h_run_targets;   /* a run's, gathered (run_cap each) */
+    float softmax_scale;                    /* > 0: softmax cross-entropy; 0: squared error */
     uint32_t n_train;
     nc_gpu_deform *deform;                  /* their deformation (NONE: a copy) */
     uint32_t *d_index;                      /* per run: source image, rng state, */
@@ -715,10 +716,15 @@ static int sgd_step(nc_gpu_cnn *g, const float *x, const uint8_t *d_labels,
     float *out = g->d_act[g->n_layers - 1];
     int err;
     g->state_in = x;
-    if ((err = forward_layers(g, x, n, out, bucket_of(n))) ||
-        (err = nc_gpu_cnn_loss_targets(out, d_labels, d_targets, n, g->n_outputs,
-                                       g->d_delta[0], g->d_loss, acc, g->stream)) ||
-        (err = backward_device(g, n)))
+    if ((err = forward_layers(g, x, n, out, bucket_of(n))))
+        return err;
+    if (g->softmax_scale > 0.0f)
+        err = nc_gpu_cnn_loss_softmax(out, d_labels, n, g->n_outputs, g->softmax_scale,
+                                      g->d_delta[0], g->d_loss, acc, g->stream);
+    else
+        err = nc_gpu_cnn_loss_targets(out, d_labels, d_targets, n, g->n_outputs,
+                                      g->d_delta[0], g->d_loss, acc, g->stream);
+    if (err || (err = backward_device(g, n)))
         return err;
     return nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream);
 }
@@ -906,10 +912,22 @@ extern "C" int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const u
     return note(g, set_train_data(g, in, labels, count, deform));
 }
 
+extern "C" int nc_gpu_cnn_set_loss_softmax(nc_gpu_cnn *g, float scale)
+{
+    if (!g || !isfinite(scale) || scale < 0.0f)
+        return -EINVAL;
+    if (scale > 0.0f && g->h_train_targets)
+        return -ENOTSUP;        /* soft targets belong to the squared error */
+    g->softmax_scale = scale;
+    return 0;
+}
+
 extern "C" int nc_gpu_cnn_set_train_targets(nc_gpu_cnn *g, const float *targets)
 {
     if (!g)
         return -EINVAL;
+    if (targets && g->softmax_scale > 0.0f)
+        return -ENOTSUP;
     if (targets && !g->n_train)
         return -EINVAL;         /* no nc_gpu_cnn_set_train_data yet */
     const size_t count = (size_t)g->n_train * g->n_outputs;

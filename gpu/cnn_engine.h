@@ -69,8 +69,8 @@ int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out);
  * the outputs, as nc_cnn_backward_ref. */
 int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *grads);
 
-/* One mini-batch step on the device (forward, nc_cnn_loss, backward, SGD),
- * as nc_cnn_train_step; the params stay on the device until
+/* One mini-batch step on the device (forward, nc_cnn_loss or the softmax
+ * of nc_gpu_cnn_set_loss_softmax, backward, SGD), as nc_cnn_train_step; the params stay on the device until
  * nc_gpu_cnn_download.  ret_loss (may be NULL; then nothing waits for the
  * step) is the loss before the step. */
 int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
@@ -101,6 +101,13 @@ int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *lab
  * training errors.  NULL goes back to the labels.  New training data clears
  * them. */
 int nc_gpu_cnn_set_train_targets(nc_gpu_cnn *g, const float *targets);
+
+/* The loss every training step minimises from now on: scale > 0 (finite)
+ * core's nc_cnn_loss_softmax with that scale, 0 the squared error of
+ * nc_cnn_loss (the default).  -ENOTSUP for a softmax while soft targets are
+ * set (they are squared-error targets), and nc_gpu_cnn_set_train_targets
+ * refuses targets while a softmax is. */
+int nc_gpu_cnn_set_loss_softmax(nc_gpu_cnn *g, float scale);
 
 /* As nc_gpu_cnn_train_batches, for images already on the device: image i of
  * the run is training image index[i], deformed on the device as

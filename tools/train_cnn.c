@@ -36,6 +36,10 @@
  *    would, and no rescaling with --batch is needed.  Batch 16 (default)
  *    turns the convolutions into matrix products wide enough for BLAS while
  *    staying close to on-line training.
+ *  - Loss: the seed's squared error against +1 / -1 targets (nc_cnn_loss),
+ *    or with --softmax S the cross-entropy of softmax(S y) (nc_cnn_loss_softmax;
+ *    not the seed's).  The network and its outputs are the same either way,
+ *    so the model file does not change kind; its command records the loss.
  *  - Learning rate lr * decay^e in epoch e (0-based).  The seed's MNIST runs
  *    go from 1e-3 to 3e-5 in 500 epochs (decay 0.993); its NORB/CIFAR runs
  *    use 0.95, the default here, which suits runs of tens of epochs.
@@ -122,6 +126,7 @@ typedef struct options {
     const char *init;       /* model file to start from instead of random weights */
     const char *teacher;    /* model file whose outputs become soft targets */
     float teacher_weight;   /* their share of the targets, 0..1 */
+    float softmax;          /* > 0: softmax cross-entropy at this scale; 0: squared error */
 } options;
 
 /* One row of the per-epoch table. */
@@ -178,6 +183,9 @@ static void usage(FILE *f)
         "                    committee with the same inputs) on each training digit\n"
         "                    as it is, mixed with the label's +1 / -1\n"
         "  --teacher-weight A  the teacher's share of those targets (default 0.5)\n"
+        "  --softmax S       minimise the cross-entropy of softmax(S x outputs)\n"
+        "                    instead of the squared error against +1 / -1\n"
+        "                    (S > 0, e.g. 3; the outputs stay the scaled tanh's)\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -187,7 +195,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT };
+           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -211,6 +219,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "init", required_argument, NULL, O_INIT },
         { "teacher", required_argument, NULL, O_TEACHER },
         { "teacher-weight", required_argument, NULL, O_TWEIGHT },
+        { "softmax", required_argument, NULL, O_SOFTMAX },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -260,6 +269,12 @@ static int parse_options(int argc, char **argv, options *o)
             if (!err && !(o->teacher_weight >= 0.0f && o->teacher_weight <= 1.0f))
                 err = -ERANGE;
             break;
+        case O_SOFTMAX:
+            name = "--softmax";
+            err = train_parse_float(optarg, &o->softmax);
+            if (!err && !(o->softmax > 0.0f && o->softmax <= 100.0f))
+                err = -ERANGE;
+            break;
         case O_GPU: {
             uint32_t d = 0;
             name = "--gpu";
@@ -307,6 +322,11 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (!bad && o->gpu >= 0 && !NC_HAVE_CUDA) {
         fprintf(stderr, "neocog-train cnn: --gpu: this build has no CUDA engine\n");
+        bad = 1;
+    }
+    if (!bad && o->softmax > 0.0f && o->teacher) {
+        fprintf(stderr, "neocog-train cnn: --softmax with --teacher: the teacher's targets "
+                "are squared-error targets\n");
         bad = 1;
     }
     if (!bad && o->resume && !o->checkpoint) {
@@ -399,20 +419,22 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
  * checkpoint (everything that changes what the epochs compute). */
 static void config_string(const options *o, char *dst, size_t cap)
 {
-    /* deform_scale and keep_last only when not the default, so checkpoints
-     * written before those options still resume */
-    char scale[48] = "", teacher[48] = "";
+    /* deform_scale, keep_last and softmax only when not the default, so
+     * checkpoints written before those options still resume */
+    char scale[48] = "", teacher[48] = "", softmax[48] = "";
     if (o->deform_scale != 1.0f)
         snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
     if (o->teacher)
         snprintf(teacher, sizeof(teacher), " teacher_weight=%.9g", (double)o->teacher_weight);
+    if (o->softmax > 0.0f)
+        snprintf(softmax, sizeof(softmax), " softmax=%.9g", (double)o->softmax);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
-             o->teacher ? o->teacher : "", teacher);
+             o->teacher ? o->teacher : "", teacher, softmax);
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -675,7 +697,11 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
         uint32_t e = 0;
         int err = nc_cnn_forward_blas(t->net, t->w, in, nb, t->out);
         if (!err)
-            err = nc_cnn_loss_targets(t->net, t->out, labels, targets, nb, t->d_out, &l, &e);
+            err = t->o->softmax > 0.0f
+                      ? nc_cnn_loss_softmax(t->net, t->out, labels, nb, t->o->softmax, t->d_out,
+                                            &l, &e)
+                      : nc_cnn_loss_targets(t->net, t->out, labels, targets, nb, t->d_out, &l,
+                                            &e);
         if (!err)
             err = nc_cnn_backward_blas(t->net, t->w, in, nb, t->d_out, t->grads);
         if (!err)
@@ -1074,6 +1100,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
                                             o.deform ? &dparams : NULL);
         if (!err && t.targets)
             err = nc_gpu_cnn_set_train_targets(g, t.targets);
+        if (!err && o.softmax > 0.0f)
+            err = nc_gpu_cnn_set_loss_softmax(g, o.softmax);
         if (err) {
             fprintf(stderr, "neocog-train cnn: --gpu %d: %s (%s)\n", o.gpu, nc_strerror(err),
                     nc_gpu_last_error());

@@ -816,6 +816,74 @@ static void test_loss_targets(void)
     nc_cnn_free(net);
 }
 
+/* nc_cnn_loss_softmax: E = -sum log p[label] with p = softmax(scale y),
+ * checked against a numerical derivative of E in each output (so d_out is
+ * dE/dy, scale included), against log-sum-exp written out, and with the
+ * squared error's error count.  Large outputs must not overflow exp. */
+static void test_loss_softmax(void)
+{
+    enum { N = 6 };
+    nc_cnn *net = make_net("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 5, 0.1f);
+    REQUIRE(net);
+    const uint32_t K = net->n_outputs;
+    nc_test_rng r = { 77 };
+    float y[N * 10], d[N * 10], yp[N * 10];
+    uint8_t labels[N];
+    REQUIRE(K == 10);
+    fill_uniform(&r, y, N * K, -1.7f, 1.7f);
+    for (uint32_t b = 0; b < N; b++)
+        labels[b] = (uint8_t)((b * 7 + 2) % K);
+    const float scale = 2.5f;
+    double loss = 0, want = 0;
+    uint32_t errors = 99, mse_errors = 0;
+    REQUIRE(nc_cnn_loss_softmax(net, y, labels, N, scale, d, &loss, &errors) == 0);
+    REQUIRE(nc_cnn_loss(net, y, labels, N, NULL, NULL, &mse_errors) == 0);
+    CHECK_INT_EQ(errors, mse_errors);
+    for (uint32_t b = 0; b < N; b++) {
+        double sum = 0, dsum = 0;
+        for (uint32_t k = 0; k < K; k++) {
+            sum += exp((double)scale * y[b * K + k]);
+            dsum += d[b * K + k];
+        }
+        want += log(sum) - (double)scale * y[b * K + labels[b]];
+        CHECK_NEAR(dsum, 0.0, 1e-6, 0);     /* sum_k scale (p_k - onehot_k) = 0 */
+        CHECK(d[b * K + labels[b]] < 0.0f);  /* the label's output is pushed up */
+    }
+    CHECK_NEAR(loss, want, 1e-12, 1e-9);
+    /* central differences of E in every output */
+    const float eps = 1e-2f;
+    double worst = 0;
+    for (uint32_t i = 0; i < N * K; i++) {
+        double lp = 0, lm = 0;
+        memcpy(yp, y, sizeof y);
+        yp[i] = y[i] + eps;
+        REQUIRE(nc_cnn_loss_softmax(net, yp, labels, N, scale, NULL, &lp, NULL) == 0);
+        yp[i] = y[i] - eps;
+        REQUIRE(nc_cnn_loss_softmax(net, yp, labels, N, scale, NULL, &lm, NULL) == 0);
+        const double num = (lp - lm) / (2.0 * ((double)(y[i] + eps) - (double)y[i]));
+        const double diff = fabs(num - d[i]);
+        if (diff > worst)
+            worst = diff;
+    }
+    CHECK_MSG(worst < 2e-3, "softmax loss: dE/dy off its numerical derivative by %g", worst);
+    /* outputs far beyond the tanh's range: finite, and the loss of a
+     * confident right answer is near 0, of a confident wrong one near the gap */
+    float big[10] = { 0 };
+    uint8_t l0 = 0, l1 = 1;
+    big[0] = 400.0f;
+    REQUIRE(nc_cnn_loss_softmax(net, big, &l0, 1, 1.0f, d, &loss, &errors) == 0);
+    CHECK(loss >= 0 && loss < 1e-12 && errors == 0);
+    REQUIRE(nc_cnn_loss_softmax(net, big, &l1, 1, 1.0f, d, &loss, &errors) == 0);
+    CHECK_NEAR(loss, 400.0, 0, 1e-9);
+    CHECK(errors == 1 && isfinite(d[0]) && d[1] == -1.0f);
+    CHECK_INT_EQ(nc_cnn_loss_softmax(net, y, labels, N, 0.0f, d, NULL, NULL), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_loss_softmax(net, y, labels, N, -1.0f, d, NULL, NULL), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_loss_softmax(net, y, labels, N, NAN, d, NULL, NULL), -EINVAL);
+    labels[2] = 10;
+    CHECK_INT_EQ(nc_cnn_loss_softmax(net, y, labels, N, scale, d, NULL, NULL), -EINVAL);
+    nc_cnn_free(net);
+}
+
 int main(void)
 {
     test_parse_good();
@@ -824,6 +892,7 @@ int main(void)
     test_activation();
     test_gradients();
     test_loss_targets();
+    test_loss_softmax();
     test_parity();
     test_sgd();
     test_work_committee();

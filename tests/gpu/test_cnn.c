@@ -315,8 +315,10 @@ done:
 /* A run of mini-batches on the device (nc_gpu_cnn_train_batches) against the
  * same steps one by one on the CPU: loss and errors summed over the steps,
  * and every param's total change after them.  n is not a multiple of the
- * batch, so the short last step is covered. */
-static void test_train_batches(const char *arch, uint32_t n, uint32_t batch)
+ * batch, so the short last step is covered.  softmax > 0: both sides
+ * minimise the softmax cross-entropy at that scale (nc_cnn_loss_softmax,
+ * nc_gpu_cnn_set_loss_softmax) instead of the squared error. */
+static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, float softmax)
 {
     nc_cnn *cpu = NULL, *gpu = NULL;
     REQUIRE(nc_cnn_new(arch, &cpu) == 0);
@@ -351,13 +353,19 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch)
         double l = 0.0;
         uint32_t e = 0;
         CHECK_INT_EQ(nc_cnn_forward_ref(cpu, w, x, nb, out), 0);
-        CHECK_INT_EQ(nc_cnn_loss(cpu, out, labels + i, nb, d_out, &l, &e), 0);
+        if (softmax > 0.0f)
+            CHECK_INT_EQ(nc_cnn_loss_softmax(cpu, out, labels + i, nb, softmax, d_out, &l, &e), 0);
+        else
+            CHECK_INT_EQ(nc_cnn_loss(cpu, out, labels + i, nb, d_out, &l, &e), 0);
         CHECK_INT_EQ(nc_cnn_backward_ref(cpu, w, x, nb, d_out, grads), 0);
         CHECK_INT_EQ(nc_cnn_sgd(cpu, grads, lr), 0);
         loss_cpu += l;
         err_cpu += e;
     }
     CHECK_INT_EQ(nc_gpu_cnn_train_batches(g, in, labels, n, batch + 1, lr, NULL, NULL), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_loss_softmax(g, -1.0f), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_loss_softmax(g, NAN), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_loss_softmax(g, softmax), 0);
     CHECK_INT_EQ(nc_gpu_cnn_poison(g), 0);
     int err = nc_gpu_cnn_train_batches(g, in, labels, n, batch, lr, &loss_gpu, &err_gpu);
     CHECK_MSG(err == 0, "train_batches: %d (%s)", err, nc_gpu_last_error());
@@ -369,10 +377,12 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch)
         d_gpu[i] = gpu->params[i] - before[i];
     }
     char tag[160];
-    snprintf(tag, sizeof tag, "%s train batches n=%u batch %u", arch, n, batch);
+    snprintf(tag, sizeof tag, "%s train batches n=%u batch %u softmax %g", arch, n, batch,
+             (double)softmax);
     compare_grads(tag, cpu, d_gpu, d_cpu);
-    fprintf(stderr, "%s: %u steps of <= %u, loss cpu %.6f gpu %.6f, errors %u / %u\n", arch,
-            (n + batch - 1) / batch, batch, loss_cpu, loss_gpu, err_cpu, err_gpu);
+    fprintf(stderr, "%s: %u steps of <= %u, softmax %g, loss cpu %.6f gpu %.6f, errors %u / %u\n",
+            arch, (n + batch - 1) / batch, batch, (double)softmax, loss_cpu, loss_gpu, err_cpu,
+            err_gpu);
 done:
     nc_gpu_cnn_free(g);
     nc_cnn_work_free(w);
@@ -416,7 +426,9 @@ int main(void)
     test_net("3x5x4-6N-2N", small_b, 5, 65);
     test_train_step("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 33);
     test_train_step("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 31);
-    test_train_batches("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16);
-    test_train_batches("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 45, 8);
+    test_train_batches("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16, 0.0f);
+    test_train_batches("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 45, 8, 0.0f);
+    test_train_batches("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16, 3.0f);
+    test_train_batches("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 45, 8, 7.5f);
     return nc_test_finish();
 }

@@ -213,6 +213,12 @@ static void test_train_targets(void)
     nan_t[3] = NAN;
     CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gb, nan_t), -EINVAL);
     CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gb, targets), 0);
+    /* soft targets are squared-error targets: no softmax beside them */
+    CHECK_INT_EQ(nc_gpu_cnn_set_loss_softmax(gb, 3.0f), -ENOTSUP);
+    CHECK_INT_EQ(nc_gpu_cnn_set_loss_softmax(gd, 3.0f), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_data(gd, train, train_labels, N_TRAIN, &none), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_set_train_targets(gd, targets), -ENOTSUP);
+    CHECK_INT_EQ(nc_gpu_cnn_set_loss_softmax(gd, 0.0f), 0);
     double lb = -1;
     int err = nc_gpu_cnn_train_indexed(gb, index, state, N, B, 0.01f, &lb, NULL);
     CHECK_MSG(err == 0, "train_indexed with targets: %d (%s)", err, nc_gpu_last_error());

@@ -12,6 +12,11 @@
  * second the last epoch and the weights its checkpoint calls current, which
  * are the first run's last weights too.  A checkpoint written without the
  * option may not be resumed with it.
+ *
+ * --softmax (the cross-entropy loss) on the same digits: the training loss
+ * it prints falls from the first epoch to the last, the weights differ from
+ * the squared error's run, the file's command records it, and it is refused
+ * beside --teacher, with a bad scale, and on a squared-error checkpoint.
  * Usage: test_train_cnn NEOCOG-TRAIN. */
 #include "fixture.h"
 #include "run_capture.h"
@@ -154,11 +159,25 @@ static int same_params(const nc_cnn *a, const nc_cnn *b)
            memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0;
 }
 
-static void test_keep_last(const char *tool)
+/* The training losses the progress lines print; the count of lines. */
+static int parse_loss(const char *out, double *loss)
 {
-    char dir[] = "/tmp/nc-test-train-cnn-XXXXXX";
-    REQUIRE(mkdtemp(dir));
-    REQUIRE(make_mnist(dir) == 0);
+    int n = 0;
+    for (const char *s = out; (s = strstr(s, "epoch ")) != NULL; s++) {
+        unsigned e, of;
+        const char *l = strstr(s, "loss ");
+        double v;
+        if (sscanf(s, "epoch %u/%u", &e, &of) != 2 || !l || sscanf(l, "loss %lf", &v) != 1)
+            continue;
+        if (n < EPOCHS + 1)
+            loss[n] = v;
+        n++;
+    }
+    return n;
+}
+
+static void test_keep_last(const char *tool, const char *dir)
+{
     char out_best[512], out_last[512], ck_best[512], ck_last[512];
     snprintf(out_best, sizeof out_best, "%s/best.ncm", dir);
     snprintf(out_last, sizeof out_last, "%s/last.ncm", dir);
@@ -220,15 +239,56 @@ static void test_keep_last(const char *tool)
     free(a_out);
     free(b_out);
     free(c_out);
-    const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt",
-                            "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        char p[600];
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+}
+
+/* After test_keep_last, whose best.ncm and best.ckpt (squared error, same
+ * options otherwise) it compares with. */
+static void test_softmax(const char *tool, const char *dir)
+{
+    char out_sm[512], ck_sm[512], ck_mse[512], out_mse[512];
+    snprintf(out_sm, sizeof out_sm, "%s/softmax.ncm", dir);
+    snprintf(ck_sm, sizeof ck_sm, "%s/softmax.ckpt", dir);
+    snprintf(ck_mse, sizeof ck_mse, "%s/best.ckpt", dir);
+    snprintf(out_mse, sizeof out_mse, "%s/best.ncm", dir);
+#define COMMON "cnn", "--arch", "1x29x29-4C4-MP2-6C5-MP3-10N", "--data", dir, "--epochs", "5", \
+        "--limit", "300", "--validation", "500", "--batch", "4", "--lr", "0.02",            \
+        "--lr-decay", "0.9", "--seed", "5", "--out", out_sm
+    const char *a_args[] = { COMMON, "--softmax", "3", "--checkpoint", ck_sm, NULL };
+    const char *b_args[] = { COMMON, "--softmax", "3", "--checkpoint", ck_mse, "--resume", NULL };
+    const char *c_args[] = { COMMON, "--softmax", "3", "--teacher", out_mse, NULL };
+    const char *d_args[] = { COMMON, "--softmax", "0", NULL };
+    const char *e_args[] = { COMMON, "--softmax", "-2", NULL };
+#undef COMMON
+    char *a_out = NULL, *b_out = NULL, *c_out = NULL, *d_out = NULL, *e_out = NULL;
+    CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
+    double loss[EPOCHS + 1] = { 0 };
+    const int n = parse_loss(a_out ? a_out : "", loss);
+    CHECK_INT_EQ(n, EPOCHS);
+    CHECK_MSG(n == EPOCHS && loss[EPOCHS - 1] < 0.8 * loss[0],
+              "--softmax: training loss %g in epoch 1, %g in epoch %d", loss[0],
+              loss[EPOCHS - 1], EPOCHS);
+    nc_model_info is, im;
+    nc_cnn *sm = load_file(out_sm, &is), *mse = load_file(out_mse, &im);
+    REQUIRE(sm && mse);
+    CHECK(strstr(is.command, "--softmax 3") != NULL);
+    CHECK(strstr(im.command, "--softmax") == NULL);
+    CHECK_MSG(!same_params(sm, mse), "--softmax trained the same weights as the squared error");
+    /* refused: a squared-error checkpoint, the teacher's targets, bad scales */
+    CHECK(run(tool, b_args, &b_out) != 0);
+    CHECK(b_out && strstr(b_out, "written with other options"));
+    CHECK(run(tool, c_args, &c_out) != 0);
+    CHECK(c_out && strstr(c_out, "--softmax with --teacher"));
+    CHECK(run(tool, d_args, &d_out) != 0);
+    CHECK(d_out && strstr(d_out, "--softmax: not a valid value"));
+    CHECK(run(tool, e_args, &e_out) != 0);
+    CHECK(e_out && strstr(e_out, "--softmax: not a valid value"));
+    nc_cnn_free(sm);
+    nc_cnn_free(mse);
+    free(a_out);
+    free(b_out);
+    free(c_out);
+    free(d_out);
+    free(e_out);
 }
 
 int main(int argc, char **argv)
@@ -237,6 +297,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_train_cnn NEOCOG-TRAIN\n");
         return 2;
     }
-    test_keep_last(argv[1]);
+    char dir[] = "/tmp/nc-test-train-cnn-XXXXXX";
+    if (!mkdtemp(dir) || make_mnist(dir) != 0) {
+        CHECK_MSG(0, "cannot make the stand-in MNIST in %s", dir);
+        return nc_test_finish();
+    }
+    test_keep_last(argv[1], dir);
+    test_softmax(argv[1], dir);
+    const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
+                            "softmax.ckpt", "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
     return nc_test_finish();
 }
