@@ -16,6 +16,7 @@
 #include "cnn_conv.cuh"
 #include "cnn_full.cuh"
 #include "cnn_fused.cuh"
+#include "cnn_fused_deep.cuh"
 #include "cnn_layer.h"
 #include "cnn_pool.cuh"
 #include "cnn_unroll.cuh"
@@ -26,7 +27,7 @@
 #define UNROLL_CAP ((size_t)64 << 20)       /* floats of unrolling scratch, at most */
 #define BLAS_WORKSPACE ((size_t)32 << 20)   /* bytes: cuBLAS under graph capture */
 
-enum { WHOLE_LAYERS = 0, WHOLE_FUSED_SMALL = 1, WHOLE_FUSED_BIG = 2 };
+enum { WHOLE_LAYERS = 0, WHOLE_FUSED_SMALL = 1, WHOLE_FUSED_BIG = 2, WHOLE_FUSED_DEEP = 3 };
 
 struct nc_gpu_cnn {
     int device, sm_count;
@@ -68,7 +69,8 @@ struct nc_gpu_cnn {
     cudaEvent_t ev0, ev1;
     cudaGraphExec_t graph[NC_GPU_CNN_GRAPH_MAX + 1];
 
-    int fused_ok;
+    int fused_ok;                           /* the shallow column's fused paths fit */
+    int deep_ok;                            /* the deep column's fused path fits */
     nc_gpu_cnn_path path;
     uint8_t tuned[BUCKETS];
     uint8_t whole[BUCKETS];
@@ -276,6 +278,8 @@ static int engine_alloc(nc_gpu_cnn *g, const nc_cnn *net)
             return err;
         NC_CUDA_CHECK(cudaMalloc(&g->d_feat, nb * 360 * sizeof(float)));
     }
+    /* it leaves pool2's and pool3's activations in d_act[4] and d_act[6] */
+    g->deep_ok = nc_gpu_cnn_fused_deep_match(g->L, g->n_layers);
     cublasStatus_t s = cublasCreate(&g->blas);
     if (s != CUBLAS_STATUS_SUCCESS) {
         g->blas = NULL;
@@ -369,12 +373,20 @@ extern "C" int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net)
 
 extern "C" int nc_gpu_cnn_fused_ok(const nc_gpu_cnn *g) { return g && g->fused_ok; }
 
+extern "C" int nc_gpu_cnn_path_ok(const nc_gpu_cnn *g, nc_gpu_cnn_path path)
+{
+    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_DEEP)
+        return 0;
+    if (path == NC_GPU_CNN_PATH_FUSED_SMALL || path == NC_GPU_CNN_PATH_FUSED_BIG)
+        return g->fused_ok;
+    return path == NC_GPU_CNN_PATH_FUSED_DEEP ? g->deep_ok : 1;
+}
+
 extern "C" int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path)
 {
-    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_BIG)
+    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_DEEP)
         return -EINVAL;
-    if ((path == NC_GPU_CNN_PATH_FUSED_SMALL || path == NC_GPU_CNN_PATH_FUSED_BIG) &&
-        !g->fused_ok)
+    if (!nc_gpu_cnn_path_ok(g, path))
         return -ENOTSUP;
     g->path = path;
     memset(g->tuned, 0, sizeof g->tuned);
@@ -432,6 +444,9 @@ static int forward_whole(nc_gpu_cnn *g, const float *in, uint32_t n, float *out,
     case WHOLE_FUSED_BIG:
         return nc_gpu_cnn_fused_forward(g->L, in, g->d_feat, out, n, NC_GPU_CNN_FUSED_BIG,
                                         g->sm_count, g->stream);
+    case WHOLE_FUSED_DEEP:
+        return nc_gpu_cnn_fused_deep_forward(g->L, in, g->d_act[4], g->d_act[6], out, n,
+                                             g->stream);
     default:
         return forward_layers(g, in, n, out, bk);
     }
@@ -471,6 +486,7 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
         return 0;
     case NC_GPU_CNN_PATH_FUSED_SMALL: g->whole[bk] = WHOLE_FUSED_SMALL; g->tuned[bk] = 1; return 0;
     case NC_GPU_CNN_PATH_FUSED_BIG: g->whole[bk] = WHOLE_FUSED_BIG; g->tuned[bk] = 1; return 0;
+    case NC_GPU_CNN_PATH_FUSED_DEEP: g->whole[bk] = WHOLE_FUSED_DEEP; g->tuned[bk] = 1; return 0;
     default: break;
     }
     const uint32_t n = (1u << bk) < g->max_batch ? 1u << bk : g->max_batch;
@@ -516,6 +532,18 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
             if (t[w] < t[best])
                 best = w;
         g->whole[bk] = (uint8_t)best;
+    }
+    if (g->deep_ok) {
+        float t_layers = 0.0f, t_deep = 0.0f;
+        float *out = g->d_act[g->n_layers - 1];
+        g->whole[bk] = WHOLE_LAYERS;
+        int err = time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, &t_layers);
+        g->whole[bk] = WHOLE_FUSED_DEEP;
+        if (!err)
+            err = time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, &t_deep);
+        if (err)
+            return err;
+        g->whole[bk] = t_deep < t_layers ? WHOLE_FUSED_DEEP : WHOLE_LAYERS;
     }
     g->tuned[bk] = 1;
     return 0;
@@ -630,7 +658,7 @@ extern "C" int nc_gpu_cnn_describe(const nc_gpu_cnn *g, uint32_t n, char *dst, s
     const unsigned bk = bucket_of(n);
     if (!g->tuned[bk])
         return -EAGAIN;
-    static const char *const whole[] = {"layers", "fused-small", "fused-big"};
+    static const char *const whole[] = {"layers", "fused-small", "fused-big", "fused-deep"};
     size_t len = (size_t)snprintf(dst, cap, "%s", whole[g->whole[bk]]);
     if (g->whole[bk] == WHOLE_LAYERS)
         for (uint32_t l = 1; l < g->n_layers && len < cap; l++) {

@@ -16,7 +16,8 @@
  * Paths.  Every layer has a direct kernel (seed 000 §3.2); convolution and
  * fully connected layers also have a cuBLAS one (seed 001's unrolling); the
  * column 1x29x29-20C4-MP2-40C5-MP3-<U1>N-<U2>N also has a fused forward that
- * keeps activations on chip (gpu/cnn_fused.cuh).  With NC_GPU_CNN_PATH_AUTO
+ * keeps activations on chip (gpu/cnn_fused.cuh), and so has the deep column
+ * 1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-<U1>N-<U2>N (gpu/cnn_fused_deep.cuh).  With NC_GPU_CNN_PATH_AUTO
  * (the default) the engine times the candidates on the first forward of each
  * batch-size bucket (powers of two) and keeps the fastest: per layer for the
  * layer-wise paths, then the whole fused forward against that.  Training and
@@ -44,6 +45,7 @@ typedef enum nc_gpu_cnn_path {
     NC_GPU_CNN_PATH_UNROLLED = 2,   /* unrolled conv + cuBLAS, cuBLAS fully connected */
     NC_GPU_CNN_PATH_FUSED_SMALL = 3, /* fused column, latency variant */
     NC_GPU_CNN_PATH_FUSED_BIG = 4,  /* fused column, throughput variant */
+    NC_GPU_CNN_PATH_FUSED_DEEP = 5, /* fused deep column */
 } nc_gpu_cnn_path;
 
 /* An engine for net's architecture on CUDA device `device`, for batches of
@@ -57,9 +59,11 @@ int nc_gpu_cnn_upload(nc_gpu_cnn *g, const nc_cnn *net);
 int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net);
 
 /* Force a path (tests, benchmarks); -ENOTSUP for a fused path the net does
- * not fit.  nc_gpu_cnn_fused_ok: 1 if the fused paths fit the net. */
+ * not fit.  nc_gpu_cnn_fused_ok: 1 if the (shallow) column's fused paths
+ * fit the net; nc_gpu_cnn_path_ok: 1 if path fits it. */
 int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path);
 int nc_gpu_cnn_fused_ok(const nc_gpu_cnn *g);
+int nc_gpu_cnn_path_ok(const nc_gpu_cnn *g, nc_gpu_cnn_path path);
 
 /* out[n][n_outputs] = the net on in[n][n_inputs] (host memory, any). */
 int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out);

@@ -7,9 +7,12 @@
  *
  *   neocog-bench-gpu [--net all|neocog|cnn] [--device N] [--reps N]
  *                    [--max-batch N] [--quick] [--data DIR] [--neocog-model FILE]
+ *                    [--cnn-arch ARCH]
  *
  * --neocog-model times a trained file's network; of a committee file, its
  * first member (the engine runs one network; neocogd runs them all).
+ * --cnn-arch times another 1x29x29 CNN than the column (random weights), e.g.
+ * 1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N, the deep column.
  */
 #include "bench_gpu.h"
 
@@ -36,7 +39,7 @@ static void usage(FILE *to)
 {
     fprintf(to, "usage: neocog-bench-gpu [--net all|neocog|cnn] [--device N] [--reps N]\n"
                 "                        [--max-batch N] [--quick] [--data DIR]\n"
-                "                        [--neocog-model FILE]\n");
+                "                        [--neocog-model FILE] [--cnn-arch ARCH]\n");
 }
 
 int main(int argc, char **argv)
@@ -56,6 +59,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-batch")) o.max_batch = atoi(v);
         else if (!strcmp(a, "--data")) dir = v;
         else if (!strcmp(a, "--neocog-model")) o.neocog_model = v;
+        else if (!strcmp(a, "--cnn-arch")) o.cnn_arch = v;
         else { usage(stderr); return 2; }
     }
     if (o.reps < 1 || o.max_batch < 1 || o.max_batch > (1 << 20) ||

@@ -17,6 +17,7 @@ typedef struct nc_bench_gpu_opts {
     int quick;                  /* 1: fewer sizes, for a smoke run */
     const char *neocog_model;   /* a neocognitron file instead of the seeded net (only
                                    the sparse, GEMM and AUTO variants are timed) */
+    const char *cnn_arch;       /* the CNN timed (a 1x29x29 net), or NULL: the column */
 } nc_bench_gpu_opts;
 
 int bench_gpu_neocog(const nc_bench_gpu_opts *o);

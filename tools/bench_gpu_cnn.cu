@@ -1,6 +1,7 @@
 /* tools/bench_gpu_cnn.cu — the CNN half of neocog-bench-gpu.
  *
- * Times seed 000's MNIST column 1x29x29-20C4-MP2-40C5-MP3-150N-10N on the GPU
+ * Times seed 000's MNIST column 1x29x29-20C4-MP2-40C5-MP3-150N-10N (or
+ * --cnn-arch's net, e.g. the deep column of models/cnn-single.ncm) on the GPU
  * engine (gpu/cnn_engine.h): images/s at batch 1..max_batch for each forward
  * path and for the engine's measured choice (inputs already on the device,
  * CUDA events around each batch, median of o->reps); batch-1 latency as GPU
@@ -160,8 +161,9 @@ done:
     return err;
 }
 
-static const char *const path_names[] = {"auto", "direct", "unrolled", "fused-small",
-                                         "fused-big"};
+#define N_PATHS (NC_GPU_CNN_PATH_FUSED_DEEP + 1)
+static const char *const path_names[N_PATHS] = {"auto", "direct", "unrolled", "fused-small",
+                                                "fused-big", "fused-deep"};
 
 extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
 {
@@ -171,7 +173,8 @@ extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
     uint8_t *labels = NULL, *epoch_lab = NULL;
     uint32_t count = 0;
     const uint32_t max_b = (uint32_t)o->max_batch;
-    int err = nc_cnn_new(COLUMN, &net);
+    const char *arch = o->cnn_arch ? o->cnn_arch : COLUMN;
+    int err = nc_cnn_new(arch, &net);
     if (!err)
         err = nc_cnn_init_weights(net, 1);
     if (!err)
@@ -181,28 +184,34 @@ extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
     if (err)
         goto done;
     CK(cudaMalloc(&d_in, (size_t)max_b * 841 * sizeof(float)));
-    CK(cudaMalloc(&d_out, (size_t)max_b * 10 * sizeof(float)));
+    if (net->n_inputs != 841) {
+        fprintf(stderr, "bench_gpu_cnn: %s: not a 1x29x29 net\n", arch);
+        err = -EINVAL;
+        goto done;
+    }
+    CK(cudaMalloc(&d_out, (size_t)max_b * net->n_outputs * sizeof(float)));
     for (uint32_t b = 0; b < max_b; b += count) {
         const uint32_t c = max_b - b < count ? max_b - b : count;
         CK(cudaMemcpy(d_in + (size_t)b * 841, digits, (size_t)c * 841 * sizeof(float),
                       cudaMemcpyHostToDevice));
     }
-    printf("## CNN column %s (gpu/cnn_engine, fp32)\n\n", COLUMN);
+    printf("## CNN column %s (gpu/cnn_engine, fp32)\n\n", arch);
 
     /* ---- throughput per path -------------------------------------------- */
     printf("### Forward throughput, images/s (inputs on the device; median of %d)\n\n", o->reps);
-    printf("| batch | auto | auto's choice | direct | unrolled+cuBLAS | fused-small | fused-big |\n");
-    printf("|---:|---:|---|---:|---:|---:|---:|\n");
+    printf("| batch | auto | auto's choice | direct | unrolled+cuBLAS | fused-small | fused-big | "
+           "fused-deep |\n");
+    printf("|---:|---:|---|---:|---:|---:|---:|---:|\n");
     {
         double best_rate = 0;
         uint32_t best_n = 0;
         for (uint32_t n = 1; n <= max_b; n = n * 2 > max_b && n < max_b ? max_b : n * 2) {
             if (o->quick && n != 1 && n != 64 && n != max_b)
                 continue;
-            double rate[5] = {0};
+            double rate[N_PATHS] = {0};
             char how[160] = "";
-            for (int p = 0; p < 5; p++) {
-                if (p >= NC_GPU_CNN_PATH_FUSED_SMALL && !nc_gpu_cnn_fused_ok(g))
+            for (int p = 0; p < N_PATHS; p++) {
+                if (!nc_gpu_cnn_path_ok(g, (nc_gpu_cnn_path)p))
                     continue;
                 float ms = 0;
                 if ((err = nc_gpu_cnn_set_path(g, (nc_gpu_cnn_path)p)) ||
@@ -212,8 +221,8 @@ extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
                 if (p == 0)
                     nc_gpu_cnn_describe(g, n, how, sizeof how);
             }
-            printf("| %u | %.0f | %s | %.0f | %.0f | %.0f | %.0f |\n", n, rate[0], how, rate[1],
-                   rate[2], rate[3], rate[4]);
+            printf("| %u | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", n, rate[0], how,
+                   rate[1], rate[2], rate[3], rate[4], rate[5]);
             fflush(stdout);
             if (rate[0] > best_rate) {
                 best_rate = rate[0];
@@ -225,13 +234,13 @@ extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
 
     /* ---- batch-1 latency ------------------------------------------------ */
     printf("### Batch-1 latency\n\n| path | GPU time of a graph replay (us) | nc_gpu_cnn_forward wall (us) |\n|---|---:|---:|\n");
-    host_out = (float *)malloc(10 * sizeof(float));
+    host_out = (float *)malloc(net->n_outputs * sizeof(float));
     if (!host_out) {
         err = -ENOMEM;
         goto done;
     }
-    for (int p = 0; p < 5; p++) {
-        if (p >= NC_GPU_CNN_PATH_FUSED_SMALL && !nc_gpu_cnn_fused_ok(g))
+    for (int p = 0; p < N_PATHS; p++) {
+        if (!nc_gpu_cnn_path_ok(g, (nc_gpu_cnn_path)p))
             continue;
         float us = 0;
         if ((err = nc_gpu_cnn_set_path(g, (nc_gpu_cnn_path)p)) ||

@@ -162,7 +162,8 @@ static void compare_grads(const char *tag, const nc_cnn *net, const float *got, 
 
 static const char *path_name(nc_gpu_cnn_path p)
 {
-    static const char *const names[] = {"auto", "direct", "unrolled", "fused-small", "fused-big"};
+    static const char *const names[] = {"auto", "direct", "unrolled", "fused-small", "fused-big",
+                                        "fused-deep"};
     return names[p];
 }
 
@@ -192,7 +193,8 @@ static void test_net(const char *arch, const uint32_t *batches, size_t n_batches
     }
     if (err || !in || !ref || !out || !d_out || !gref || !ggpu)
         goto done;
-    fprintf(stderr, "%s: fused %s\n", arch, nc_gpu_cnn_fused_ok(g) ? "yes" : "no");
+    fprintf(stderr, "%s: fused %s, fused deep %s\n", arch, nc_gpu_cnn_fused_ok(g) ? "yes" : "no",
+            nc_gpu_cnn_path_ok(g, NC_GPU_CNN_PATH_FUSED_DEEP) ? "yes" : "no");
     nc_test_rng rng = {0x9e3779b97f4a7c15ull ^ net->n_params};
     for (size_t bi = 0; bi < n_batches; bi++) {
         const uint32_t n = batches[bi];
@@ -208,9 +210,9 @@ static void test_net(const char *arch, const uint32_t *batches, size_t n_batches
         }
         if (do_back)
             CHECK_INT_EQ(nc_cnn_backward_ref(net, w, in, n, d_out, gref), 0);
-        for (int p = NC_GPU_CNN_PATH_AUTO; p <= NC_GPU_CNN_PATH_FUSED_BIG; p++) {
+        for (int p = NC_GPU_CNN_PATH_AUTO; p <= NC_GPU_CNN_PATH_FUSED_DEEP; p++) {
             err = nc_gpu_cnn_set_path(g, (nc_gpu_cnn_path)p);
-            if (p >= NC_GPU_CNN_PATH_FUSED_SMALL && !nc_gpu_cnn_fused_ok(g)) {
+            if (!nc_gpu_cnn_path_ok(g, (nc_gpu_cnn_path)p)) {
                 CHECK_INT_EQ(err, -ENOTSUP);
                 continue;
             }
@@ -398,6 +400,37 @@ done:
     free(labels);
 }
 
+/* Which nets the deep column's fused path takes: exactly its layer shapes,
+ * with any top of 1..1024 units a layer. */
+static void test_deep_match(void)
+{
+    static const struct { const char *arch; int ok; } cases[] = {
+        {"1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N", 1},
+        {"1x29x29-20C4-MP2-60C4R50:5-MP2-100C3R30-MP3-1000N-7N", 1},
+        {"1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-1025N-10N", 0},
+        {"1x29x29-20C4-MP2-60C4-MP2-101C3-MP3-150N-10N", 0},
+        {"1x29x29-20C4-MP2-40C5-MP3-150N-10N", 0},
+        {"1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-50N-10N", 0},
+        {"1x29x29W14-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N", 1},   /* W acts before the net */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        nc_cnn *net = NULL;
+        nc_gpu_cnn *g = NULL;
+        REQUIRE(nc_cnn_new(cases[i].arch, &net) == 0);
+        int err = nc_gpu_cnn_new(net, 0, 4, &g);
+        CHECK_MSG(err == 0, "nc_gpu_cnn_new(%s): %d", cases[i].arch, err);
+        if (!err) {
+            CHECK_MSG(nc_gpu_cnn_path_ok(g, NC_GPU_CNN_PATH_FUSED_DEEP) == cases[i].ok,
+                      "%s: fused deep path %s expected", cases[i].arch,
+                      cases[i].ok ? "" : "not");
+            CHECK_INT_EQ(nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_FUSED_DEEP),
+                         cases[i].ok ? 0 : -ENOTSUP);
+        }
+        nc_gpu_cnn_free(g);
+        nc_cnn_free(net);
+    }
+}
+
 int main(void)
 {
     const int count = nc_test_gpu_count();
@@ -424,6 +457,12 @@ int main(void)
     test_net("1x17x17-4C2S2-3C3-MP2x1-7N-3N", small_b, 5, 65);
     /* fully connected straight on the input */
     test_net("3x5x4-6N-2N", small_b, 5, 65);
+    /* the deep column (its fused path), also with cut tables and other tops;
+       then one that differs from it in a single layer and must not match */
+    test_net("1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N", column_b, 5, 33);
+    test_net("1x29x29-20C4-MP2-60C4R50:5-MP2-100C3R30-MP3-1000N-7N", small_b, 5, 0);
+    test_net("1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-1N-1024N", small_b, 5, 0);
+    test_deep_match();
     test_train_step("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 33);
     test_train_step("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 31);
     test_train_batches("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16, 0.0f);
