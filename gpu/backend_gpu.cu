@@ -16,8 +16,9 @@
  * and the scores are averaged on the host as the CPU table averages them.
  *
  * A CNN file is loaded as a committee (core/cnn.h: one column or several):
- * one CNN engine per column, each run over the whole batch in turn, and the
- * outputs averaged on the host in the order and arithmetic of core's
+ * one CNN engine per column, all started on the whole batch before any is
+ * waited for (each has its own stream, so they overlap), and the outputs
+ * averaged on the host in the order and arithmetic of core's
  * nc_cnn_committee_run, so the answer is the CPU table's to float rounding
  * of the device layers.  With views, every view of every digit is one
  * image of that batch, and the committee's answers are then averaged over
@@ -431,28 +432,44 @@ static int gpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
 }
 
 /* A committee's mean over m <= NC_BACKEND_GPU_MAX_BATCH images: summed in
- * column order, then divided, as core's nc_cnn_committee_run.  Under
- * impl->lock (or before the instance is shared). */
+ * column order, then divided, as core's nc_cnn_committee_run.  Every column
+ * is started before any is waited for, so their engines (a stream each) run
+ * side by side on the device: a digit's latency is about one column's, not
+ * the sum of them.  Under impl->lock (or before the instance is shared). */
 static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
 {
     const size_t len = (size_t)m * impl->n_classes;
-    for (uint32_t c = 0; c < impl->n_cols; c++) {
-        const nc_cnn *net = impl->cnn->column[c];
+    uint32_t started = 0, bad = 0;      /* bad: the first column that failed */
+    int err = 0;
+    for (; started < impl->n_cols; started++) {
+        const nc_cnn *net = impl->cnn->column[started];
         const float *xc = x;
-        int err = 0;
         if (net->width_norm) {      /* the column's own input: as core's run */
             err = nc_cnn_input_transform(net, x, m, impl->col_in);
-            xc = impl->col_in;
+            xc = impl->col_in;      /* the engine copies it at once: reusable */
         }
         if (!err)
-            err = nc_gpu_cnn_forward(impl->gcnn[c], xc, m, c ? impl->col_out : y);
-        if (err)
-            return fail(err, "cuda:%d: CNN forward of %u images (column %u of %u)",
-                        impl->device, m, c + 1, impl->n_cols);
-        if (c)
+            err = nc_gpu_cnn_forward_start(impl->gcnn[started], xc, m);
+        if (err) {
+            bad = started;
+            break;
+        }
+    }
+    /* wait for every started column, even after a failure, so that none is
+       left in flight; sum the outputs in column order */
+    for (uint32_t c = 0; c < started; c++) {
+        const int e = nc_gpu_cnn_forward_finish(impl->gcnn[c], err ? NULL : c ? impl->col_out : y);
+        if (e && !err) {
+            err = e;
+            bad = c;
+        }
+        if (!err && c)
             for (size_t k = 0; k < len; k++)
                 y[k] += impl->col_out[k];
     }
+    if (err)
+        return fail(err, "cuda:%d: CNN forward of %u images (column %u of %u)", impl->device, m,
+                    bad + 1, impl->n_cols);
     if (impl->n_cols > 1)
         for (size_t k = 0; k < len; k++)
             y[k] /= (float)impl->n_cols;

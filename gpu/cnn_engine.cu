@@ -76,6 +76,7 @@ struct nc_gpu_cnn {
     uint8_t whole[BUCKETS];
     uint8_t blas_layer[BUCKETS][NC_CNN_MAX_LAYERS];   /* 1: cuBLAS variant */
 
+    uint32_t pending_n;                     /* nc_gpu_cnn_forward_start of n, unfinished */
     uint32_t state_n;                       /* layer-wise forward of n done */
     const float *state_in;
     int failed;                             /* -EIO once the context broke */
@@ -348,6 +349,8 @@ extern "C" int nc_gpu_cnn_upload(nc_gpu_cnn *g, const nc_cnn *net)
 {
     if (!g || !same_arch(g, net))
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     return note(g, upload(g, net));
@@ -366,6 +369,8 @@ extern "C" int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net)
 {
     if (!g || !same_arch(g, net))
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     return note(g, download(g, net));
@@ -386,6 +391,8 @@ extern "C" int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path)
 {
     if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_DEEP)
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (!nc_gpu_cnn_path_ok(g, path))
         return -ENOTSUP;
     g->path = path;
@@ -589,7 +596,10 @@ static int capture(nc_gpu_cnn *g, uint32_t n)
     return 0;
 }
 
-static int forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out)
+/* Enqueue the forward of n images from in: staged into the pinned h_in
+ * (so the caller may reuse in at once), run, and the outputs copied back
+ * into h_out, all on the stream; finish() waits for it. */
+static int start(nc_gpu_cnn *g, const float *in, uint32_t n)
 {
     NC_CUDA_CHECK(cudaSetDevice(g->device));
     memcpy(g->h_in, in, (size_t)n * g->n_inputs * sizeof(float));
@@ -603,8 +613,15 @@ static int forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out)
     } else if ((err = forward_staged(g, n))) {
         return err;
     }
+    return 0;
+}
+
+static int finish(nc_gpu_cnn *g, uint32_t n, float *out)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
     NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
-    memcpy(out, g->h_out, (size_t)n * g->n_outputs * sizeof(float));
+    if (out)
+        memcpy(out, g->h_out, (size_t)n * g->n_outputs * sizeof(float));
     g->state_n = g->whole[bucket_of(n)] == WHOLE_LAYERS ? n : 0;
     g->state_in = g->d_in;
     return 0;
@@ -616,8 +633,43 @@ extern "C" int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, fl
         return -EINVAL;
     if (g->failed)
         return g->failed;
+    if (g->pending_n)
+        return -EBUSY;
     g->state_n = 0;
-    return note(g, forward(g, in, n, out));
+    int err = start(g, in, n);
+    if (!err)
+        err = finish(g, n, out);
+    return note(g, err);
+}
+
+extern "C" int nc_gpu_cnn_forward_start(nc_gpu_cnn *g, const float *in, uint32_t n)
+{
+    if (!g || !in || n < 1 || n > g->max_batch)
+        return -EINVAL;
+    if (g->failed)
+        return g->failed;
+    if (g->pending_n)
+        return -EBUSY;
+    g->state_n = 0;
+    int err = start(g, in, n);
+    if (err) {
+        /* what was enqueued before the failure may still read h_in */
+        cudaStreamSynchronize(g->stream);
+        return note(g, err);
+    }
+    g->pending_n = n;
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_forward_finish(nc_gpu_cnn *g, float *out)
+{
+    if (!g || !g->pending_n)
+        return -EINVAL;
+    const uint32_t n = g->pending_n;
+    g->pending_n = 0;
+    if (g->failed)
+        return g->failed;
+    return note(g, finish(g, n, out));
 }
 
 extern "C" int nc_gpu_cnn_forward_device(nc_gpu_cnn *g, const float *d_in, uint32_t n,
@@ -625,6 +677,8 @@ extern "C" int nc_gpu_cnn_forward_device(nc_gpu_cnn *g, const float *d_in, uint3
 {
     if (!g || !d_in || !d_out || n < 1 || n > g->max_batch)
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     g->state_n = 0;
@@ -730,6 +784,8 @@ extern "C" int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n
 {
     if (!g || !d_out || !grads || n < 1 || n != g->state_n)
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     return note(g, backward(g, d_out, n, grads));
@@ -798,6 +854,8 @@ extern "C" int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8
     if (!g || !in || !labels || n < 1 || n > g->max_batch || !isfinite(lr) ||
         !labels_ok(g, labels, n))
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     g->state_n = 0;
@@ -933,6 +991,8 @@ extern "C" int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const u
 {
     if (!g || !in || !labels || count < 1 || !labels_ok(g, labels, count))
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (deform && g->L[0].maps != 1)
         return -ENOTSUP;        /* core/deform warps one plane */
     if (g->failed)
@@ -1016,6 +1076,8 @@ extern "C" int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index,
 {
     if (!g || !index || !state || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr))
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (!g->n_train)
         return -EINVAL;         /* no nc_gpu_cnn_set_train_data yet */
     for (uint32_t i = 0; i < n; i++)
@@ -1034,6 +1096,8 @@ extern "C" int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const ui
     if (!g || !in || !labels || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr) ||
         !labels_ok(g, labels, n))
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     g->state_n = 0;
@@ -1066,6 +1130,8 @@ extern "C" int nc_gpu_cnn_poison(nc_gpu_cnn *g)
 {
     if (!g)
         return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
     if (g->failed)
         return g->failed;
     return note(g, poison(g));

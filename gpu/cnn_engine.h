@@ -68,6 +68,18 @@ int nc_gpu_cnn_path_ok(const nc_gpu_cnn *g, nc_gpu_cnn_path path);
 /* out[n][n_outputs] = the net on in[n][n_inputs] (host memory, any). */
 int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out);
 
+/* nc_gpu_cnn_forward in two halves, so that several engines (a committee's
+ * columns, each with its own stream) run on the device at once: _start
+ * copies in (the caller may reuse it on return) and enqueues the forward
+ * without waiting; _finish waits for it and writes out[n][n_outputs] (out
+ * NULL: the result is dropped).  The same outputs as nc_gpu_cnn_forward.
+ * Between the two, the calls that would touch the work in flight (another
+ * forward, upload, download, set_path, backward, training, poison) answer
+ * -EBUSY; _finish without a _start, -EINVAL.  A _start that fails has
+ * waited for what it enqueued and leaves nothing to finish. */
+int nc_gpu_cnn_forward_start(nc_gpu_cnn *g, const float *in, uint32_t n);
+int nc_gpu_cnn_forward_finish(nc_gpu_cnn *g, float *out);
+
 /* After a layer-wise forward of the same n (not a fused one: -EINVAL):
  * grads[n_params] = dE/dparams summed over the batch for d_out = dE/dy of
  * the outputs, as nc_cnn_backward_ref. */

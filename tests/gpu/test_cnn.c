@@ -400,6 +400,61 @@ done:
     free(labels);
 }
 
+/* nc_gpu_cnn_forward_start / _finish: three engines started before any is
+ * waited for give nc_gpu_cnn_forward's outputs bit for bit, at a graph size
+ * and a staged one; an engine with a forward in flight refuses other work. */
+static void test_start_finish(void)
+{
+    static const char *const archs[3] = {"1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N",
+                                         "1x29x29-20C4-MP2-40C5-MP3-150N-10N",
+                                         "1x29x29-20C4-MP2-40C5R50:3-MP3-150N-10N"};
+    enum { N = 40 };
+    nc_cnn *net[3] = {NULL, NULL, NULL};
+    nc_gpu_cnn *g[3] = {NULL, NULL, NULL};
+    float *in = malloc((size_t)N * 841 * sizeof(float));
+    float *want = malloc((size_t)3 * N * 10 * sizeof(float));
+    float *got = malloc((size_t)3 * N * 10 * sizeof(float));
+    int ok = in && want && got;
+    for (int i = 0; i < 3 && ok; i++)
+        ok = nc_cnn_new(archs[i], &net[i]) == 0 && nc_cnn_init_uniform(net[i], 30 + i, 0.15f) == 0 &&
+             nc_gpu_cnn_new(net[i], 0, N, &g[i]) == 0;
+    CHECK_MSG(ok, "setup of three engines: %s", nc_gpu_last_error());
+    if (ok) {
+        nc_test_rng rng = {4242};
+        fill(&rng, in, (size_t)N * 841, -1.0, 1.0);
+        CHECK_INT_EQ(nc_gpu_cnn_forward_finish(g[0], got), -EINVAL);     /* nothing started */
+        for (uint32_t n = 3; n <= N; n += N - 3) {                          /* 3 (graph), 40 */
+            for (int i = 0; i < 3; i++)
+                CHECK_INT_EQ(nc_gpu_cnn_forward(g[i], in, n, want + (size_t)i * N * 10), 0);
+            for (int i = 0; i < 3; i++)
+                CHECK_INT_EQ(nc_gpu_cnn_forward_start(g[i], in, n), 0);
+            CHECK_INT_EQ(nc_gpu_cnn_forward_start(g[0], in, n), -EBUSY);
+            CHECK_INT_EQ(nc_gpu_cnn_forward(g[1], in, n, got), -EBUSY);
+            CHECK_INT_EQ(nc_gpu_cnn_upload(g[2], net[2]), -EBUSY);
+            CHECK_INT_EQ(nc_gpu_cnn_set_path(g[2], NC_GPU_CNN_PATH_DIRECT), -EBUSY);
+            for (int i = 0; i < 3; i++) {
+                poison(got + (size_t)i * N * 10, (size_t)n * 10);
+                CHECK_INT_EQ(nc_gpu_cnn_forward_finish(g[i], got + (size_t)i * N * 10), 0);
+                CHECK_MSG(memcmp(got + (size_t)i * N * 10, want + (size_t)i * N * 10,
+                                 (size_t)n * 10 * sizeof(float)) == 0,
+                          "%s n=%u: started and finished differs from forward", archs[i], n);
+            }
+            CHECK_INT_EQ(nc_gpu_cnn_forward_finish(g[0], got), -EINVAL);  /* already finished */
+            /* a finish that drops the result leaves the engine free */
+            CHECK_INT_EQ(nc_gpu_cnn_forward_start(g[0], in, n), 0);
+            CHECK_INT_EQ(nc_gpu_cnn_forward_finish(g[0], NULL), 0);
+            CHECK_INT_EQ(nc_gpu_cnn_forward(g[0], in, n, got), 0);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        nc_gpu_cnn_free(g[i]);
+        nc_cnn_free(net[i]);
+    }
+    free(in);
+    free(want);
+    free(got);
+}
+
 /* Which nets the deep column's fused path takes: exactly its layer shapes,
  * with any top of 1..1024 units a layer. */
 static void test_deep_match(void)
@@ -463,6 +518,7 @@ int main(void)
     test_net("1x29x29-20C4-MP2-60C4R50:5-MP2-100C3R30-MP3-1000N-7N", small_b, 5, 0);
     test_net("1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-1N-1024N", small_b, 5, 0);
     test_deep_match();
+    test_start_finish();
     test_train_step("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 33);
     test_train_step("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 31);
     test_train_batches("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16, 0.0f);
