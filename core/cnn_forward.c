@@ -125,16 +125,24 @@ int nc_cnn_loss(const nc_cnn *net, const float *out, const uint8_t *labels,
     return nc_cnn_loss_targets(net, out, labels, NULL, n, d_out, ret_loss, ret_errors);
 }
 
+/* What both losses need: outputs, and n >= 1 labels below n_outputs. */
+static int loss_args_ok(const nc_cnn *net, const float *out, const uint8_t *labels, uint32_t n)
+{
+    if (!net || !out || !labels || n < 1)
+        return 0;
+    for (uint32_t b = 0; b < n; b++)
+        if (labels[b] >= net->n_outputs)
+            return 0;
+    return 1;
+}
+
 int nc_cnn_loss_targets(const nc_cnn *net, const float *out, const uint8_t *labels,
                         const float *targets, uint32_t n, float *d_out, double *ret_loss,
                         uint32_t *ret_errors)
 {
-    if (!net || !out || !labels || n < 1)
+    if (!loss_args_ok(net, out, labels, n))
         return -EINVAL;
     const uint32_t k_n = net->n_outputs;
-    for (uint32_t b = 0; b < n; b++)
-        if (labels[b] >= k_n)
-            return -EINVAL;
     double loss = 0.0;
     uint32_t errors = 0;
     for (uint32_t b = 0; b < n; b++) {
@@ -165,12 +173,9 @@ int nc_cnn_loss_softmax(const nc_cnn *net, const float *out, const uint8_t *labe
                         uint32_t n, float scale, float *d_out, double *ret_loss,
                         uint32_t *ret_errors)
 {
-    if (!net || !out || !labels || n < 1 || !isfinite(scale) || !(scale > 0.0f))
+    if (!loss_args_ok(net, out, labels, n) || !isfinite(scale) || !(scale > 0.0f))
         return -EINVAL;
     const uint32_t k_n = net->n_outputs;
-    for (uint32_t b = 0; b < n; b++)
-        if (labels[b] >= k_n)
-            return -EINVAL;
     double loss = 0.0;
     uint32_t errors = 0;
     for (uint32_t b = 0; b < n; b++) {

@@ -629,17 +629,10 @@ static int finish(nc_gpu_cnn *g, uint32_t n, float *out)
 
 extern "C" int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out)
 {
-    if (!g || !in || !out || n < 1 || n > g->max_batch)
+    if (!out)
         return -EINVAL;
-    if (g->failed)
-        return g->failed;
-    if (g->pending_n)
-        return -EBUSY;
-    g->state_n = 0;
-    int err = start(g, in, n);
-    if (!err)
-        err = finish(g, n, out);
-    return note(g, err);
+    int err = nc_gpu_cnn_forward_start(g, in, n);
+    return err ? err : nc_gpu_cnn_forward_finish(g, out);
 }
 
 extern "C" int nc_gpu_cnn_forward_start(nc_gpu_cnn *g, const float *in, uint32_t n)

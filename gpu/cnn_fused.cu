@@ -309,24 +309,12 @@ size_t top_smem(uint32_t u1)
 
 extern "C" int nc_gpu_cnn_fused_match(const nc_gpu_cnn_layer *l, uint32_t n_layers)
 {
-    if (n_layers != 7)
-        return 0;
-    const uint32_t want[6][6] = {   /* kind, maps, height, width, kernel_x, kernel_y */
+    static const uint32_t want[6][6] = {   /* kind, maps, height, width, kernel_x, kernel_y */
         {NC_CNN_KIND_CONV, M1, 26, 26, K1, K1}, {NC_CNN_KIND_POOL, M1, Q1, Q1, 2, 2},
         {NC_CNN_KIND_CONV, M2, C2, C2, K2, K2}, {NC_CNN_KIND_POOL, M2, Q2, Q2, 3, 3},
         {NC_CNN_KIND_FULL, 0, 1, 1, 0, 0},      {NC_CNN_KIND_FULL, 0, 1, 1, 0, 0}};
-    if (l[0].maps != 1 || l[0].height != IN || l[0].width != IN)
-        return 0;
-    for (int i = 0; i < 6; i++) {
-        const nc_gpu_cnn_layer *L = &l[i + 1];
-        if (L->kind != want[i][0] || (want[i][1] && L->maps != want[i][1]) ||
-            L->height != want[i][2] || L->width != want[i][3] ||
-            L->kernel_x != want[i][4] || L->kernel_y != want[i][5])
-            return 0;
-        if (L->kind == NC_CNN_KIND_CONV && (L->step_x != 1 || L->step_y != 1))
-            return 0;
-    }
-    return l[5].maps <= 256 && l[6].maps <= 1024;
+    return nc_gpu_cnn_shapes_match(l, n_layers, IN, want, 6) && l[5].maps <= 256 &&
+           l[6].maps <= 1024;
 }
 
 extern "C" int nc_gpu_cnn_fused_init(void)

@@ -65,6 +65,26 @@ struct column {
     uint32_t u1, u2;
 };
 
+/* One output of a dense K x K convolution, over input maps c0..c1 only:
+ * sum of w[c][ki][kj] * in[c][oy + ki][ox + kj], in order (c, ki, kj), with
+ * the maps of in SIDE x SIDE and w one output map's kernels. */
+template <int K, int SIDE>
+static __device__ __forceinline__ float conv_sum(const float *w, const float *in, int c0, int c1,
+                                                 int oy, int ox)
+{
+    float a = 0.0f;
+    for (int c = c0; c < c1; c++) {
+        const float *pc = in + c * SIDE * SIDE + oy * SIDE + ox;
+        const float *wc = w + c * K * K;
+#pragma unroll
+        for (int ki = 0; ki < K; ki++)
+#pragma unroll
+            for (int kj = 0; kj < K; kj++)
+                a += wc[ki * K + kj] * pc[ki * SIDE + kj];
+    }
+    return a;
+}
+
 __global__ void __launch_bounds__(T2) features_kernel(column C, const float *__restrict__ x,
                                                       float *__restrict__ feat)
 {
@@ -109,18 +129,8 @@ __global__ void __launch_bounds__(T2) features_kernel(column C, const float *__r
     {
         const int h = t / (G2 * C2_HW), r = t % (G2 * C2_HW);
         const int g = r / C2_HW, pos = r % C2_HW, oy = pos / C2, ox = pos % C2;
-        const float *w = w2s + g * W2_MAP;
-        float a = 0.0f;
-        for (int c = h * (M1 / SPLIT2); c < (h + 1) * (M1 / SPLIT2); c++) {
-            const float *pc = p1 + c * Q1_HW + oy * Q1 + ox;
-            const float *wc = w + c * K2 * K2;
-#pragma unroll
-            for (int ki = 0; ki < K2; ki++)
-#pragma unroll
-                for (int kj = 0; kj < K2; kj++)
-                    a += wc[ki * K2 + kj] * pc[ki * Q1 + kj];
-        }
-        c2[h][r] = a;
+        c2[h][r] = conv_sum<K2, Q1>(w2s + g * W2_MAP, p1, h * (M1 / SPLIT2),
+                                    (h + 1) * (M1 / SPLIT2), oy, ox);
     }
     __syncthreads();
 
@@ -156,18 +166,8 @@ __global__ void __launch_bounds__(T3) conv3_kernel(column C, const float *__rest
     {
         const int h = t / (G3 * C3_HW), r = t % (G3 * C3_HW);
         const int g = r / C3_HW, pos = r % C3_HW, oy = pos / C3, ox = pos % C3;
-        const float *w = w3s + g * W3_MAP;
-        float a = 0.0f;
-        for (int c = h * (M2 / SPLIT3); c < (h + 1) * (M2 / SPLIT3); c++) {
-            const float *pc = p2 + c * Q2_HW + oy * Q2 + ox;
-            const float *wc = w + c * K3 * K3;
-#pragma unroll
-            for (int ki = 0; ki < K3; ki++)
-#pragma unroll
-                for (int kj = 0; kj < K3; kj++)
-                    a += wc[ki * K3 + kj] * pc[ki * Q2 + kj];
-        }
-        c3[h][r] = a;
+        c3[h][r] = conv_sum<K3, Q2>(w3s + g * W3_MAP, p2, h * (M2 / SPLIT3),
+                                    (h + 1) * (M2 / SPLIT3), oy, ox);
     }
     __syncthreads();
 
@@ -219,25 +219,12 @@ __global__ void __launch_bounds__(TT) top_kernel(column C, const float *__restri
 
 extern "C" int nc_gpu_cnn_fused_deep_match(const nc_gpu_cnn_layer *l, uint32_t n_layers)
 {
-    if (n_layers != 9)
-        return 0;
-    const uint32_t want[8][6] = {   /* kind, maps, height, width, kernel_x, kernel_y */
+    static const uint32_t want[8][6] = {   /* kind, maps, height, width, kernel_x, kernel_y */
         {NC_CNN_KIND_CONV, M1, 26, 26, K1, K1}, {NC_CNN_KIND_POOL, M1, Q1, Q1, 2, 2},
         {NC_CNN_KIND_CONV, M2, C2, C2, K2, K2}, {NC_CNN_KIND_POOL, M2, Q2, Q2, 2, 2},
         {NC_CNN_KIND_CONV, M3, C3, C3, K3, K3}, {NC_CNN_KIND_POOL, M3, 1, 1, 3, 3},
         {NC_CNN_KIND_FULL, 0, 1, 1, 0, 0},      {NC_CNN_KIND_FULL, 0, 1, 1, 0, 0}};
-    if (l[0].maps != 1 || l[0].height != IN || l[0].width != IN)
-        return 0;
-    for (int i = 0; i < 8; i++) {
-        const nc_gpu_cnn_layer *L = &l[i + 1];
-        if (L->kind != want[i][0] || (want[i][1] && L->maps != want[i][1]) ||
-            L->height != want[i][2] || L->width != want[i][3] ||
-            L->kernel_x != want[i][4] || L->kernel_y != want[i][5])
-            return 0;
-        if (L->kind == NC_CNN_KIND_CONV && (L->step_x != 1 || L->step_y != 1))
-            return 0;
-    }
-    return l[7].maps >= 1 && l[7].maps <= MAX_UNITS && l[8].maps >= 1 &&
+    return nc_gpu_cnn_shapes_match(l, n_layers, IN, want, 8) && l[7].maps <= MAX_UNITS &&
            l[8].maps <= MAX_UNITS;
 }
 

@@ -2,7 +2,8 @@
  *
  * Layer: gpu, internal to the cnn_*.cu files (C++ device code only).
  * y = A tanh(S a) in float (core's reference uses double; the parity tests
- * hold the two to 1e-4 relative), and dy/da written with y. */
+ * hold the two to 1e-4 relative), and dy/da written with y; the shape test
+ * of the fused paths. */
 #ifndef NC_GPU_CNN_MATH_CUH
 #define NC_GPU_CNN_MATH_CUH
 
@@ -24,6 +25,28 @@ static inline unsigned nc_gpu_cnn_blocks(size_t count, unsigned per_block)
 {
     size_t b = (count + per_block - 1) / per_block;
     return (unsigned)(b < 1 ? 1 : b > 65535u * 16u ? 65535u * 16u : b);
+}
+
+/* 1 if l[0..n_layers) is a one-map side x side input followed by exactly
+ * the n_want layers of want, each {kind, maps (0: any), height, width,
+ * kernel_x, kernel_y}, with every convolution dense (no skipping): how the
+ * fused paths recognise the nets they were written for. */
+static inline int nc_gpu_cnn_shapes_match(const nc_gpu_cnn_layer *l, uint32_t n_layers,
+                                          uint32_t side, const uint32_t (*want)[6],
+                                          uint32_t n_want)
+{
+    if (n_layers != n_want + 1 || l[0].maps != 1 || l[0].height != side || l[0].width != side)
+        return 0;
+    for (uint32_t i = 0; i < n_want; i++) {
+        const nc_gpu_cnn_layer *L = &l[i + 1];
+        if (L->kind != want[i][0] || (want[i][1] && L->maps != want[i][1]) ||
+            L->height != want[i][2] || L->width != want[i][3] ||
+            L->kernel_x != want[i][4] || L->kernel_y != want[i][5])
+            return 0;
+        if (L->kind == NC_CNN_KIND_CONV && (L->step_x != 1 || L->step_y != 1))
+            return 0;
+    }
+    return 1;
 }
 
 #endif

@@ -35,6 +35,13 @@
 #include "modelfile.h"
 
 #define EPOCHS 5
+
+/* The training both tests run: a small column, EPOCHS quick epochs on the
+ * first 300 digits, validated on the last 500. */
+#define SMALL_RUN(dir)                                                                    \
+    "cnn", "--arch", "1x29x29-4C4-MP2-6C5-MP3-10N", "--data", (dir), "--epochs", "5",      \
+        "--limit", "300", "--validation", "500", "--batch", "4", "--lr", "0.02",          \
+        "--lr-decay", "0.9", "--seed", "5"
 #define TRAIN_DIGITS 60000u
 
 /* One IDX file: big-endian magic and sizes, then the bytes. */
@@ -107,21 +114,33 @@ static int run(const char *tool, const char *const *args, char **ret_out)
     return status;
 }
 
-/* The validation errors the progress lines print, in tenths of a basis
- * point (exact: 500 digits make steps of 0.2 %); the count of lines. */
-static int parse_valid(const char *out, long *valid)
+/* The number after key on each progress line ("epoch E/N ... key X"), into
+ * v[0..EPOCHS]; the count of such lines. */
+static int parse_field(const char *out, const char *key, double *v)
 {
     int n = 0;
     for (const char *s = out; (s = strstr(s, "epoch ")) != NULL; s++) {
         unsigned e, of;
-        const char *v = strstr(s, "valid ");
-        double pct;
-        if (sscanf(s, "epoch %u/%u", &e, &of) != 2 || !v || sscanf(v, "valid %lf%%", &pct) != 1)
+        const char *k = strstr(s, key);
+        double x;
+        if (sscanf(s, "epoch %u/%u", &e, &of) != 2 || !k ||
+            sscanf(k + strlen(key), "%lf", &x) != 1)
             continue;
         if (n < EPOCHS + 1)
-            valid[n] = lround(pct * 1000.0);
+            v[n] = x;
         n++;
     }
+    return n;
+}
+
+/* The validation errors the progress lines print, in tenths of a basis
+ * point (exact: 500 digits make steps of 0.2 %); the count of lines. */
+static int parse_valid(const char *out, long *valid)
+{
+    double pct[EPOCHS + 1] = { 0 };
+    const int n = parse_field(out, "valid ", pct);
+    for (int i = 0; i < n && i < EPOCHS + 1; i++)
+        valid[i] = lround(pct[i] * 1000.0);
     return n;
 }
 
@@ -159,23 +178,6 @@ static int same_params(const nc_cnn *a, const nc_cnn *b)
            memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0;
 }
 
-/* The training losses the progress lines print; the count of lines. */
-static int parse_loss(const char *out, double *loss)
-{
-    int n = 0;
-    for (const char *s = out; (s = strstr(s, "epoch ")) != NULL; s++) {
-        unsigned e, of;
-        const char *l = strstr(s, "loss ");
-        double v;
-        if (sscanf(s, "epoch %u/%u", &e, &of) != 2 || !l || sscanf(l, "loss %lf", &v) != 1)
-            continue;
-        if (n < EPOCHS + 1)
-            loss[n] = v;
-        n++;
-    }
-    return n;
-}
-
 static void test_keep_last(const char *tool, const char *dir)
 {
     char out_best[512], out_last[512], ck_best[512], ck_last[512];
@@ -183,9 +185,7 @@ static void test_keep_last(const char *tool, const char *dir)
     snprintf(out_last, sizeof out_last, "%s/last.ncm", dir);
     snprintf(ck_best, sizeof ck_best, "%s/best.ckpt", dir);
     snprintf(ck_last, sizeof ck_last, "%s/last.ckpt", dir);
-#define COMMON "cnn", "--arch", "1x29x29-4C4-MP2-6C5-MP3-10N", "--data", dir, "--epochs", "5", \
-        "--limit", "300", "--validation", "500", "--batch", "4", "--lr", "0.02",            \
-        "--lr-decay", "0.9", "--seed", "5"
+#define COMMON SMALL_RUN(dir)
     const char *a_args[] = { COMMON, "--out", out_best, "--checkpoint", ck_best, NULL };
     const char *b_args[] = { COMMON, "--keep-last", "--out", out_last, "--checkpoint", ck_last,
                              NULL };
@@ -250,9 +250,7 @@ static void test_softmax(const char *tool, const char *dir)
     snprintf(ck_sm, sizeof ck_sm, "%s/softmax.ckpt", dir);
     snprintf(ck_mse, sizeof ck_mse, "%s/best.ckpt", dir);
     snprintf(out_mse, sizeof out_mse, "%s/best.ncm", dir);
-#define COMMON "cnn", "--arch", "1x29x29-4C4-MP2-6C5-MP3-10N", "--data", dir, "--epochs", "5", \
-        "--limit", "300", "--validation", "500", "--batch", "4", "--lr", "0.02",            \
-        "--lr-decay", "0.9", "--seed", "5", "--out", out_sm
+#define COMMON SMALL_RUN(dir), "--out", out_sm
     const char *a_args[] = { COMMON, "--softmax", "3", "--checkpoint", ck_sm, NULL };
     const char *b_args[] = { COMMON, "--softmax", "3", "--checkpoint", ck_mse, "--resume", NULL };
     const char *c_args[] = { COMMON, "--softmax", "3", "--teacher", out_mse, NULL };
@@ -262,7 +260,7 @@ static void test_softmax(const char *tool, const char *dir)
     char *a_out = NULL, *b_out = NULL, *c_out = NULL, *d_out = NULL, *e_out = NULL;
     CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
     double loss[EPOCHS + 1] = { 0 };
-    const int n = parse_loss(a_out ? a_out : "", loss);
+    const int n = parse_field(a_out ? a_out : "", "loss ", loss);
     CHECK_INT_EQ(n, EPOCHS);
     CHECK_MSG(n == EPOCHS && loss[EPOCHS - 1] < 0.8 * loss[0],
               "--softmax: training loss %g in epoch 1, %g in epoch %d", loss[0],
