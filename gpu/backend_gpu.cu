@@ -434,7 +434,7 @@ static int gpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
 /* A committee's mean over m <= NC_BACKEND_GPU_MAX_BATCH images: summed in
  * column order, then divided, as core's nc_cnn_committee_run.  Every column
  * is started before any is waited for, so their engines (a stream each) run
- * side by side on the device: a digit's latency is about one column's, not
+ * side by side on the device: a digit waits for the slowest column, not for
  * the sum of them.  Under impl->lock (or before the instance is shared). */
 static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
 {

@@ -646,8 +646,9 @@ extern "C" int nc_gpu_cnn_forward_start(nc_gpu_cnn *g, const float *in, uint32_t
     g->state_n = 0;
     int err = start(g, in, n);
     if (err) {
-        /* what was enqueued before the failure may still read h_in */
-        cudaStreamSynchronize(g->stream);
+        /* what was enqueued before the failure may still read h_in; the
+           failure itself is what the caller hears of */
+        (void)cudaStreamSynchronize(g->stream);
         return note(g, err);
     }
     g->pending_n = n;
