@@ -28,11 +28,14 @@
  *                      chosen by a fixed PRNG from <seed> (default 0) and the
  *                      layer index.  p in 1..100; without R every output map
  *                      sees every input map (seed 000's "full" table).
+ *      ...relu         rectified linear units (below) in place of the
+ *                      scaled tanh; last of the suffixes.
  *   MP<K>, MP<Kx>x<Ky> max-pooling over non-overlapping K x K regions; the
  *                      input map size must divide exactly.
  *   <N>N               fully connected layer of N units.
+ *   <N>Nrelu           ... of rectified linear units.
  *
- * Suffixes come in the order C, x, S, x, R, ':'.  Numbers are decimal with
+ * Suffixes come in the order C, x, S, x, R, ':', relu.  Numbers are decimal with
  * no sign and no leading zero.  A convolution or pooling layer may not follow
  * a fully connected one, and the last layer must be fully connected (seed
  * §2.4: "the top layer is always fully connected, with one output unit per
@@ -46,7 +49,11 @@
  * ---- Units and training ----------------------------------------------
  *
  * Every convolutional and fully connected unit, the output layer included,
- * computes y = 1.7159 tanh(0.6666 a), a = bias + sum w x (seed 000 §4).
+ * computes y = 1.7159 tanh(0.6666 a), a = bias + sum w x (seed 000 §4),
+ * unless its token ends in "relu": then y = max(0, a) (Nair & Hinton 2010),
+ * whose gradient does not fade as units saturate.  Not the seed's: it is
+ * for hidden layers; an output layer of rectified units cannot reach the
+ * squared error's -1 targets (the softmax loss below does not need them).
  * Max-pooling passes the largest input through (no weights, no activation).
  * Training minimises E = 1/2 sum_images sum_k (y_k - t_k)^2 with targets
  * t = +1 for the labelled class and -1 elsewhere (LeCun's scaled tanh is
@@ -99,8 +106,15 @@ typedef enum nc_cnn_kind {
     NC_CNN_KIND_FULL = 3,
 } nc_cnn_kind;
 
+/* A unit's activation function (the notation's "relu" suffix). */
+typedef enum nc_cnn_act {
+    NC_CNN_ACT_TANH = 0,        /* 1.7159 tanh(0.6666 a), the seed's */
+    NC_CNN_ACT_RELU = 1,        /* max(0, a) */
+} nc_cnn_act;
+
 typedef struct nc_cnn_layer {
     uint32_t kind;              /* nc_cnn_kind */
+    uint32_t act;               /* CONV/FULL: nc_cnn_act; else 0 */
     uint32_t maps, height, width; /* output shape; FULL: n x 1 x 1 */
     uint32_t kernel_x, kernel_y;  /* CONV kernel, POOL region; else 0 */
     uint32_t skip_x, skip_y;      /* CONV skipping factors (step = skip + 1) */
@@ -151,6 +165,15 @@ int nc_cnn_arch_format(const nc_cnn *net, char *dst, size_t cap);
  * map pairs stay zero.  nc_cnn_init_uniform takes another half-range. */
 int nc_cnn_init_weights(nc_cnn *net, uint64_t seed);
 int nc_cnn_init_uniform(nc_cnn *net, uint64_t seed, float range);
+
+/* Initialisation scaled to each layer's fan-in, for deep nets of rectified
+ * units, which a fixed range starves or swamps layer by layer: every
+ * weight of a layer uniform in [-r, r] with r = gain * sqrt(3 / fan_in),
+ * so its variance is gain^2 / fan_in (gain sqrt(2): He et al. 2015's, which
+ * keeps the variance of a ReLU layer's outputs from layer to layer; 1:
+ * LeCun's for tanh), and every bias 0.  Same PRNG stream as above; kernels
+ * of unconnected pairs stay zero.  -EINVAL for gain <= 0 or not finite. */
+int nc_cnn_init_fan_in(nc_cnn *net, uint64_t seed, float gain);
 
 /* Replace the connection table of CONV layer `layer` (1-based, as in
  * net->layers) by table ([maps][in_maps], each byte 0 or 1, every output map

@@ -101,6 +101,10 @@ static int parse_layer(const char **p, nc_cnn_layer *L)
         } else {
             return -EINVAL;
         }
+        if (!strncmp(*p, "relu", 4)) {
+            *p += 4;
+            L->act = NC_CNN_ACT_RELU;
+        }
     }
     return at_token_end(*p) ? 0 : -EINVAL;
 }
@@ -380,6 +384,8 @@ int nc_cnn_arch_format(const nc_cnn *net, char *dst, size_t cap)
         default:
             return -EINVAL;
         }
+        if (L->act == NC_CNN_ACT_RELU)
+            k += snprintf(o + k, room - (size_t)k, "relu");
         len += (size_t)k;
     }
     if (len + 1 > cap || len >= NC_CNN_ARCH_MAX)
@@ -401,6 +407,25 @@ int nc_cnn_init_uniform(nc_cnn *net, uint64_t seed, float range)
     for (uint32_t l = 1; l < net->n_layers; l++)
         if (net->layers[l].kind == NC_CNN_KIND_CONV)
             nc_cnn_mask_kernels(net, l);
+    return 0;
+}
+
+int nc_cnn_init_fan_in(nc_cnn *net, uint64_t seed, float gain)
+{
+    if (!net || !(gain > 0.0f) || !isfinite(gain))
+        return -EINVAL;
+    int err = nc_cnn_init_uniform(net, seed, 1.0f);   /* [-1, 1), then scaled */
+    if (err)
+        return err;
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        nc_cnn_layer *L = &net->layers[l];
+        if (L->kind == NC_CNN_KIND_POOL)
+            continue;
+        const float r = gain * sqrtf(3.0f / (float)L->fan_in);
+        for (size_t i = 0; i < L->n_weights; i++)
+            L->weights[i] *= r;
+        memset(L->bias, 0, (size_t)L->maps * sizeof(float));
+    }
     return 0;
 }
 

@@ -33,7 +33,7 @@ static void conv_backward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
             for (uint32_t oy = 0; oy < L->height; oy++) {
                 for (uint32_t ox = 0; ox < L->width; ox++) {
                     size_t o = (size_t)b * L->n_out + ((size_t)m * L->height + oy) * L->width + ox;
-                    float da = dy[o] * nc_cnn_act_grad(y[o]);   /* dE/da */
+                    float da = dy[o] * nc_cnn_act_grad(y[o], L->act);   /* dE/da */
                     gb[m] += da;
                     for (uint32_t c = 0; c < in_maps; c++) {
                         if (!L->table[(size_t)m * in_maps + c])
@@ -93,7 +93,7 @@ static void full_backward_ref(const nc_cnn_layer *L, const float *x, const float
         const float *xb = x + (size_t)b * L->n_in;
         for (uint32_t u = 0; u < L->maps; u++) {
             size_t o = (size_t)b * L->n_out + u;
-            float da = dy[o] * nc_cnn_act_grad(y[o]);
+            float da = dy[o] * nc_cnn_act_grad(y[o], L->act);
             const float *wu = L->weights + (size_t)u * L->n_in;
             float *gwu = gw + (size_t)u * L->n_in;
             gb[u] += da;

@@ -71,7 +71,7 @@ static inline v4f v4_select(v4i mask, v4f a, v4f b)
 #define V8_SELECT(mask, a, b) ((v8f)(((v8i)(a) & (mask)) | ((v8i)(b) & ~(mask))))
 
 NC_CNN_CLONES
-static void act_run(float *y, size_t len, float bias)
+static void tanh_run(float *y, size_t len, float bias)
 {
     const v8f vb = { bias, bias, bias, bias, bias, bias, bias, bias };
     const v8f vs = { NC_CNN_TANH_S, NC_CNN_TANH_S, NC_CNN_TANH_S, NC_CNN_TANH_S,
@@ -103,34 +103,49 @@ static void act_run(float *y, size_t len, float bias)
     }
 }
 
+/* y = f(y + bias) over a run, f the layer's activation (cnn.h). */
+static void act_run(float *y, size_t len, float bias, uint32_t act)
+{
+    if (act != NC_CNN_ACT_RELU) {
+        tanh_run(y, len, bias);
+        return;
+    }
+    for (size_t i = 0; i < len; i++) {
+        float a = y[i] + bias;
+        y[i] = a > 0.0f ? a : 0.0f;
+    }
+}
+
 /* dE/da = dE/dy * f'(y) over a run. */
-static void act_grad_run(float *dy, const float *y, size_t len)
+static void act_grad_run(float *dy, const float *y, size_t len, uint32_t act)
 {
     for (size_t i = 0; i < len; i++)
-        dy[i] *= nc_cnn_act_grad(y[i]);
+        dy[i] *= nc_cnn_act_grad(y[i], act);
 }
 
 /* The same where only the pre-activation a (bias not yet added) was kept:
  * y = f(a + bias) is recomputed a block at a time. */
-static void act_grad_pre_run(float *dy, const float *a, size_t len, float bias)
+static void act_grad_pre_run(float *dy, const float *a, size_t len, float bias,
+                             uint32_t act)
 {
     float y[256];
     for (size_t i0 = 0; i0 < len; i0 += 256) {
         size_t k = len - i0 < 256 ? len - i0 : 256;
         memcpy(y, a + i0, k * sizeof(float));
-        act_run(y, k, bias);
-        act_grad_run(dy + i0, y, k);
+        act_run(y, k, bias, act);
+        act_grad_run(dy + i0, y, k, act);
     }
 }
 
 /* A convolution followed by max-pooling is activated after the pooling:
- * f is strictly increasing and the bias is the same over a map, so
+ * f never decreases (tanh or the rectifier) and the bias is the same over
+ * a map, so
  * max f(a + b) = f(max a + b), with a quarter (MP2) or a ninth (MP3) of the
  * tanh evaluations.  The convolution's act[] then holds the raw products a;
  * the pooling applies the convolution's bias and f; the backward pass
  * recomputes f(a + b) where it needs f'.  (Ties in f that are not ties in a,
  * at saturation, may pick another maximum than the reference; f' is ~0
- * there.) */
+ * there, and exactly 0 for a rectified unit that is off.) */
 static int pool_fused(const nc_cnn *net, uint32_t l)
 {
     return net->layers[l].kind == NC_CNN_KIND_CONV && l + 1 < net->n_layers &&
@@ -228,7 +243,7 @@ static void conv_forward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src_
                     0.0f, y + b0 * plane, (int)ld);
         if (!fused)
             for (uint32_t m = 0; m < L->maps; m++)
-                act_run(y + m * ld + b0 * plane, cols, L->bias[m]);
+                act_run(y + m * ld + b0 * plane, cols, L->bias[m], L->act);
     }
 }
 
@@ -236,7 +251,7 @@ static void conv_forward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src_
  * ky input rows are first reduced element by element (four at a time), then
  * each run of kx of that row to one value. */
 static void pool_forward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src_map s,
-                              uint32_t n, float *y, float *rowmax, const float *conv_bias)
+                              uint32_t n, float *y, float *rowmax, const nc_cnn_layer *conv)
 {
     const uint32_t kx = L->kernel_x, ky = L->kernel_y, ow = L->width, oh = L->height;
     const uint32_t in_w = P->width;
@@ -268,8 +283,8 @@ static void pool_forward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src_
                     ym[(size_t)oy * ow + ox] = best;
                 }
             }
-            if (conv_bias)
-                act_run(ym, (size_t)oh * ow, conv_bias[m]);
+            if (conv)
+                act_run(ym, (size_t)oh * ow, conv->bias[m], conv->act);
         }
 }
 
@@ -302,7 +317,7 @@ static void full_forward_blas(const nc_cnn_layer *L, const float *x, uint32_t n,
                 0.0f, y, (int)L->maps);
     for (uint32_t b = 0; b < n; b++)
         for (uint32_t u = 0; u < L->maps; u++)
-            act_run(y + (size_t)b * L->maps + u, 1, L->bias[u]);
+            act_run(y + (size_t)b * L->maps + u, 1, L->bias[u], L->act);
 }
 
 /* Every matrix dimension and leading dimension must fit CBLAS's int. */
@@ -341,7 +356,7 @@ int nc_cnn_forward_blas(const nc_cnn *net, nc_cnn_work *w,
             /* a pooling layer's input row is scratch-sized: borrow delta[0],
                which only a backward pass uses */
             pool_forward_blas(L, P, layer_src(net, w, l, in, n), n, w->act[l], w->delta[0],
-                              pool_fused(net, l - 1) ? P->bias : NULL);
+                              pool_fused(net, l - 1) ? P : NULL);
             break;
         case NC_CNN_KIND_FULL:
             full_forward_blas(L, full_input(net, w, l, in, n, 1), n, w->act[l]);
@@ -411,9 +426,9 @@ static void conv_backward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src
     for (uint32_t m = 0; m < L->maps; m++) {
         float *da = dy + m * ld;
         if (fused)
-            act_grad_pre_run(da, y + m * ld, ld, L->bias[m]);
+            act_grad_pre_run(da, y + m * ld, ld, L->bias[m], L->act);
         else
-            act_grad_run(da, y + m * ld, ld);
+            act_grad_run(da, y + m * ld, ld, L->act);
         double sum = 0.0;
         for (size_t j = 0; j < ld; j++)
             sum += da[j];
@@ -497,7 +512,7 @@ int nc_cnn_backward_blas(const nc_cnn *net, nc_cnn_work *w, const float *in,
             break;
         case NC_CNN_KIND_FULL: {
             const size_t len = (size_t)n * L->maps;
-            act_grad_run(dy, w->act[l], len);
+            act_grad_run(dy, w->act[l], len, L->act);
             for (uint32_t u = 0; u < L->maps; u++) {
                 double sum = 0.0;
                 for (uint32_t b = 0; b < n; b++)

@@ -38,7 +38,7 @@ static void conv_forward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
                                 a += (double)k[i * kx + j] *
                                      xc[(size_t)(oy * step_y + i) * in_w + ox * step_x + j];
                     }
-                    yb[((size_t)m * L->height + oy) * L->width + ox] = nc_cnn_act_ref(a);
+                    yb[((size_t)m * L->height + oy) * L->width + ox] = nc_cnn_act_ref(a, L->act);
                 }
             }
         }
@@ -83,7 +83,7 @@ static void full_forward_ref(const nc_cnn_layer *L, const float *x, float *y, ui
             double a = L->bias[u];
             for (uint32_t k = 0; k < L->n_in; k++)
                 a += (double)wu[k] * xb[k];
-            y[(size_t)b * L->n_out + u] = nc_cnn_act_ref(a);
+            y[(size_t)b * L->n_out + u] = nc_cnn_act_ref(a, L->act);
         }
     }
 }

@@ -74,15 +74,22 @@ int nc_cnn_work_check(const nc_cnn *net, const nc_cnn_work *w, uint32_t n);
 /* The layer that feeds a CONV/POOL layer's input map c of image b starts at
  * src + c * map_stride + b * image_stride (BLAS path layouts). */
 
-/* y = A tanh(S a), in double for the reference. */
-static inline float nc_cnn_act_ref(double a)
+/* y = A tanh(S a), or max(0, a) for rectified units; in double for the
+ * reference. */
+static inline float nc_cnn_act_ref(double a, uint32_t act)
 {
+    if (act == NC_CNN_ACT_RELU)
+        return a > 0.0 ? (float)a : 0.0f;
     return (float)((double)NC_CNN_TANH_A * tanh((double)NC_CNN_TANH_S * a));
 }
 
-/* dy/da written with y: A S (1 - tanh^2) = (S / A) (A^2 - y^2). */
-static inline float nc_cnn_act_grad(float y)
+/* dy/da written with y: A S (1 - tanh^2) = (S / A) (A^2 - y^2); for
+ * rectified units 1 where y > 0, else 0 (a = 0 counts as off, so a unit
+ * that is exactly zero passes no gradient on either side). */
+static inline float nc_cnn_act_grad(float y, uint32_t act)
 {
+    if (act == NC_CNN_ACT_RELU)
+        return y > 0.0f ? 1.0f : 0.0f;
     return (NC_CNN_TANH_S / NC_CNN_TANH_A) * (NC_CNN_TANH_A * NC_CNN_TANH_A - y * y);
 }
 

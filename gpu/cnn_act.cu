@@ -10,11 +10,11 @@
 #include "cuda_check.cuh"
 
 static __global__ void act_backward_kernel(const float *y, const float *dy, float *da,
-                                           size_t count)
+                                           size_t count, uint32_t act)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x)
-        da[i] = dy[i] * nc_gpu_cnn_act_grad(y[i]);
+        da[i] = dy[i] * nc_gpu_cnn_act_grad(y[i], act);
 }
 
 /* One block's sum of the per-thread loss and error counts, in a fixed order
@@ -103,10 +103,10 @@ static __global__ void sgd_kernel(float *params, const float *grads, size_t coun
 }
 
 extern "C" int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t count,
-                                       cudaStream_t stream)
+                                       uint32_t act, cudaStream_t stream)
 {
     act_backward_kernel<<<nc_gpu_cnn_blocks(count, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0,
-                          stream>>>(y, dy, da, count);
+                          stream>>>(y, dy, da, count, act);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

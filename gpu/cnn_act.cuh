@@ -15,9 +15,10 @@
 extern "C" {
 #endif
 
-/* da[i] = dy[i] * f'(y[i]) for count elements (da may be dy). */
+/* da[i] = dy[i] * f'(y[i]) for count elements (da may be dy); act: the
+ * layer's nc_cnn_act. */
 int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t count,
-                            cudaStream_t stream);
+                            uint32_t act, cudaStream_t stream);
 
 /* d_out = y - t (t = +1 at the label, -1 elsewhere) for out[n][k_n];
  * ret_sum[0] = E = 1/2 sum (y - t)^2 and ret_sum[1] = images whose largest

@@ -53,7 +53,7 @@ static __global__ void conv_forward_kernel(nc_gpu_cnn_layer L, const float *__re
                 for (uint32_t j = 0; j < L.kernel_x; j++)
                     a += k[i * L.kernel_x + j] * xc[(size_t)i * L.in_width + j];
         }
-        y[(size_t)b * L.n_out + (size_t)m * hw + p] = nc_gpu_cnn_act(a);
+        y[(size_t)b * L.n_out + (size_t)m * hw + p] = nc_gpu_cnn_act(a, L.act);
     }
 }
 

@@ -80,7 +80,7 @@ static __global__ void conv_forward_staged_kernel(nc_gpu_cnn_layer L, const floa
                 for (uint32_t i = 0; i < ky; i++)
                     for (uint32_t j = 0; j < kx; j++)
                         a += w[i * kx + j] * xs[i * in_w + j];
-            y[(size_t)b * L.n_out + (size_t)(m0 + ml) * hw + p] = nc_gpu_cnn_act(a);
+            y[(size_t)b * L.n_out + (size_t)(m0 + ml) * hw + p] = nc_gpu_cnn_act(a, L.act);
         }
     }
 }

@@ -109,6 +109,7 @@ static void describe_layers(nc_gpu_cnn *g, const nc_cnn *net)
         nc_gpu_cnn_layer *L = &g->L[l];
         memset(L, 0, sizeof *L);
         L->kind = S->kind;
+        L->act = S->act;
         L->maps = S->maps;
         L->height = S->height;
         L->width = S->width;
@@ -732,7 +733,7 @@ static int backward_device(nc_gpu_cnn *g, uint32_t n)
         int err = 0;
         switch (L->kind) {
         case NC_CNN_KIND_CONV:
-            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, g->stream);
+            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, L->act, g->stream);
             if (!err)
                 err = nc_gpu_cnn_conv_weights(L, x, dy, n, g->d_part, g->stream);
             if (!err && l > 1)
@@ -743,7 +744,7 @@ static int backward_device(nc_gpu_cnn *g, uint32_t n)
                 err = nc_gpu_cnn_pool_backward(L, x, dy, dx, n, g->stream);
             break;
         case NC_CNN_KIND_FULL:
-            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, g->stream);
+            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, L->act, g->stream);
             if (!err)
                 err = nc_gpu_cnn_full_weights(L, x, dy, n, g->stream);
             if (!err && l > 1)

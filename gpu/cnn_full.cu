@@ -28,7 +28,7 @@ static __global__ void full_forward_kernel(nc_gpu_cnn_layer L, const float *__re
         for (int off = 16; off > 0; off >>= 1)
             s += __shfl_xor_sync(0xffffffffu, s, off);
         if (lane == 0)
-            y[o] = nc_gpu_cnn_act(s + L.bias[u]);
+            y[o] = nc_gpu_cnn_act(s + L.bias[u], L.act);
     }
 }
 

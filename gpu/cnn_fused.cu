@@ -91,7 +91,7 @@ static __device__ __forceinline__ void conv1_pool(const float *x, const float4 *
     for (int mi = 0; mi < 4; mi++) {
         const float a = fmaxf(fmaxf(acc[mi][0], acc[mi][1]), fmaxf(acc[mi][2], acc[mi][3]));
         const int m = 4 * g + mi;
-        p1[m * Q1_HW + w] = nc_gpu_cnn_act(a + b1s[m]);
+        p1[m * Q1_HW + w] = nc_gpu_cnn_tanh(a + b1s[m]);
     }
 }
 
@@ -176,7 +176,7 @@ features_big_kernel(column C, const float *__restrict__ x, float *__restrict__ f
             for (int q = 1; q < 9; q++)
                 a = fmaxf(a, acc[mi][q]);
             const int m = 4 * g + mi;
-            fo[m * Q2 * Q2 + w] = nc_gpu_cnn_act(a + b2s[m]);
+            fo[m * Q2 * Q2 + w] = nc_gpu_cnn_tanh(a + b2s[m]);
         }
     }
 }
@@ -241,7 +241,7 @@ features_small_kernel(column C, const float *__restrict__ x, float *__restrict__
                 for (int j = 0; j < 3; j++)
                     a = fmaxf(a, c[i * C2 + j]);
             feat[(size_t)b * FEAT + (m0 + mi) * Q2 * Q2 + w] =
-                nc_gpu_cnn_act(a + C.b2[m0 + mi]);
+                nc_gpu_cnn_tanh(a + C.b2[m0 + mi]);
         }
     }
 }
@@ -286,7 +286,7 @@ static __global__ void top_kernel(column C, const float *__restrict__ feat, floa
         const float bias = C.f1b[u];
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            hs[(8 * g + i) * (u1 + 1) + u] = nc_gpu_cnn_act(acc[i] + bias);
+            hs[(8 * g + i) * (u1 + 1) + u] = nc_gpu_cnn_tanh(acc[i] + bias);
     }
     __syncthreads();
     for (uint32_t e = t; e < valid * u2; e += nt) {
@@ -295,7 +295,7 @@ static __global__ void top_kernel(column C, const float *__restrict__ feat, floa
         float a = C.f2b[v];
         for (uint32_t k = 0; k < u1; k++)
             a += wr[k] * h[k];
-        out[(size_t)(b0 + i) * u2 + v] = nc_gpu_cnn_act(a);
+        out[(size_t)(b0 + i) * u2 + v] = nc_gpu_cnn_tanh(a);
     }
 }
 

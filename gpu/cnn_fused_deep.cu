@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(T2) features_kernel(column C, const float *__r
                         a += w[ki * K1 + kj] * xp[ki * IN + kj];
                 best = fmaxf(best, a);
             }
-        p1[i] = nc_gpu_cnn_act(best + b1s[m]);
+        p1[i] = nc_gpu_cnn_tanh(best + b1s[m]);
     }
     __syncthreads();
 
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(T2) features_kernel(column C, const float *__r
                 const int k = g * C2_HW + (2 * qy + dy) * C2 + 2 * qx + dx;
                 best = fmaxf(best, c2[0][k] + c2[1][k]);
             }
-        feat[(size_t)img * FEAT + (g0 + g) * Q2_HW + q] = nc_gpu_cnn_act(best + C.b2[g0 + g]);
+        feat[(size_t)img * FEAT + (g0 + g) * Q2_HW + q] = nc_gpu_cnn_tanh(best + C.b2[g0 + g]);
     }
 }
 
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(T3) conv3_kernel(column C, const float *__rest
         float best = -3.402823466e+38f;
         for (int k = t * C3_HW; k < (t + 1) * C3_HW; k++)
             best = fmaxf(best, ((c3[0][k] + c3[1][k]) + c3[2][k]) + c3[3][k]);
-        pooled[(size_t)img * M3 + g0 + t] = nc_gpu_cnn_act(best + C.b3[g0 + t]);
+        pooled[(size_t)img * M3 + g0 + t] = nc_gpu_cnn_tanh(best + C.b3[g0 + t]);
     }
 }
 
@@ -205,13 +205,13 @@ __global__ void __launch_bounds__(TT) top_kernel(column C, const float *__restri
     for (uint32_t u = (uint32_t)warp; u < C.u1; u += WARPS) {
         const float a = warp_dot(C.f1w + (size_t)u * M3, h3, M3, lane);
         if (lane == 0)
-            h4[u] = nc_gpu_cnn_act(a + C.f1b[u]);
+            h4[u] = nc_gpu_cnn_tanh(a + C.f1b[u]);
     }
     __syncthreads();
     for (uint32_t u = (uint32_t)warp; u < C.u2; u += WARPS) {
         const float a = warp_dot(C.f2w + (size_t)u * C.u1, h4, C.u1, lane);
         if (lane == 0)
-            out[(size_t)img * C.u2 + u] = nc_gpu_cnn_act(a + C.f2b[u]);
+            out[(size_t)img * C.u2 + u] = nc_gpu_cnn_tanh(a + C.f2b[u]);
     }
 }
 

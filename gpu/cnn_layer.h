@@ -16,6 +16,7 @@ extern "C" {
 
 typedef struct nc_gpu_cnn_layer {
     uint32_t kind;                      /* nc_cnn_kind */
+    uint32_t act;                       /* CONV/FULL: nc_cnn_act */
     uint32_t maps, height, width;       /* output shape; FULL: n x 1 x 1 */
     uint32_t in_maps, in_height, in_width;  /* the previous layer's shape */
     uint32_t kernel_x, kernel_y;        /* CONV kernel, POOL region */

@@ -1,22 +1,30 @@
-/* gpu/cnn_math.cuh — device twins of core/cnn_internal.h's activation.
+/* gpu/cnn_math.cuh — device twins of core/cnn_internal.h's activations.
  *
  * Layer: gpu, internal to the cnn_*.cu files (C++ device code only).
  * y = A tanh(S a) in float (core's reference uses double; the parity tests
- * hold the two to 1e-4 relative), and dy/da written with y; the shape test
- * of the fused paths. */
+ * hold the two to 1e-4 relative) or max(0, a), and dy/da written with y;
+ * the shape test of the fused paths, which are written for the tanh. */
 #ifndef NC_GPU_CNN_MATH_CUH
 #define NC_GPU_CNN_MATH_CUH
 
 #include "cnn.h"
 #include "cnn_layer.h"
 
-static __device__ __forceinline__ float nc_gpu_cnn_act(float a)
+static __device__ __forceinline__ float nc_gpu_cnn_tanh(float a)
 {
     return NC_CNN_TANH_A * tanhf(NC_CNN_TANH_S * a);
 }
 
-static __device__ __forceinline__ float nc_gpu_cnn_act_grad(float y)
+/* act: nc_cnn_act.  Uniform across a launch (one layer), so no divergence. */
+static __device__ __forceinline__ float nc_gpu_cnn_act(float a, uint32_t act)
 {
+    return act == NC_CNN_ACT_RELU ? fmaxf(a, 0.0f) : nc_gpu_cnn_tanh(a);
+}
+
+static __device__ __forceinline__ float nc_gpu_cnn_act_grad(float y, uint32_t act)
+{
+    if (act == NC_CNN_ACT_RELU)
+        return y > 0.0f ? 1.0f : 0.0f;
     return (NC_CNN_TANH_S / NC_CNN_TANH_A) * (NC_CNN_TANH_A * NC_CNN_TANH_A - y * y);
 }
 
@@ -29,8 +37,9 @@ static inline unsigned nc_gpu_cnn_blocks(size_t count, unsigned per_block)
 
 /* 1 if l[0..n_layers) is a one-map side x side input followed by exactly
  * the n_want layers of want, each {kind, maps (0: any), height, width,
- * kernel_x, kernel_y}, with every convolution dense (no skipping): how the
- * fused paths recognise the nets they were written for. */
+ * kernel_x, kernel_y}, with every convolution dense (no skipping) and every
+ * unit the seed's tanh: how the fused paths recognise the nets they were
+ * written for. */
 static inline int nc_gpu_cnn_shapes_match(const nc_gpu_cnn_layer *l, uint32_t n_layers,
                                           uint32_t side, const uint32_t (*want)[6],
                                           uint32_t n_want)
@@ -44,6 +53,8 @@ static inline int nc_gpu_cnn_shapes_match(const nc_gpu_cnn_layer *l, uint32_t n_
             L->kernel_x != want[i][4] || L->kernel_y != want[i][5])
             return 0;
         if (L->kind == NC_CNN_KIND_CONV && (L->step_x != 1 || L->step_y != 1))
+            return 0;
+        if (L->act != NC_CNN_ACT_TANH)
             return 0;
     }
     return 1;

@@ -43,7 +43,7 @@ static __global__ void bias_act_kernel(nc_gpu_cnn_layer L, const float *__restri
          e += (size_t)gridDim.x * blockDim.x) {
         const uint32_t m = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
         const uint32_t b = b0 + col / hw, p = col % hw;
-        y[(size_t)b * L.n_out + (size_t)m * hw + p] = nc_gpu_cnn_act(prod[e] + L.bias[m]);
+        y[(size_t)b * L.n_out + (size_t)m * hw + p] = nc_gpu_cnn_act(prod[e] + L.bias[m], L.act);
     }
 }
 
@@ -51,7 +51,7 @@ static __global__ void full_bias_act_kernel(nc_gpu_cnn_layer L, float *y, size_t
 {
     for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x)
-        y[e] = nc_gpu_cnn_act(y[e] + L.bias[e % L.maps]);
+        y[e] = nc_gpu_cnn_act(y[e] + L.bias[e % L.maps], L.act);
 }
 
 extern "C" int nc_gpu_cnn_blas_error(cublasStatus_t s, const char *stmt, const char *func,

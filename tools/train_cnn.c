@@ -25,7 +25,10 @@
  *    freshly distorted by core/deform with NC_DEFORM_MNIST (affine +
  *    elastic), its strengths times --deform-scale; validation and test
  *    digits never are.
- *  - Weights uniform in [-0.05, 0.05] from --seed (nc_cnn_init_weights).
+ *  - Weights uniform in [-0.05, 0.05] from --seed (nc_cnn_init_weights), or
+ *    with --init-gain G each layer's uniform with variance G^2 / fan-in and
+ *    biases 0 (nc_cnn_init_fan_in; not the seed's: for deep nets of
+ *    rectified units, the notation's "relu").
  *  - Mini-batch SGD on the BLAS path, or with --gpu N on the CUDA engine
  *    (gpu/cnn_engine.h: the training digits resident on the device, which
  *    deforms them itself with gpu/deform, the twin of core/deform, and runs
@@ -127,6 +130,7 @@ typedef struct options {
     const char *teacher;    /* model file whose outputs become soft targets */
     float teacher_weight;   /* their share of the targets, 0..1 */
     float softmax;          /* > 0: softmax cross-entropy at this scale; 0: squared error */
+    float init_gain;        /* > 0: nc_cnn_init_fan_in with this gain; 0: the seed's */
 } options;
 
 /* One row of the per-epoch table. */
@@ -186,6 +190,9 @@ static void usage(FILE *f)
         "  --softmax S       minimise the cross-entropy of softmax(S x outputs)\n"
         "                    instead of the squared error against +1 / -1\n"
         "                    (S > 0, e.g. 3; the outputs stay the scaled tanh's)\n"
+        "  --init-gain G     each layer's weights uniform with variance G^2 / fan-in,\n"
+        "                    biases 0, instead of uniform in [-0.05, 0.05] (G > 0;\n"
+        "                    1.4142 for rectified units, 1 for tanh)\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -195,7 +202,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX };
+           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -220,6 +227,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "teacher", required_argument, NULL, O_TEACHER },
         { "teacher-weight", required_argument, NULL, O_TWEIGHT },
         { "softmax", required_argument, NULL, O_SOFTMAX },
+        { "init-gain", required_argument, NULL, O_IGAIN },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -275,6 +283,12 @@ static int parse_options(int argc, char **argv, options *o)
             if (!err && !(o->softmax > 0.0f && o->softmax <= 100.0f))
                 err = -ERANGE;
             break;
+        case O_IGAIN:
+            name = "--init-gain";
+            err = train_parse_float(optarg, &o->init_gain);
+            if (!err && !(o->init_gain > 0.0f && o->init_gain <= 10.0f))
+                err = -ERANGE;
+            break;
         case O_GPU: {
             uint32_t d = 0;
             name = "--gpu";
@@ -327,6 +341,11 @@ static int parse_options(int argc, char **argv, options *o)
     if (!bad && o->softmax > 0.0f && o->teacher) {
         fprintf(stderr, "neocog-train cnn: --softmax with --teacher: the teacher's targets "
                 "are squared-error targets\n");
+        bad = 1;
+    }
+    if (!bad && o->init_gain > 0.0f && o->init) {
+        fprintf(stderr, "neocog-train cnn: --init-gain with --init: the weights come from "
+                "the file\n");
         bad = 1;
     }
     if (!bad && o->resume && !o->checkpoint) {
@@ -419,22 +438,24 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
  * checkpoint (everything that changes what the epochs compute). */
 static void config_string(const options *o, char *dst, size_t cap)
 {
-    /* deform_scale, keep_last and softmax only when not the default, so
-     * checkpoints written before those options still resume */
-    char scale[48] = "", teacher[48] = "", softmax[48] = "";
+    /* deform_scale, keep_last, softmax and init_gain only when not the
+     * default, so checkpoints written before those options still resume */
+    char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "";
     if (o->deform_scale != 1.0f)
         snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
     if (o->teacher)
         snprintf(teacher, sizeof(teacher), " teacher_weight=%.9g", (double)o->teacher_weight);
     if (o->softmax > 0.0f)
         snprintf(softmax, sizeof(softmax), " softmax=%.9g", (double)o->softmax);
+    if (o->init_gain > 0.0f)
+        snprintf(gain, sizeof(gain), " init_gain=%.9g", (double)o->init_gain);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
-             o->teacher ? o->teacher : "", teacher, softmax);
+             o->teacher ? o->teacher : "", teacher, softmax, gain);
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -1067,7 +1088,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         t.targets = teacher_targets;
     }
     /* Fresh start, or the state after the checkpoint's last epoch. */
-    if ((err = nc_cnn_init_weights(net, o.seed)))
+    if ((err = o.init_gain > 0.0f ? nc_cnn_init_fan_in(net, o.seed, o.init_gain)
+                                  : nc_cnn_init_weights(net, o.seed)))
         goto fail;
     if (o.init && load_init(o.init, net))
         goto out;

@@ -34,6 +34,10 @@ static const char *const awkward[] = {
     "1x11x11-2C2S2-3C2-2N",
     "3x9x7-5C2x3R70:11-MP3x1-6C1R34-2N",
     "1x12x12-3C3-MP2-MP5-2C1-3N",
+    /* rectified units: after pooling (the BLAS path activates after the
+       max), between convolutions, in a FULL layer and at the output */
+    "2x11x13-3C3x2S1x2R50:5relu-MP1x2-4C2relu-5Nrelu-3N",
+    "1x12x12-4C3relu-4C3relu-MP2-3Nrelu",
 };
 
 static nc_cnn *make_net(const char *arch, uint64_t seed, float range)
@@ -69,6 +73,9 @@ static void test_parse_good(void)
         { "1x1x1-1N", NULL, 2, 2 },
         { "1x5x9-2C3x5S2x0R100:0-1N", "1x5x9-2C3x5S2x0-1N", 3, 2 * 15 + 2 + 1 * 6 + 1 },
         { "1x29x29-20C4R50-MP2-1N", NULL, 4, 20 * 16 + 20 + 20 * 169 + 1 },
+        { "1x29x29-20C4x4S0R100relu-MP2-40C5R40:2relu-MP3-150Nrelu-10N",
+          "1x29x29-20C4relu-MP2-40C5R40:2relu-MP3-150Nrelu-10N", 7, 76040 },
+        { "1x5x9-2C3x5S2x0R50:3relu-1N", NULL, 3, 2 * 15 + 2 + 1 * 6 + 1 },
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
         nc_cnn *net = NULL;
@@ -82,6 +89,16 @@ static void test_parse_good(void)
         CHECK_MSG(strcmp(buf, canon) == 0, "%s -> %s, want %s", cases[i].in, buf, canon);
         CHECK_INT_EQ(net->n_layers, cases[i].n_layers);
         CHECK_INT_EQ(net->n_params, cases[i].n_params);
+        for (uint32_t l = 1; l < net->n_layers; l++) {
+            /* "relu" ends exactly the tokens that carry it */
+            const char *tok = canon;
+            for (uint32_t k = 0; k < l; k++)
+                tok = strchr(tok, '-') + 1;
+            size_t len = strcspn(tok, "-");
+            int relu = len > 4 && !strncmp(tok + len - 4, "relu", 4);
+            CHECK_MSG(net->layers[l].act == (relu ? NC_CNN_ACT_RELU : NC_CNN_ACT_TANH),
+                      "%s: layer %u act %u", canon, l, net->layers[l].act);
+        }
         /* the canonical string parses to the same network */
         nc_cnn *again = NULL;
         CHECK_INT_EQ(nc_cnn_new(buf, &again), 0);
@@ -161,6 +178,11 @@ static void test_parse_bad(void)
         { "1x2000x2000-1000C1-1N", -ERANGE },        /* 4G outputs */
         { "1x29x29-20C4S4294967295-10N", -EINVAL },
         { "1x29x29-20C4R50:4294967296-10N", -ERANGE },
+        { "1x29x29-20C4RELU-10N", -EINVAL }, { "1x29x29-20C4rel-10N", -EINVAL },
+        { "1x29x29-20C4relu2-10N", -EINVAL }, { "1x29x29-20C4relurelu-10N", -EINVAL },
+        { "1x29x29-20C4reluR50-10N", -EINVAL }, { "1x29x29-20C4reluS0-10N", -EINVAL },
+        { "1x28x28-MP2relu-10N", -EINVAL }, { "1x29x29relu-10N", -EINVAL },
+        { "1x29x29-relu-10N", -EINVAL }, { "1x29x29-10relu", -EINVAL },
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
         nc_cnn *net = (nc_cnn *)0x1;
@@ -239,6 +261,50 @@ static void test_init_tables(void)
     nc_cnn_free(c);
 }
 
+/* nc_cnn_init_fan_in: each layer's weights fill [-r, r], r = gain
+ * sqrt(3 / fan_in), biases 0, cut kernels 0, one seed one net. */
+static void test_init_fan_in(void)
+{
+    const char *arch = "1x12x12-4C3relu-MP2-10C3R50:3relu-20Nrelu-3N";
+    nc_cnn *a = make_net(arch, 1, 0.05f), *b = make_net(arch, 1, 0.05f);
+    nc_cnn *c = make_net(arch, 1, 0.05f);
+    REQUIRE(a && b && c);
+    const float gain = 1.41421356f;
+    CHECK_INT_EQ(nc_cnn_init_fan_in(a, 9, gain), 0);
+    CHECK_INT_EQ(nc_cnn_init_fan_in(b, 9, gain), 0);
+    CHECK_INT_EQ(nc_cnn_init_fan_in(c, 10, gain), 0);
+    CHECK(memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0);
+    CHECK(memcmp(a->params, c->params, a->n_params * sizeof(float)) != 0);
+    for (uint32_t l = 1; l < a->n_layers; l++) {
+        const nc_cnn_layer *L = &a->layers[l];
+        if (L->kind == NC_CNN_KIND_POOL)
+            continue;
+        const float r = gain * sqrtf(3.0f / (float)L->fan_in);
+        float lo = 0, hi = 0;
+        for (size_t i = 0; i < L->n_weights; i++) {
+            lo = fminf(lo, L->weights[i]);
+            hi = fmaxf(hi, L->weights[i]);
+        }
+        CHECK_MSG(lo >= -r && hi <= r && lo < -0.8f * r && hi > 0.8f * r,
+                  "layer %u: weights in [%g, %g], r %g", l, lo, hi, r);
+        for (uint32_t m = 0; m < L->maps; m++)
+            CHECK(L->bias[m] == 0.0f);
+    }
+    const nc_cnn_layer *L = &a->layers[3];
+    for (uint32_t m = 0; m < L->maps; m++)
+        for (uint32_t i = 0; i < 4; i++)
+            if (!L->table[m * 4 + i])
+                for (int j = 0; j < 9; j++)
+                    CHECK(L->weights[(m * 4 + i) * 9 + j] == 0.0f);
+    CHECK_INT_EQ(nc_cnn_init_fan_in(a, 9, 0.0f), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_init_fan_in(a, 9, -1.0f), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_init_fan_in(a, 9, NAN), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_init_fan_in(NULL, 9, 1.0f), -EINVAL);
+    nc_cnn_free(a);
+    nc_cnn_free(b);
+    nc_cnn_free(c);
+}
+
 /* ---- activation accuracy of the BLAS path ------------------------------------ */
 
 /* 1x1x1-1N with w = 1, b = 0 is y = f(x): sweep x through the fast tanh. */
@@ -264,6 +330,22 @@ static void test_activation(void)
     CHECK_INT_EQ(nc_cnn_forward_ref(net, w, x, N, y), 0);
     for (int i = 0; i < N; i += 97)
         CHECK_NEAR(y[i], 1.7159 * tanh(0.6666 * (double)x[i]), 1e-6, 0);
+    nc_cnn_work_free(w);
+    nc_cnn_free(net);
+    /* the rectifier, with a bias, on both paths: exactly max(0, x - 0.25) */
+    net = make_net("1x1x1-1Nrelu", 1, 0.0f);
+    REQUIRE(net && nc_cnn_work_new(net, N, &w) == 0);
+    net->layers[1].weights[0] = 1.0f;
+    net->layers[1].bias[0] = -0.25f;
+    for (int path = 0; path < 2; path++) {
+        REQUIRE((path ? nc_cnn_forward_blas : nc_cnn_forward_ref)(net, w, x, N, y) == 0);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            float want = x[i] - 0.25f > 0.0f ? x[i] - 0.25f : 0.0f;
+            if (y[i] != want && bad++ < 3)
+                CHECK_MSG(0, "relu path %d: f(%g) = %g, want %g", path, x[i], y[i], want);
+        }
+    }
     nc_cnn_work_free(w);
     nc_cnn_free(net);
     free(x);
@@ -435,6 +517,8 @@ static void test_parity(void)
     check_parity(COLUMN, col_batches, 3, col_chunks, 2, 0.05f);
     check_parity("1x29x29-20C4-MP2-40C5R40:2-MP3-150N-10N", col_batches, 2, col_chunks, 2, 0.1f);
     check_parity("2x29x29-8C5S1-MP13-20N-10N", col_batches, 2, col_chunks, 2, 0.1f);
+    check_parity("1x29x29-20C4relu-MP2-60C4relu-MP2-100C3relu-MP3-150Nrelu-10N", col_batches, 3,
+                 col_chunks, 2, 0.1f);
 }
 
 /* ---- training ---------------------------------------------------------------- */
@@ -889,6 +973,7 @@ int main(void)
     test_parse_good();
     test_parse_bad();
     test_init_tables();
+    test_init_fan_in();
     test_activation();
     test_gradients();
     test_loss_targets();

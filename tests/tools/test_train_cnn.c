@@ -17,6 +17,11 @@
  * it prints falls from the first epoch to the last, the weights differ from
  * the squared error's run, the file's command records it, and it is refused
  * beside --teacher, with a bad scale, and on a squared-error checkpoint.
+ *
+ * Rectified units ("relu" in --arch) from --init-gain: the loss falls, the
+ * file holds the rectified net and records the gain, and the gain is
+ * refused out of range, beside --init FILE, and on a checkpoint written
+ * without it.
  * Usage: test_train_cnn NEOCOG-TRAIN. */
 #include "fixture.h"
 #include "run_capture.h"
@@ -289,6 +294,56 @@ static void test_softmax(const char *tool, const char *dir)
     free(e_out);
 }
 
+/* After test_keep_last, whose best.ckpt (the seed's init) it resumes. */
+static void test_relu(const char *tool, const char *dir)
+{
+    char out_r[512], ck_r[512], ck_mse[512], out_mse[512];
+    snprintf(out_r, sizeof out_r, "%s/relu.ncm", dir);
+    snprintf(ck_r, sizeof ck_r, "%s/relu.ckpt", dir);
+    snprintf(ck_mse, sizeof ck_mse, "%s/best.ckpt", dir);
+    snprintf(out_mse, sizeof out_mse, "%s/best.ncm", dir);
+    static const char arch[] = "1x29x29-4C4relu-MP2-6C5relu-MP3-10N";
+    /* the later --arch and --lr override SMALL_RUN's */
+#define COMMON SMALL_RUN(dir), "--arch", arch, "--lr", "0.005", "--out", out_r
+    const char *a_args[] = { COMMON, "--init-gain", "1.4142", "--checkpoint", ck_r, NULL };
+    const char *b_args[] = { COMMON, "--init-gain", "1.4142", "--checkpoint", ck_mse, "--resume",
+                             NULL };
+    const char *c_args[] = { COMMON, "--init-gain", "1.4142", "--init", out_mse, NULL };
+    const char *d_args[] = { COMMON, "--init-gain", "0", NULL };
+    const char *e_args[] = { COMMON, "--init-gain", "11", NULL };
+#undef COMMON
+    char *a_out = NULL, *b_out = NULL, *c_out = NULL, *d_out = NULL, *e_out = NULL;
+    CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
+    double loss[EPOCHS + 1] = { 0 };
+    const int n = parse_field(a_out ? a_out : "", "loss ", loss);
+    CHECK_INT_EQ(n, EPOCHS);
+    CHECK_MSG(n == EPOCHS && loss[EPOCHS - 1] < 0.8 * loss[0],
+              "relu: training loss %g in epoch 1, %g in epoch %d", loss[0], loss[EPOCHS - 1],
+              EPOCHS);
+    nc_model_info info;
+    nc_cnn *net = load_file(out_r, &info);
+    REQUIRE(net);
+    char got[NC_CNN_ARCH_MAX];
+    CHECK_INT_EQ(nc_cnn_arch_format(net, got, sizeof got), 0);
+    CHECK_MSG(strcmp(got, arch) == 0, "the file holds %s", got);
+    CHECK(net->layers[1].act == NC_CNN_ACT_RELU && net->layers[5].act == NC_CNN_ACT_TANH);
+    CHECK(strstr(info.command, "--init-gain 1.4142") != NULL);
+    CHECK(run(tool, b_args, &b_out) != 0);
+    CHECK(b_out && strstr(b_out, "written with other options"));
+    CHECK(run(tool, c_args, &c_out) != 0);
+    CHECK(c_out && strstr(c_out, "--init-gain with --init"));
+    CHECK(run(tool, d_args, &d_out) != 0);
+    CHECK(d_out && strstr(d_out, "--init-gain: not a valid value"));
+    CHECK(run(tool, e_args, &e_out) != 0);
+    CHECK(e_out && strstr(e_out, "--init-gain: not a valid value"));
+    nc_cnn_free(net);
+    free(a_out);
+    free(b_out);
+    free(c_out);
+    free(d_out);
+    free(e_out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -302,8 +357,10 @@ int main(int argc, char **argv)
     }
     test_keep_last(argv[1], dir);
     test_softmax(argv[1], dir);
+    test_relu(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
-                            "softmax.ckpt", "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                            "softmax.ckpt", "relu.ncm", "relu.ckpt", "train-images-idx3-ubyte",
+                            "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char p[600];
