@@ -480,6 +480,38 @@ template <typename F> static int time_best(nc_gpu_cnn *g, F run, float *ret_ms)
     return 0;
 }
 
+/* The time of one whole forward of n images as the engine will run it:
+ * replayed from a CUDA graph for n <= NC_GPU_CNN_GRAPH_MAX (start() does
+ * so), else launched kernel by kernel.  Timing a graph-run size without a
+ * graph would charge each candidate its launch overhead, which the graph
+ * removes, and so favour the paths with fewer launches. */
+static int time_whole(nc_gpu_cnn *g, uint32_t n, unsigned bk, float *ret_ms)
+{
+    float *out = g->d_act[g->n_layers - 1];
+    if (n > NC_GPU_CNN_GRAPH_MAX)
+        return time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, ret_ms);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    NC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+    int err = forward_whole(g, g->d_in, n, out, bk);
+    cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
+    if (!err && e == cudaSuccess)
+        e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (!err && e == cudaSuccess)
+        err = time_best(g, [&] {
+            NC_CUDA_CHECK(cudaGraphLaunch(exec, g->stream));
+            return 0;
+        }, ret_ms);
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (err)
+        return err;
+    NC_CUDA_CHECK(e);
+    return 0;
+}
+
 /* Choose the variants for bucket bk (forced, or timed at its batch size). */
 static int tune(nc_gpu_cnn *g, unsigned bk)
 {
@@ -526,33 +558,30 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
             return err;
         g->blas_layer[bk][l] = t_blas < t_direct;
     }
+    /* then the whole forwards the net fits, the layer-wise one first, each
+       as it will run (time_whole): the fastest wins, the earliest on ties */
+    uint8_t cand[3] = {WHOLE_LAYERS, 0, 0};
+    int n_cand = 1;
     if (g->fused_ok) {
-        float t[3];
-        float *out = g->d_act[g->n_layers - 1];
-        for (int w = 0; w < 3; w++) {
-            g->whole[bk] = (uint8_t)w;
-            int err = time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, &t[w]);
-            if (err)
-                return err;
-        }
-        int best = 0;
-        for (int w = 1; w < 3; w++)
-            if (t[w] < t[best])
-                best = w;
-        g->whole[bk] = (uint8_t)best;
+        cand[n_cand++] = WHOLE_FUSED_SMALL;
+        cand[n_cand++] = WHOLE_FUSED_BIG;
+    } else if (g->deep_ok) {
+        cand[n_cand++] = WHOLE_FUSED_DEEP;
     }
-    if (g->deep_ok) {
-        float t_layers = 0.0f, t_deep = 0.0f;
-        float *out = g->d_act[g->n_layers - 1];
-        g->whole[bk] = WHOLE_LAYERS;
-        int err = time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, &t_layers);
-        g->whole[bk] = WHOLE_FUSED_DEEP;
-        if (!err)
-            err = time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, &t_deep);
+    float t_best = 0.0f;
+    uint8_t best = WHOLE_LAYERS;
+    for (int c = 0; n_cand > 1 && c < n_cand; c++) {
+        float t = 0.0f;
+        g->whole[bk] = cand[c];
+        int err = time_whole(g, n, bk, &t);
         if (err)
             return err;
-        g->whole[bk] = t_deep < t_layers ? WHOLE_FUSED_DEEP : WHOLE_LAYERS;
+        if (c == 0 || t < t_best) {
+            t_best = t;
+            best = cand[c];
+        }
     }
+    g->whole[bk] = best;
     g->tuned[bk] = 1;
     return 0;
 }
