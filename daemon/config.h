@@ -35,6 +35,8 @@ typedef struct nc_config {
     uint32_t priority_workers;  /* beside them, only for high-priority work */
     uint32_t max_batch;         /* images per forward pass */
     uint32_t gpus;              /* GPUs used at most (first N visible); 0: CPU only */
+    uint32_t cnn_gpu_lanes;     /* engines per GPU of the CNN: batches in flight */
+    uint32_t neocog_gpu_lanes;  /* the same for the neocognitron */
     uint64_t max_queue_delay_us;/* longest a batch waits to fill; 0: never */
     uint32_t queue_capacity;    /* images queued at most */
     uint64_t queue_max_bytes;   /* request bytes queued at most */

@@ -64,7 +64,7 @@ static void on_request(struct evhttp_request *r, void *arg)
                 const nc_backend *be = l < m->n_lanes ? m->lane[l] : m->cpu;
                 e->model = nc_slot_name(k);
                 if (l < m->n_lanes)
-                    snprintf(e->engine, sizeof e->engine, "%s:%d", be->ops->name, be->device);
+                    nc_model_lane_name(m, l, e->engine, sizeof e->engine);
                 else
                     snprintf(e->engine, sizeof e->engine, "%s", be->ops->name);
                 e->up = l < m->n_lanes ? !atomic_load(&m->lane_dead[l]) : 1;

@@ -197,26 +197,39 @@ static void open_lanes(const nc_config *cfg, nc_model *m, const char *path, cons
         if (!ac->ops || !ac->ops->supports(m->cpu->kind))
             continue;
         int n_dev = ac->devices();
-        for (int d = 0; d < n_dev && (uint32_t)d < cfg->gpus && m->n_lanes < NC_MAX_LANES; d++) {
-            nc_backend *be = NULL;
-            int err = nc_backend_open(ac->ops, buf, len, d, &be);
-            if (!err && (err = warm_up(be))) {
-                nc_backend_close(be);
-                be = NULL;
+        /* that many engines a device (a device that fails one gets no more) */
+        const uint32_t lanes = m->cpu->kind == NC_MF_KIND_CNN ? cfg->cnn_gpu_lanes
+                                                             : cfg->neocog_gpu_lanes;
+        for (int d = 0; d < n_dev && (uint32_t)d < cfg->gpus; d++)
+            for (uint32_t k = 0; k < lanes && m->n_lanes < NC_MAX_LANES; k++) {
+                nc_backend *be = NULL;
+                int err = nc_backend_open(ac->ops, buf, len, d, &be);
+                if (!err && (err = warm_up(be))) {
+                    nc_backend_close(be);
+                    be = NULL;
+                }
+                if (err && k) {
+                    nc_log(NC_LOG_WARNING, "models: %s: %s:%d: engine %u of %u not made, "
+                           "%u serve (%s): %s", path, ac->ops->name, d, k + 1, lanes,
+                           k, nc_strerror(err), ac->why());
+                    break;
+                }
+                if (err) {
+                    nc_log(NC_LOG_WARNING, "models: %s: %s:%d not used, the CPU serves "
+                           "instead (%s): %s", path, ac->ops->name, d, nc_strerror(err),
+                           ac->why());
+                    break;
+                }
+                m->lane[m->n_lanes++] = be;
+                if (used < sizeof m->engines) {
+                    char name[64];
+                    nc_model_lane_name(m, m->n_lanes - 1, name, sizeof name);
+                    int w = snprintf(m->engines + used, sizeof m->engines - used, "%s%s",
+                                     used ? "," : "", name);
+                    if (w > 0)
+                        used += (size_t)w;
+                }
             }
-            if (err) {
-                nc_log(NC_LOG_WARNING, "models: %s: %s:%d not used, the CPU serves instead "
-                       "(%s): %s", path, ac->ops->name, d, nc_strerror(err), ac->why());
-                continue;
-            }
-            m->lane[m->n_lanes++] = be;
-            if (used < sizeof m->engines) {
-                int w = snprintf(m->engines + used, sizeof m->engines - used, "%s%s:%d",
-                                 used ? "," : "", ac->ops->name, d);
-                if (w > 0)
-                    used += (size_t)w;
-            }
-        }
     }
     if (!m->n_lanes)
         snprintf(m->engines, sizeof m->engines, "%s", m->cpu->ops->name);
@@ -329,6 +342,18 @@ int nc_model_lane_pick(nc_model *m)
     return best;
 }
 
+void nc_model_lane_name(const nc_model *m, uint32_t lane, char *dst, size_t cap)
+{
+    const nc_backend *be = m->lane[lane];
+    unsigned nth = 0;       /* engines of the same device before this one */
+    for (uint32_t j = 0; j < lane; j++)
+        nth += m->lane[j]->ops == be->ops && m->lane[j]->device == be->device;
+    if (nth)
+        snprintf(dst, cap, "%s:%d/%u", be->ops->name, be->device, nth);
+    else
+        snprintf(dst, cap, "%s:%d", be->ops->name, be->device);
+}
+
 void nc_model_lane_done(nc_model *m, int lane)
 {
     if (lane >= 0 && (uint32_t)lane < m->n_lanes)
@@ -346,9 +371,11 @@ void nc_model_lane_fail(nc_model *m, int lane, int err)
     uint32_t live = 0;
     for (uint32_t l = 0; l < m->n_lanes; l++)
         live += !atomic_load(&m->lane_dead[l]);
-    nc_log(NC_LOG_ERR, "models: %s: %s:%d failed (%s), no longer used; %u GPU lane%s left%s: %s",
-           m->path, m->lane[lane]->ops->name, m->lane[lane]->device, nc_strerror(err), live,
-           live == 1 ? "" : "s", live ? "" : ", the CPU serves it", why);
+    char name[64];
+    nc_model_lane_name(m, (uint32_t)lane, name, sizeof name);
+    nc_log(NC_LOG_ERR, "models: %s: %s failed (%s), no longer used; %u GPU lane%s left%s: %s",
+           m->path, name, nc_strerror(err), live, live == 1 ? "" : "s",
+           live ? "" : ", the CPU serves it", why);
 }
 
 nc_models *nc_models_ref(nc_models *g)

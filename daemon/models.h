@@ -55,7 +55,8 @@ typedef struct nc_models {
 
 /* Load the models cfg names (explicit files, else the first *.ncm of each
  * kind in cfg->models, in name order), each opened on every GPU used
- * (cfg->gpus) and on the CPU, checked and warmed by one forward pass per
+ * (cfg->gpus; cnn_gpu_lanes or neocog_gpu_lanes engines a GPU, adjacent in
+ * lane[]) and on the CPU, checked and warmed by one forward pass per
  * engine.  A GPU that cannot take a model is logged with the reason and left
  * out for it (no GPU at all: the CPU serves it).  A slot whose file
  * fails keeps prev's model (prev may be NULL).  Fails (-ENOENT) only when
@@ -79,5 +80,9 @@ void nc_model_lane_done(nc_model *m, int lane);
 /* Lane `lane` failed a forward with err (on this thread): stop using it and
  * log why, once. */
 void nc_model_lane_fail(nc_model *m, int lane, int err);
+/* Lane `lane`'s name: "cuda:0" for a device's first engine, "cuda:0/1" for
+ * its second (cnn_gpu_lanes, neocog_gpu_lanes), so that metrics never
+ * repeat a label. */
+void nc_model_lane_name(const nc_model *m, uint32_t lane, char *dst, size_t cap);
 
 #endif

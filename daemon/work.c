@@ -143,8 +143,10 @@ static int slot_forward(nc_work *w, int s, nc_model *m, uint32_t n)
             nc_model_lane_fail(m, lane, err);
             continue;
         }
-        nc_log(NC_LOG_WARNING, "work: %s on %s:%d: %s; this batch goes to the CPU", m->path,
-               m->lane[lane]->ops->name, m->lane[lane]->device, nc_strerror(err));
+        char name[64];
+        nc_model_lane_name(m, (uint32_t)lane, name, sizeof name);
+        nc_log(NC_LOG_WARNING, "work: %s on %s: %s; this batch goes to the CPU", m->path, name,
+               nc_strerror(err));
         return engine_forward(w, sc, CPU_CTX, n);
     }
 }

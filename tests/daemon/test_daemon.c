@@ -1016,8 +1016,10 @@ static void test_priority(void)
     snprintf(sock, sizeof sock, "%s/p.sock", dir);
     snprintf(heavy, sizeof heavy, "%s/heavy.ncm", dir);
     REQUIRE(nc_make_cnn_model_arch(heavy, 9, "1x29x29-64C4-MP2-128C5-MP3-10N") == 0);
+    /* on the CPU (--gpus 0): the test needs a bulk batch that lasts past
+       its 20 ms pause, which a GPU finishes well within */
     const char *args[] = { "--cnn-model", heavy, "--listen-tcp", "none", "--listen-unix", sock,
-                           "--http", "none", "--workers", "1", "--max-batch", "128",
+                           "--http", "none", "--gpus", "0", "--workers", "1", "--max-batch", "128",
                            "--max-images-per-request", "128", "--models", dir,
                            "--log-level", "4", NULL };
     nc_daemon d3;
@@ -1240,7 +1242,9 @@ int main(int argc, char **argv)
     expect_from_model();
     signal(SIGPIPE, SIG_IGN);
 
+    /* three engines a GPU where there is one (no effect on the CPU) */
     const char *args[] = { "--cnn-model", model_path, "--models", dir, "--workers", "2",
+                           "--cnn-gpu-lanes", "3",
                            "--max-images-per-request", "64", "--frame-timeout-ms", "1000",
                            "--log-level", "4", NULL };
     if (nc_daemon_start(&dmn, bin, dir, 1, args)) {
