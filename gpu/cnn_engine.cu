@@ -480,6 +480,25 @@ template <typename F> static int time_best(nc_gpu_cnn *g, F run, float *ret_ms)
     return 0;
 }
 
+/* What enqueue puts on the stream, captured into *ret_exec (left NULL on
+ * failure). */
+template <typename F> static int capture_graph(nc_gpu_cnn *g, cudaGraphExec_t *ret_exec,
+                                              F enqueue)
+{
+    cudaGraph_t graph = NULL;
+    NC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+    int err = enqueue();
+    cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
+    if (!err && e == cudaSuccess)
+        e = cudaGraphInstantiate(ret_exec, graph, 0);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (err)
+        return err;
+    NC_CUDA_CHECK(e);
+    return 0;
+}
+
 /* The time of one whole forward of n images as the engine will run it:
  * replayed from a CUDA graph for n <= NC_GPU_CNN_GRAPH_MAX (start() does
  * so), else launched kernel by kernel.  Timing a graph-run size without a
@@ -490,26 +509,16 @@ static int time_whole(nc_gpu_cnn *g, uint32_t n, unsigned bk, float *ret_ms)
     float *out = g->d_act[g->n_layers - 1];
     if (n > NC_GPU_CNN_GRAPH_MAX)
         return time_best(g, [&] { return forward_whole(g, g->d_in, n, out, bk); }, ret_ms);
-    cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
-    NC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
-    int err = forward_whole(g, g->d_in, n, out, bk);
-    cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
-    if (!err && e == cudaSuccess)
-        e = cudaGraphInstantiate(&exec, graph, 0);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (!err && e == cudaSuccess)
+    int err = capture_graph(g, &exec, [&] { return forward_whole(g, g->d_in, n, out, bk); });
+    if (!err)
         err = time_best(g, [&] {
             NC_CUDA_CHECK(cudaGraphLaunch(exec, g->stream));
             return 0;
         }, ret_ms);
     if (exec)
         cudaGraphExecDestroy(exec);
-    if (err)
-        return err;
-    NC_CUDA_CHECK(e);
-    return 0;
+    return err;
 }
 
 /* Choose the variants for bucket bk (forced, or timed at its batch size). */
@@ -612,18 +621,7 @@ static int forward_staged(nc_gpu_cnn *g, uint32_t n)
 
 static int capture(nc_gpu_cnn *g, uint32_t n)
 {
-    cudaGraph_t graph = NULL;
-    NC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
-    int err = forward_staged(g, n);
-    cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
-    if (!err && e == cudaSuccess)
-        e = cudaGraphInstantiate(&g->graph[n], graph, 0);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (err)
-        return err;
-    NC_CUDA_CHECK(e);
-    return 0;
+    return capture_graph(g, &g->graph[n], [&] { return forward_staged(g, n); });
 }
 
 /* Enqueue the forward of n images from in: staged into the pinned h_in

@@ -177,6 +177,30 @@ static nc_cnn *load_ckpt(const char *path, uint32_t tag)
     return net;
 }
 
+/* The run succeeds and its training loss falls by a fifth from the first
+ * epoch to the last (what: the run's name in a failure). */
+static void check_loss_falls(const char *tool, const char *const *args, const char *what)
+{
+    char *out = NULL;
+    CHECK_INT_EQ(run(tool, args, &out), 0);
+    double loss[EPOCHS + 1] = { 0 };
+    const int n = parse_field(out ? out : "", "loss ", loss);
+    CHECK_INT_EQ(n, EPOCHS);
+    CHECK_MSG(n == EPOCHS && loss[EPOCHS - 1] < 0.8 * loss[0],
+              "%s: training loss %g in epoch 1, %g in epoch %d", what, loss[0],
+              loss[EPOCHS - 1], EPOCHS);
+    free(out);
+}
+
+/* The run fails and says why (its output holds `why`). */
+static void check_refused(const char *tool, const char *const *args, const char *why)
+{
+    char *out = NULL;
+    CHECK(run(tool, args, &out) != 0);
+    CHECK_MSG(out && strstr(out, why), "expected \"%s\" in: %s", why, out ? out : "(nothing)");
+    free(out);
+}
+
 static int same_params(const nc_cnn *a, const nc_cnn *b)
 {
     return a && b && a->n_params == b->n_params &&
@@ -197,7 +221,7 @@ static void test_keep_last(const char *tool, const char *dir)
     const char *c_args[] = { COMMON, "--keep-last", "--out", out_last, "--checkpoint", ck_best,
                              "--resume", NULL };
 #undef COMMON
-    char *a_out = NULL, *b_out = NULL, *c_out = NULL;
+    char *a_out = NULL, *b_out = NULL;
     CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
     CHECK_INT_EQ(run(tool, b_args, &b_out), 0);
     long va[EPOCHS + 1] = { 0 }, vb[EPOCHS + 1] = { 0 };
@@ -232,8 +256,7 @@ static void test_keep_last(const char *tool, const char *dir)
               "the two files should differ exactly when the lowest epoch is not the last");
 
     /* a checkpoint of the other kind is refused, not mixed */
-    CHECK(run(tool, c_args, &c_out) != 0);
-    CHECK(c_out && strstr(c_out, "written with other options"));
+    check_refused(tool, c_args, "written with other options");
 
     nc_cnn_free(best);
     nc_cnn_free(last);
@@ -243,7 +266,6 @@ static void test_keep_last(const char *tool, const char *dir)
     nc_cnn_free(b_bst);
     free(a_out);
     free(b_out);
-    free(c_out);
 }
 
 /* After test_keep_last, whose best.ncm and best.ckpt (squared error, same
@@ -262,14 +284,7 @@ static void test_softmax(const char *tool, const char *dir)
     const char *d_args[] = { COMMON, "--softmax", "0", NULL };
     const char *e_args[] = { COMMON, "--softmax", "-2", NULL };
 #undef COMMON
-    char *a_out = NULL, *b_out = NULL, *c_out = NULL, *d_out = NULL, *e_out = NULL;
-    CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
-    double loss[EPOCHS + 1] = { 0 };
-    const int n = parse_field(a_out ? a_out : "", "loss ", loss);
-    CHECK_INT_EQ(n, EPOCHS);
-    CHECK_MSG(n == EPOCHS && loss[EPOCHS - 1] < 0.8 * loss[0],
-              "--softmax: training loss %g in epoch 1, %g in epoch %d", loss[0],
-              loss[EPOCHS - 1], EPOCHS);
+    check_loss_falls(tool, a_args, "--softmax");
     nc_model_info is, im;
     nc_cnn *sm = load_file(out_sm, &is), *mse = load_file(out_mse, &im);
     REQUIRE(sm && mse);
@@ -277,21 +292,12 @@ static void test_softmax(const char *tool, const char *dir)
     CHECK(strstr(im.command, "--softmax") == NULL);
     CHECK_MSG(!same_params(sm, mse), "--softmax trained the same weights as the squared error");
     /* refused: a squared-error checkpoint, the teacher's targets, bad scales */
-    CHECK(run(tool, b_args, &b_out) != 0);
-    CHECK(b_out && strstr(b_out, "written with other options"));
-    CHECK(run(tool, c_args, &c_out) != 0);
-    CHECK(c_out && strstr(c_out, "--softmax with --teacher"));
-    CHECK(run(tool, d_args, &d_out) != 0);
-    CHECK(d_out && strstr(d_out, "--softmax: not a valid value"));
-    CHECK(run(tool, e_args, &e_out) != 0);
-    CHECK(e_out && strstr(e_out, "--softmax: not a valid value"));
+    check_refused(tool, b_args, "written with other options");
+    check_refused(tool, c_args, "--softmax with --teacher");
+    check_refused(tool, d_args, "--softmax: not a valid value");
+    check_refused(tool, e_args, "--softmax: not a valid value");
     nc_cnn_free(sm);
     nc_cnn_free(mse);
-    free(a_out);
-    free(b_out);
-    free(c_out);
-    free(d_out);
-    free(e_out);
 }
 
 /* After test_keep_last, whose best.ckpt (the seed's init) it resumes. */
@@ -312,14 +318,7 @@ static void test_relu(const char *tool, const char *dir)
     const char *d_args[] = { COMMON, "--init-gain", "0", NULL };
     const char *e_args[] = { COMMON, "--init-gain", "11", NULL };
 #undef COMMON
-    char *a_out = NULL, *b_out = NULL, *c_out = NULL, *d_out = NULL, *e_out = NULL;
-    CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
-    double loss[EPOCHS + 1] = { 0 };
-    const int n = parse_field(a_out ? a_out : "", "loss ", loss);
-    CHECK_INT_EQ(n, EPOCHS);
-    CHECK_MSG(n == EPOCHS && loss[EPOCHS - 1] < 0.8 * loss[0],
-              "relu: training loss %g in epoch 1, %g in epoch %d", loss[0], loss[EPOCHS - 1],
-              EPOCHS);
+    check_loss_falls(tool, a_args, "relu");
     nc_model_info info;
     nc_cnn *net = load_file(out_r, &info);
     REQUIRE(net);
@@ -328,20 +327,11 @@ static void test_relu(const char *tool, const char *dir)
     CHECK_MSG(strcmp(got, arch) == 0, "the file holds %s", got);
     CHECK(net->layers[1].act == NC_CNN_ACT_RELU && net->layers[5].act == NC_CNN_ACT_TANH);
     CHECK(strstr(info.command, "--init-gain 1.4142") != NULL);
-    CHECK(run(tool, b_args, &b_out) != 0);
-    CHECK(b_out && strstr(b_out, "written with other options"));
-    CHECK(run(tool, c_args, &c_out) != 0);
-    CHECK(c_out && strstr(c_out, "--init-gain with --init"));
-    CHECK(run(tool, d_args, &d_out) != 0);
-    CHECK(d_out && strstr(d_out, "--init-gain: not a valid value"));
-    CHECK(run(tool, e_args, &e_out) != 0);
-    CHECK(e_out && strstr(e_out, "--init-gain: not a valid value"));
+    check_refused(tool, b_args, "written with other options");
+    check_refused(tool, c_args, "--init-gain with --init");
+    check_refused(tool, d_args, "--init-gain: not a valid value");
+    check_refused(tool, e_args, "--init-gain: not a valid value");
     nc_cnn_free(net);
-    free(a_out);
-    free(b_out);
-    free(c_out);
-    free(d_out);
-    free(e_out);
 }
 
 int main(int argc, char **argv)
