@@ -139,9 +139,8 @@ static void act_grad_pre_run(float *dy, const float *a, size_t len, float bias,
 
 /* A convolution followed by max-pooling is activated after the pooling:
  * f never decreases (tanh or the rectifier) and the bias is the same over
- * a map, so
- * max f(a + b) = f(max a + b), with a quarter (MP2) or a ninth (MP3) of the
- * tanh evaluations.  The convolution's act[] then holds the raw products a;
+ * a map, so max f(a + b) = f(max a + b), with a quarter (MP2) or a ninth
+ * (MP3) of the evaluations of f.  The convolution's act[] then holds the raw products a;
  * the pooling applies the convolution's bias and f; the backward pass
  * recomputes f(a + b) where it needs f'.  (Ties in f that are not ties in a,
  * at saturation, may pick another maximum than the reference; f' is ~0

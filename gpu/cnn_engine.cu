@@ -480,8 +480,8 @@ template <typename F> static int time_best(nc_gpu_cnn *g, F run, float *ret_ms)
     return 0;
 }
 
-/* What enqueue puts on the stream, captured into *ret_exec (left NULL on
- * failure). */
+/* What enqueue puts on the stream, captured as a graph and instantiated
+ * into *ret_exec (which callers start as NULL, and free if set). */
 template <typename F> static int capture_graph(nc_gpu_cnn *g, cudaGraphExec_t *ret_exec,
                                               F enqueue)
 {
