@@ -28,14 +28,17 @@
  *                      chosen by a fixed PRNG from <seed> (default 0) and the
  *                      layer index.  p in 1..100; without R every output map
  *                      sees every input map (seed 000's "full" table).
+ *      ...bn           batch normalisation of the layer's sums (below),
+ *                      before the activation.
  *      ...relu         rectified linear units (below) in place of the
  *                      scaled tanh; last of the suffixes.
  *   MP<K>, MP<Kx>x<Ky> max-pooling over non-overlapping K x K regions; the
  *                      input map size must divide exactly.
  *   <N>N               fully connected layer of N units.
- *   <N>Nrelu           ... of rectified linear units.
+ *   <N>Nbn, <N>Nrelu,  ... batch-normalised, of rectified linear units,
+ *   <N>Nbnrelu         or both.
  *
- * Suffixes come in the order C, x, S, x, R, ':', relu.  Numbers are decimal with
+ * Suffixes come in the order C, x, S, x, R, ':', bn, relu.  Numbers are decimal with
  * no sign and no leading zero.  A convolution or pooling layer may not follow
  * a fully connected one, and the last layer must be fully connected (seed
  * §2.4: "the top layer is always fully connected, with one output unit per
@@ -60,6 +63,21 @@
  * built so that f(+-1) = +-1).  Gradients are summed over a batch, not
  * averaged, so the learning rate means the same thing per image as in the
  * seed's on-line training (w -= lr dE/dw).
+ *
+ * ---- Batch normalisation (the "bn" suffix; Ioffe & Szegedy 2015) ------
+ *
+ * Not the seed's: for training deep columns at higher rates.  A normalised
+ * layer's sums a = bias + sum w x are standardised per map (per unit in a
+ * fully connected layer) over the whole batch, every image and position:
+ * a^ = (a - mean) / sqrt(var + NC_CNN_NORM_EPS), mean and var (biased) of
+ * the batch; then y = f(gamma a^ + beta), gamma and beta learnt per map.
+ * Every forward pass here (core and gpu/) computes that, with the batch's
+ * own statistics: what training needs.  A net with such layers is for
+ * training only; its answers on one image depend on the batch.  The net
+ * also carries fixed statistics per map (mean, var: not learnt; the
+ * trainer measures them over training digits) and nc_cnn_fold_norm turns
+ * it into the plain net that answers with them, which is what model files
+ * for serving hold (committee files refuse a normalised column).
  *
  * ---- Storage ------------------------------------------------------------
  *
@@ -110,11 +128,19 @@ typedef enum nc_cnn_kind {
 typedef enum nc_cnn_act {
     NC_CNN_ACT_TANH = 0,        /* 1.7159 tanh(0.6666 a), the seed's */
     NC_CNN_ACT_RELU = 1,        /* max(0, a) */
+    NC_CNN_ACT_NONE = 2,        /* y = a: never a layer's (the notation has
+                                   no token for it); the engines pass it to
+                                   their kernels for a normalised layer's
+                                   sums, activated after normalising */
 } nc_cnn_act;
+
+/* Added to the batch variance before the square root (batch norm). */
+#define NC_CNN_NORM_EPS 1e-5f
 
 typedef struct nc_cnn_layer {
     uint32_t kind;              /* nc_cnn_kind */
     uint32_t act;               /* CONV/FULL: nc_cnn_act; else 0 */
+    uint32_t norm;              /* CONV/FULL: 1 for "bn" (batch norm) */
     uint32_t maps, height, width; /* output shape; FULL: n x 1 x 1 */
     uint32_t kernel_x, kernel_y;  /* CONV kernel, POOL region; else 0 */
     uint32_t skip_x, skip_y;      /* CONV skipping factors (step = skip + 1) */
@@ -127,6 +153,8 @@ typedef struct nc_cnn_layer {
     size_t n_weights;           /* CONV maps*fan_in, FULL n*n_in, else 0 */
     float *weights;             /* into nc_cnn.params, or NULL */
     float *bias;                /* [maps], into nc_cnn.params, or NULL */
+    float *gamma, *beta;        /* norm: [maps] each, into params; else NULL */
+    float *mean, *var;          /* norm: fixed statistics [maps], into params */
     uint8_t *table;             /* CONV: [maps][in_maps], 1 = connected;
                                    into nc_cnn.tables; else NULL */
 } nc_cnn_layer;
@@ -174,6 +202,18 @@ int nc_cnn_init_uniform(nc_cnn *net, uint64_t seed, float range);
  * LeCun's for tanh), and every bias 0.  Same PRNG stream as above; kernels
  * of unconnected pairs stay zero.  -EINVAL for gain <= 0 or not finite. */
 int nc_cnn_init_fan_in(nc_cnn *net, uint64_t seed, float gain);
+/* (Every initialisation, and nc_cnn_new, sets a normalised layer's gamma
+ * and var to 1, beta and mean to 0.) */
+
+/* Number of batch-normalised layers of net (0: a plain net). */
+uint32_t nc_cnn_norm_layers(const nc_cnn *net);
+
+/* The plain net that answers as net does with each normalised layer's fixed
+ * statistics in place of the batch's: the same notation without "bn", and
+ * per map s = gamma / sqrt(var + NC_CNN_NORM_EPS), weights w s, bias
+ * (bias - mean) s + beta (the tables, custom ones too, copied).  A plain
+ * net gives a copy.  -EINVAL for a var below 0 or not finite, -ENOMEM. */
+int nc_cnn_fold_norm(const nc_cnn *net, nc_cnn **ret_plain);
 
 /* Replace the connection table of CONV layer `layer` (1-based, as in
  * net->layers) by table ([maps][in_maps], each byte 0 or 1, every output map
@@ -206,6 +246,13 @@ void nc_cnn_work_set_hook(nc_cnn_work *w, nc_cnn_layer_hook hook, void *ctx);
  * NULL); valid until the next pass on w.  NULL after any other pass or for a
  * bad layer.  For tests and tools that look inside the reference. */
 const float *nc_cnn_work_activations(const nc_cnn_work *w, uint32_t layer, uint32_t *ret_n);
+
+/* After a forward pass of n images on w (either engine): normalised layer
+ * `layer`'s batch statistics per map, mean[maps] and var[maps] (biased:
+ * divided by n x height x width), as that pass normalised with.  -EINVAL
+ * for no pass, a layer that is not normalised, or NULL outputs.  A trainer
+ * averages them over batches into the layer's fixed statistics. */
+int nc_cnn_work_norm_stats(const nc_cnn_work *w, uint32_t layer, float *mean, float *var);
 
 /* ---- the column's own input transform ------------------------------------ */
 
@@ -355,7 +402,8 @@ const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
  * own info is *info (classes and prep must agree with every column).  n == 1
  * writes nc_cnn_save(nets[0], info): the one-column form, whose only record
  * is *info (col_info[0] is not stored).  -EINVAL for n outside
- * 1..NC_CNN_MAX_COLUMNS, columns that disagree, or what nc_cnn_save refuses. */
+ * 1..NC_CNN_MAX_COLUMNS, columns that disagree, a batch-normalised column
+ * (nc_cnn_fold_norm it first), or what nc_cnn_save refuses. */
 int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_info,
                           uint32_t n, const nc_model_info *info, uint8_t **ret_buf,
                           size_t *ret_len);
@@ -363,7 +411,9 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
 /* Load either form.  Every column is loaded and checked by nc_cnn_load, and
  * every column must agree with the file's info: -EBADMSG for a missing,
  * extra, duplicated or disagreeing column, a count outside the range, or
- * ARCH / WGTS beside NCOL.  ret_info (may be NULL) gets the file's info.
+ * ARCH / WGTS beside NCOL; -ENOTSUP for a batch-normalised column (a
+ * training checkpoint's net, not one to serve).  ret_info (may be NULL)
+ * gets the file's info.
  *
  * Views (image.h, the PVEW section) belong to the file's own record: the
  * one-column file's, or the committee's.  A column inside a committee with

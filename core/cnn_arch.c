@@ -101,6 +101,10 @@ static int parse_layer(const char **p, nc_cnn_layer *L)
         } else {
             return -EINVAL;
         }
+        if (!strncmp(*p, "bn", 2)) {
+            *p += 2;
+            L->norm = 1;
+        }
         if (!strncmp(*p, "relu", 4)) {
             *p += 4;
             L->act = NC_CNN_ACT_RELU;
@@ -159,7 +163,7 @@ static int shape_layers(nc_cnn *net)
             L->fan_in = (uint32_t)fan_in;
             L->n_out = (uint32_t)out;
             L->n_weights = (size_t)((uint64_t)L->maps * fan_in);
-            params += (uint64_t)L->maps * fan_in + L->maps;
+            params += (uint64_t)L->maps * fan_in + L->maps * (L->norm ? 5u : 1u);
             tables += (uint64_t)L->maps * P->maps;
             break;
         }
@@ -184,7 +188,7 @@ static int shape_layers(nc_cnn *net)
             L->n_out = L->maps;
             L->fan_in = L->n_in;
             L->n_weights = (size_t)((uint64_t)L->maps * L->n_in);
-            params += (uint64_t)L->maps * L->n_in + L->maps;
+            params += (uint64_t)L->maps * L->n_in + (uint64_t)L->maps * (L->norm ? 5u : 1u);
             break;
         default:
             return -EINVAL;
@@ -293,6 +297,31 @@ void nc_cnn_mask_kernels(nc_cnn *net, uint32_t l)
 
 /* ---- building ------------------------------------------------------------ */
 
+/* gamma 1, beta 0, mean 0, var 1 in every normalised layer: the identity
+ * standardisation, where training starts. */
+static void norm_defaults(nc_cnn *net)
+{
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        nc_cnn_layer *L = &net->layers[l];
+        if (!L->norm)
+            continue;
+        for (uint32_t m = 0; m < L->maps; m++) {
+            L->gamma[m] = 1.0f;
+            L->beta[m] = 0.0f;
+            L->mean[m] = 0.0f;
+            L->var[m] = 1.0f;
+        }
+    }
+}
+
+uint32_t nc_cnn_norm_layers(const nc_cnn *net)
+{
+    uint32_t k = 0;
+    for (uint32_t l = 1; net && l < net->n_layers; l++)
+        k += net->layers[l].norm != 0;
+    return k;
+}
+
 int nc_cnn_new(const char *arch, nc_cnn **ret_net)
 {
     if (!ret_net)
@@ -320,12 +349,20 @@ int nc_cnn_new(const char *arch, nc_cnn **ret_net)
         pp += L->n_weights;
         L->bias = pp;
         pp += L->maps;
+        if (L->norm) {
+            L->gamma = pp;
+            L->beta = pp + L->maps;
+            L->mean = pp + 2 * (size_t)L->maps;
+            L->var = pp + 3 * (size_t)L->maps;
+            pp += 4 * (size_t)L->maps;
+        }
         if (L->kind == NC_CNN_KIND_CONV) {
             L->table = tp;
             tp += (size_t)L->maps * net->layers[l - 1].maps;
             fill_table(net, l);
         }
     }
+    norm_defaults(net);
     *ret_net = net;
     return 0;
 fail:
@@ -384,6 +421,8 @@ int nc_cnn_arch_format(const nc_cnn *net, char *dst, size_t cap)
         default:
             return -EINVAL;
         }
+        if (L->norm)
+            k += snprintf(o + k, room - (size_t)k, "bn");
         if (L->act == NC_CNN_ACT_RELU)
             k += snprintf(o + k, room - (size_t)k, "relu");
         len += (size_t)k;
@@ -407,6 +446,7 @@ int nc_cnn_init_uniform(nc_cnn *net, uint64_t seed, float range)
     for (uint32_t l = 1; l < net->n_layers; l++)
         if (net->layers[l].kind == NC_CNN_KIND_CONV)
             nc_cnn_mask_kernels(net, l);
+    norm_defaults(net);
     return 0;
 }
 
@@ -512,6 +552,18 @@ int nc_cnn_work_new(const nc_cnn *net, uint32_t max_batch, nc_cnn_work **ret_w)
             l > 1 && nc_size_mul(max_batch, L->n_in, &fcin))
             goto fail;
     }
+    size_t nsz[NC_CNN_MAX_LAYERS] = {0};      /* xhat and stats of norm layers */
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *L = &net->layers[l];
+        if (!L->norm)
+            continue;
+        if (nc_size_mul(max_batch, L->n_out, &nsz[l]))
+            goto fail;
+        nsz[l] += 2 * (size_t)L->maps;      /* caps: no overflow (cnn.h) */
+        if (nsz[l] > SIZE_MAX / sizeof(float) / 2 - total)
+            goto fail;
+        total += nsz[l];
+    }
     size_t delta, out;
     if (nc_size_mul(max_batch, net->max_units, &delta) ||
         nc_size_mul(max_batch, net->n_outputs, &out))
@@ -534,6 +586,13 @@ int nc_cnn_work_new(const nc_cnn *net, uint32_t max_batch, nc_cnn_work **ret_w)
     for (uint32_t l = 1; l < net->n_layers; l++) {
         w->act[l] = p;
         p += sz[l];
+    }
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        if (!net->layers[l].norm)
+            continue;
+        w->xhat[l] = p;
+        w->nstat[l] = p + sz[l];
+        p += nsz[l];
     }
     w->delta[0] = p;  p += delta;
     w->delta[1] = p;  p += delta;
@@ -587,6 +646,17 @@ const float *nc_cnn_work_activations(const nc_cnn_work *w, uint32_t layer, uint3
     return w->act[layer];
 }
 
+int nc_cnn_work_norm_stats(const nc_cnn_work *w, uint32_t layer, float *mean, float *var)
+{
+    if (!w || !mean || !var || layer < 1 || layer >= w->n_layers || !w->nstat[layer] ||
+        w->state == NC_CNN_STATE_NONE)
+        return -EINVAL;
+    const uint32_t maps = w->shape[layer][0];
+    memcpy(mean, w->nstat[layer], maps * sizeof(float));
+    memcpy(var, w->nstat[layer] + maps, maps * sizeof(float));
+    return 0;
+}
+
 int nc_cnn_work_check(const nc_cnn *net, const nc_cnn_work *w, uint32_t n)
 {
     if (!net || !w || n < 1 || n > w->max_batch || net->n_layers != w->n_layers ||
@@ -597,7 +667,8 @@ int nc_cnn_work_check(const nc_cnn *net, const nc_cnn_work *w, uint32_t n)
         if (L->kind != w->kind[l] || L->n_out != w->n_out[l] ||
             L->maps != w->shape[l][0] || L->height != w->shape[l][1] ||
             L->width != w->shape[l][2] ||
-            (L->kind == NC_CNN_KIND_CONV && L->fan_in != w->unroll_rows[l]))
+            (L->kind == NC_CNN_KIND_CONV && L->fan_in != w->unroll_rows[l]) ||
+            (L->norm && !w->xhat[l]))
             return -EINVAL;
     }
     return 0;

@@ -33,7 +33,7 @@ static void conv_backward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
             for (uint32_t oy = 0; oy < L->height; oy++) {
                 for (uint32_t ox = 0; ox < L->width; ox++) {
                     size_t o = (size_t)b * L->n_out + ((size_t)m * L->height + oy) * L->width + ox;
-                    float da = dy[o] * nc_cnn_act_grad(y[o], L->act);   /* dE/da */
+                    float da = dy[o] * nc_cnn_act_grad(y[o], nc_cnn_sum_act(L)); /* dE/da */
                     gb[m] += da;
                     for (uint32_t c = 0; c < in_maps; c++) {
                         if (!L->table[(size_t)m * in_maps + c])
@@ -93,7 +93,7 @@ static void full_backward_ref(const nc_cnn_layer *L, const float *x, const float
         const float *xb = x + (size_t)b * L->n_in;
         for (uint32_t u = 0; u < L->maps; u++) {
             size_t o = (size_t)b * L->n_out + u;
-            float da = dy[o] * nc_cnn_act_grad(y[o], L->act);
+            float da = dy[o] * nc_cnn_act_grad(y[o], nc_cnn_sum_act(L));
             const float *wu = L->weights + (size_t)u * L->n_in;
             float *gwu = gw + (size_t)u * L->n_in;
             gb[u] += da;
@@ -127,6 +127,15 @@ int nc_cnn_backward_ref(const nc_cnn *net, nc_cnn_work *w, const float *in,
         float *dxl = l > 1 ? dx : NULL;
         float *gw = L->weights ? grads + (L->weights - net->params) : NULL;
         float *gb = L->bias ? grads + (L->bias - net->params) : NULL;
+        if (L->norm) {      /* dy through f, then through the standardisation:
+                               the layer's own code below sees dE/da */
+            const uint32_t plane = L->height * L->width;
+            for (size_t i = 0; i < (size_t)n * L->n_out; i++)
+                dy[i] *= nc_cnn_act_grad(w->act[l][i], L->act);
+            nc_cnn_norm_backward(L, dy, n, (nc_cnn_runs){ plane, L->n_out, plane }, w->xhat[l],
+                                 w->nstat[l], grads + (L->gamma - net->params),
+                                 grads + (L->beta - net->params));
+        }
         switch (L->kind) {
         case NC_CNN_KIND_CONV: conv_backward_ref(L, P, x, w->act[l], dy, dxl, gw, gb, n); break;
         case NC_CNN_KIND_POOL: if (dxl) pool_backward_ref(L, P, x, dy, dxl, n); break;

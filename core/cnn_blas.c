@@ -106,6 +106,11 @@ static void tanh_run(float *y, size_t len, float bias)
 /* y = f(y + bias) over a run, f the layer's activation (cnn.h). */
 static void act_run(float *y, size_t len, float bias, uint32_t act)
 {
+    if (act == NC_CNN_ACT_NONE) {
+        for (size_t i = 0; i < len; i++)
+            y[i] += bias;
+        return;
+    }
     if (act != NC_CNN_ACT_RELU) {
         tanh_run(y, len, bias);
         return;
@@ -147,7 +152,10 @@ static void act_grad_pre_run(float *dy, const float *a, size_t len, float bias,
  * there, and exactly 0 for a rectified unit that is off.) */
 static int pool_fused(const nc_cnn *net, uint32_t l)
 {
-    return net->layers[l].kind == NC_CNN_KIND_CONV && l + 1 < net->n_layers &&
+    /* not for a normalised convolution: gamma may be negative, and its
+       statistics need every sum anyway */
+    return net->layers[l].kind == NC_CNN_KIND_CONV && !net->layers[l].norm &&
+           l + 1 < net->n_layers &&
            net->layers[l + 1].kind == NC_CNN_KIND_POOL;
 }
 
@@ -242,8 +250,17 @@ static void conv_forward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src_
                     0.0f, y + b0 * plane, (int)ld);
         if (!fused)
             for (uint32_t m = 0; m < L->maps; m++)
-                act_run(y + m * ld + b0 * plane, cols, L->bias[m], L->act);
+                act_run(y + m * ld + b0 * plane, cols, L->bias[m], nc_cnn_sum_act(L));
     }
+}
+
+/* A normalised layer's sums y (bias added, laid out as r says) standardised
+ * over the batch, then activated. */
+static void norm_act_blas(const nc_cnn_layer *L, nc_cnn_work *w, uint32_t l, float *y,
+                          uint32_t n, nc_cnn_runs r)
+{
+    nc_cnn_norm_forward(L, y, n, r, w->xhat[l], w->nstat[l]);
+    act_run(y, (size_t)n * L->n_out, 0.0f, L->act);
 }
 
 /* Max-pooling, map-major out: y[m][b][oy][ox].  For each output row, the
@@ -316,7 +333,7 @@ static void full_forward_blas(const nc_cnn_layer *L, const float *x, uint32_t n,
                 0.0f, y, (int)L->maps);
     for (uint32_t b = 0; b < n; b++)
         for (uint32_t u = 0; u < L->maps; u++)
-            act_run(y + (size_t)b * L->maps + u, 1, L->bias[u], L->act);
+            act_run(y + (size_t)b * L->maps + u, 1, L->bias[u], nc_cnn_sum_act(L));
 }
 
 /* Every matrix dimension and leading dimension must fit CBLAS's int. */
@@ -350,6 +367,11 @@ int nc_cnn_forward_blas(const nc_cnn *net, nc_cnn_work *w,
         case NC_CNN_KIND_CONV:
             conv_forward_blas(L, P, layer_src(net, w, l, in, n), w, n, w->act[l],
                               pool_fused(net, l));
+            if (L->norm) {
+                const uint32_t plane = L->height * L->width;
+                norm_act_blas(L, w, l, w->act[l], n,
+                              (nc_cnn_runs){ (size_t)n * plane, plane, plane });
+            }
             break;
         case NC_CNN_KIND_POOL:
             /* a pooling layer's input row is scratch-sized: borrow delta[0],
@@ -359,6 +381,8 @@ int nc_cnn_forward_blas(const nc_cnn *net, nc_cnn_work *w,
             break;
         case NC_CNN_KIND_FULL:
             full_forward_blas(L, full_input(net, w, l, in, n, 1), n, w->act[l]);
+            if (L->norm)
+                norm_act_blas(L, w, l, w->act[l], n, (nc_cnn_runs){ 1, L->maps, 1 });
             break;
         default:
             return -EINVAL;
@@ -417,17 +441,23 @@ static void mask_grads(const nc_cnn_layer *L, uint32_t in_maps, float *gw)
 
 /* dy: [M][n*P] map-major, turned into dE/da in place. */
 static void conv_backward_blas(const nc_cnn_layer *L, const nc_cnn_layer *P, src_map s,
-                               nc_cnn_work *w, uint32_t n, const float *y, float *dy,
-                               float *dx, float *gw, float *gb, int fused)
+                               nc_cnn_work *w, uint32_t l, uint32_t n, const float *y,
+                               float *dy, float *dx, float *gw, float *gb, float *gnorm,
+                               int fused)
 {
     const size_t plane = (size_t)L->height * L->width, ld = (size_t)n * plane;
     const uint32_t chunk = w->chunk ? w->chunk : n;
     for (uint32_t m = 0; m < L->maps; m++) {
-        float *da = dy + m * ld;
         if (fused)
-            act_grad_pre_run(da, y + m * ld, ld, L->bias[m], L->act);
+            act_grad_pre_run(dy + m * ld, y + m * ld, ld, L->bias[m], L->act);
         else
-            act_grad_run(da, y + m * ld, ld, L->act);
+            act_grad_run(dy + m * ld, y + m * ld, ld, L->act);
+    }
+    if (L->norm)
+        nc_cnn_norm_backward(L, dy, n, (nc_cnn_runs){ ld, plane, (uint32_t)plane }, w->xhat[l],
+                             w->nstat[l], gnorm, gnorm + L->maps);
+    for (uint32_t m = 0; m < L->maps; m++) {
+        const float *da = dy + m * ld;
         double sum = 0.0;
         for (size_t j = 0; j < ld; j++)
             sum += da[j];
@@ -500,10 +530,11 @@ int nc_cnn_backward_blas(const nc_cnn *net, nc_cnn_work *w, const float *in,
         float *dxl = l > 1 ? dx : NULL;
         float *gw = L->weights ? grads + (L->weights - net->params) : NULL;
         float *gb = L->bias ? grads + (L->bias - net->params) : NULL;
+        float *gnorm = L->norm ? grads + (L->gamma - net->params) : NULL;  /* then beta */
         switch (L->kind) {
         case NC_CNN_KIND_CONV:
-            conv_backward_blas(L, P, layer_src(net, w, l, in, n), w, n, w->act[l], dy, dxl,
-                               gw, gb, pool_fused(net, l));
+            conv_backward_blas(L, P, layer_src(net, w, l, in, n), w, l, n, w->act[l], dy, dxl,
+                               gw, gb, gnorm, pool_fused(net, l));
             break;
         case NC_CNN_KIND_POOL:
             if (dxl)
@@ -512,6 +543,9 @@ int nc_cnn_backward_blas(const nc_cnn *net, nc_cnn_work *w, const float *in,
         case NC_CNN_KIND_FULL: {
             const size_t len = (size_t)n * L->maps;
             act_grad_run(dy, w->act[l], len, L->act);
+            if (L->norm)
+                nc_cnn_norm_backward(L, dy, n, (nc_cnn_runs){ 1, L->maps, 1 }, w->xhat[l],
+                                     w->nstat[l], gnorm, gnorm + L->maps);
             for (uint32_t u = 0; u < L->maps; u++) {
                 double sum = 0.0;
                 for (uint32_t b = 0; b < n; b++)

@@ -31,6 +31,10 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
     if (!nets || !info || !ret_buf || !ret_len || n < 1 || n > NC_CNN_MAX_COLUMNS ||
         (n > 1 && !col_info))
         return -EINVAL;
+    /* a normalised column answers with its batch's statistics: fold it */
+    for (uint32_t i = 0; i < n; i++)
+        if (nets[i] && nc_cnn_norm_layers(nets[i]))
+            return -EINVAL;
     if (n == 1)
         return nc_cnn_save(nets[0], info, ret_buf, ret_len);
     /* views are the committee's (cnn.h): none in a column's own record */
@@ -117,6 +121,10 @@ static int load_columns(const nc_mf_reader *r, const nc_model_info *info,
             err = bad(err);
             break;
         }
+        if (nc_cnn_norm_layers(c->column[i])) {
+            err = -ENOTSUP;
+            break;
+        }
         if (nc_cnn_committee_mismatch(c->column[0], &c->column_info[0], c->column[i],
                                       &c->column_info[i]) ||
             nc_mf_info_mismatch(info, &c->column_info[i]) || c->column_info[i].prep.n_views)
@@ -155,6 +163,10 @@ int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret
         }
         if ((err = nc_cnn_load(buf, len, &c->column[0], info)))
             goto out;
+        if (nc_cnn_norm_layers(c->column[0])) {
+            err = -ENOTSUP;
+            goto out;
+        }
         c->column_info[0] = *info;
     } else {
         if ((err = nc_mf_get_info(r, info))) {

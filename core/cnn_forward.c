@@ -38,7 +38,8 @@ static void conv_forward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
                                 a += (double)k[i * kx + j] *
                                      xc[(size_t)(oy * step_y + i) * in_w + ox * step_x + j];
                     }
-                    yb[((size_t)m * L->height + oy) * L->width + ox] = nc_cnn_act_ref(a, L->act);
+                    yb[((size_t)m * L->height + oy) * L->width + ox] =
+                        nc_cnn_act_ref(a, nc_cnn_sum_act(L));
                 }
             }
         }
@@ -83,7 +84,7 @@ static void full_forward_ref(const nc_cnn_layer *L, const float *x, float *y, ui
             double a = L->bias[u];
             for (uint32_t k = 0; k < L->n_in; k++)
                 a += (double)wu[k] * xb[k];
-            y[(size_t)b * L->n_out + u] = nc_cnn_act_ref(a, L->act);
+            y[(size_t)b * L->n_out + u] = nc_cnn_act_ref(a, nc_cnn_sum_act(L));
         }
     }
 }
@@ -105,6 +106,14 @@ int nc_cnn_forward_ref(const nc_cnn *net, nc_cnn_work *w,
         case NC_CNN_KIND_POOL: pool_forward_ref(L, &net->layers[l - 1], x, w->act[l], n); break;
         case NC_CNN_KIND_FULL: full_forward_ref(L, x, w->act[l], n); break;
         default: return -EINVAL;
+        }
+        if (L->norm) {      /* the sums, standardised over the batch, then f */
+            const uint32_t plane = L->height * L->width;
+            float *y = w->act[l];
+            nc_cnn_norm_forward(L, y, n, (nc_cnn_runs){ plane, L->n_out, plane }, w->xhat[l],
+                                w->nstat[l]);
+            for (size_t i = 0; i < (size_t)n * L->n_out; i++)
+                y[i] = nc_cnn_act_ref(y[i], L->act);
         }
         if (w->hook)
             w->hook(w->hook_ctx, l);

@@ -31,6 +31,11 @@ struct nc_cnn_work {
     size_t n_params;
 
     float *act[NC_CNN_MAX_LAYERS];  /* l >= 1: max_batch * n_out[l] */
+    float *xhat[NC_CNN_MAX_LAYERS]; /* normalised layers: the standardised
+                                       sums a^, laid out like act[l]; else
+                                       NULL */
+    float *nstat[NC_CNN_MAX_LAYERS]; /* normalised layers: the batch's
+                                        mean[maps], then var[maps] */
     float *delta[2];                /* ping-pong dE/dy, max_batch * max_units */
     float *unroll;                  /* chunk * unroll_per_image */
     size_t unroll_per_image;        /* max over CONV of fan_in * h_out * w_out */
@@ -48,6 +53,32 @@ struct nc_cnn_work {
     nc_cnn_layer_hook hook;
     void *hook_ctx;
 };
+
+/* Batch normalisation (cnn_norm.c), shared by both engines.  A layer's
+ * values as maps of runs: map m of image b is the `run` floats at
+ * v + m * ms + b * bs (image-major: ms = h*w, bs = n_out, run = h*w;
+ * the BLAS path's map-major convolutions: ms = n*h*w, bs = h*w; its fully
+ * connected layers: ms = 1, bs = units, run = 1). */
+typedef struct nc_cnn_runs {
+    size_t ms, bs;
+    uint32_t run;
+} nc_cnn_runs;
+
+/* a: the layer's sums (bias included) in, gamma a^ + beta out (the caller
+ * activates them); xhat: a^, same layout; stat: mean[maps], var[maps]. */
+void nc_cnn_norm_forward(const nc_cnn_layer *L, float *a, uint32_t n, nc_cnn_runs r,
+                         float *xhat, float *stat);
+
+/* d: dE/d(gamma a^ + beta) in, dE/da out; ggamma, gbeta: [maps], written. */
+void nc_cnn_norm_backward(const nc_cnn_layer *L, float *d, uint32_t n, nc_cnn_runs r,
+                          const float *xhat, const float *stat, float *ggamma, float *gbeta);
+
+/* The activation a layer's kernels apply to its sums: none for a normalised
+ * layer (it activates after normalising), else its own. */
+static inline uint32_t nc_cnn_sum_act(const nc_cnn_layer *L)
+{
+    return L->norm ? (uint32_t)NC_CNN_ACT_NONE : L->act;
+}
 
 /* splitmix64: the PRNG behind weight initialisation and random tables.
  * Fixed here so a seed means the same network on every host. */
@@ -78,6 +109,8 @@ int nc_cnn_work_check(const nc_cnn *net, const nc_cnn_work *w, uint32_t n);
  * reference. */
 static inline float nc_cnn_act_ref(double a, uint32_t act)
 {
+    if (act == NC_CNN_ACT_NONE)
+        return (float)a;
     if (act == NC_CNN_ACT_RELU)
         return a > 0.0 ? (float)a : 0.0f;
     return (float)((double)NC_CNN_TANH_A * tanh((double)NC_CNN_TANH_S * a));
@@ -88,6 +121,8 @@ static inline float nc_cnn_act_ref(double a, uint32_t act)
  * that is exactly zero passes no gradient on either side). */
 static inline float nc_cnn_act_grad(float y, uint32_t act)
 {
+    if (act == NC_CNN_ACT_NONE)
+        return 1.0f;
     if (act == NC_CNN_ACT_RELU)
         return y > 0.0f ? 1.0f : 0.0f;
     return (NC_CNN_TANH_S / NC_CNN_TANH_A) * (NC_CNN_TANH_A * NC_CNN_TANH_A - y * y);

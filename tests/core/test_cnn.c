@@ -38,7 +38,28 @@ static const char *const awkward[] = {
        max), between convolutions, in a FULL layer and at the output */
     "2x11x13-3C3x2S1x2R50:5relu-MP1x2-4C2relu-5Nrelu-3N",
     "1x12x12-4C3relu-4C3relu-MP2-3Nrelu",
+    /* batch norm: before pooling (the BLAS path does not activate after the
+       max there), with partial tables, rectified or not, in FULL layers */
+    "2x11x13-3C3x2S1x2R50:5bn-MP1x2-4C2bnrelu-5Nbn-3N",
+    "1x12x12-4C3bnrelu-MP2-6C3R50:3bn-5Nbnrelu-3N",
 };
+
+/* gamma, beta and the fixed statistics of every normalised layer drawn
+ * away from where initialisation puts them (gamma 1, beta 0...), so that a
+ * test sees each of them used in its own place; map 0's gamma negative. */
+static void randomise_norm(nc_cnn *net, uint64_t seed)
+{
+    nc_test_rng r = { seed * 31 + 7 };
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        nc_cnn_layer *L = &net->layers[l];
+        for (uint32_t m = 0; L->norm && m < L->maps; m++) {
+            L->gamma[m] = (m ? 1.0f : -1.0f) * (0.5f + (float)nc_test_uniform(&r));
+            L->beta[m] = (float)nc_test_uniform(&r) - 0.5f;
+            L->mean[m] = 0.4f * (float)nc_test_uniform(&r) - 0.2f;
+            L->var[m] = 0.5f + 1.5f * (float)nc_test_uniform(&r);
+        }
+    }
+}
 
 static nc_cnn *make_net(const char *arch, uint64_t seed, float range)
 {
@@ -48,6 +69,7 @@ static nc_cnn *make_net(const char *arch, uint64_t seed, float range)
     if (err)
         return NULL;
     CHECK_INT_EQ(nc_cnn_init_uniform(net, seed, range), 0);
+    randomise_norm(net, seed);
     return net;
 }
 
@@ -76,6 +98,10 @@ static void test_parse_good(void)
         { "1x29x29-20C4x4S0R100relu-MP2-40C5R40:2relu-MP3-150Nrelu-10N",
           "1x29x29-20C4relu-MP2-40C5R40:2relu-MP3-150Nrelu-10N", 7, 76040 },
         { "1x5x9-2C3x5S2x0R50:3relu-1N", NULL, 3, 2 * 15 + 2 + 1 * 6 + 1 },
+        /* batch norm: gamma, beta, mean, var after each normalised bias */
+        { "1x12x12-4C3S0R100bn-MP2-6C3R50:3bnrelu-5Nbn-3Nbnrelu",
+          "1x12x12-4C3bn-MP2-6C3R50:3bnrelu-5Nbn-3Nbnrelu", 6,
+          4 * 9 + 4 * 5 + 6 * 36 + 6 * 5 + 5 * 54 + 5 * 5 + 3 * 5 + 3 * 5 },
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
         nc_cnn *net = NULL;
@@ -98,6 +124,11 @@ static void test_parse_good(void)
             int relu = len > 4 && !strncmp(tok + len - 4, "relu", 4);
             CHECK_MSG(net->layers[l].act == (relu ? NC_CNN_ACT_RELU : NC_CNN_ACT_TANH),
                       "%s: layer %u act %u", canon, l, net->layers[l].act);
+            /* so does "bn", before any "relu" */
+            size_t at = len - (relu ? 4 : 0);
+            int bn = at > 2 && !strncmp(tok + at - 2, "bn", 2);
+            CHECK_MSG(net->layers[l].norm == (uint32_t)bn, "%s: layer %u norm %u", canon, l,
+                      net->layers[l].norm);
         }
         /* the canonical string parses to the same network */
         nc_cnn *again = NULL;
@@ -183,6 +214,10 @@ static void test_parse_bad(void)
         { "1x29x29-20C4reluR50-10N", -EINVAL }, { "1x29x29-20C4reluS0-10N", -EINVAL },
         { "1x28x28-MP2relu-10N", -EINVAL }, { "1x29x29relu-10N", -EINVAL },
         { "1x29x29-relu-10N", -EINVAL }, { "1x29x29-10relu", -EINVAL },
+        { "1x29x29-20C4relubn-10N", -EINVAL }, { "1x29x29-20C4bnbn-10N", -EINVAL },
+        { "1x29x29-20C4bnR50-10N", -EINVAL }, { "1x28x28-MP2bn-10N", -EINVAL },
+        { "1x29x29bn-10N", -EINVAL }, { "1x29x29-10bn", -EINVAL },
+        { "1x29x29-20C4b-10N", -EINVAL }, { "1x29x29-10NBN", -EINVAL },
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
         nc_cnn *net = (nc_cnn *)0x1;
@@ -440,6 +475,13 @@ static void check_gradients(const char *arch, uint64_t seed)
                 for (size_t j = 0; j < k; j++)
                     CHECK(g[off + mc * k + j] == 0.0f && gb[off + mc * k + j] == 0.0f);
     }
+    /* a normalised layer's fixed statistics are not learnt: gradient 0 */
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *L = &net->layers[l];
+        size_t off = (size_t)(L->mean - net->params);
+        for (size_t j = 0; L->norm && j < 2 * (size_t)L->maps; j++)
+            CHECK(g[off + j] == 0.0f && gb[off + j] == 0.0f);
+    }
     /* a backward pass must follow its own forward pass */
     CHECK_INT_EQ(nc_cnn_backward_ref(net, w, in, N, d_out, g), -EINVAL);
     CHECK_INT_EQ(nc_cnn_backward_blas(net, w, in, N - 1, d_out, g), -EINVAL);
@@ -495,9 +537,10 @@ static void check_parity(const char *arch, const uint32_t *batches, size_t n_bat
                               arch, n, chunks[ci], k, got[k], ref[k]);
         }
     }
-    /* the first image alone gives the same answer as inside a batch */
+    /* the first image alone gives the same answer as inside a batch (not
+       so with batch norm, whose statistics are the batch's) */
     REQUIRE(nc_cnn_forward_blas(net, w, in, 1, got) == 0);
-    for (uint32_t k = 0; k < net->n_outputs; k++)
+    for (uint32_t k = 0; k < net->n_outputs && !nc_cnn_norm_layers(net); k++)
         CHECK_NEAR(got[k], ref[k], 1e-5, 1e-5);
     nc_cnn_work_free(w);
     nc_cnn_free(net);
@@ -518,6 +561,8 @@ static void test_parity(void)
     check_parity("1x29x29-20C4-MP2-40C5R40:2-MP3-150N-10N", col_batches, 2, col_chunks, 2, 0.1f);
     check_parity("2x29x29-8C5S1-MP13-20N-10N", col_batches, 2, col_chunks, 2, 0.1f);
     check_parity("1x29x29-20C4relu-MP2-60C4relu-MP2-100C3relu-MP3-150Nrelu-10N", col_batches, 3,
+                 col_chunks, 2, 0.1f);
+    check_parity("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150Nbn-10N", col_batches, 3,
                  col_chunks, 2, 0.1f);
 }
 
@@ -617,6 +662,138 @@ static void test_work_committee(void)
     nc_cnn_free(a);
     nc_cnn_free(b);
     nc_cnn_free(other);
+}
+
+/* ---- batch norm: statistics, the fold, what files accept -------------------- */
+
+/* The first layer's batch statistics against sums computed here, both
+ * engines; then the fold: with each layer's fixed statistics set to the
+ * batch's (layer by layer, as a trainer measures them), the folded plain
+ * net answers on that batch as the normalised one does. */
+static void info_for(nc_model_info *info, uint32_t classes);
+
+static void test_norm(void)
+{
+    enum { N = 9 };
+    const char *arch = "1x10x10-3C3R70:2bn-MP2-4C2bnrelu-5Nbn-3N";
+    nc_cnn *net = make_net(arch, 21, 0.5f);
+    REQUIRE(net);
+    REQUIRE(nc_cnn_set_table(net, 1, (const uint8_t[]){ 1, 1, 1 }) == 0);
+    CHECK_INT_EQ(nc_cnn_norm_layers(net), 3);
+    nc_test_rng r = { 77 };
+    float in[N * 100], ref[N * 3], got[N * 3], mean[5], var[5];
+    fill_uniform(&r, in, N * 100, 0.0f, 1.0f);
+    nc_cnn_work *w = NULL;
+    REQUIRE(nc_cnn_work_new(net, N, &w) == 0);
+    CHECK_INT_EQ(nc_cnn_work_norm_stats(w, 1, mean, var), -EINVAL);     /* no pass yet */
+
+    const nc_cnn_layer *L1 = &net->layers[1];
+    for (int path = 0; path < 2; path++) {
+        REQUIRE((path ? nc_cnn_forward_blas : nc_cnn_forward_ref)(net, w, in, N, ref) == 0);
+        CHECK_INT_EQ(nc_cnn_work_norm_stats(w, 1, mean, var), 0);
+        for (uint32_t m = 0; m < 3; m++) {
+            double s = 0, ss = 0;
+            for (int pass = 0; pass < 2; pass++)
+                for (uint32_t b = 0; b < N; b++)
+                    for (uint32_t p = 0; p < 64; p++) {
+                        double a = L1->bias[m];
+                        for (uint32_t i = 0; i < 9; i++)
+                            a += (double)L1->weights[m * 9 + i] *
+                                 in[b * 100 + (p / 8 + i / 3) * 10 + p % 8 + i % 3];
+                        if (pass == 0)
+                            s += a;
+                        else
+                            ss += (a - s / (N * 64)) * (a - s / (N * 64));
+                    }
+            CHECK_NEAR(mean[m], s / (N * 64), 1e-6, 1e-5);
+            CHECK_NEAR(var[m], ss / (N * 64), 1e-6, 1e-5);
+        }
+        CHECK_INT_EQ(nc_cnn_work_norm_stats(w, 2, mean, var), -EINVAL);  /* pooling */
+        CHECK_INT_EQ(nc_cnn_work_norm_stats(w, 6, mean, var), -EINVAL);
+        CHECK_INT_EQ(nc_cnn_work_norm_stats(w, 1, NULL, var), -EINVAL);
+    }
+
+    /* the fixed statistics from the batch, then the fold */
+    static const uint32_t normed[] = { 1, 3, 4 };
+    for (size_t i = 0; i < NC_ARRAY_LEN(normed); i++) {
+        nc_cnn_layer *L = &net->layers[normed[i]];
+        REQUIRE(nc_cnn_forward_ref(net, w, in, N, ref) == 0);
+        REQUIRE(nc_cnn_work_norm_stats(w, normed[i], L->mean, L->var) == 0);
+    }
+    REQUIRE(nc_cnn_forward_ref(net, w, in, N, ref) == 0);
+    nc_cnn *plain = NULL;
+    REQUIRE(nc_cnn_fold_norm(net, &plain) == 0);
+    char buf[NC_CNN_ARCH_MAX];
+    CHECK_INT_EQ(nc_cnn_arch_format(plain, buf, sizeof buf), 0);
+    CHECK_MSG(strcmp(buf, "1x10x10-3C3R70:2-MP2-4C2relu-5N-3N") == 0, "folded: %s", buf);
+    CHECK_INT_EQ(nc_cnn_norm_layers(plain), 0);
+    CHECK(plain->custom_tables && memcmp(plain->tables, net->tables, net->n_tables) == 0);
+    nc_cnn_work *pw = NULL;
+    REQUIRE(nc_cnn_work_new(plain, N, &pw) == 0);
+    for (int path = 0; path < 2; path++) {
+        REQUIRE((path ? nc_cnn_forward_blas : nc_cnn_forward_ref)(plain, pw, in, N, got) == 0);
+        for (int k = 0; k < N * 3; k++)
+            CHECK_NEAR(got[k], ref[k], 1e-5, 1e-4);
+    }
+    /* the unnormalised last layer is copied as it is; a plain net folds to
+       a copy */
+    CHECK(memcmp(plain->layers[5].weights, net->layers[5].weights, 3 * 5 * sizeof(float)) == 0);
+    nc_cnn *copy = NULL;
+    REQUIRE(nc_cnn_fold_norm(plain, &copy) == 0);
+    CHECK(copy->n_params == plain->n_params &&
+          memcmp(copy->params, plain->params, plain->n_params * sizeof(float)) == 0);
+    nc_cnn_free(copy);
+    /* a bad variance is refused */
+    float keep = net->layers[3].var[1];
+    net->layers[3].var[1] = -1e-3f;
+    CHECK_INT_EQ(nc_cnn_fold_norm(net, &copy), -EINVAL);
+    net->layers[3].var[1] = NAN;
+    CHECK_INT_EQ(nc_cnn_fold_norm(net, &copy), -EINVAL);
+    net->layers[3].var[1] = keep;
+    CHECK_INT_EQ(nc_cnn_fold_norm(NULL, &copy), -EINVAL);
+
+    /* a work for the plain net has no room for the statistics */
+    CHECK_INT_EQ(nc_cnn_forward_ref(net, pw, in, N, got), -EINVAL);
+
+    /* files: a normalised net saves and loads as itself (checkpoints), but
+       no committee file takes one, and none loads as a committee */
+    nc_model_info info;
+    info_for(&info, 3);
+    uint8_t *fb = NULL;
+    size_t fl = 0;
+    REQUIRE(nc_cnn_save(net, &info, &fb, &fl) == 0);
+    nc_cnn *back = NULL;
+    CHECK_INT_EQ(nc_cnn_load(fb, fl, &back, NULL), 0);
+    if (back) {
+        CHECK_INT_EQ(nc_cnn_norm_layers(back), 3);
+        CHECK(back->n_params == net->n_params &&
+              memcmp(back->params, net->params, net->n_params * sizeof(float)) == 0);
+    }
+    nc_cnn_free(back);
+    nc_cnn_committee *c = NULL;
+    CHECK_INT_EQ(nc_cnn_committee_load(fb, fl, &c, NULL), -ENOTSUP);
+    free(fb);
+    fb = NULL;
+    const nc_cnn *one[2] = { net, plain };
+    nc_model_info infos[2] = { info, info };
+    CHECK_INT_EQ(nc_cnn_committee_save(one, infos, 1, &info, &fb, &fl), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_committee_save(one, infos, 2, &info, &fb, &fl), -EINVAL);
+    one[0] = plain;
+    CHECK_INT_EQ(nc_cnn_committee_save(one, infos, 2, &info, &fb, &fl), 0);
+    free(fb);
+
+    /* initialisation puts every normalised layer at the identity */
+    REQUIRE(nc_cnn_init_fan_in(net, 5, 1.0f) == 0);
+    for (size_t i = 0; i < NC_ARRAY_LEN(normed); i++) {
+        const nc_cnn_layer *L = &net->layers[normed[i]];
+        for (uint32_t m = 0; m < L->maps; m++)
+            CHECK(L->gamma[m] == 1.0f && L->beta[m] == 0.0f && L->mean[m] == 0.0f &&
+                  L->var[m] == 1.0f);
+    }
+    nc_cnn_work_free(pw);
+    nc_cnn_work_free(w);
+    nc_cnn_free(plain);
+    nc_cnn_free(net);
 }
 
 /* ---- model files ------------------------------------------------------------- */
@@ -981,6 +1158,7 @@ int main(void)
     test_parity();
     test_sgd();
     test_work_committee();
+    test_norm();
     test_file();
     test_real_digits();
     return nc_test_finish();
