@@ -18,6 +18,7 @@
 #include "cnn_fused.cuh"
 #include "cnn_fused_deep.cuh"
 #include "cnn_layer.h"
+#include "cnn_norm.cuh"
 #include "cnn_pool.cuh"
 #include "cnn_unroll.cuh"
 #include "cuda_check.cuh"
@@ -39,6 +40,8 @@ struct nc_gpu_cnn {
     int32_t *d_lists;
     size_t n_lists;
     float *d_in, *d_act[NC_CNN_MAX_LAYERS], *d_delta[2];
+    float *d_xhat[NC_CNN_MAX_LAYERS];       /* normalised layers: a^, like d_act */
+    float *d_nstat[NC_CNN_MAX_LAYERS];      /* and the batch's mean, var [2][maps] */
     float *d_part, *d_unroll, *d_feat;
     size_t part_cap, unroll_cap;
     uint8_t *d_labels;
@@ -78,6 +81,7 @@ struct nc_gpu_cnn {
 
     uint32_t pending_n;                     /* nc_gpu_cnn_forward_start of n, unfinished */
     uint32_t state_n;                       /* layer-wise forward of n done */
+    int norm_done;                          /* a forward filled d_nstat */
     const float *state_in;
     int failed;                             /* -EIO once the context broke */
 };
@@ -109,7 +113,10 @@ static void describe_layers(nc_gpu_cnn *g, const nc_cnn *net)
         nc_gpu_cnn_layer *L = &g->L[l];
         memset(L, 0, sizeof *L);
         L->kind = S->kind;
-        L->act = S->act;
+        /* a normalised layer's kernels leave the sums; cnn_norm activates */
+        L->act = S->norm ? (uint32_t)NC_CNN_ACT_NONE : S->act;
+        L->norm = S->norm;
+        L->norm_act = S->norm ? S->act : 0;
         L->maps = S->maps;
         L->height = S->height;
         L->width = S->width;
@@ -129,6 +136,11 @@ static void describe_layers(nc_gpu_cnn *g, const nc_cnn *net)
             L->bias = g->d_params + (S->bias - net->params);
             L->gweights = g->d_grads + (S->weights - net->params);
             L->gbias = g->d_grads + (S->bias - net->params);
+        }
+        if (S->norm) {
+            L->gamma = g->d_params + (S->gamma - net->params);
+            L->beta = g->d_params + (S->beta - net->params);
+            L->gnorm = g->d_grads + (S->gamma - net->params);
         }
         if (S->kind == NC_CNN_KIND_CONV) {
             L->fwd = g->d_lists + list_off;
@@ -177,7 +189,8 @@ static int same_arch(const nc_gpu_cnn *g, const nc_cnn *net)
         const nc_gpu_cnn_layer *L = &g->L[l];
         if (S->kind != L->kind || S->maps != L->maps || S->height != L->height ||
             S->width != L->width || S->kernel_x != L->kernel_x || S->kernel_y != L->kernel_y ||
-            S->skip_x + 1 != L->step_x || S->skip_y + 1 != L->step_y)
+            S->skip_x + 1 != L->step_x || S->skip_y + 1 != L->step_y || S->norm != L->norm ||
+            (S->norm ? S->act != L->norm_act : S->act != L->act))
             return 0;
     }
     return 1;
@@ -214,8 +227,11 @@ extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
                    g->d_state, g->d_run_targets};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         cudaFree(dev[i]);
-    for (uint32_t l = 0; l < NC_CNN_MAX_LAYERS; l++)
+    for (uint32_t l = 0; l < NC_CNN_MAX_LAYERS; l++) {
         cudaFree(g->d_act[l]);
+        cudaFree(g->d_xhat[l]);
+        cudaFree(g->d_nstat[l]);
+    }
     cudaFreeHost(g->h_in);
     cudaFreeHost(g->h_out);
     cudaFreeHost(g->h_labels);
@@ -250,6 +266,10 @@ static int engine_alloc(nc_gpu_cnn *g, const nc_cnn *net)
     for (uint32_t l = 1; l < g->n_layers; l++) {
         const nc_gpu_cnn_layer *L = &g->L[l];
         NC_CUDA_CHECK(cudaMalloc(&g->d_act[l], nb * L->n_out * sizeof(float)));
+        if (L->norm) {
+            NC_CUDA_CHECK(cudaMalloc(&g->d_xhat[l], nb * L->n_out * sizeof(float)));
+            NC_CUDA_CHECK(cudaMalloc(&g->d_nstat[l], 2 * (size_t)L->maps * sizeof(float)));
+        }
         if (L->kind == NC_CNN_KIND_CONV) {
             size_t u = ((size_t)L->fan_in + L->maps) * L->height * L->width * nb;
             if (u > unroll)
@@ -428,6 +448,8 @@ static int forward_layers_from(nc_gpu_cnn *g, uint32_t first, const float *in, u
             break;
         default: err = -EINVAL;
         }
+        if (!err && L->norm)
+            err = nc_gpu_cnn_norm_forward(L, y, n, g->d_xhat[l], g->d_nstat[l], g->stream);
         if (err)
             return err;
     }
@@ -652,6 +674,7 @@ static int finish(nc_gpu_cnn *g, uint32_t n, float *out)
         memcpy(out, g->h_out, (size_t)n * g->n_outputs * sizeof(float));
     g->state_n = g->whole[bucket_of(n)] == WHOLE_LAYERS ? n : 0;
     g->state_in = g->d_in;
+    g->norm_done = 1;
     return 0;
 }
 
@@ -749,6 +772,16 @@ extern "C" int nc_gpu_cnn_describe(const nc_gpu_cnn *g, uint32_t n, char *dst, s
 
 /* ---- backward and training ----------------------------------------------- */
 
+/* dy (dE/dy of layer l's outputs y) into dE/da of its sums, in place:
+ * through f, and through the standardisation of a normalised layer. */
+static int act_backward(nc_gpu_cnn *g, uint32_t l, const float *y, float *dy, uint32_t n)
+{
+    const nc_gpu_cnn_layer *L = &g->L[l];
+    if (L->norm)
+        return nc_gpu_cnn_norm_backward(L, y, dy, n, g->d_xhat[l], g->d_nstat[l], g->stream);
+    return nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, L->act, g->stream);
+}
+
 /* d_delta[0] holds dE/dy of the outputs; fills d_grads. */
 static int backward_device(nc_gpu_cnn *g, uint32_t n)
 {
@@ -760,7 +793,7 @@ static int backward_device(nc_gpu_cnn *g, uint32_t n)
         int err = 0;
         switch (L->kind) {
         case NC_CNN_KIND_CONV:
-            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, L->act, g->stream);
+            err = act_backward(g, l, y, dy, n);
             if (!err)
                 err = nc_gpu_cnn_conv_weights(L, x, dy, n, g->d_part, g->stream);
             if (!err && l > 1)
@@ -771,7 +804,7 @@ static int backward_device(nc_gpu_cnn *g, uint32_t n)
                 err = nc_gpu_cnn_pool_backward(L, x, dy, dx, n, g->stream);
             break;
         case NC_CNN_KIND_FULL:
-            err = nc_gpu_cnn_act_backward(y, dy, dy, (size_t)n * L->n_out, L->act, g->stream);
+            err = act_backward(g, l, y, dy, n);
             if (!err)
                 err = nc_gpu_cnn_full_weights(L, x, dy, n, g->stream);
             if (!err && l > 1)
@@ -824,6 +857,7 @@ static int sgd_step(nc_gpu_cnn *g, const float *x, const uint8_t *d_labels,
     g->state_in = x;
     if ((err = forward_layers(g, x, n, out, bucket_of(n))))
         return err;
+    g->norm_done = 1;
     if (g->softmax_scale > 0.0f)
         err = nc_gpu_cnn_loss_softmax(out, d_labels, n, g->n_outputs, g->softmax_scale,
                                       g->d_delta[0], g->d_loss, acc, g->stream);
@@ -1130,9 +1164,16 @@ static int poison(nc_gpu_cnn *g)
 {
     NC_CUDA_CHECK(cudaSetDevice(g->device));
     const size_t nb = g->max_batch;
-    for (uint32_t l = 1; l < g->n_layers; l++)
+    for (uint32_t l = 1; l < g->n_layers; l++) {
         NC_CUDA_CHECK(cudaMemsetAsync(g->d_act[l], 0xff, nb * g->L[l].n_out * sizeof(float),
                                       g->stream));
+        if (g->L[l].norm) {
+            NC_CUDA_CHECK(cudaMemsetAsync(g->d_xhat[l], 0xff,
+                                          nb * g->L[l].n_out * sizeof(float), g->stream));
+            NC_CUDA_CHECK(cudaMemsetAsync(g->d_nstat[l], 0xff,
+                                          2 * (size_t)g->L[l].maps * sizeof(float), g->stream));
+        }
+    }
     for (int i = 0; i < 2; i++)
         NC_CUDA_CHECK(cudaMemsetAsync(g->d_delta[i], 0xff, nb * g->max_units * sizeof(float),
                                       g->stream));
@@ -1157,4 +1198,28 @@ extern "C" int nc_gpu_cnn_poison(nc_gpu_cnn *g)
     if (g->failed)
         return g->failed;
     return note(g, poison(g));
+}
+
+static int norm_stats(nc_gpu_cnn *g, uint32_t layer, float *mean, float *var)
+{
+    const uint32_t maps = g->L[layer].maps;
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    NC_CUDA_CHECK(cudaMemcpy(mean, g->d_nstat[layer], maps * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+    NC_CUDA_CHECK(cudaMemcpy(var, g->d_nstat[layer] + maps, maps * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_norm_stats(nc_gpu_cnn *g, uint32_t layer, float *mean, float *var)
+{
+    if (!g || !mean || !var || layer < 1 || layer >= g->n_layers || !g->L[layer].norm ||
+        !g->norm_done)
+        return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
+    if (g->failed)
+        return g->failed;
+    return note(g, norm_stats(g, layer, mean, var));
 }

@@ -21,7 +21,11 @@
  * (the default) the engine times the candidates on the first forward of each
  * batch-size bucket (powers of two) and keeps the fastest: per layer for the
  * layer-wise paths, then the whole fused forward against that.  Training and
- * nc_gpu_cnn_backward always run layer-wise (they need every activation). */
+ * nc_gpu_cnn_backward always run layer-wise (they need every activation).
+ *
+ * A net with batch-normalised layers (core/cnn.h's "bn") runs layer-wise
+ * too, normalising each batch with its own statistics, as core does: it is
+ * a net in training.  Serve its nc_cnn_fold_norm instead. */
 #ifndef NC_GPU_CNN_ENGINE_H
 #define NC_GPU_CNN_ENGINE_H
 
@@ -133,6 +137,12 @@ int nc_gpu_cnn_set_loss_softmax(nc_gpu_cnn *g, float scale);
 int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *state,
                              uint32_t n, uint32_t batch, float lr, double *ret_loss,
                              uint32_t *ret_errors);
+
+/* After a forward or a training step: normalised layer `layer`'s batch
+ * statistics, mean[maps] and var[maps], as the last batch was normalised
+ * with (core's nc_cnn_work_norm_stats).  Waits for the stream.  -EINVAL
+ * before any pass, for a layer that is not normalised, or NULL outputs. */
+int nc_gpu_cnn_norm_stats(nc_gpu_cnn *g, uint32_t layer, float *mean, float *var);
 
 /* Fill every activation, delta, gradient and scratch buffer with NaN, so a
  * test sees anything a kernel forgot to write. */

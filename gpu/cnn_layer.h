@@ -16,7 +16,11 @@ extern "C" {
 
 typedef struct nc_gpu_cnn_layer {
     uint32_t kind;                      /* nc_cnn_kind */
-    uint32_t act;                       /* CONV/FULL: nc_cnn_act */
+    uint32_t act;                       /* CONV/FULL: nc_cnn_act of the kernels'
+                                           outputs: NONE for a normalised layer */
+    uint32_t norm;                      /* 1: batch norm (core's "bn") */
+    uint32_t norm_act;                  /* norm: the layer's own activation,
+                                           applied after normalising */
     uint32_t maps, height, width;       /* output shape; FULL: n x 1 x 1 */
     uint32_t in_maps, in_height, in_width;  /* the previous layer's shape */
     uint32_t kernel_x, kernel_y;        /* CONV kernel, POOL region */
@@ -27,6 +31,8 @@ typedef struct nc_gpu_cnn_layer {
     const float *bias;                  /* device, [maps] */
     float *gweights;                    /* device, into the grads block */
     float *gbias;                       /* device, [maps] */
+    const float *gamma, *beta;          /* norm: device, [maps] each, else NULL */
+    float *gnorm;                       /* norm: grads of gamma, beta, mean, var */
     /* CONV connection lists (seed 000 §3.1), device:
      *   fwd [maps][1 + in_maps]: count, then the input maps wired to the map;
      *   bwd [in_maps][1 + maps]: count, then the output maps each feeds. */

@@ -18,11 +18,15 @@ static __device__ __forceinline__ float nc_gpu_cnn_tanh(float a)
 /* act: nc_cnn_act.  Uniform across a launch (one layer), so no divergence. */
 static __device__ __forceinline__ float nc_gpu_cnn_act(float a, uint32_t act)
 {
+    if (act == NC_CNN_ACT_NONE)
+        return a;
     return act == NC_CNN_ACT_RELU ? fmaxf(a, 0.0f) : nc_gpu_cnn_tanh(a);
 }
 
 static __device__ __forceinline__ float nc_gpu_cnn_act_grad(float y, uint32_t act)
 {
+    if (act == NC_CNN_ACT_NONE)
+        return 1.0f;
     if (act == NC_CNN_ACT_RELU)
         return y > 0.0f ? 1.0f : 0.0f;
     return (NC_CNN_TANH_S / NC_CNN_TANH_A) * (NC_CNN_TANH_A * NC_CNN_TANH_A - y * y);
@@ -38,8 +42,8 @@ static inline unsigned nc_gpu_cnn_blocks(size_t count, unsigned per_block)
 /* 1 if l[0..n_layers) is a one-map side x side input followed by exactly
  * the n_want layers of want, each {kind, maps (0: any), height, width,
  * kernel_x, kernel_y}, with every convolution dense (no skipping) and every
- * unit the seed's tanh: how the fused paths recognise the nets they were
- * written for. */
+ * unit the seed's tanh, unnormalised: how the fused paths recognise the
+ * nets they were written for. */
 static inline int nc_gpu_cnn_shapes_match(const nc_gpu_cnn_layer *l, uint32_t n_layers,
                                           uint32_t side, const uint32_t (*want)[6],
                                           uint32_t n_want)
@@ -54,7 +58,7 @@ static inline int nc_gpu_cnn_shapes_match(const nc_gpu_cnn_layer *l, uint32_t n_
             return 0;
         if (L->kind == NC_CNN_KIND_CONV && (L->step_x != 1 || L->step_y != 1))
             return 0;
-        if (L->act != NC_CNN_ACT_TANH)
+        if (L->act != NC_CNN_ACT_TANH || L->norm)
             return 0;
     }
     return 1;

@@ -77,6 +77,7 @@
 
 #include "cnn.h"
 #include "deform.h"
+#include "train_norm.h"
 #include "train_teacher.h"
 #include "fileio.h"
 #include "image.h"
@@ -95,6 +96,7 @@ void openblas_set_num_threads(int num_threads);
 #define MNIST_SIDE 28u
 #define MNIST_TRAIN 60000u
 #define EVAL_BATCH 250u
+#define NORM_DIGITS 10000u  /* training digits a normalised net's statistics see */
 #define MAX_EPOCHS 100000u
 #define CKPT_MAX_BYTES ((size_t)1 << 31)
 #define MAX_THREADS 64u
@@ -948,6 +950,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     uint8_t *pool_labels = NULL;
     nc_cnn *net = NULL, *best = NULL;
     nc_cnn_work *w = NULL, *ew = NULL;
+    train_norm *tn = NULL;  /* a batch-normalised --arch: its statistics and fold */
     float *train_inputs = NULL;
     trainer t = { .o = &o };
     run_state st = { 0 };
@@ -1037,6 +1040,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t max_batch = o.batch > EVAL_BATCH ? o.batch : EVAL_BATCH;
     if ((err = nc_cnn_work_new(net, o.batch, &w)) || (err = nc_cnn_work_new(net, EVAL_BATCH, &ew)))
         goto fail;
+    if (nc_cnn_norm_layers(net) && (err = train_norm_new(net, o.gpu, EVAL_BATCH, &tn)))
+        goto fail;
+    /* a normalised net's fixed statistics: over the first training digits,
+       undeformed (what validation and test digits look like), in whole
+       batches of EVAL_BATCH (train_norm_measure) */
+    const uint32_t norm_digits = n_mnist >= NORM_DIGITS  ? NORM_DIGITS
+                                 : n_mnist >= EVAL_BATCH ? n_mnist / EVAL_BATCH * EVAL_BATCH
+                                                         : n_mnist;
     t.w = w;
     t.chunk = (CHUNK_MIN + o.batch - 1) / o.batch * o.batch;
     t.order = malloc((size_t)t.n_train * sizeof(uint32_t));
@@ -1172,8 +1183,15 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             goto fail;
 #endif
         double t_train = train_now() - t0;
+        /* a normalised net's statistics, then its fold answers */
+        const nc_cnn *vnet = net;
+        nc_cnn_work *vw = ew;
+        void *vg = gpu;
+        if (tn && ((err = train_norm_measure(tn, net, gpu, ew, train_inputs, norm_digits)) ||
+                   (err = train_norm_fold(tn, net, &vnet, &vw, &vg))))
+            goto fail;
         if (o.validation &&
-            (err = count_errors(net, ew, gpu, train_inputs, train.labels, plane, valid_first,
+            (err = count_errors(vnet, vw, vg, train_inputs, train.labels, plane, valid_first,
                                 o.validation, t.out, &valid_errors)))
             goto fail;
         double secs = train_now() - t0;
@@ -1231,9 +1249,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         }
     uint32_t test_errors = 0;
     float *test_inputs = NULL;
+    const nc_cnn *kept = best;      /* what answers: the fold of a normalised net */
+    nc_cnn_work *kw = ew;
+    void *kg = NULL;
+    if (tn && (err = train_norm_fold(tn, best, &kept, &kw, &kg)))
+        goto fail;
     if ((err = prepare_inputs(&test, &info.prep, net, &test_inputs)))
         goto fail;
-    err = count_errors(best, ew, NULL, test_inputs, test.labels, plane, 0, test.count, t.out,
+    err = count_errors(kept, kw, NULL, test_inputs, test.labels, plane, 0, test.count, t.out,
                        &test_errors);
     free(test_inputs);
     if (err)
@@ -1242,7 +1265,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     snprintf(info.test_set, sizeof(info.test_set), "MNIST t10k (%u)", test.count);
     info.epochs = st.best_epoch;
     train_utc_iso(info.created, sizeof(info.created));
-    if ((err = nc_cnn_save(best, &info, &model, &model_len)) ||
+    if ((err = nc_cnn_save(kept, &info, &model, &model_len)) ||
         (err = nc_file_write_atomic(o.out, model, model_len))) {
         fprintf(stderr, "neocog-train cnn: writing %s: %s\n", o.out, nc_strerror(err));
         goto out;
@@ -1262,6 +1285,12 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             " time        %s (wall, training to test)\n",
             o.out, arch, info.data, st.best_epoch, st.epochs_done, why,
             100.0 * info.test_error, test_errors, test.count, info.test_set, dur);
+    if (tn) {
+        char folded[NC_CNN_ARCH_MAX];
+        nc_cnn_arch_format(kept, folded, sizeof(folded));
+        fprintf(stderr, " written as  %s (batch norm folded in, statistics of training "
+                "digits 0-%u)\n", folded, norm_digits - 1);
+    }
     status = TRAIN_EXIT_OK;
     goto out;
 
@@ -1296,6 +1325,7 @@ out:
 #if NC_HAVE_CUDA
     nc_gpu_cnn_free(t.gpu);
 #endif
+    train_norm_free(tn);
     nc_cnn_work_free(w);
     nc_cnn_work_free(ew);
     nc_cnn_free(net);

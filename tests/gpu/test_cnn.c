@@ -7,7 +7,9 @@
  * gradients of nc_gpu_cnn_backward against nc_cnn_backward_ref (on batches
  * without max-pooling near-ties: see TIE_GAP), a GPU training step against
  * nc_cnn_train_step, and a run of mini-batches (nc_gpu_cnn_train_batches)
- * against the same steps on the CPU.  Tolerance: relative error 1e-4,
+ * against the same steps on the CPU; nets with rectified units and with
+ * batch normalisation too (its batch statistics compared as well).
+ * Tolerance: relative error 1e-4,
  * both as ||gpu - ref|| / ||ref|| and as max |gpu - ref| / max |ref|, per
  * output block and per layer's weights and biases.  Every device buffer and
  * the host outputs are poisoned with NaN before each run.  Skips (77)
@@ -163,8 +165,64 @@ static void compare_grads_tol(const char *tag, const nc_cnn *net, const float *g
         size_t w0 = (size_t)(L->weights - net->params), b0 = (size_t)(L->bias - net->params);
         snprintf(what, sizeof what, "%s layer %u weights", tag, l);
         compare_tol(what, got + w0, ref + w0, L->n_weights, tol);
-        snprintf(what, sizeof what, "%s layer %u biases", tag, l);
-        compare_tol(what, got + b0, ref + b0, L->maps, tol);
+        if (!L->norm) {
+            snprintf(what, sizeof what, "%s layer %u biases", tag, l);
+            compare_tol(what, got + b0, ref + b0, L->maps, tol);
+            continue;
+        }
+        /* batch norm: the bias is subtracted again with the batch's mean, so
+           its gradient is 0 up to rounding on both sides (noise against
+           noise: held small, not compared); gamma and beta are compared;
+           mean and var get exactly 0 */
+        double gmax = 0.0;
+        for (size_t i = 0; i < L->n_weights; i++)
+            gmax = fmax(gmax, fabs(ref[w0 + i]));
+        for (uint32_t m = 0; m < L->maps; m++)
+            CHECK_MSG(fabs(got[b0 + m]) <= 1e-3 * gmax + 1e-6, "%s layer %u bias %u: %g",
+                      tag, l, m, got[b0 + m]);
+        const size_t g0 = (size_t)(L->gamma - net->params);
+        snprintf(what, sizeof what, "%s layer %u gamma, beta", tag, l);
+        compare_tol(what, got + g0, ref + g0, 2 * (size_t)L->maps, tol);
+        for (uint32_t m = 0; m < 2 * L->maps; m++)
+            CHECK(got[g0 + 2 * L->maps + m] == 0.0f);
+    }
+}
+
+/* gamma and beta away from 1 and 0 (map 0's gamma negative), so that each is
+ * seen in its own place. */
+static void randomise_norm(nc_cnn *net, uint64_t seed)
+{
+    nc_test_rng r = {seed};
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        nc_cnn_layer *L = &net->layers[l];
+        for (uint32_t m = 0; L->norm && m < L->maps; m++) {
+            L->gamma[m] = (m ? 1.0f : -1.0f) * (float)(0.5 + nc_test_uniform(&r));
+            L->beta[m] = (float)(nc_test_uniform(&r) - 0.5);
+        }
+    }
+}
+
+/* After forwards of the same batch: every normalised layer's batch
+ * statistics on the device against core's. */
+static void compare_norm_stats(const char *tag, const nc_cnn *net, const nc_cnn_work *w,
+                               nc_gpu_cnn *g)
+{
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *L = &net->layers[l];
+        if (!L->norm)
+            continue;
+        float *m_ref = malloc(4 * (size_t)L->maps * sizeof(float));
+        REQUIRE(m_ref);
+        float *v_ref = m_ref + L->maps, *m_gpu = v_ref + L->maps, *v_gpu = m_gpu + L->maps;
+        CHECK_INT_EQ(nc_cnn_work_norm_stats(w, l, m_ref, v_ref), 0);
+        poison(m_gpu, 2 * (size_t)L->maps);
+        CHECK_INT_EQ(nc_gpu_cnn_norm_stats(g, l, m_gpu, v_gpu), 0);
+        char what[320];
+        snprintf(what, sizeof what, "%s layer %u batch mean", tag, l);
+        compare_tol(what, m_gpu, m_ref, L->maps, TOL);
+        snprintf(what, sizeof what, "%s layer %u batch var", tag, l);
+        compare_tol(what, v_gpu, v_ref, L->maps, TOL);
+        free(m_ref);
     }
 }
 
@@ -186,6 +244,7 @@ static void test_net(const char *arch, const uint32_t *batches, size_t n_batches
     nc_cnn *net = NULL;
     REQUIRE(nc_cnn_new(arch, &net) == 0);
     REQUIRE(nc_cnn_init_uniform(net, 7, 0.15f) == 0);
+    randomise_norm(net, 7);
     uint32_t max_b = 0;
     for (size_t i = 0; i < n_batches; i++)
         if (batches[i] > max_b)
@@ -239,6 +298,7 @@ static void test_net(const char *arch, const uint32_t *batches, size_t n_batches
             nc_gpu_cnn_describe(g, n, how, sizeof how);
             snprintf(tag, sizeof tag, "%s n=%u %s [%s]", arch, n, path_name(p), how);
             compare(tag, out, ref, (size_t)n * net->n_outputs);
+            compare_norm_stats(tag, net, w, g);
             /* twice: a graph replay (n <= 16) or a second run gives the same */
             poison(out, (size_t)n * net->n_outputs);
             CHECK_INT_EQ(nc_gpu_cnn_forward(g, in, n, out), 0);
@@ -281,6 +341,7 @@ static void test_train_step(const char *arch, uint32_t n)
     REQUIRE(nc_cnn_new(arch, &cpu) == 0);
     REQUIRE(nc_cnn_new(arch, &gpu) == 0);
     REQUIRE(nc_cnn_init_uniform(cpu, 11, 0.15f) == 0);
+    randomise_norm(cpu, 11);
     memcpy(gpu->params, cpu->params, cpu->n_params * sizeof(float));
     float *before = malloc(cpu->n_params * sizeof(float));
     float *d_cpu = malloc(cpu->n_params * sizeof(float));
@@ -339,6 +400,7 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, flo
     REQUIRE(nc_cnn_new(arch, &cpu) == 0);
     REQUIRE(nc_cnn_new(arch, &gpu) == 0);
     REQUIRE(nc_cnn_init_uniform(cpu, 13, 0.15f) == 0);
+    randomise_norm(cpu, 13);
     memcpy(gpu->params, cpu->params, cpu->n_params * sizeof(float));
     const size_t P = cpu->n_params;
     float *before = malloc(P * sizeof(float)), *grads = malloc(P * sizeof(float));
@@ -491,6 +553,9 @@ static void test_deep_match(void)
         /* the fused kernels compute the seed's tanh only */
         {"1x29x29-20C4relu-MP2-60C4-MP2-100C3-MP3-150N-10N", 0},
         {"1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150Nrelu-10N", 0},
+        /* nor do they normalise */
+        {"1x29x29-20C4-MP2-60C4bn-MP2-100C3-MP3-150N-10N", 0},
+        {"1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10Nbn", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         nc_cnn *net = NULL;
@@ -561,6 +626,14 @@ int main(void)
     test_net("1x29x29-20C4relu-MP2-60C4relu-MP2-100C3relu-MP3-150Nrelu-10N", column_b, 5, 33);
     test_net("2x23x21-6C3x5S1x2R50relu-MP2x1-5C2x3R60:7relu-13Nrelu-4Nrelu", small_b, 5, 65);
     test_net("1x29x29-20C5S1relu-40C5S1relu-150Nrelu-10N", skip_b, 3, 33);
+    /* batch norm (layer-wise paths only): the deep column normalised
+       everywhere, and an awkward net normalising before pooling, rectified
+       and not, with skips, tables and a normalised fully connected layer */
+    /* gradients to batch 65: the test redraws images with pooling near-ties,
+       and in a normalised net every redraw moves every activation (the
+       batch's statistics), so at 1000 the ties never all go away */
+    test_net("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150Nbn-10N", column_b, 5, 65);
+    test_net("2x23x21-6C3x5S1x2R50bn-MP2x1-5C2x3R60:7bnrelu-13Nbn-4N", small_b, 5, 65);
     test_deep_match();
     test_start_finish();
     test_train_step("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 33);
@@ -572,5 +645,16 @@ int main(void)
     test_train_batches("1x29x29-20C4relu-MP2-60C4relu-MP2-100C3relu-MP3-150Nrelu-10N", 70, 16,
                        0.0f);
     test_train_batches("2x23x21-6C3x5S1x2R50relu-MP2x1-5C2x3R60:7relu-13Nrelu-4N", 45, 8, 3.0f);
+    test_train_step("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150Nbn-10N", 33);
+    /* Several steps of the deep column with its fully connected layer
+       normalised over 16 random images grow the float differences between
+       any two engines tenfold a step (core's reference against its own BLAS
+       path: 4e-7 to 1e-3 relative in five steps, the plain column 5e-7):
+       a unit whose sums barely vary over the batch is scaled by up to
+       1 / sqrt(eps).  The step itself is checked above (train_step); the run
+       of steps on the column with its convolutions normalised (1e-7 on the
+       CPU), and on the awkward net below, whose 13Nbn stays well scaled. */
+    test_train_batches("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150N-10N", 70, 16, 0.0f);
+    test_train_batches("2x23x21-6C3x5S1x2R50bn-MP2x1-5C2x3R60:7bnrelu-13Nbn-4N", 45, 8, 3.0f);
     return nc_test_finish();
 }

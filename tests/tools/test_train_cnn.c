@@ -22,6 +22,12 @@
  * file holds the rectified net and records the gain, and the gain is
  * refused out of range, beside --init FILE, and on a checkpoint written
  * without it.
+ *
+ * Batch norm ("bn" in --arch): the loss falls; the file holds the plain net
+ * (no "bn"), which a committee file takes, and it is exactly the fold of
+ * the net the checkpoint calls best; that net's fixed statistics are the
+ * first layer's mean and variance over the first 250 training digits,
+ * undeformed, as computed here.
  * Usage: test_train_cnn NEOCOG-TRAIN. */
 #include "fixture.h"
 #include "run_capture.h"
@@ -36,7 +42,9 @@
 #include <unistd.h>
 
 #include "cnn.h"
+#include "dataset.h"
 #include "fileio.h"
+#include "image.h"
 #include "modelfile.h"
 
 #define EPOCHS 5
@@ -334,6 +342,70 @@ static void test_relu(const char *tool, const char *dir)
     nc_cnn_free(net);
 }
 
+/* The first layer's statistics in the checkpoint's best net against its
+ * sums over training digits 0-249 (the trainer's whole batches of 250 from
+ * the 300 it trains on), prepared as the file's prep says: one batch here. */
+static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
+{
+    enum { N = 250 };
+    nc_dataset fx = { 0 };
+    REQUIRE(nc_test_fixture(&fx) == 0);
+    const size_t plane = nc_prep_out_len(prep);
+    float *in = malloc(N * plane * sizeof(float));
+    float mean[4], var[4];
+    nc_cnn_work *w = NULL;
+    REQUIRE(in && plane == net->n_inputs && nc_cnn_work_new(net, N, &w) == 0);
+    for (uint32_t k = 0; k < N; k++) {
+        nc_image img = { fx.cols, fx.rows, fx.cols, fx.pixels + (size_t)k * fx.rows * fx.cols };
+        REQUIRE(nc_prep_apply(&img, prep, in + k * plane) == 0);
+    }
+    REQUIRE(nc_cnn_forward_blas(net, w, in, N, NULL) == 0);
+    REQUIRE(nc_cnn_work_norm_stats(w, 1, mean, var) == 0);
+    const nc_cnn_layer *L = &net->layers[1];
+    for (uint32_t m = 0; m < 4; m++) {
+        CHECK_MSG(fabsf(L->mean[m] - mean[m]) <= 1e-5f + 1e-4f * fabsf(mean[m]),
+                  "map %u: mean %g in the checkpoint, %g here", m, L->mean[m], mean[m]);
+        CHECK_MSG(fabsf(L->var[m] - var[m]) <= 1e-4f * var[m] && var[m] > 0.0f,
+                  "map %u: var %g in the checkpoint, %g here", m, L->var[m], var[m]);
+    }
+    nc_cnn_work_free(w);
+    free(in);
+    nc_dataset_fini(&fx);
+}
+
+static void test_norm(const char *tool, const char *dir)
+{
+    char out_n[512], ck_n[512];
+    snprintf(out_n, sizeof out_n, "%s/norm.ncm", dir);
+    snprintf(ck_n, sizeof ck_n, "%s/norm.ckpt", dir);
+    const char *args[] = { SMALL_RUN(dir), "--arch", "1x29x29-4C4bn-MP2-6C5bnrelu-MP3-10N",
+                           "--out", out_n, "--checkpoint", ck_n, NULL };
+    check_loss_falls(tool, args, "batch norm");
+    nc_model_info info;
+    nc_cnn *file = load_file(out_n, &info), *best = load_ckpt(ck_n, NC_MF_TAG('C', 'K', 'B', 'S'));
+    REQUIRE(file && best);
+    char got[NC_CNN_ARCH_MAX];
+    CHECK_INT_EQ(nc_cnn_arch_format(file, got, sizeof got), 0);
+    CHECK_MSG(strcmp(got, "1x29x29-4C4-MP2-6C5relu-MP3-10N") == 0, "the file holds %s", got);
+    CHECK(strstr(info.command, "6C5bnrelu") != NULL);
+    CHECK_INT_EQ(nc_cnn_norm_layers(best), 2);
+    nc_cnn *fold = NULL;
+    CHECK_INT_EQ(nc_cnn_fold_norm(best, &fold), 0);
+    CHECK_MSG(same_params(fold, file), "the file is not the fold of the checkpoint's best net");
+    check_first_stats(best, &info.prep);
+    /* a file to serve: a committee file takes it */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_cnn_committee *c = NULL;
+    REQUIRE(nc_file_read(out_n, 64u << 20, &buf, &len) == 0);
+    CHECK_INT_EQ(nc_cnn_committee_load(buf, len, &c, NULL), 0);
+    nc_cnn_committee_free(c);
+    free(buf);
+    nc_cnn_free(fold);
+    nc_cnn_free(best);
+    nc_cnn_free(file);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -348,8 +420,10 @@ int main(int argc, char **argv)
     test_keep_last(argv[1], dir);
     test_softmax(argv[1], dir);
     test_relu(argv[1], dir);
+    test_norm(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
-                            "softmax.ckpt", "relu.ncm", "relu.ckpt", "train-images-idx3-ubyte",
+                            "softmax.ckpt", "relu.ncm", "relu.ckpt", "norm.ncm", "norm.ckpt",
+                            "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {

@@ -1,0 +1,34 @@
+/* gpu/cnn_norm.cuh — batch normalisation of a layer's sums on the GPU
+ * (twin of core's nc_cnn_norm_forward / nc_cnn_norm_backward, cnn_norm.c).
+ *
+ * Layer: gpu, C linkage.  Device pointers, image-major ([n][maps][h][w]);
+ * enqueue on `stream`; 0 or a negative errno.  L is a normalised layer as
+ * the engine describes it: L->act NONE (its convolution or fully connected
+ * kernel leaves the sums), L->norm_act the activation applied here. */
+#ifndef NC_GPU_CNN_NORM_CUH
+#define NC_GPU_CNN_NORM_CUH
+
+#include <cuda_runtime_api.h>
+
+#include "cnn_layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* a: the sums of n images in, y = f(gamma a^ + beta) out (in place);
+ * xhat: a^, same layout; stat: the batch's mean[maps], then var[maps]. */
+int nc_gpu_cnn_norm_forward(const nc_gpu_cnn_layer *L, float *a, uint32_t n, float *xhat,
+                            float *stat, cudaStream_t stream);
+
+/* d: dE/dy of the forward's outputs y in, dE/da of its sums out (through f
+ * and the standardisation); L->gnorm: dE/dgamma, dE/dbeta, and 0 for mean
+ * and var ([maps] each), written. */
+int nc_gpu_cnn_norm_backward(const nc_gpu_cnn_layer *L, const float *y, float *d, uint32_t n,
+                             const float *xhat, const float *stat, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
