@@ -281,6 +281,12 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
         say(why, n, "%s: not a %s model", path, nc_slot_name(want_slot));
         goto fail;
     }
+    if (err == -ENOTSUP && kind == NC_MF_KIND_CNN && strstr(m->arch, "bn")) {
+        /* core/cnn.h: such a net normalises with each batch's statistics */
+        say(why, n, "%s: a batch-normalised net in training (%s), not one to serve: "
+            "serve the file neocog-train cnn wrote (its fold)", path, m->arch);
+        goto fail;
+    }
     if (err) {
         say(why, n, "%s: %s", path, nc_strerror(err));
         goto fail;

@@ -902,6 +902,25 @@ static void test_reload(void)
     CHECK(wait_reload("ok"));
     expect_from_model();
     still_serving("good model reload");
+
+    /* A batch-normalised net (a training checkpoint's, core/cnn.h): refused,
+       saying so, and the old model keeps serving (after an "ok" reload, so
+       that "partly failed" is this reload's). */
+    CHECK(nc_make_cnn_model_arch(model_path, 98, "1x29x29-6C4bn-MP2-10N") == 0);
+    kill(dmn.pid, SIGHUP);
+    CHECK_MSG(wait_reload("partly failed"), "batch-normalised model reload not reported");
+    m = status_of();
+    if (m && nc_msg_reply(m)->status) {
+        const Neocog__StatusReply *st = nc_msg_reply(m)->status;
+        CHECK(st->models[0]->loaded);
+        CHECK_MSG(strstr(st->models[0]->error, "batch-normalised") != NULL,
+                  "error for the batch-normalised model: %s", st->models[0]->error);
+    }
+    nc_msg_free(m);
+    still_serving("batch-normalised model reload");
+    CHECK(nc_make_cnn_model(model_path, 99) == 0);
+    kill(dmn.pid, SIGHUP);
+    CHECK(wait_reload("ok"));
 }
 
 /* ---- a second instance: own Unix socket, tiny queue ---------------------------------------- */
