@@ -25,6 +25,12 @@
  *    freshly distorted by core/deform with NC_DEFORM_MNIST (affine +
  *    elastic), its strengths times --deform-scale; validation and test
  *    digits never are.
+ *  - Batch-normalised layers ("bn" in --arch; core/cnn.h): each batch is
+ *    normalised with its own statistics while training; after every epoch
+ *    train_norm.h measures each layer's fixed statistics over undeformed
+ *    training digits, and the net folded with them (nc_cnn_fold_norm)
+ *    answers validation and test and is the file written.  Checkpoints
+ *    hold the normalised nets themselves.
  *  - Weights uniform in [-0.05, 0.05] from --seed (nc_cnn_init_weights), or
  *    with --init-gain G each layer's uniform with variance G^2 / fan-in and
  *    biases 0 (nc_cnn_init_fan_in; not the seed's: for deep nets of
@@ -155,7 +161,9 @@ static void usage(FILE *f)
         "measured once on the 10000 test digits and stored in the model file.\n"
         "\n"
         "  --arch A          network notation (default " DEFAULT_ARCH ");\n"
-        "                    1x29x29W14-... normalises the digits' width to 14 px\n"
+        "                    1x29x29W14-... normalises the digits' width to 14 px;\n"
+        "                    20C4bn-... batch-normalises a layer (the file written\n"
+        "                    holds the plain net with the statistics folded in)\n"
         "  --data DIR        folder with the 4 MNIST files (default $NC_MNIST_DIR)\n"
         "  --out FILE        model file to write (required)\n"
         "  --epochs N        epochs to train (default 10)\n"
