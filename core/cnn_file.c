@@ -80,9 +80,13 @@ static int load_body(const nc_mf_reader *r, nc_cnn *net)
         return -EBADMSG;
     if ((err = nc_mf_get_f32(r, TAG_WGTS, net->params, net->n_params)))
         return bad(err);
-    /* a cut map pair must have an all-zero kernel (the BLAS path relies on it) */
+    /* a cut map pair must have an all-zero kernel (the BLAS path relies on
+       it); a normalised layer's fixed variance cannot be negative */
     for (uint32_t l = 1; l < net->n_layers; l++) {
         const nc_cnn_layer *L = &net->layers[l];
+        for (uint32_t m = 0; L->norm && m < L->maps; m++)
+            if (L->var[m] < 0.0f)
+                return -EBADMSG;
         if (L->kind != NC_CNN_KIND_CONV)
             continue;
         uint32_t in_maps = net->layers[l - 1].maps;

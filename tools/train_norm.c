@@ -16,8 +16,9 @@ struct train_norm {
     nc_cnn *plain;          /* the last fold */
     nc_cnn_work *w;         /* for plain, on the CPU */
     void *g;                /* nc_gpu_cnn for plain, made at the first fold */
-    double *sum;            /* [2][max maps]: sums of batch means, of var + mean^2 */
-    float *mean, *var;      /* [max maps]: one batch's */
+    double *sum;            /* per normalised layer in order, [2][maps]: sums of
+                               batch means, of var + mean^2 */
+    float *mean, *var;      /* [max maps]: one batch's, one layer's */
 };
 
 int train_norm_new(const nc_cnn *net, int gpu, uint32_t batch, train_norm **ret_tn)
@@ -25,15 +26,19 @@ int train_norm_new(const nc_cnn *net, int gpu, uint32_t batch, train_norm **ret_
     if (!net || !ret_tn || batch < 1)
         return -EINVAL;
     uint32_t maps = 1;
+    size_t all = 0;
     for (uint32_t l = 1; l < net->n_layers; l++)
-        if (net->layers[l].norm && net->layers[l].maps > maps)
-            maps = net->layers[l].maps;
+        if (net->layers[l].norm) {
+            all += net->layers[l].maps;
+            if (net->layers[l].maps > maps)
+                maps = net->layers[l].maps;
+        }
     train_norm *tn = calloc(1, sizeof *tn);
     if (!tn)
         return -ENOMEM;
     tn->gpu = gpu;
     tn->batch = batch;
-    tn->sum = malloc(2 * (size_t)maps * sizeof(double));
+    tn->sum = malloc((2 * all + 1) * sizeof(double));
     tn->mean = malloc(2 * (size_t)maps * sizeof(float));
     if (!tn->sum || !tn->mean) {
         train_norm_free(tn);
@@ -72,14 +77,13 @@ static int run_batch(nc_cnn *net, void *g, nc_cnn_work *w, const float *in, uint
     return nc_cnn_forward_blas(net, w, in, b, NULL);
 }
 
-static int layer_stats(const nc_cnn *net, void *g, nc_cnn_work *w, uint32_t l, float *mean,
-                       float *var)
+/* Layer l's statistics from that batch. */
+static int layer_stats(void *g, nc_cnn_work *w, uint32_t l, float *mean, float *var)
 {
 #if NC_HAVE_CUDA
     if (g)
         return nc_gpu_cnn_norm_stats(g, l, mean, var);
 #endif
-    (void)net;
     return nc_cnn_work_norm_stats(w, l, mean, var);
 }
 
@@ -89,30 +93,42 @@ int train_norm_measure(train_norm *tn, nc_cnn *net, void *g, nc_cnn_work *w,
     if (!tn || !net || (!g && !w) || !inputs || count < 1)
         return -EINVAL;
     const uint32_t b = count < tn->batch ? count : tn->batch, batches = count / b;
-    /* layer by layer: a layer's statistics depend on the layers below, all
-       normalised with their batch statistics here, as in training */
+    /* one pass: each batch is normalised with its own statistics at every
+       layer, as in training, so no layer's fixed statistics are used yet */
+    size_t total = 0;
+    for (uint32_t l = 1; l < net->n_layers; l++)
+        total += net->layers[l].norm ? 2 * (size_t)net->layers[l].maps : 0;
+    memset(tn->sum, 0, total * sizeof(double));
+    for (uint32_t k = 0; k < batches; k++) {
+        int err = run_batch(net, g, w, inputs + (size_t)k * b * net->n_inputs, b);
+        double *sum = tn->sum;
+        for (uint32_t l = 1; !err && l < net->n_layers; l++) {
+            const nc_cnn_layer *L = &net->layers[l];
+            if (!L->norm)
+                continue;
+            if ((err = layer_stats(g, w, l, tn->mean, tn->var)))
+                break;
+            for (uint32_t m = 0; m < L->maps; m++) {
+                sum[m] += tn->mean[m];
+                sum[L->maps + m] += (double)tn->var[m] + (double)tn->mean[m] * tn->mean[m];
+            }
+            sum += 2 * (size_t)L->maps;
+        }
+        if (err)
+            return err;
+    }
+    const double *sum = tn->sum;
     for (uint32_t l = 1; l < net->n_layers; l++) {
         nc_cnn_layer *L = &net->layers[l];
         if (!L->norm)
             continue;
-        memset(tn->sum, 0, 2 * (size_t)L->maps * sizeof(double));
-        for (uint32_t k = 0; k < batches; k++) {
-            int err = run_batch(net, g, w, inputs + (size_t)k * b * net->n_inputs, b);
-            if (!err)
-                err = layer_stats(net, g, w, l, tn->mean, tn->var);
-            if (err)
-                return err;
-            for (uint32_t m = 0; m < L->maps; m++) {
-                tn->sum[m] += tn->mean[m];
-                tn->sum[L->maps + m] += (double)tn->var[m] + (double)tn->mean[m] * tn->mean[m];
-            }
-        }
         for (uint32_t m = 0; m < L->maps; m++) {
-            const double mean = tn->sum[m] / batches;
-            const double var = tn->sum[L->maps + m] / batches - mean * mean;
+            const double mean = sum[m] / batches;
+            const double var = sum[L->maps + m] / batches - mean * mean;
             L->mean[m] = (float)mean;
             L->var[m] = var > 0.0 ? (float)var : 0.0f;
         }
+        sum += 2 * (size_t)L->maps;
     }
     return 0;
 }

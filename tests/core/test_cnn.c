@@ -671,6 +671,9 @@ static void test_work_committee(void)
  * batch's (layer by layer, as a trainer measures them), the folded plain
  * net answers on that batch as the normalised one does. */
 static void info_for(nc_model_info *info, uint32_t classes);
+static int load_forged(const char *arch, const uint8_t *ctab, size_t ctab_len,
+                       uint32_t wtype, const void *wgts, size_t wgts_bytes,
+                       uint32_t classes, uint32_t kind);
 
 static void test_norm(void)
 {
@@ -770,6 +773,13 @@ static void test_norm(void)
               memcmp(back->params, net->params, net->n_params * sizeof(float)) == 0);
     }
     nc_cnn_free(back);
+    /* ... but not with a negative fixed variance: corrupt */
+    keep = net->layers[4].var[2];
+    net->layers[4].var[2] = -0.5f;
+    CHECK_INT_EQ(load_forged(arch, net->tables, net->n_tables, NC_MF_TYPE_F32, net->params,
+                             net->n_params * sizeof(float), 3, NC_MF_KIND_CNN),
+                 -EBADMSG);
+    net->layers[4].var[2] = keep;
     nc_cnn_committee *c = NULL;
     CHECK_INT_EQ(nc_cnn_committee_load(fb, fl, &c, NULL), -ENOTSUP);
     free(fb);

@@ -25,8 +25,8 @@
  *
  * Batch norm ("bn" in --arch): the loss falls; the file holds the plain net
  * (no "bn"), which a committee file takes, and it is exactly the fold of
- * the net the checkpoint calls best; that net's fixed statistics are the
- * first layer's mean and variance over the first 250 training digits,
+ * the net the checkpoint calls best; that net's fixed statistics are each
+ * normalised layer's mean and variance over the first 250 training digits,
  * undeformed, as computed here.
  * Usage: test_train_cnn NEOCOG-TRAIN. */
 #include "fixture.h"
@@ -342,8 +342,8 @@ static void test_relu(const char *tool, const char *dir)
     nc_cnn_free(net);
 }
 
-/* The first layer's statistics in the checkpoint's best net against its
- * sums over training digits 0-249 (the trainer's whole batches of 250 from
+/* The normalised layers' statistics in the checkpoint's best net against
+ * their sums over training digits 0-249 (the trainer's whole batches of 250 from
  * the 300 it trains on), prepared as the file's prep says: one batch here. */
 static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
 {
@@ -352,7 +352,7 @@ static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
     REQUIRE(nc_test_fixture(&fx) == 0);
     const size_t plane = nc_prep_out_len(prep);
     float *in = malloc(N * plane * sizeof(float));
-    float mean[4], var[4];
+    float mean[8], var[8];
     nc_cnn_work *w = NULL;
     REQUIRE(in && plane == net->n_inputs && nc_cnn_work_new(net, N, &w) == 0);
     for (uint32_t k = 0; k < N; k++) {
@@ -360,13 +360,17 @@ static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
         REQUIRE(nc_prep_apply(&img, prep, in + k * plane) == 0);
     }
     REQUIRE(nc_cnn_forward_blas(net, w, in, N, NULL) == 0);
-    REQUIRE(nc_cnn_work_norm_stats(w, 1, mean, var) == 0);
-    const nc_cnn_layer *L = &net->layers[1];
-    for (uint32_t m = 0; m < 4; m++) {
-        CHECK_MSG(fabsf(L->mean[m] - mean[m]) <= 1e-5f + 1e-4f * fabsf(mean[m]),
-                  "map %u: mean %g in the checkpoint, %g here", m, L->mean[m], mean[m]);
-        CHECK_MSG(fabsf(L->var[m] - var[m]) <= 1e-4f * var[m] && var[m] > 0.0f,
-                  "map %u: var %g in the checkpoint, %g here", m, L->var[m], var[m]);
+    for (uint32_t l = 1; l <= 3; l += 2) {      /* the two normalised layers */
+        const nc_cnn_layer *L = &net->layers[l];
+        REQUIRE(L->maps <= 8 && nc_cnn_work_norm_stats(w, l, mean, var) == 0);
+        for (uint32_t m = 0; m < L->maps; m++) {
+            CHECK_MSG(fabsf(L->mean[m] - mean[m]) <= 1e-5f + 1e-4f * fabsf(mean[m]),
+                      "layer %u map %u: mean %g in the checkpoint, %g here", l, m, L->mean[m],
+                      mean[m]);
+            CHECK_MSG(fabsf(L->var[m] - var[m]) <= 1e-4f * var[m] && var[m] > 0.0f,
+                      "layer %u map %u: var %g in the checkpoint, %g here", l, m, L->var[m],
+                      var[m]);
+        }
     }
     nc_cnn_work_free(w);
     free(in);
