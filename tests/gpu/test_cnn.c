@@ -628,10 +628,10 @@ int main(void)
     test_net("1x29x29-20C5S1relu-40C5S1relu-150Nrelu-10N", skip_b, 3, 33);
     /* batch norm (layer-wise paths only): the deep column normalised
        everywhere, and an awkward net normalising before pooling, rectified
-       and not, with skips, tables and a normalised fully connected layer */
-    /* gradients to batch 65: the test redraws images with pooling near-ties,
+       and not, with skips, tables and a normalised fully connected layer.
+       Gradients to batch 65: the test redraws images with pooling near-ties,
        and in a normalised net every redraw moves every activation (the
-       batch's statistics), so at 1000 the ties never all go away */
+       batch's statistics), so at 1000 the ties never all go away. */
     test_net("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150Nbn-10N", column_b, 5, 65);
     test_net("2x23x21-6C3x5S1x2R50bn-MP2x1-5C2x3R60:7bnrelu-13Nbn-4N", small_b, 5, 65);
     test_deep_match();
