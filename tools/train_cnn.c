@@ -1259,8 +1259,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     float *test_inputs = NULL;
     const nc_cnn *kept = best;      /* what answers: the fold of a normalised net */
     nc_cnn_work *kw = ew;
-    void *kg = NULL;
-    if (tn && (err = train_norm_fold(tn, best, &kept, &kw, &kg)))
+    if (tn && (err = train_norm_fold(tn, best, &kept, &kw, NULL)))   /* on the CPU */
         goto fail;
     if ((err = prepare_inputs(&test, &info.prep, net, &test_inputs)))
         goto fail;

@@ -136,7 +136,7 @@ int train_norm_measure(train_norm *tn, nc_cnn *net, void *g, nc_cnn_work *w,
 int train_norm_fold(train_norm *tn, const nc_cnn *net, const nc_cnn **ret_plain,
                     nc_cnn_work **ret_w, void **ret_g)
 {
-    if (!tn || !net || !ret_plain || !ret_w || !ret_g)
+    if (!tn || !net || !ret_plain || !ret_w)
         return -EINVAL;
     nc_cnn *plain = NULL;
     int err = nc_cnn_fold_norm(net, &plain);
@@ -154,7 +154,7 @@ int train_norm_fold(train_norm *tn, const nc_cnn *net, const nc_cnn **ret_plain,
             return err;
     }
 #if NC_HAVE_CUDA
-    if (tn->gpu >= 0) {
+    if (tn->gpu >= 0 && ret_g) {
         if (!tn->g) {
             nc_gpu_cnn *g = NULL;
             if ((err = nc_gpu_cnn_new(tn->plain, tn->gpu, tn->batch, &g)))
@@ -171,6 +171,7 @@ int train_norm_fold(train_norm *tn, const nc_cnn *net, const nc_cnn **ret_plain,
 #endif
     *ret_plain = tn->plain;
     *ret_w = tn->w;
-    *ret_g = tn->g;
+    if (ret_g)
+        *ret_g = tn->g;
     return 0;
 }

@@ -34,8 +34,9 @@ int train_norm_measure(train_norm *tn, nc_cnn *net, void *g, nc_cnn_work *w,
 
 /* net folded (nc_cnn_fold_norm) into tn's plain net, which *ret_plain
  * points to, with a CPU work for it and, on a GPU, an engine holding its
- * params (*ret_g; NULL on the CPU), for count_errors-style callers.  Valid
- * until the next call or train_norm_free. */
+ * params (*ret_g; NULL on the CPU), for count_errors-style callers.  ret_g
+ * NULL: the CPU only (no engine is made or updated).  Valid until the next
+ * call or train_norm_free. */
 int train_norm_fold(train_norm *tn, const nc_cnn *net, const nc_cnn **ret_plain,
                     nc_cnn_work **ret_w, void **ret_g);
 
