@@ -31,13 +31,20 @@
  *     each fully connected layer, its lanes reading the weight row together
  *     and summing by a fixed shuffle tree.
  * Every sum is taken in a fixed order: the results do not depend on the
- * launch or the batch. */
+ * launch or the batch.
+ *
+ * Launches.  At the batches this path serves (up to 32 images) each kernel
+ * is a few microseconds, about what a launch and its ramp-up cost, so conv3
+ * and top are programmatic launches (gpu/launch.cuh): their blocks start
+ * while the kernel before is still running and stage what no kernel writes
+ * (conv3's weights; top's first rows to L2), then wait for its output. */
 #include "cnn_fused_deep.cuh"
 
 #include <errno.h>
 
 #include "cnn_math.cuh"
 #include "cuda_check.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -93,6 +100,7 @@ __global__ void __launch_bounds__(T2) features_kernel(column C, const float *__r
     const int t = threadIdx.x;
     const int img = blockIdx.x / GROUPS2, g0 = (blockIdx.x % GROUPS2) * G2;
     const float *xi = x + (size_t)img * IN_HW;
+    nc_dev_pdl_trigger();           /* conv3's blocks may start staging now */
     for (int i = t; i < IN_HW; i += T2)
         xs[i] = xi[i];
     for (int i = t; i < M1 * K1 * K1; i += T2)
@@ -156,10 +164,12 @@ __global__ void __launch_bounds__(T3) conv3_kernel(column C, const float *__rest
     const int t = threadIdx.x;
     const int img = blockIdx.x / GROUPS3, g0 = (blockIdx.x % GROUPS3) * G3;
     const float *fi = feat + (size_t)img * FEAT;
-    for (int i = t; i < FEAT; i += T3)
-        p2[i] = fi[i];
+    nc_dev_pdl_trigger();
     for (int i = t; i < G3 * W3_MAP; i += T3)
         w3s[i] = C.w3[(size_t)g0 * W3_MAP + i];
+    nc_dev_pdl_wait();              /* features_kernel's output from here on */
+    for (int i = t; i < FEAT; i += T3)
+        p2[i] = fi[i];
     __syncthreads();
 
     /* a thread per (quarter, map, position) */
@@ -199,6 +209,12 @@ __global__ void __launch_bounds__(TT) top_kernel(column C, const float *__restri
 {
     __shared__ float h3[M3], h4[MAX_UNITS];
     const int t = threadIdx.x, lane = t % 32, warp = t / 32, img = blockIdx.x;
+    nc_dev_pdl_trigger();
+    /* the first fully connected layer's weights, a 128-byte line a thread,
+     * towards L2 while conv3 runs (its rows are read a warp at a time below) */
+    if ((uint32_t)t * 32u < C.u1 * (uint32_t)M3)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(C.f1w + (size_t)t * 32u));
+    nc_dev_pdl_wait();              /* conv3_kernel's output from here on */
     if (t < M3)
         h3[t] = pooled[(size_t)img * M3 + t];
     __syncthreads();
@@ -239,9 +255,8 @@ extern "C" int nc_gpu_cnn_fused_deep_forward(const nc_gpu_cnn_layer *l, const fl
                       l[7].maps,    l[8].maps};
     features_kernel<<<n * GROUPS2, T2, 0, stream>>>(C, x, features);
     NC_CUDA_CHECK(cudaGetLastError());
-    conv3_kernel<<<n * GROUPS3, T3, 0, stream>>>(C, features, pooled);
-    NC_CUDA_CHECK(cudaGetLastError());
-    top_kernel<<<n, TT, 0, stream>>>(C, pooled, out);
-    NC_CUDA_CHECK(cudaGetLastError());
+    NC_CUDA_CHECK(nc_dev_launch(conv3_kernel, dim3(n * GROUPS3), dim3(T3), 0, stream, n, C,
+                                features, pooled));
+    NC_CUDA_CHECK(nc_dev_launch(top_kernel, dim3(n), dim3(TT), 0, stream, n, C, pooled, out));
     return 0;
 }
