@@ -288,7 +288,9 @@ int nc_cnn_forward_blas(const nc_cnn *net, nc_cnn_work *w,
  * columns' outputs (BLAS path).  All columns share input and output sizes;
  * w must fit each of them.  A column with an input transform (W<w>) is
  * refused with -EINVAL: it needs nc_cnn_committee_run, whose work holds the
- * transformed inputs. */
+ * transformed inputs.  So is a batch-normalised column: its forward
+ * normalises by the batch's own statistics (training); fold it first
+ * (nc_cnn_fold_norm). */
 int nc_cnn_committee_forward(const nc_cnn *const *nets, uint32_t n_nets,
                              nc_cnn_work *w, const float *in, uint32_t n,
                              float *out);

@@ -408,7 +408,8 @@ int nc_cnn_committee_forward(const nc_cnn *const *nets, uint32_t n_nets,
         if (err)
             return err;
         if (nets[i]->n_inputs != nets[0]->n_inputs ||
-            nets[i]->n_outputs != nets[0]->n_outputs || nets[i]->width_norm)
+            nets[i]->n_outputs != nets[0]->n_outputs || nets[i]->width_norm ||
+            nc_cnn_norm_layers(nets[i]))
             return -EINVAL;
     }
     const size_t len = (size_t)n * nets[0]->n_outputs;

@@ -658,6 +658,16 @@ static void test_work_committee(void)
     const nc_cnn *bad[2] = { a, other };
     CHECK_INT_EQ(nc_cnn_committee_forward(bad, 2, w, in, 5, oc), -EINVAL);
     CHECK_INT_EQ(nc_cnn_committee_forward(col, 0, w, in, 5, oc), -EINVAL);
+    /* a normalised column answers by its batch's statistics (a training
+     * forward), so the committee refuses it; its own forward still runs */
+    nc_cnn *normed = make_net("1x12x12-4C3bn-MP2-6C3-4N", 4, 0.3f);
+    nc_cnn_work *wn = NULL;
+    REQUIRE(normed && nc_cnn_work_new(normed, 5, &wn) == 0);
+    const nc_cnn *one[1] = { normed };
+    CHECK_INT_EQ(nc_cnn_committee_forward(one, 1, wn, in, 5, oc), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_forward_blas(normed, wn, in, 5, oc), 0);
+    nc_cnn_work_free(wn);
+    nc_cnn_free(normed);
     nc_cnn_work_free(w);
     nc_cnn_free(a);
     nc_cnn_free(b);
