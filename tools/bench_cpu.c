@@ -7,6 +7,12 @@
  * from the committed MNIST fixture.
  *
  *   neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]
+ *                    [--cnn-arch ARCH]
+ *
+ * --cnn-arch times another CNN with a 1x29x29 input than seed 000's column,
+ * e.g. 1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N, the deep column that
+ * models/cnn-column.ncm holds (random weights: the time does not depend on
+ * their values).
  */
 #include "bench_cpu.h"
 
@@ -61,7 +67,8 @@ static int load_digits(const char *dir, nc_dataset *ret)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]\n");
+    fprintf(to, "usage: neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]\n"
+                "                        [--cnn-arch ARCH]\n");
 }
 
 int main(int argc, char **argv)
@@ -78,6 +85,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--reps")) o.reps = atoi(v);
         else if (!strcmp(a, "--batch")) o.batch = atoi(v);
         else if (!strcmp(a, "--data")) dir = v;
+        else if (!strcmp(a, "--cnn-arch")) o.cnn_arch = v;
         else { usage(stderr); return 2; }
         i++;
     }

@@ -9,6 +9,7 @@ typedef struct nc_bench_opts {
     const nc_dataset *digits;   /* real digits (the MNIST fixture) */
     int reps;                   /* timing repetitions; more = steadier */
     int batch;                  /* CNN batch size for the BLAS path */
+    const char *cnn_arch;       /* CNN to time (1x29x29 input); NULL: seed 000's column */
 } nc_bench_opts;
 
 int bench_cpu_neocog(const nc_bench_opts *o);

@@ -1,7 +1,7 @@
 /* tools/bench_cpu_cnn.c — the CNN half of neocog-bench-cpu.
  *
- * Times seed 000's MNIST column 1x29x29-20C4-MP2-40C5-MP3-150N-10N on one
- * core: per layer and per image for the plain-loop reference (batch 1) and
+ * Times seed 000's MNIST column 1x29x29-20C4-MP2-40C5-MP3-150N-10N (or the
+ * net of --cnn-arch, which must take a 1x29x29 input) on one core: per layer and per image for the plain-loop reference (batch 1) and
  * for the unrolled-convolution + BLAS path (seed 001) at batch 1 and at
  * o->batch, a sweep of the BLAS path's unroll chunk, and training (forward +
  * backward + SGD) images/s.
@@ -131,8 +131,17 @@ int bench_cpu_cnn(const nc_bench_opts *o)
     nc_cnn_work *w = NULL, *w1 = NULL;
     float *in = NULL;
     int err;
-    if ((err = nc_cnn_new(COLUMN, &net)) || (err = nc_cnn_init_weights(net, 1)) ||
-        (err = make_inputs(o->digits, n_in, &in)) ||
+    const char *arch = o->cnn_arch ? o->cnn_arch : COLUMN;
+    if ((err = nc_cnn_new(arch, &net))) {
+        fprintf(stderr, "neocog-bench-cpu: --cnn-arch %s: not a network in the notation\n", arch);
+        goto out;
+    }
+    if (net->n_inputs != 29 * 29) {     /* make_inputs' 29x29 fields */
+        fprintf(stderr, "neocog-bench-cpu: --cnn-arch %s: the input must be 1x29x29\n", arch);
+        err = -EINVAL;
+        goto out;
+    }
+    if ((err = nc_cnn_init_weights(net, 1)) || (err = make_inputs(o->digits, n_in, &in)) ||
         (err = nc_cnn_work_new(net, batch, &w)) || (err = nc_cnn_work_new(net, 1, &w1)))
         goto out;
 
@@ -140,7 +149,7 @@ int bench_cpu_cnn(const nc_bench_opts *o)
     for (uint32_t l = 1; l < net->n_layers; l++)
         if (net->layers[l].kind != NC_CNN_KIND_POOL)
             macs += layer_macs(net, l);
-    printf("## CNN column %s\n\n", COLUMN);
+    printf("## CNN column %s\n\n", arch);
     printf("%zu weights, %.2f M multiply-adds per image; OpenBLAS %s, one thread; "
            "inputs: %u real digits (MNIST prep 28x28 in a 29x29 field)\n\n",
            net->n_params, macs / 1e6, OPENBLAS_VERSION, n_in);
