@@ -13,11 +13,10 @@
  * writes are visible.  Every kernel launched so calls nc_dev_pdl_wait()
  * before it touches global memory that an earlier kernel on the stream
  * writes (what none writes, like a net's weights, it may read before), and
- * nc_dev_pdl_trigger() early, which
- * lets the next such kernel launch once every block of this one has issued
- * it (the blocks of this grid are then all resident, so the waiting ones
- * cannot starve them).  Both are no-ops below sm_90 and when the launch
- * did not ask for it. */
+ * nc_dev_pdl_trigger() early, which lets the next such kernel launch once
+ * every block of this one has issued it (the blocks of this grid are then
+ * all resident, so the waiting ones cannot starve them).  Both are no-ops
+ * below sm_90 and when the launch did not ask for it. */
 #ifndef NC_GPU_LAUNCH_CUH
 #define NC_GPU_LAUNCH_CUH
 

@@ -1,8 +1,9 @@
 /* tools/bench_cpu_cnn.c — the CNN half of neocog-bench-cpu.
  *
  * Times seed 000's MNIST column 1x29x29-20C4-MP2-40C5-MP3-150N-10N (or the
- * net of --cnn-arch, which must take a 1x29x29 input) on one core: per layer and per image for the plain-loop reference (batch 1) and
- * for the unrolled-convolution + BLAS path (seed 001) at batch 1 and at
+ * net of --cnn-arch, which must take a 1x29x29 input) on one core: per layer
+ * and per image for the plain-loop reference (batch 1) and for the
+ * unrolled-convolution + BLAS path (seed 001) at batch 1 and at
  * o->batch, a sweep of the BLAS path's unroll chunk, and training (forward +
  * backward + SGD) images/s.
  *
@@ -133,7 +134,9 @@ int bench_cpu_cnn(const nc_bench_opts *o)
     int err;
     const char *arch = o->cnn_arch ? o->cnn_arch : COLUMN;
     if ((err = nc_cnn_new(arch, &net))) {
-        fprintf(stderr, "neocog-bench-cpu: --cnn-arch %s: not a network in the notation\n", arch);
+        if (err == -EINVAL)
+            fprintf(stderr, "neocog-bench-cpu: --cnn-arch %s: not a network in the notation\n",
+                    arch);
         goto out;
     }
     if (net->n_inputs != 29 * 29) {     /* make_inputs' 29x29 fields */
