@@ -794,8 +794,18 @@ static int backward_device(nc_gpu_cnn *g, uint32_t n)
         switch (L->kind) {
         case NC_CNN_KIND_CONV:
             err = act_backward(g, l, y, dy, n);
-            if (!err)
-                err = nc_gpu_cnn_conv_weights(L, x, dy, n, g->d_part, g->stream);
+            if (err)
+                break;
+            if (g->path == NC_GPU_CNN_PATH_UNROLLED && g->blas) {
+                /* the products of core's BLAS path: large layers' training */
+                err = nc_gpu_cnn_conv_weights_unrolled(L, x, dy, n, g->d_unroll, g->unroll_cap,
+                                                       g->blas, g->stream);
+                if (!err && l > 1)
+                    err = nc_gpu_cnn_conv_backward_unrolled(L, dy, dx, n, g->d_unroll,
+                                                            g->unroll_cap, g->blas, g->stream);
+                break;
+            }
+            err = nc_gpu_cnn_conv_weights(L, x, dy, n, g->d_part, g->stream);
             if (!err && l > 1)
                 err = nc_gpu_cnn_conv_backward(L, dy, dx, n, g->stream);
             break;

@@ -100,6 +100,161 @@ extern "C" int nc_gpu_cnn_conv_forward_unrolled(const nc_gpu_cnn_layer *L, const
     return 0;
 }
 
+/* ---- training: the two backward products of a convolution -------------- */
+
+/* d[m][col] = da of image b0 + col / hw, map m, position col % hw: the
+ * layer's dE/da, map-major for the products. */
+static __global__ void gather_da_kernel(nc_gpu_cnn_layer L, const float *__restrict__ da,
+                                        float *__restrict__ d, uint32_t b0, uint32_t cols)
+{
+    const uint32_t hw = L.height * L.width;
+    const size_t total = (size_t)L.maps * cols;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t m = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
+        d[e] = da[(size_t)(b0 + col / hw) * L.n_out + (size_t)m * hw + col % hw];
+    }
+}
+
+/* gbias[m] (+)= the sum of row m of d, a block a map: each thread a strided
+ * partial sum, then a fixed tree, so the order never changes. */
+static __global__ void bias_grad_kernel(nc_gpu_cnn_layer L, const float *__restrict__ d,
+                                        uint32_t cols, int accumulate)
+{
+    __shared__ float red[NC_GPU_CNN_BLOCK];
+    const uint32_t m = blockIdx.x, t = threadIdx.x;
+    const float *row = d + (size_t)m * cols;
+    float s = 0.0f;
+    for (uint32_t c = t; c < cols; c += NC_GPU_CNN_BLOCK)
+        s += row[c];
+    red[t] = s;
+    __syncthreads();
+    for (uint32_t half = NC_GPU_CNN_BLOCK / 2; half > 0; half >>= 1) {
+        if (t < half)
+            red[t] += red[t + half];
+        __syncthreads();
+    }
+    if (t == 0)
+        L.gbias[m] = accumulate ? L.gbias[m] + red[0] : red[0];
+}
+
+/* The gradient of a kernel the connection table cuts is 0 (the product
+ * gave it one): gweights[m][c][..] for every c not in map m's list. */
+static __global__ void mask_cut_kernel(nc_gpu_cnn_layer L)
+{
+    const uint32_t kk = L.kernel_x * L.kernel_y;
+    const size_t total = (size_t)L.maps * L.fan_in;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t m = (uint32_t)(e / L.fan_in), c = (uint32_t)(e % L.fan_in) / kk;
+        const int32_t *list = L.fwd + (size_t)m * (1 + L.in_maps);
+        if (list[0] == (int32_t)L.in_maps)
+            continue;           /* a map wired to every input: nothing cut */
+        int wired = 0;
+        for (int32_t i = 1; i <= list[0] && !wired; i++)
+            wired = list[i] == (int32_t)c;
+        if (!wired)
+            L.gweights[e] = 0.0f;
+    }
+}
+
+/* dx of the chunk's images: each input pixel gathers, in the fixed order
+ * (ky, kx), du's entries of the outputs that read it (the transpose of
+ * unroll_kernel); a pixel no output reads gets 0. */
+static __global__ void col2im_kernel(nc_gpu_cnn_layer L, const float *__restrict__ du,
+                                     float *__restrict__ dx, uint32_t b0, uint32_t cols)
+{
+    const uint32_t hw = L.height * L.width, in_hw = L.in_height * L.in_width;
+    const size_t total = (size_t)(cols / hw) * L.n_in;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t bb = (uint32_t)(e / L.n_in), r = (uint32_t)(e % L.n_in);
+        const uint32_t c = r / in_hw, q = r % in_hw, iy = q / L.in_width, ix = q % L.in_width;
+        float s = 0.0f;
+        for (uint32_t i = 0; i < L.kernel_y; i++) {
+            if (iy < i || (iy - i) % L.step_y)
+                continue;
+            const uint32_t oy = (iy - i) / L.step_y;
+            if (oy >= L.height)
+                continue;
+            for (uint32_t j = 0; j < L.kernel_x; j++) {
+                if (ix < j || (ix - j) % L.step_x)
+                    continue;
+                const uint32_t ox = (ix - j) / L.step_x;
+                if (ox >= L.width)
+                    continue;
+                const size_t row = ((size_t)c * L.kernel_y + i) * L.kernel_x + j;
+                s += du[row * cols + (size_t)bb * hw + oy * L.width + ox];
+            }
+        }
+        dx[(size_t)(b0 + bb) * L.n_in + r] = s;
+    }
+}
+
+extern "C" int nc_gpu_cnn_conv_weights_unrolled(const nc_gpu_cnn_layer *L, const float *x,
+                                                const float *da, uint32_t n, float *scratch,
+                                                size_t cap, cublasHandle_t blas,
+                                                cudaStream_t stream)
+{
+    const uint32_t hw = L->height * L->width;
+    const uint32_t chunk = nc_gpu_cnn_unroll_chunk(L, cap);
+    if (chunk < 1)
+        return -EINVAL;
+    NC_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    const float one = 1.0f, zero = 0.0f;
+    for (uint32_t b0 = 0; b0 < n; b0 += chunk) {
+        const uint32_t c = n - b0 < chunk ? n - b0 : chunk;
+        const uint32_t cols = c * hw;
+        float *u = scratch, *d = scratch + (size_t)L->fan_in * cols;
+        unroll_kernel<<<nc_gpu_cnn_blocks((size_t)L->fan_in * cols, NC_GPU_CNN_BLOCK),
+                        NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, u, b0, cols);
+        NC_CUDA_CHECK(cudaGetLastError());
+        gather_da_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * cols, NC_GPU_CNN_BLOCK),
+                           NC_GPU_CNN_BLOCK, 0, stream>>>(*L, da, d, b0, cols);
+        NC_CUDA_CHECK(cudaGetLastError());
+        /* column-major: dW^T (fan_in x maps) = U (fan_in x cols) D^T (cols x maps),
+         * added to the chunks before */
+        NC_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)L->fan_in, (int)L->maps,
+                                    (int)cols, &one, u, (int)cols, d, (int)cols,
+                                    b0 ? &one : &zero, L->gweights, (int)L->fan_in));
+        bias_grad_kernel<<<L->maps, NC_GPU_CNN_BLOCK, 0, stream>>>(*L, d, cols, b0 > 0);
+        NC_CUDA_CHECK(cudaGetLastError());
+    }
+    mask_cut_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * L->fan_in, NC_GPU_CNN_BLOCK),
+                      NC_GPU_CNN_BLOCK, 0, stream>>>(*L);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_conv_backward_unrolled(const nc_gpu_cnn_layer *L, const float *da,
+                                                 float *dx, uint32_t n, float *scratch,
+                                                 size_t cap, cublasHandle_t blas,
+                                                 cudaStream_t stream)
+{
+    const uint32_t hw = L->height * L->width;
+    const uint32_t chunk = nc_gpu_cnn_unroll_chunk(L, cap);
+    if (chunk < 1)
+        return -EINVAL;
+    NC_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    const float one = 1.0f, zero = 0.0f;
+    for (uint32_t b0 = 0; b0 < n; b0 += chunk) {
+        const uint32_t c = n - b0 < chunk ? n - b0 : chunk;
+        const uint32_t cols = c * hw;
+        float *du = scratch, *d = scratch + (size_t)L->fan_in * cols;
+        gather_da_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * cols, NC_GPU_CNN_BLOCK),
+                           NC_GPU_CNN_BLOCK, 0, stream>>>(*L, da, d, b0, cols);
+        NC_CUDA_CHECK(cudaGetLastError());
+        /* column-major: dU^T (cols x fan_in) = D^T (cols x maps) W (maps x fan_in) */
+        NC_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)cols, (int)L->fan_in,
+                                    (int)L->maps, &one, d, (int)cols, L->weights,
+                                    (int)L->fan_in, &zero, du, (int)cols));
+        col2im_kernel<<<nc_gpu_cnn_blocks((size_t)c * L->n_in, NC_GPU_CNN_BLOCK),
+                        NC_GPU_CNN_BLOCK, 0, stream>>>(*L, du, dx, b0, cols);
+        NC_CUDA_CHECK(cudaGetLastError());
+    }
+    return 0;
+}
+
 extern "C" int nc_gpu_cnn_full_forward_blas(const nc_gpu_cnn_layer *L, const float *x, float *y,
                                             uint32_t n, cublasHandle_t blas, cudaStream_t stream)
 {

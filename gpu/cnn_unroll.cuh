@@ -1,6 +1,7 @@
-/* gpu/cnn_unroll.cuh — the unrolled-convolution forward (seed 001 on the GPU):
+/* gpu/cnn_unroll.cuh — the unrolled convolution (seed 001 on the GPU):
  * unroll the input patches, one cuBLAS product per chunk of images, then bias
- * and activation; and the same cuBLAS route for fully connected layers.
+ * and activation; the two backward products of training the same way; and
+ * the same cuBLAS route for fully connected layers.
  *
  * Layer: gpu, C linkage.  Device pointers; enqueue on `stream` (the cuBLAS
  * handle must be bound to it); 0 or a negative errno.  fp32 products only
@@ -26,6 +27,18 @@ uint32_t nc_gpu_cnn_unroll_chunk(const nc_gpu_cnn_layer *L, size_t cap);
 int nc_gpu_cnn_conv_forward_unrolled(const nc_gpu_cnn_layer *L, const float *x, float *y,
                                      uint32_t n, float *scratch, size_t cap,
                                      cublasHandle_t blas, cudaStream_t stream);
+
+/* Training, as core's BLAS path: the same results as nc_gpu_cnn_conv_weights
+ * (dW = D U^T and the biases' row sums of D, summed over chunks in order,
+ * cut kernels' gradients 0) and nc_gpu_cnn_conv_backward (dU = W^T D, then
+ * each input pixel gathers its entries), to float rounding.  da is dE/da of
+ * L's outputs; scratch as for the forward. */
+int nc_gpu_cnn_conv_weights_unrolled(const nc_gpu_cnn_layer *L, const float *x, const float *da,
+                                     uint32_t n, float *scratch, size_t cap,
+                                     cublasHandle_t blas, cudaStream_t stream);
+int nc_gpu_cnn_conv_backward_unrolled(const nc_gpu_cnn_layer *L, const float *da, float *dx,
+                                      uint32_t n, float *scratch, size_t cap,
+                                      cublasHandle_t blas, cudaStream_t stream);
 
 /* Same result as nc_gpu_cnn_full_forward, as one sgemm and a bias pass. */
 int nc_gpu_cnn_full_forward_blas(const nc_gpu_cnn_layer *L, const float *x, float *y,

@@ -139,6 +139,7 @@ typedef struct options {
     float teacher_weight;   /* their share of the targets, 0..1 */
     float softmax;          /* > 0: softmax cross-entropy at this scale; 0: squared error */
     float init_gain;        /* > 0: nc_cnn_init_fan_in with this gain; 0: the seed's */
+    int unrolled;           /* --gpu: convolutions by unrolling + cuBLAS, not direct kernels */
 } options;
 
 /* One row of the per-epoch table. */
@@ -203,6 +204,11 @@ static void usage(FILE *f)
         "  --init-gain G     each layer's weights uniform with variance G^2 / fan-in,\n"
         "                    biases 0, instead of uniform in [-0.05, 0.05] (G > 0;\n"
         "                    1.4142 for rectified units, 1 for tanh)\n"
+        "  --gpu-kernels K   with --gpu: direct (default: the direct kernels) or\n"
+        "                    unrolled (convolutions as unrolled products by cuBLAS,\n"
+        "                    as core's BLAS path: faster for large layers); each\n"
+        "                    gives the same network again from the same --seed on\n"
+        "                    the same GPU\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
@@ -212,7 +218,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN };
+           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -238,6 +244,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "teacher-weight", required_argument, NULL, O_TWEIGHT },
         { "softmax", required_argument, NULL, O_SOFTMAX },
         { "init-gain", required_argument, NULL, O_IGAIN },
+        { "gpu-kernels", required_argument, NULL, O_KERNELS },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -308,6 +315,12 @@ static int parse_options(int argc, char **argv, options *o)
             o->gpu = (int)d;
             break;
         }
+        case O_KERNELS:
+            name = "--gpu-kernels";
+            o->unrolled = !strcmp(optarg, "unrolled");
+            if (!o->unrolled && strcmp(optarg, "direct"))
+                err = -EINVAL;
+            break;
         case 'h': usage(stdout); return 1;
         default: return -EINVAL;     /* getopt printed why */
         }
@@ -322,6 +335,11 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (!bad && !o->out) {
         fprintf(stderr, "neocog-train cnn: --out FILE is required\n");
+        bad = 1;
+    }
+    if (!bad && o->unrolled && o->gpu < 0) {
+        fprintf(stderr, "neocog-train cnn: --gpu-kernels unrolled needs --gpu "
+                        "(the CPU always multiplies unrolled products)\n");
         bad = 1;
     }
     if (!bad && (o->epochs == 0 || o->epochs > MAX_EPOCHS)) {
@@ -1048,7 +1066,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t max_batch = o.batch > EVAL_BATCH ? o.batch : EVAL_BATCH;
     if ((err = nc_cnn_work_new(net, o.batch, &w)) || (err = nc_cnn_work_new(net, EVAL_BATCH, &ew)))
         goto fail;
-    if (nc_cnn_norm_layers(net) && (err = train_norm_new(net, o.gpu, EVAL_BATCH, &tn)))
+    if (nc_cnn_norm_layers(net) && (err = train_norm_new(net, o.gpu, o.unrolled, EVAL_BATCH, &tn)))
         goto fail;
     /* a normalised net's fixed statistics: over the first training digits,
        undeformed (what validation and test digits look like), in whole
@@ -1135,7 +1153,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
          * summation order from one run to the next; the direct kernels make
          * a run with the same --seed give the same network again. */
         if (!err)
-            err = nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_DIRECT);
+            err = nc_gpu_cnn_set_path(g, o.unrolled ? NC_GPU_CNN_PATH_UNROLLED
+                                                    : NC_GPU_CNN_PATH_DIRECT);
         if (!err)
             err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_train,
                                             o.deform ? &dparams : NULL);

@@ -12,6 +12,7 @@
 
 struct train_norm {
     int gpu;
+    int unrolled;           /* the eval engine's kernels: as the training engine's */
     uint32_t batch;
     nc_cnn *plain;          /* the last fold */
     nc_cnn_work *w;         /* for plain, on the CPU */
@@ -21,7 +22,8 @@ struct train_norm {
     float *mean, *var;      /* [max maps]: one batch's, one layer's */
 };
 
-int train_norm_new(const nc_cnn *net, int gpu, uint32_t batch, train_norm **ret_tn)
+int train_norm_new(const nc_cnn *net, int gpu, int unrolled, uint32_t batch,
+                   train_norm **ret_tn)
 {
     if (!net || !ret_tn || batch < 1)
         return -EINVAL;
@@ -37,6 +39,7 @@ int train_norm_new(const nc_cnn *net, int gpu, uint32_t batch, train_norm **ret_
     if (!tn)
         return -ENOMEM;
     tn->gpu = gpu;
+    tn->unrolled = unrolled;
     tn->batch = batch;
     tn->sum = malloc((2 * all + 1) * sizeof(double));
     tn->mean = malloc(2 * (size_t)maps * sizeof(float));
@@ -162,7 +165,8 @@ int train_norm_fold(train_norm *tn, const nc_cnn *net, const nc_cnn **ret_plain,
             tn->g = g;
             /* as the training engine: the same kernels every run, so that a
                seed gives the same validation errors */
-            if ((err = nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_DIRECT)))
+            if ((err = nc_gpu_cnn_set_path(g, tn->unrolled ? NC_GPU_CNN_PATH_UNROLLED
+                                                           : NC_GPU_CNN_PATH_DIRECT)))
                 return err;
         } else if ((err = nc_gpu_cnn_upload(tn->g, tn->plain))) {
             return err;

@@ -21,8 +21,10 @@ typedef struct train_norm train_norm;
 
 /* For a net of net's architecture, answering batches of up to `batch`
  * images, on CUDA device `gpu` (or the CPU for gpu < 0; also when the build
- * has no CUDA). */
-int train_norm_new(const nc_cnn *net, int gpu, uint32_t batch, train_norm **ret_tn);
+ * has no CUDA) with the direct kernels, or with unrolled products for
+ * `unrolled` (as the training engine: neocog-train's --gpu-kernels). */
+int train_norm_new(const nc_cnn *net, int gpu, int unrolled, uint32_t batch,
+                   train_norm **ret_tn);
 void train_norm_free(train_norm *tn);
 
 /* Set every normalised layer's mean and var in net from inputs[count]

@@ -394,7 +394,10 @@ done:
  * batch, so the short last step is covered.  softmax > 0: both sides
  * minimise the softmax cross-entropy at that scale (nc_cnn_loss_softmax,
  * nc_gpu_cnn_set_loss_softmax) instead of the squared error. */
-static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, float softmax)
+/* As test_train_batches, with the engine's kernels fixed to `path` (AUTO:
+ * its own choice, which trains with the direct backward kernels). */
+static void train_batches_on(const char *arch, uint32_t n, uint32_t batch, float softmax,
+                             nc_gpu_cnn_path path)
 {
     nc_cnn *cpu = NULL, *gpu = NULL;
     REQUIRE(nc_cnn_new(arch, &cpu) == 0);
@@ -414,6 +417,10 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, flo
     if (!before || !grads || !d_cpu || !d_gpu || !in || !out || !d_out || !labels ||
         nc_cnn_work_new(cpu, batch, &w) || nc_gpu_cnn_new(gpu, 0, batch, &g)) {
         CHECK_MSG(0, "setup of the training run: %s", nc_gpu_last_error());
+        goto done;
+    }
+    if (path != NC_GPU_CNN_PATH_AUTO && nc_gpu_cnn_set_path(g, path) != 0) {
+        CHECK_MSG(0, "%s: path %s refused", arch, path_name(path));
         goto done;
     }
     nc_test_rng rng = {777};
@@ -454,8 +461,8 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, flo
         d_gpu[i] = gpu->params[i] - before[i];
     }
     char tag[160];
-    snprintf(tag, sizeof tag, "%s train batches n=%u batch %u softmax %g", arch, n, batch,
-             (double)softmax);
+    snprintf(tag, sizeof tag, "%s train batches n=%u batch %u softmax %g path %s", arch, n,
+             batch, (double)softmax, path_name(path));
     /* Rectified units: a unit within rounding of 0 may be on for one side and
        off for the other, and over several steps that moves the weights below
        it by ~1e-4 relative (1.5e-4 measured on the deep column, in one run of
@@ -481,6 +488,11 @@ done:
     free(out);
     free(d_out);
     free(labels);
+}
+
+static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, float softmax)
+{
+    train_batches_on(arch, n, batch, softmax, NC_GPU_CNN_PATH_AUTO);
 }
 
 /* nc_gpu_cnn_forward_start / _finish: three engines started before any is
@@ -656,5 +668,13 @@ int main(void)
        CPU), and on the awkward net below, whose 13Nbn stays well scaled. */
     test_train_batches("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150N-10N", 70, 16, 0.0f);
     test_train_batches("2x23x21-6C3x5S1x2R50bn-MP2x1-5C2x3R60:7bnrelu-13Nbn-4N", 45, 8, 3.0f);
+    /* the unrolled backward (neocog-train --gpu-kernels unrolled): a plain
+       column, a net with tables, skips and strides, and a normalised one */
+    train_batches_on("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16, 0.0f,
+                     NC_GPU_CNN_PATH_UNROLLED);
+    train_batches_on("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 45, 8, 0.0f,
+                     NC_GPU_CNN_PATH_UNROLLED);
+    train_batches_on("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150N-10N", 70, 16, 0.0f,
+                     NC_GPU_CNN_PATH_UNROLLED);
     return nc_test_finish();
 }

@@ -410,6 +410,20 @@ static void test_norm(const char *tool, const char *dir)
     nc_cnn_free(file);
 }
 
+/* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
+ * CPU path multiplies unrolled products anyway), are refused before any
+ * training. */
+static void test_gpu_kernels(const char *tool, const char *dir)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/kernels.ncm", dir);
+    const char *a_args[] = { SMALL_RUN(dir), "--out", out, "--gpu-kernels", "fast", NULL };
+    const char *b_args[] = { SMALL_RUN(dir), "--out", out, "--gpu-kernels", "unrolled", NULL };
+    check_refused(tool, a_args, "--gpu-kernels: not a valid value");
+    check_refused(tool, b_args, "--gpu-kernels unrolled needs --gpu");
+    CHECK_MSG(access(out, F_OK) != 0, "%s written by a refused run", out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -425,6 +439,7 @@ int main(int argc, char **argv)
     test_softmax(argv[1], dir);
     test_relu(argv[1], dir);
     test_norm(argv[1], dir);
+    test_gpu_kernels(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
                             "softmax.ckpt", "relu.ncm", "relu.ckpt", "norm.ncm", "norm.ckpt",
                             "train-images-idx3-ubyte",
