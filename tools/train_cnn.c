@@ -206,9 +206,10 @@ static void usage(FILE *f)
         "                    1.4142 for rectified units, 1 for tanh)\n"
         "  --gpu-kernels K   with --gpu: direct (default: the direct kernels) or\n"
         "                    unrolled (convolutions as unrolled products by cuBLAS,\n"
-        "                    as core's BLAS path: faster for large layers); each\n"
-        "                    gives the same network again from the same --seed on\n"
-        "                    the same GPU\n"
+        "                    as core's BLAS path: faster for large layers, e.g.\n"
+        "                    ten 3x3 layers of 32-176 maps); each sums in a fixed\n"
+        "                    order, so the same --seed on the same GPU model gives\n"
+        "                    the same network\n"
         "  --checkpoint FILE rewrite FILE atomically after every epoch\n"
         "  --resume          continue from --checkpoint (same options)\n"
         "  -h, --help        this text\n");
