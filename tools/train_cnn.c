@@ -126,6 +126,7 @@ typedef struct options {
     float lr_decay;
     uint32_t validation;
     int keep_last;          /* keep the last epoch, not validation's best */
+    uint32_t average_last;  /* > 0: keep the mean of the last this many epochs' weights */
     uint32_t limit;         /* 0: all */
     int deform;
     float deform_scale;     /* strength of the deformations, 1 = NC_DEFORM_MNIST */
@@ -176,6 +177,10 @@ static void usage(FILE *f)
         "  --keep-last       keep the last epoch's weights, not those of the epoch\n"
         "                    with the lowest validation error (which is still\n"
         "                    measured and reported every epoch)\n"
+        "  --average-last K  keep the mean of the last K epochs' weights (stochastic\n"
+        "                    weight averaging, Izmailov et al. 2018; a normalised\n"
+        "                    net's statistics are measured again for the mean, and\n"
+        "                    its validation error is reported)\n"
         "  --limit N         train on the first N training digits only\n"
         "  --deform          deform training digits (default)\n"
         "  --no-deform       train on the digits as they are\n"
@@ -219,7 +224,8 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
-           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS };
+           O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS,
+           O_AVERAGE };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -230,6 +236,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "lr-decay", required_argument, NULL, O_DECAY },
         { "validation", required_argument, NULL, O_VALID },
         { "keep-last", no_argument, NULL, O_KEEPLAST },
+        { "average-last", required_argument, NULL, O_AVERAGE },
         { "limit", required_argument, NULL, O_LIMIT },
         { "deform", no_argument, NULL, O_DEFORM },
         { "no-deform", no_argument, NULL, O_NODEFORM },
@@ -286,6 +293,12 @@ static int parse_options(int argc, char **argv, options *o)
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
         case O_KEEPLAST: o->keep_last = 1; break;
+        case O_AVERAGE:
+            name = "--average-last";
+            err = train_parse_u32(optarg, &o->average_last);
+            if (!err && o->average_last == 0)
+                err = -ERANGE;
+            break;
         case O_EXTRA: o->extra = optarg; break;
         case O_INIT: o->init = optarg; break;
         case O_TEACHER: o->teacher = optarg; break;
@@ -345,6 +358,15 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (!bad && (o->epochs == 0 || o->epochs > MAX_EPOCHS)) {
         fprintf(stderr, "neocog-train cnn: --epochs must be 1..%u\n", MAX_EPOCHS);
+        bad = 1;
+    }
+    if (!bad && o->average_last > o->epochs) {
+        fprintf(stderr, "neocog-train cnn: --average-last must be 1..--epochs (%u)\n", o->epochs);
+        bad = 1;
+    }
+    if (!bad && o->average_last && o->keep_last) {
+        fprintf(stderr, "neocog-train cnn: --average-last with --keep-last: the kept weights "
+                "are the mean of the last epochs'\n");
         bad = 1;
     }
     if (!bad && (o->batch == 0 || o->batch > 4096)) {
@@ -467,9 +489,10 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
  * checkpoint (everything that changes what the epochs compute). */
 static void config_string(const options *o, char *dst, size_t cap)
 {
-    /* deform_scale, keep_last, softmax and init_gain only when not the
-     * default, so checkpoints written before those options still resume */
-    char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "";
+    /* deform_scale, keep_last, softmax, init_gain and average_last only when
+     * not the default, so checkpoints written before those options still
+     * resume; an average also fixes --epochs, which places its window */
+    char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "", avg[64] = "";
     if (o->deform_scale != 1.0f)
         snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
     if (o->teacher)
@@ -478,13 +501,15 @@ static void config_string(const options *o, char *dst, size_t cap)
         snprintf(softmax, sizeof(softmax), " softmax=%.9g", (double)o->softmax);
     if (o->init_gain > 0.0f)
         snprintf(gain, sizeof(gain), " init_gain=%.9g", (double)o->init_gain);
+    if (o->average_last)
+        snprintf(avg, sizeof(avg), " average_last=%u epochs=%u", o->average_last, o->epochs);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
-             o->teacher ? o->teacher : "", teacher, softmax, gain);
+             o->teacher ? o->teacher : "", teacher, softmax, gain, avg);
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -943,7 +968,23 @@ static int make_pool(trainer *t, const float *mnist_inputs, const uint8_t *mnist
 
 /* ---- the command ----------------------------------------------------------- */
 
-static void print_table(const run_state *st, uint32_t n_valid)
+/* best->params = the mean of k weight sets, of which best holds the mean of
+ * the first k - 1 and net the k-th (k = 1: a copy).  A normalised net's
+ * statistics are averaged too; the caller measures them again. */
+static void average_into(nc_cnn *best, const nc_cnn *net, uint32_t k)
+{
+    if (k == 1) {
+        memcpy(best->params, net->params, net->n_params * sizeof(float));
+        return;
+    }
+    const float f = 1.0f / (float)k;
+    for (size_t i = 0; i < net->n_params; i++)
+        best->params[i] += (net->params[i] - best->params[i]) * f;
+}
+
+/* avg_first: the first epoch (1-based) of --average-last's window, 0 for
+ * none: those epochs are marked instead of the kept one. */
+static void print_table(const run_state *st, uint32_t n_valid, uint32_t avg_first)
 {
     fprintf(stderr, "\n epoch        lr      loss  train err  valid err   time\n");
     for (uint32_t e = 0; e < st->epochs_done; e++) {
@@ -955,7 +996,8 @@ static void print_table(const run_state *st, uint32_t n_valid)
             snprintf(valid, sizeof(valid), "%9s", "-");
         fprintf(stderr, " %5u  %8.2e  %8.5f  %8.2f%%  %s  %5.0fs%s\n", e + 1, h[HIST_LR],
                 h[HIST_LOSS], 100.0 * h[HIST_TRAIN_ERR], valid, h[HIST_SECONDS],
-                e + 1 == st->best_epoch ? "  <- kept" : "");
+                avg_first ? (e + 1 >= avg_first ? "  <- averaged" : "")
+                          : (e + 1 == st->best_epoch ? "  <- kept" : ""));
     }
 }
 
@@ -1236,7 +1278,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         int lowest = o.validation != 0;
         for (uint32_t i = 0; lowest && i + 1 < st.epochs_done; i++)
             lowest = h[HIST_VALID_ERR] < st.hist[(size_t)i * HIST_COLS + HIST_VALID_ERR];
-        if (lowest || !o.validation || o.keep_last) {
+        if (o.average_last) {
+            /* best holds the running mean of the window's epochs so far (so a
+             * checkpoint carries it); epochs before the window leave it be */
+            if (st.epochs_done > o.epochs - o.average_last) {
+                st.best_epoch = st.epochs_done;
+                average_into(best, net, st.epochs_done - (o.epochs - o.average_last));
+            }
+        } else if (lowest || !o.validation || o.keep_last) {
             st.best_epoch = st.epochs_done;
             memcpy(best->params, net->params, net->n_params * sizeof(float));
         }
@@ -1259,6 +1308,26 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             if (write_checkpoint(o.checkpoint, &o, net, best, &info, &st))
                 goto out;
         }
+    }
+
+    /* An average's statistics and validation error, as every epoch's: the
+     * engine takes its weights (training is over). */
+    uint32_t avg_valid_errors = 0;
+    if (o.average_last) {
+        const nc_cnn *vnet = best;
+        nc_cnn_work *vw = ew;
+        void *vg = gpu;
+#if NC_HAVE_CUDA
+        if (t.gpu && (err = nc_gpu_cnn_upload(t.gpu, best)))
+            goto fail;
+#endif
+        if (tn && ((err = train_norm_measure(tn, best, gpu, ew, train_inputs, norm_digits)) ||
+                   (err = train_norm_fold(tn, best, &vnet, &vw, &vg))))
+            goto fail;
+        if (o.validation &&
+            (err = count_errors(vnet, vw, vg, train_inputs, train.labels, plane, valid_first,
+                                o.validation, t.out, &avg_valid_errors)))
+            goto fail;
     }
 
     /* The chosen weights, measured once on the test set. */
@@ -1298,19 +1367,30 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         goto out;
     }
 
-    print_table(&st, o.validation);
+    print_table(&st, o.validation,
+                o.average_last ? o.epochs - o.average_last + 1 : 0);
     double total = spent_before + (train_now() - run_start);
-    char dur[32], why[64] = " (last)";
+    char dur[32], which[48], why[96] = " (last)";
     train_format_duration(total, dur, sizeof(dur));
-    if (o.validation && o.keep_last)
+    if (o.average_last > 1)
+        snprintf(which, sizeof(which), "epochs %u-%u", st.epochs_done - o.average_last + 1,
+                 st.epochs_done);
+    else
+        snprintf(which, sizeof(which), "epoch %u", st.best_epoch);
+    if (o.average_last && o.validation)
+        snprintf(why, sizeof(why), ", averaged (--average-last: validation error %.2f%%)",
+                 100.0 * avg_valid_errors / o.validation);
+    else if (o.average_last)
+        snprintf(why, sizeof(why), ", averaged (--average-last)");
+    else if (o.validation && o.keep_last)
         snprintf(why, sizeof(why), " (last, --keep-last: validation error %.2f%%)",
                  100.0 * st.hist[(size_t)(st.best_epoch - 1) * HIST_COLS + HIST_VALID_ERR]);
     else if (o.validation)
         snprintf(why, sizeof(why), " (lowest validation error)");
     fprintf(stderr, "\n model       %s\n arch        %s\n data        %s\n"
-            " kept        epoch %u of %u%s\n test error  %.2f%% (%u / %u, %s)\n"
+            " kept        %s of %u%s\n test error  %.2f%% (%u / %u, %s)\n"
             " time        %s (wall, training to test)\n",
-            o.out, arch, info.data, st.best_epoch, st.epochs_done, why,
+            o.out, arch, info.data, which, st.epochs_done, why,
             100.0 * info.test_error, test_errors, test.count, info.test_set, dur);
     if (tn) {
         char folded[NC_CNN_ARCH_MAX];

@@ -127,6 +127,15 @@ static int run(const char *tool, const char *const *args, char **ret_out)
     return status;
 }
 
+/* run without keeping its output */
+static int run_only(const char *tool, const char *const *args)
+{
+    char *out = NULL;
+    const int status = run(tool, args, &out);
+    free(out);
+    return status;
+}
+
 /* The number after key on each progress line ("epoch E/N ... key X"), into
  * v[0..EPOCHS]; the count of such lines. */
 static int parse_field(const char *out, const char *key, double *v)
@@ -342,17 +351,17 @@ static void test_relu(const char *tool, const char *dir)
     nc_cnn_free(net);
 }
 
-/* The normalised layers' statistics in the checkpoint's best net against
- * their sums over training digits 0-249 (the trainer's whole batches of 250 from
- * the 300 it trains on), prepared as the file's prep says: one batch here. */
-static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
+/* The statistics of the two normalised layers (1 and 3) of test_norm's nets
+ * over training digits 0-249 (the trainer's whole batches of 250 from the
+ * 300 it trains on), prepared as the file's prep says: one batch here. */
+static void first_stats(const nc_cnn *net, const nc_prep *prep, float mean[2][8],
+                        float var[2][8])
 {
     enum { N = 250 };
     nc_dataset fx = { 0 };
     REQUIRE(nc_test_fixture(&fx) == 0);
     const size_t plane = nc_prep_out_len(prep);
     float *in = malloc(N * plane * sizeof(float));
-    float mean[8], var[8];
     nc_cnn_work *w = NULL;
     REQUIRE(in && plane == net->n_inputs && nc_cnn_work_new(net, N, &w) == 0);
     for (uint32_t k = 0; k < N; k++) {
@@ -360,21 +369,32 @@ static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
         REQUIRE(nc_prep_apply(&img, prep, in + k * plane) == 0);
     }
     REQUIRE(nc_cnn_forward_blas(net, w, in, N, NULL) == 0);
-    for (uint32_t l = 1; l <= 3; l += 2) {      /* the two normalised layers */
-        const nc_cnn_layer *L = &net->layers[l];
-        REQUIRE(L->maps <= 8 && nc_cnn_work_norm_stats(w, l, mean, var) == 0);
-        for (uint32_t m = 0; m < L->maps; m++) {
-            CHECK_MSG(fabsf(L->mean[m] - mean[m]) <= 1e-5f + 1e-4f * fabsf(mean[m]),
-                      "layer %u map %u: mean %g in the checkpoint, %g here", l, m, L->mean[m],
-                      mean[m]);
-            CHECK_MSG(fabsf(L->var[m] - var[m]) <= 1e-4f * var[m] && var[m] > 0.0f,
-                      "layer %u map %u: var %g in the checkpoint, %g here", l, m, L->var[m],
-                      var[m]);
-        }
-    }
+    for (uint32_t i = 0; i < 2; i++)
+        REQUIRE(net->layers[1 + 2 * i].maps <= 8 &&
+                nc_cnn_work_norm_stats(w, 1 + 2 * i, mean[i], var[i]) == 0);
     nc_cnn_work_free(w);
     free(in);
     nc_dataset_fini(&fx);
+}
+
+/* The normalised layers' statistics in the checkpoint's best net against
+ * first_stats'. */
+static void check_first_stats(const nc_cnn *net, const nc_prep *prep)
+{
+    float mean[2][8], var[2][8];
+    first_stats(net, prep, mean, var);
+    for (uint32_t i = 0; i < 2; i++) {
+        const uint32_t l = 1 + 2 * i;
+        const nc_cnn_layer *L = &net->layers[l];
+        for (uint32_t m = 0; m < L->maps; m++) {
+            CHECK_MSG(fabsf(L->mean[m] - mean[i][m]) <= 1e-5f + 1e-4f * fabsf(mean[i][m]),
+                      "layer %u map %u: mean %g in the checkpoint, %g here", l, m, L->mean[m],
+                      mean[i][m]);
+            CHECK_MSG(fabsf(L->var[m] - var[i][m]) <= 1e-4f * var[i][m] && var[i][m] > 0.0f,
+                      "layer %u map %u: var %g in the checkpoint, %g here", l, m, L->var[m],
+                      var[i][m]);
+        }
+    }
 }
 
 static void test_norm(const char *tool, const char *dir)
@@ -410,6 +430,132 @@ static void test_norm(const char *tool, const char *dir)
     nc_cnn_free(file);
 }
 
+/* a's params within float rounding of the mean of the n nets in b (each
+ * |a - mean| <= 1e-6 + 1e-5 |mean|); the largest miss in *worst. */
+static int near_mean(const nc_cnn *a, nc_cnn *const *b, int n, double *worst)
+{
+    *worst = 0.0;
+    for (int k = 0; k < n; k++)
+        if (!a || !b[k] || b[k]->n_params != a->n_params)
+            return 0;
+    int ok = 1;
+    for (size_t i = 0; i < a->n_params; i++) {
+        double mean = 0.0;
+        for (int k = 0; k < n; k++)
+            mean += b[k]->params[i];
+        mean /= n;
+        const double miss = fabs(a->params[i] - mean);
+        if (miss > *worst)
+            *worst = miss;
+        ok &= miss <= 1e-6 + 1e-5 * fabs(mean);
+    }
+    return ok;
+}
+
+/* --average-last K keeps the mean of the last K epochs' weights: those of
+ * runs of 3 and 4 epochs with --keep-last (the same epochs as the first of
+ * a 5-epoch run: the rate and the draws depend on the epoch only) and of
+ * the run's own last epoch (its checkpoint's current net); resuming the
+ * finished run keeps it; bad values are refused.  A normalised net's file
+ * is the fold of the averaged net with statistics measured for it. */
+static void test_average(const char *tool, const char *dir)
+{
+    char out3[512], out4[512], out_a[512], ck_a[512], out_n[512], ck_n[512], out_k[512];
+    snprintf(out3, sizeof out3, "%s/avg-e3.ncm", dir);
+    snprintf(out4, sizeof out4, "%s/avg-e4.ncm", dir);
+    snprintf(out_a, sizeof out_a, "%s/avg.ncm", dir);
+    snprintf(ck_a, sizeof ck_a, "%s/avg.ckpt", dir);
+    snprintf(out_n, sizeof out_n, "%s/avg-norm.ncm", dir);
+    snprintf(ck_n, sizeof ck_n, "%s/avg-norm.ckpt", dir);
+    snprintf(out_k, sizeof out_k, "%s/avg-norm-last.ncm", dir);
+    const char *norm = "1x29x29-4C4bn-MP2-6C5bnrelu-MP3-10N";
+    const char *e3_args[] = { SMALL_RUN(dir), "--epochs", "3", "--keep-last", "--out", out3, NULL };
+    const char *e4_args[] = { SMALL_RUN(dir), "--epochs", "4", "--keep-last", "--out", out4, NULL };
+    const char *a_args[] = { SMALL_RUN(dir), "--average-last", "3", "--out", out_a,
+                             "--checkpoint", ck_a, NULL };
+    const char *r_args[] = { SMALL_RUN(dir), "--average-last", "3", "--out", out_a,
+                             "--checkpoint", ck_a, "--resume", NULL };
+    const char *x_args[] = { SMALL_RUN(dir), "--average-last", "3", "--epochs", "6",
+                             "--out", out_a, "--checkpoint", ck_a, "--resume", NULL };
+    const char *z_args[] = { SMALL_RUN(dir), "--average-last", "0", "--out", out_k, NULL };
+    const char *o_args[] = { SMALL_RUN(dir), "--average-last", "6", "--out", out_k, NULL };
+    const char *k_args[] = { SMALL_RUN(dir), "--average-last", "2", "--keep-last",
+                             "--out", out_k, NULL };
+    const char *n_args[] = { SMALL_RUN(dir), "--arch", norm, "--average-last", "2",
+                             "--out", out_n, "--checkpoint", ck_n, NULL };
+    const char *n1_args[] = { SMALL_RUN(dir), "--arch", norm, "--average-last", "1",
+                              "--out", out_n, NULL };
+    const char *nk_args[] = { SMALL_RUN(dir), "--arch", norm, "--keep-last", "--out", out_k,
+                              NULL };
+
+    char *out = NULL;
+    CHECK_INT_EQ(run_only(tool, e3_args), 0);
+    CHECK_INT_EQ(run_only(tool, e4_args), 0);
+    CHECK_INT_EQ(run(tool, a_args, &out), 0);
+    CHECK_MSG(out && strstr(out, "kept        epochs 3-5 of 5, averaged (--average-last: "
+                                 "validation error "),
+              "no average in: %s", out ? out : "(nothing)");
+    free(out);
+    out = NULL;
+    nc_model_info info;
+    nc_cnn *avg = load_file(out_a, &info);
+    nc_cnn *b[3] = { load_file(out3, NULL), load_file(out4, NULL),
+                     load_ckpt(ck_a, NC_MF_TAG('C', 'K', 'N', 'T')) };
+    REQUIRE(avg && b[0] && b[1] && b[2]);
+    double worst = 0.0;
+    CHECK_MSG(near_mean(avg, b, 3, &worst), "the file is not the mean of epochs 3-5 "
+              "(largest miss %g)", worst);
+    CHECK_MSG(!same_params(avg, b[2]), "the file is the last epoch's weights");
+    CHECK_INT_EQ(info.epochs, EPOCHS);
+    CHECK(strstr(info.command, "--average-last 3") != NULL);
+    /* resuming the finished run writes the same average; a resume that
+       would move the window is refused */
+    CHECK_INT_EQ(run(tool, r_args, &out), 0);
+    CHECK(out && strstr(out, "nothing left to train"));
+    free(out);
+    out = NULL;
+    nc_cnn *again = load_file(out_a, NULL);
+    CHECK_MSG(same_params(again, avg), "the resumed run wrote another average");
+    check_refused(tool, x_args, "written with other options");
+    check_refused(tool, z_args, "--average-last: not a valid value");
+    check_refused(tool, o_args, "--average-last must be 1..--epochs (5)");
+    check_refused(tool, k_args, "--average-last with --keep-last");
+    CHECK_MSG(access(out_k, F_OK) != 0, "%s written by a refused run", out_k);
+
+    /* normalised: one epoch's "average" is --keep-last's file; two epochs'
+       is the fold of the checkpoint's averaged net with its own statistics */
+    CHECK_INT_EQ(run_only(tool, n1_args), 0);
+    CHECK_INT_EQ(run_only(tool, nk_args), 0);
+    nc_cnn *n1 = load_file(out_n, NULL), *nk = load_file(out_k, NULL);
+    CHECK_MSG(same_params(n1, nk), "--average-last 1 is not --keep-last");
+    CHECK_INT_EQ(run_only(tool, n_args), 0);
+    nc_model_info ninfo;
+    nc_cnn *nfile = load_file(out_n, &ninfo), *nbest = load_ckpt(ck_n, NC_MF_TAG('C', 'K', 'B', 'S'));
+    REQUIRE(nfile && nbest);
+    float mean[2][8], var[2][8];
+    first_stats(nbest, &ninfo.prep, mean, var);
+    for (uint32_t i = 0; i < 2; i++) {
+        nc_cnn_layer *L = &nbest->layers[1 + 2 * i];
+        memcpy(L->mean, mean[i], L->maps * sizeof(float));
+        memcpy(L->var, var[i], L->maps * sizeof(float));
+    }
+    nc_cnn *fold = NULL;
+    CHECK_INT_EQ(nc_cnn_fold_norm(nbest, &fold), 0);
+    nc_cnn *one[1] = { fold };
+    CHECK_MSG(near_mean(nfile, one, 1, &worst), "the normalised file is not the fold of the "
+              "averaged net with its own statistics (largest miss %g)", worst);
+
+    nc_cnn_free(fold);
+    nc_cnn_free(nfile);
+    nc_cnn_free(nbest);
+    nc_cnn_free(n1);
+    nc_cnn_free(nk);
+    nc_cnn_free(again);
+    for (int k = 0; k < 3; k++)
+        nc_cnn_free(b[k]);
+    nc_cnn_free(avg);
+}
+
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
  * CPU path multiplies unrolled products anyway), are refused before any
  * training. */
@@ -440,8 +586,11 @@ int main(int argc, char **argv)
     test_relu(argv[1], dir);
     test_norm(argv[1], dir);
     test_gpu_kernels(argv[1], dir);
+    test_average(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
                             "softmax.ckpt", "relu.ncm", "relu.ckpt", "norm.ncm", "norm.ckpt",
+                            "avg-e3.ncm", "avg-e4.ncm", "avg.ncm", "avg.ckpt", "avg-norm.ncm",
+                            "avg-norm.ckpt", "avg-norm-last.ncm",
                             "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
