@@ -76,6 +76,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,9 @@ typedef struct options {
     uint32_t average_last;  /* > 0: keep the mean of the last this many epochs' weights */
     uint32_t limit;         /* 0: all */
     int deform;
-    float deform_scale;     /* strength of the deformations, 1 = NC_DEFORM_MNIST */
+    float deform_scale;     /* strength of the deformations, 1 = deform_base */
+    nc_deform_params deform_base;   /* NC_DEFORM_MNIST unless --deform-params */
+    int deform_custom;      /* --deform-params given */
     int resume;
     uint64_t seed;
     uint32_t threads;
@@ -184,6 +187,14 @@ static void usage(FILE *f)
         "  --limit N         train on the first N training digits only\n"
         "  --deform          deform training digits (default)\n"
         "  --no-deform       train on the digits as they are\n"
+        "  --deform-params L deformations other than the default ones, a comma list\n"
+        "                    of KEY=VALUE: shift (pixels, per axis), rotate\n"
+        "                    (degrees), scale (relative, per axis), shear (tan of\n"
+        "                    the angle), sigma and alpha (elastic: Gaussian std and\n"
+        "                    displacement in pixels; 0 turns them off); keys not\n"
+        "                    named keep the defaults (shift=1.5,rotate=10,scale=0.12,\n"
+        "                    shear=0.15,sigma=6,alpha=34), e.g. shift=5.6,rotate=20,\n"
+        "                    scale=0,shear=0,alpha=0 for An et al. 2020's\n"
         "  --deform-scale F  deformations F times as strong as the default ones\n"
         "                    (shift, rotation, scaling, shear, elastic alpha;\n"
         "                    default 1), e.g. 0.5 to fine-tune a column on milder\n"
@@ -220,12 +231,46 @@ static void usage(FILE *f)
         "  -h, --help        this text\n");
 }
 
+/* "shift=5.6,rotate=20,..." over *p: each KEY=VALUE pair replaces that
+ * field; -EINVAL for an unknown key, a missing '=' or a bad number (the
+ * ranges are nc_deform_params_check's, after --deform-scale). */
+static int parse_deform_params(const char *list, nc_deform_params *p)
+{
+    static const struct { const char *key; size_t off; } keys[] = {
+        { "shift", offsetof(nc_deform_params, max_translate) },
+        { "rotate", offsetof(nc_deform_params, max_rotate_deg) },
+        { "scale", offsetof(nc_deform_params, max_scale) },
+        { "shear", offsetof(nc_deform_params, max_shear) },
+        { "sigma", offsetof(nc_deform_params, elastic_sigma) },
+        { "alpha", offsetof(nc_deform_params, elastic_alpha) },
+    };
+    char buf[256];
+    if (!*list || strlen(list) >= sizeof buf)
+        return -EINVAL;
+    memcpy(buf, list, strlen(list) + 1);
+    char *save = NULL;
+    for (char *pair = strtok_r(buf, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(pair, '=');
+        if (!eq)
+            return -EINVAL;
+        *eq = '\0';
+        size_t k = 0;
+        while (k < sizeof keys / sizeof *keys && strcmp(pair, keys[k].key))
+            k++;
+        float v;
+        if (k == sizeof keys / sizeof *keys || train_parse_float(eq + 1, &v))
+            return -EINVAL;
+        *(float *)((char *)p + keys[k].off) = v;
+    }
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
            O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS,
-           O_AVERAGE };
+           O_AVERAGE, O_DPARAMS };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -241,6 +286,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "deform", no_argument, NULL, O_DEFORM },
         { "no-deform", no_argument, NULL, O_NODEFORM },
         { "deform-scale", required_argument, NULL, O_DSCALE },
+        { "deform-params", required_argument, NULL, O_DPARAMS },
         { "seed", required_argument, NULL, O_SEED },
         { "threads", required_argument, NULL, O_THREADS },
         { "checkpoint", required_argument, NULL, O_CKPT },
@@ -258,7 +304,8 @@ static int parse_options(int argc, char **argv, options *o)
     };
     *o = (options){
         .arch = DEFAULT_ARCH, .epochs = 10, .batch = 16, .lr = 1e-3f,
-        .lr_decay = 0.95f, .validation = 10000, .deform = 1, .deform_scale = 1.0f, .seed = 1,
+        .lr_decay = 0.95f, .validation = 10000, .deform = 1, .deform_scale = 1.0f,
+        .deform_base = NC_DEFORM_MNIST, .seed = 1,
         .threads = 1, .teacher_weight = 0.5f,
         .gpu = -1,
     };
@@ -289,6 +336,11 @@ static int parse_options(int argc, char **argv, options *o)
                 err = -ERANGE;
             break;
         }
+        case O_DPARAMS:
+            name = "--deform-params";
+            err = parse_deform_params(optarg, &o->deform_base);
+            o->deform_custom = 1;
+            break;
         case O_SEED: name = "--seed"; err = train_parse_u64(optarg, &o->seed); break;
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
@@ -359,6 +411,16 @@ static int parse_options(int argc, char **argv, options *o)
     if (!bad && (o->epochs == 0 || o->epochs > MAX_EPOCHS)) {
         fprintf(stderr, "neocog-train cnn: --epochs must be 1..%u\n", MAX_EPOCHS);
         bad = 1;
+    }
+    if (!bad && o->deform_custom) {
+        const nc_deform_params p = nc_deform_params_scaled(&o->deform_base, o->deform_scale);
+        if (nc_deform_params_check(&p)) {
+            fprintf(stderr, "neocog-train cnn: --deform-params: out of range (shift 0..%u, "
+                    "rotate 0..180, scale 0..0.9, shear 0..1, sigma 0..%g, alpha 0..%g, "
+                    "after --deform-scale)\n", (unsigned)NC_DEFORM_MAX_DIM,
+                    (double)NC_DEFORM_MAX_SIGMA, (double)NC_DEFORM_MAX_ALPHA);
+            bad = 1;
+        }
     }
     if (!bad && o->average_last > o->epochs) {
         fprintf(stderr, "neocog-train cnn: --average-last must be 1..--epochs (%u)\n", o->epochs);
@@ -493,6 +555,13 @@ static void config_string(const options *o, char *dst, size_t cap)
      * not the default, so checkpoints written before those options still
      * resume; an average also fixes --epochs, which places its window */
     char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "", avg[64] = "";
+    char dparams[160] = "";
+    if (o->deform_custom) {
+        const nc_deform_params *d = &o->deform_base;
+        snprintf(dparams, sizeof(dparams), " deform_params=%.9g,%.9g,%.9g,%.9g,%.9g,%.9g",
+                 (double)d->max_translate, (double)d->max_rotate_deg, (double)d->max_scale,
+                 (double)d->max_shear, (double)d->elastic_sigma, (double)d->elastic_alpha);
+    }
     if (o->deform_scale != 1.0f)
         snprintf(scale, sizeof(scale), " deform_scale=%.9g", (double)o->deform_scale);
     if (o->teacher)
@@ -504,8 +573,8 @@ static void config_string(const options *o, char *dst, size_t cap)
     if (o->average_last)
         snprintf(avg, sizeof(avg), " average_last=%u epochs=%u", o->average_last, o->epochs);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
-             (double)o->lr_decay, o->validation, o->limit, o->deform, scale,
+             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             (double)o->lr_decay, o->validation, o->limit, o->deform, scale, dparams,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
@@ -1013,7 +1082,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     int status = TRAIN_EXIT_FAIL;
-    const nc_deform_params dparams = nc_deform_params_scaled(&NC_DEFORM_MNIST, o.deform_scale);
+    const nc_deform_params dparams = nc_deform_params_scaled(&o.deform_base, o.deform_scale);
     nc_dataset train = { 0 }, test = { 0 }, extra = { 0 };
     float *pool_inputs = NULL, *teacher_targets = NULL;
     uint8_t *pool_labels = NULL;
@@ -1089,8 +1158,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         snprintf(extra_note + used, sizeof(extra_note) - used, ", towards %s (weight %g)",
                  o.teacher, (double)o.teacher_weight);
     }
-    char deformed[40] = "";
-    if (o.deform && o.deform_scale == 1.0f)
+    char deformed[192] = "";
+    if (o.deform && o.deform_custom)
+        snprintf(deformed, sizeof deformed, ", deformed (shift %g, rotate %g, scale %g, "
+                 "shear %g, sigma %g, alpha %g)", (double)dparams.max_translate,
+                 (double)dparams.max_rotate_deg, (double)dparams.max_scale,
+                 (double)dparams.max_shear, (double)dparams.elastic_sigma,
+                 (double)dparams.elastic_alpha);
+    else if (o.deform && o.deform_scale == 1.0f)
         snprintf(deformed, sizeof deformed, ", deformed");
     else if (o.deform && o.deform_scale > 0.0f)
         snprintf(deformed, sizeof deformed, ", deformed x %g", (double)o.deform_scale);

@@ -556,6 +556,58 @@ static void test_average(const char *tool, const char *dir)
     nc_cnn_free(avg);
 }
 
+/* --deform-params reaches the deformations: all six at 0 trains what
+ * --no-deform trains, the documented defaults what no option trains, and
+ * one change (no elastic part) something else; the file's data names them;
+ * bad lists are refused. */
+static void test_deform_params(const char *tool, const char *dir)
+{
+    char out_z[512], out_n[512], out_d[512], out_e[512], out_x[512];
+    snprintf(out_z, sizeof out_z, "%s/dp-zero.ncm", dir);
+    snprintf(out_n, sizeof out_n, "%s/dp-none.ncm", dir);
+    snprintf(out_d, sizeof out_d, "%s/dp-default.ncm", dir);
+    snprintf(out_e, sizeof out_e, "%s/dp-rigid.ncm", dir);
+    snprintf(out_x, sizeof out_x, "%s/dp-refused.ncm", dir);
+#define COMMON SMALL_RUN(dir), "--keep-last"
+    const char *z_args[] = { COMMON, "--out", out_z, "--deform-params",
+                             "shift=0,rotate=0,scale=0,shear=0,sigma=0,alpha=0", NULL };
+    const char *n_args[] = { COMMON, "--out", out_n, "--no-deform", NULL };
+    const char *d_args[] = { COMMON, "--out", out_d, "--deform-params",
+                             "alpha=34,sigma=6,shear=0.15,scale=0.12,rotate=10,shift=1.5", NULL };
+    const char *e_args[] = { COMMON, "--out", out_e, "--deform-params", "alpha=0", NULL };
+    const char *bad1[] = { COMMON, "--out", out_x, "--deform-params", "twist=1", NULL };
+    const char *bad2[] = { COMMON, "--out", out_x, "--deform-params", "shift", NULL };
+    const char *bad3[] = { COMMON, "--out", out_x, "--deform-params", "rotate=-1", NULL };
+    const char *bad4[] = { COMMON, "--out", out_x, "--deform-params", "rotate=100",
+                           "--deform-scale", "2", NULL };
+#undef COMMON
+    CHECK_INT_EQ(run_only(tool, z_args), 0);
+    CHECK_INT_EQ(run_only(tool, n_args), 0);
+    CHECK_INT_EQ(run_only(tool, d_args), 0);
+    CHECK_INT_EQ(run_only(tool, e_args), 0);
+    char last[512];
+    snprintf(last, sizeof last, "%s/last.ncm", dir);    /* test_keep_last's: no option */
+    nc_model_info iz;
+    nc_cnn *z = load_file(out_z, &iz), *n = load_file(out_n, NULL), *d = load_file(out_d, NULL);
+    nc_cnn *e = load_file(out_e, NULL), *plain = load_file(last, NULL);
+    REQUIRE(z && n && d && e && plain);
+    CHECK_MSG(same_params(z, n), "all-zero deformations did not train as --no-deform");
+    CHECK_MSG(same_params(d, plain), "the documented defaults did not train as no option");
+    CHECK_MSG(!same_params(e, plain), "alpha=0 trained as the default deformations");
+    CHECK_MSG(strstr(iz.data, "deformed (shift 0, rotate 0, scale 0, shear 0, sigma 0, "
+                              "alpha 0)") != NULL, "data: %s", iz.data);
+    check_refused(tool, bad1, "--deform-params: not a valid value");
+    check_refused(tool, bad2, "--deform-params: not a valid value");
+    check_refused(tool, bad3, "--deform-params: out of range");
+    check_refused(tool, bad4, "--deform-params: out of range");
+    CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
+    nc_cnn_free(z);
+    nc_cnn_free(n);
+    nc_cnn_free(d);
+    nc_cnn_free(e);
+    nc_cnn_free(plain);
+}
+
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
  * CPU path multiplies unrolled products anyway), are refused before any
  * training. */
@@ -587,10 +639,12 @@ int main(int argc, char **argv)
     test_norm(argv[1], dir);
     test_gpu_kernels(argv[1], dir);
     test_average(argv[1], dir);
+    test_deform_params(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
                             "softmax.ckpt", "relu.ncm", "relu.ckpt", "norm.ncm", "norm.ckpt",
                             "avg-e3.ncm", "avg-e4.ncm", "avg.ncm", "avg.ckpt", "avg-norm.ncm",
-                            "avg-norm.ckpt", "avg-norm-last.ncm",
+                            "avg-norm.ckpt", "avg-norm-last.ncm", "dp-zero.ncm", "dp-none.ncm",
+                            "dp-default.ncm", "dp-rigid.ncm",
                             "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
