@@ -1037,6 +1037,28 @@ static int make_pool(trainer *t, const float *mnist_inputs, const uint8_t *mnist
 
 /* ---- the command ----------------------------------------------------------- */
 
+/* What answers for net, and its errors on the validation digits (none for
+ * count 0): net itself, or for a normalised net (tn) its fold with
+ * statistics measured now over the first norm_digits inputs.  g: the
+ * training engine holding net's params, or NULL on the CPU (with w). */
+static int measure_and_validate(train_norm *tn, nc_cnn *net, void *g, nc_cnn_work *w,
+                                const float *inputs, uint32_t norm_digits,
+                                const uint8_t *labels, uint32_t plane, uint32_t first,
+                                uint32_t count, float *out, uint32_t *ret_errors)
+{
+    const nc_cnn *vnet = net;
+    nc_cnn_work *vw = w;
+    void *vg = g;
+    int err = 0;
+    *ret_errors = 0;
+    if (tn && ((err = train_norm_measure(tn, net, g, w, inputs, norm_digits)) ||
+               (err = train_norm_fold(tn, net, &vnet, &vw, &vg))))
+        return err;
+    return count ? count_errors(vnet, vw, vg, inputs, labels, plane, first, count, out,
+                                ret_errors)
+                 : 0;
+}
+
 /* best->params = the mean of k weight sets, of which best holds the mean of
  * the first k - 1 and net the k-th (k = 1: a copy).  A normalised net's
  * statistics are averaged too; the caller measures them again. */
@@ -1328,16 +1350,9 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             goto fail;
 #endif
         double t_train = train_now() - t0;
-        /* a normalised net's statistics, then its fold answers */
-        const nc_cnn *vnet = net;
-        nc_cnn_work *vw = ew;
-        void *vg = gpu;
-        if (tn && ((err = train_norm_measure(tn, net, gpu, ew, train_inputs, norm_digits)) ||
-                   (err = train_norm_fold(tn, net, &vnet, &vw, &vg))))
-            goto fail;
-        if (o.validation &&
-            (err = count_errors(vnet, vw, vg, train_inputs, train.labels, plane, valid_first,
-                                o.validation, t.out, &valid_errors)))
+        if ((err = measure_and_validate(tn, net, gpu, ew, train_inputs, norm_digits,
+                                        train.labels, plane, valid_first, o.validation, t.out,
+                                        &valid_errors)))
             goto fail;
         double secs = train_now() - t0;
         double *h = st.hist + (size_t)e * HIST_COLS;
@@ -1389,19 +1404,13 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
      * engine takes its weights (training is over). */
     uint32_t avg_valid_errors = 0;
     if (o.average_last) {
-        const nc_cnn *vnet = best;
-        nc_cnn_work *vw = ew;
-        void *vg = gpu;
 #if NC_HAVE_CUDA
         if (t.gpu && (err = nc_gpu_cnn_upload(t.gpu, best)))
             goto fail;
 #endif
-        if (tn && ((err = train_norm_measure(tn, best, gpu, ew, train_inputs, norm_digits)) ||
-                   (err = train_norm_fold(tn, best, &vnet, &vw, &vg))))
-            goto fail;
-        if (o.validation &&
-            (err = count_errors(vnet, vw, vg, train_inputs, train.labels, plane, valid_first,
-                                o.validation, t.out, &avg_valid_errors)))
+        if ((err = measure_and_validate(tn, best, gpu, ew, train_inputs, norm_digits,
+                                        train.labels, plane, valid_first, o.validation, t.out,
+                                        &avg_valid_errors)))
             goto fail;
     }
 
