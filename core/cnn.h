@@ -339,6 +339,14 @@ int nc_cnn_backward_blas(const nc_cnn *net, nc_cnn_work *w, const float *in,
 /* params -= lr * grads (unconnected kernels stay zero). */
 int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr);
 
+/* SGD with momentum (heavy ball, as PyTorch's SGD without dampening):
+ * velocity = momentum * velocity + grads, then params -= lr * velocity
+ * (unconnected kernels stay zero).  velocity[n_params] is the caller's,
+ * zeros before the first step.  momentum 0 is nc_cnn_sgd exactly.
+ * -EINVAL for NULLs, a rate that is not finite or momentum outside [0, 1). */
+int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float lr,
+                        float momentum);
+
 /* One mini-batch step on the BLAS path: forward, loss, backward, SGD.
  * *ret_loss (may be NULL) is the loss before the step. */
 int nc_cnn_train_step(nc_cnn *net, nc_cnn_work *w, const float *in,

@@ -149,6 +149,21 @@ int nc_cnn_backward_ref(const nc_cnn *net, nc_cnn_work *w, const float *in,
     return 0;
 }
 
+int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float lr,
+                        float momentum)
+{
+    if (!net || !grads || !velocity || !isfinite(lr) || !(momentum >= 0.0f && momentum < 1.0f))
+        return -EINVAL;
+    for (size_t i = 0; i < net->n_params; i++) {
+        velocity[i] = momentum * velocity[i] + grads[i];
+        net->params[i] -= lr * velocity[i];
+    }
+    for (uint32_t l = 1; l < net->n_layers; l++)
+        if (net->layers[l].kind == NC_CNN_KIND_CONV)
+            nc_cnn_mask_kernels(net, l);
+    return 0;
+}
+
 int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr)
 {
     if (!net || !grads || !isfinite(lr))

@@ -115,6 +115,7 @@ void openblas_set_num_threads(int num_threads);
 #define TAG_CK_STAT NC_MF_TAG('C', 'K', 'S', 'T')  /* u32: epochs done, best epoch */
 #define TAG_CK_RNG  NC_MF_TAG('C', 'K', 'R', 'N')  /* u32: rng state, low then high */
 #define TAG_CK_HIST NC_MF_TAG('C', 'K', 'H', 'I')  /* f64: per epoch, HIST_COLS values */
+#define TAG_CK_VEL  NC_MF_TAG('C', 'K', 'V', 'L')  /* f32: --momentum's velocity [n_params] */
 
 typedef struct options {
     const char *arch;
@@ -143,6 +144,7 @@ typedef struct options {
     float teacher_weight;   /* their share of the targets, 0..1 */
     float softmax;          /* > 0: softmax cross-entropy at this scale; 0: squared error */
     float init_gain;        /* > 0: nc_cnn_init_fan_in with this gain; 0: the seed's */
+    float momentum;         /* > 0: SGD with momentum (nc_cnn_sgd_momentum) */
     int unrolled;           /* --gpu: convolutions by unrolling + cuBLAS, not direct kernels */
 } options;
 
@@ -154,6 +156,7 @@ typedef struct run_state {
     uint32_t best_epoch;    /* 1-based; 0 = none yet */
     nc_deform_rng rng;
     double *hist;           /* [epochs][HIST_COLS] */
+    float *velocity;        /* [n_params] with --momentum, else NULL */
 } run_state;
 
 static void usage(FILE *f)
@@ -176,6 +179,9 @@ static void usage(FILE *f)
         "                    so --lr stays a per-image rate)\n"
         "  --lr F            learning rate of the first epoch (default 0.001)\n"
         "  --lr-decay F      factor applied after every epoch (default 0.95)\n"
+        "  --momentum M      SGD with momentum M (0 <= M < 1; the velocity sums the\n"
+        "                    gradients, so --lr stays a per-image rate; default 0:\n"
+        "                    plain SGD); the CPU only for now\n"
         "  --validation N    hold out the last N training digits (default 10000)\n"
         "  --keep-last       keep the last epoch's weights, not those of the epoch\n"
         "                    with the lowest validation error (which is still\n"
@@ -270,7 +276,7 @@ static int parse_options(int argc, char **argv, options *o)
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
            O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS,
-           O_AVERAGE, O_DPARAMS };
+           O_AVERAGE, O_DPARAMS, O_MOMENTUM };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -279,6 +285,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "batch", required_argument, NULL, O_BATCH },
         { "lr", required_argument, NULL, O_LR },
         { "lr-decay", required_argument, NULL, O_DECAY },
+        { "momentum", required_argument, NULL, O_MOMENTUM },
         { "validation", required_argument, NULL, O_VALID },
         { "keep-last", no_argument, NULL, O_KEEPLAST },
         { "average-last", required_argument, NULL, O_AVERAGE },
@@ -323,6 +330,12 @@ static int parse_options(int argc, char **argv, options *o)
         case O_BATCH: name = "--batch"; err = train_parse_u32(optarg, &o->batch); break;
         case O_LR: name = "--lr"; err = train_parse_float(optarg, &o->lr); break;
         case O_DECAY: name = "--lr-decay"; err = train_parse_float(optarg, &o->lr_decay); break;
+        case O_MOMENTUM:
+            name = "--momentum";
+            err = train_parse_float(optarg, &o->momentum);
+            if (!err && !(o->momentum >= 0.0f && o->momentum < 1.0f))
+                err = -ERANGE;
+            break;
         case O_VALID: name = "--validation"; err = train_parse_u32(optarg, &o->validation); break;
         case O_LIMIT: name = "--limit"; err = train_parse_u32(optarg, &o->limit); break;
         case O_DEFORM: o->deform = 1; break;
@@ -401,6 +414,11 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (!bad && !o->out) {
         fprintf(stderr, "neocog-train cnn: --out FILE is required\n");
+        bad = 1;
+    }
+    if (!bad && o->momentum > 0.0f && o->gpu >= 0) {
+        fprintf(stderr, "neocog-train cnn: --momentum with --gpu: the GPU engine's step is "
+                        "plain SGD for now\n");
         bad = 1;
     }
     if (!bad && o->unrolled && o->gpu < 0) {
@@ -555,7 +573,9 @@ static void config_string(const options *o, char *dst, size_t cap)
      * not the default, so checkpoints written before those options still
      * resume; an average also fixes --epochs, which places its window */
     char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "", avg[64] = "";
-    char dparams[160] = "";
+    char dparams[160] = "", mom[48] = "";
+    if (o->momentum > 0.0f)
+        snprintf(mom, sizeof(mom), " momentum=%.9g", (double)o->momentum);
     if (o->deform_custom) {
         const nc_deform_params *d = &o->deform_base;
         snprintf(dparams, sizeof(dparams), " deform_params=%.9g,%.9g,%.9g,%.9g,%.9g,%.9g",
@@ -573,12 +593,12 @@ static void config_string(const options *o, char *dst, size_t cap)
     if (o->average_last)
         snprintf(avg, sizeof(avg), " average_last=%u epochs=%u", o->average_last, o->epochs);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale, dparams,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
-             o->teacher ? o->teacher : "", teacher, softmax, gain, avg);
+             o->teacher ? o->teacher : "", teacher, softmax, gain, avg, mom);
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -609,6 +629,8 @@ static int write_checkpoint(const char *path, const options *o, const nc_cnn *ne
         err = nc_mf_put_u32(mw, TAG_CK_RNG, rng, 2);
     if (!err)
         err = nc_mf_put_f64(mw, TAG_CK_HIST, st->hist, (size_t)st->epochs_done * HIST_COLS);
+    if (!err && st->velocity)
+        err = nc_mf_put_f32(mw, TAG_CK_VEL, st->velocity, net->n_params);
     if (!err)
         err = nc_mf_finish(mw, &buf, &len);
     if (!err)
@@ -695,6 +717,14 @@ static int read_checkpoint(const char *path, const options *o, nc_cnn *net,
         err = load_ck_net(r, TAG_CK_NET, net);
     if (!err)
         err = load_ck_net(r, TAG_CK_BEST, best);
+    if (!err && st->velocity) {     /* the options matched: it has one */
+        size_t n_vel = 0;
+        err = nc_mf_count(r, TAG_CK_VEL, NC_MF_TYPE_F32, &n_vel);
+        if (!err && n_vel != net->n_params)
+            err = -EBADMSG;
+        if (!err)
+            err = nc_mf_get_f32(r, TAG_CK_VEL, st->velocity, n_vel);
+    }
     if (!err) {
         st->epochs_done = stat[0];
         st->best_epoch = stat[1];
@@ -732,6 +762,7 @@ typedef struct trainer {
     uint8_t *chunk_labels[2];
     float *chunk_targets[2];    /* [chunk][10], with targets only */
     float *out, *d_out, *grads;
+    float *velocity;        /* run_state's, with --momentum */
     void *gpu;              /* nc_gpu_cnn; NULL: train on the CPU */
     uint64_t *state;        /* [chunk]: the GPU's per-image rng states */
     int live;               /* stderr is a terminal: show a live line */
@@ -849,7 +880,9 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
         if (!err)
             err = nc_cnn_backward_blas(t->net, t->w, in, nb, t->d_out, t->grads);
         if (!err)
-            err = nc_cnn_sgd(t->net, t->grads, lr);
+            err = t->velocity ? nc_cnn_sgd_momentum(t->net, t->grads, t->velocity, lr,
+                                                    t->o->momentum)
+                              : nc_cnn_sgd(t->net, t->grads, lr);
         if (err)
             return err;
         if (!isfinite(l))
@@ -1220,6 +1253,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     t.out = malloc((size_t)max_batch * 10 * sizeof(float));
     t.d_out = malloc((size_t)o.batch * 10 * sizeof(float));
     t.grads = malloc(net->n_params * sizeof(float));
+    if (o.momentum > 0.0f && !(t.velocity = st.velocity = calloc(net->n_params, sizeof(float)))) {
+        err = -ENOMEM;
+        goto fail;
+    }
     st.hist = calloc((size_t)o.epochs * HIST_COLS, sizeof(double));
     for (int i = 0; i < 2; i++) {
         t.chunk_in[i] = malloc((size_t)t.chunk * plane * sizeof(float));
@@ -1317,8 +1354,9 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     nc_cnn_arch_format(net, arch, sizeof(arch));
     fprintf(stderr, "neocog-train cnn: %s, %zu parameters\n", arch, net->n_params);
     fprintf(stderr, "  data %s: %s\n", dir, info.data);
-    fprintf(stderr, "  epochs %u, batch %u, lr %g decay %g, seed %llu, %u thread%s, on %s\n",
-            o.epochs, o.batch, (double)o.lr, (double)o.lr_decay, (unsigned long long)o.seed,
+    fprintf(stderr, "  epochs %u, batch %u, lr %g decay %g%s, seed %llu, %u thread%s, on %s\n",
+            o.epochs, o.batch, (double)o.lr, (double)o.lr_decay,
+            o.momentum > 0.0f ? " with momentum" : "", (unsigned long long)o.seed,
             o.threads, o.threads == 1 ? "" : "s", gpu ? "the GPU" : "the CPU");
     if (o.deform) {
         const nc_deform_params *p = &dparams;
@@ -1498,6 +1536,7 @@ out:
     free(t.out);
     free(t.d_out);
     free(t.grads);
+    free(st.velocity);
     free(train_inputs);
     free(pool_inputs);
     free(pool_labels);

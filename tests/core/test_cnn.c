@@ -629,6 +629,60 @@ static void test_sgd(void)
     nc_cnn_free(net);
 }
 
+/* nc_cnn_sgd_momentum: momentum 0 is nc_cnn_sgd bit for bit; two steps at
+ * 0.9 move each param by lr (g1 + (0.9 g1 + g2)) with the velocity kept;
+ * cut kernels stay zero even when the grads given there are not; bad
+ * arguments are refused. */
+static void test_sgd_momentum(void)
+{
+    nc_cnn *a = make_net("1x12x12-4C3-MP2-6C3R50:3-4N", 5, 0.05f);
+    nc_cnn *b = make_net("1x12x12-4C3-MP2-6C3R50:3-4N", 5, 0.05f);
+    REQUIRE(a && b);
+    const size_t n = a->n_params;
+    float *g1 = malloc(n * sizeof(float)), *g2 = malloc(n * sizeof(float));
+    float *v = calloc(n, sizeof(float)), *p0 = malloc(n * sizeof(float));
+    REQUIRE(g1 && g2 && v && p0);
+    nc_test_rng r = { 4242 };
+    for (size_t i = 0; i < n; i++) {
+        g1[i] = (float)nc_test_uniform(&r) - 0.5f;      /* cut kernels too */
+        g2[i] = (float)nc_test_uniform(&r) - 0.5f;
+    }
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, v, 0.05f, 0.0f), 0);
+    CHECK_INT_EQ(nc_cnn_sgd(b, g1, 0.05f), 0);
+    CHECK_MSG(memcmp(a->params, b->params, n * sizeof(float)) == 0,
+              "momentum 0 is not nc_cnn_sgd");
+    memcpy(p0, a->params, n * sizeof(float));
+    memset(v, 0, n * sizeof(float));
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, v, 0.05f, 0.9f), 0);
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g2, v, 0.05f, 0.9f), 0);
+    const nc_cnn_layer *L = &a->layers[3];
+    const size_t cut_lo = (size_t)(L->weights - a->params), cut_hi = cut_lo + (size_t)6 * 4 * 9;
+    size_t bad = 0, cut_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int in_cut = i >= cut_lo && i < cut_hi && !L->table[(i - cut_lo) / 9];
+        if (in_cut) {
+            cut_bad += a->params[i] != 0.0f;
+            continue;
+        }
+        const double want = p0[i] - 0.05 * (double)g1[i] - 0.05 * (0.9 * g1[i] + g2[i]);
+        const double vel = 0.9 * g1[i] + g2[i];
+        bad += fabs(a->params[i] - want) > 1e-6 + 1e-6 * fabs(want) ||
+               fabs(v[i] - vel) > 1e-6 + 1e-6 * fabs(vel);
+    }
+    CHECK_MSG(bad == 0, "%zu params or velocities off the two-step formula", bad);
+    CHECK_MSG(cut_bad == 0, "%zu cut kernel weights moved", cut_bad);
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, v, 0.05f, 1.0f), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, v, 0.05f, -0.1f), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, v, NAN, 0.9f), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, NULL, 0.05f, 0.9f), -EINVAL);
+    free(g1);
+    free(g2);
+    free(v);
+    free(p0);
+    nc_cnn_free(a);
+    nc_cnn_free(b);
+}
+
 /* ---- work, committee, argument checks --------------------------------------- */
 
 static void test_work_committee(void)
@@ -1177,6 +1231,7 @@ int main(void)
     test_loss_softmax();
     test_parity();
     test_sgd();
+    test_sgd_momentum();
     test_work_committee();
     test_norm();
     test_file();

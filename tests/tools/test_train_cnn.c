@@ -608,6 +608,45 @@ static void test_deform_params(const char *tool, const char *dir)
     nc_cnn_free(plain);
 }
 
+/* --momentum: the loss falls (at a tenth of the plain rate: the velocity
+ * sums about 1 / (1 - M) steps' gradients); 3 epochs and a resume to 5
+ * train what 5 epochs straight do, so the checkpoint carries the velocity;
+ * bad values and the GPU (not there yet) are refused. */
+static void test_momentum(const char *tool, const char *dir)
+{
+    char out5[512], out35[512], ck[512], out_x[512];
+    snprintf(out5, sizeof out5, "%s/mom5.ncm", dir);
+    snprintf(out35, sizeof out35, "%s/mom35.ncm", dir);
+    snprintf(ck, sizeof ck, "%s/mom.ckpt", dir);
+    snprintf(out_x, sizeof out_x, "%s/mom-refused.ncm", dir);
+#define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--momentum", "0.9"
+    const char *a_args[] = { COMMON, "--out", out5, NULL };
+    const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
+    const char *c_args[] = { COMMON, "--out", out35, "--checkpoint", ck, "--resume", NULL };
+    const char *p_args[] = { SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--out", out_x,
+                             "--checkpoint", ck, "--resume", NULL };
+    const char *bad1[] = { SMALL_RUN(dir), "--momentum", "1", "--out", out_x, NULL };
+    const char *bad2[] = { SMALL_RUN(dir), "--momentum", "-0.5", "--out", out_x, NULL };
+    const char *bad3[] = { SMALL_RUN(dir), "--momentum", "0.9", "--gpu", "0", "--out", out_x,
+                           NULL };
+#undef COMMON
+    check_loss_falls(tool, a_args, "--momentum 0.9");
+    CHECK_INT_EQ(run_only(tool, b_args), 0);
+    CHECK_INT_EQ(run_only(tool, c_args), 0);
+    nc_model_info info;
+    nc_cnn *straight = load_file(out5, &info), *resumed = load_file(out35, NULL);
+    REQUIRE(straight && resumed);
+    CHECK_MSG(same_params(straight, resumed), "3 epochs + resume to 5 are not 5 epochs");
+    CHECK(strstr(info.command, "--momentum 0.9") != NULL);
+    check_refused(tool, p_args, "written with other options");
+    check_refused(tool, bad1, "--momentum: not a valid value");
+    check_refused(tool, bad2, "--momentum: not a valid value");
+    check_refused(tool, bad3, "--momentum with --gpu");
+    CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
+    nc_cnn_free(straight);
+    nc_cnn_free(resumed);
+}
+
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
  * CPU path multiplies unrolled products anyway), are refused before any
  * training. */
@@ -640,11 +679,12 @@ int main(int argc, char **argv)
     test_gpu_kernels(argv[1], dir);
     test_average(argv[1], dir);
     test_deform_params(argv[1], dir);
+    test_momentum(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
                             "softmax.ckpt", "relu.ncm", "relu.ckpt", "norm.ncm", "norm.ckpt",
                             "avg-e3.ncm", "avg-e4.ncm", "avg.ncm", "avg.ckpt", "avg-norm.ncm",
                             "avg-norm.ckpt", "avg-norm-last.ncm", "dp-zero.ncm", "dp-none.ncm",
-                            "dp-default.ncm", "dp-rigid.ncm",
+                            "dp-default.ncm", "dp-rigid.ncm", "mom5.ncm", "mom35.ncm", "mom.ckpt",
                             "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
