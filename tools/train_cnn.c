@@ -199,8 +199,9 @@ static void usage(FILE *f)
         "                    the angle), sigma and alpha (elastic: Gaussian std and\n"
         "                    displacement in pixels; 0 turns them off); keys not\n"
         "                    named keep the defaults (shift=1.5,rotate=10,scale=0.12,\n"
-        "                    shear=0.15,sigma=6,alpha=34), e.g. shift=5.6,rotate=20,\n"
-        "                    scale=0,shear=0,alpha=0 for An et al. 2020's\n"
+        "                    shear=0.15,sigma=6,alpha=34); shift=5.6,rotate=20,\n"
+        "                    scale=0,shear=0,alpha=0 is about An et al. 2020's\n"
+        "                    shifts and rotations\n"
         "  --deform-scale F  deformations F times as strong as the default ones\n"
         "                    (shift, rotation, scaling, shear, elastic alpha;\n"
         "                    default 1), e.g. 0.5 to fine-tune a column on milder\n"
@@ -569,9 +570,10 @@ static int count_errors(const nc_cnn *net, nc_cnn_work *w, void *g, const float 
  * checkpoint (everything that changes what the epochs compute). */
 static void config_string(const options *o, char *dst, size_t cap)
 {
-    /* deform_scale, keep_last, softmax, init_gain and average_last only when
-     * not the default, so checkpoints written before those options still
-     * resume; an average also fixes --epochs, which places its window */
+    /* deform_scale, deform_params, keep_last, softmax, init_gain,
+     * average_last and momentum only when not the default, so checkpoints
+     * written before those options still resume; an average also fixes
+     * --epochs, which places its window */
     char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "", avg[64] = "";
     char dparams[160] = "", mom[48] = "";
     if (o->momentum > 0.0f)
