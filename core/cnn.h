@@ -347,6 +347,22 @@ int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr);
 int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float lr,
                         float momentum);
 
+/* Adam (Kingma & Ba 2015), step `step` (1 for the first): with g = grads,
+ *   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g g,
+ *   params -= lr (m c1) / (sqrt(v c2) + eps),
+ * c1 = 1 / (1 - beta1^step), c2 = 1 / (1 - beta2^step) (from
+ * nc_cnn_adam_corrections), each product and sum rounded to float in that
+ * order (the GPU's step does the same).  m, v [n_params]: the caller's,
+ * zeros before the first step.  Unconnected kernels stay zero.  -EINVAL for
+ * NULLs, step 0, a rate that is not finite, betas outside [0, 1) or eps
+ * not > 0. */
+int nc_cnn_adam(nc_cnn *net, const float *grads, float *m, float *v, uint64_t step, float lr,
+                float beta1, float beta2, float eps);
+
+/* Adam's bias corrections for `step`: c1 = 1 / (1 - beta1^step),
+ * c2 = 1 / (1 - beta2^step), computed in double and rounded to float. */
+void nc_cnn_adam_corrections(uint64_t step, float beta1, float beta2, float *c1, float *c2);
+
 /* One mini-batch step on the BLAS path: forward, loss, backward, SGD.
  * *ret_loss (may be NULL) is the loss before the step. */
 int nc_cnn_train_step(nc_cnn *net, nc_cnn_work *w, const float *in,

@@ -164,6 +164,36 @@ int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float 
     return 0;
 }
 
+void nc_cnn_adam_corrections(uint64_t step, float beta1, float beta2, float *c1, float *c2)
+{
+    *c1 = (float)(1.0 / (1.0 - pow((double)beta1, (double)step)));
+    *c2 = (float)(1.0 / (1.0 - pow((double)beta2, (double)step)));
+}
+
+int nc_cnn_adam(nc_cnn *net, const float *grads, float *m, float *v, uint64_t step, float lr,
+                float beta1, float beta2, float eps)
+{
+    if (!net || !grads || !m || !v || step == 0 || !isfinite(lr) ||
+        !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f) ||
+        !(eps > 0.0f) || !isfinite(eps))
+        return -EINVAL;
+    float c1, c2;
+    nc_cnn_adam_corrections(step, beta1, beta2, &c1, &c2);
+    const float r1 = 1.0f - beta1, r2 = 1.0f - beta2;
+    for (size_t i = 0; i < net->n_params; i++) {
+        const float g = grads[i];
+        const float mi = beta1 * m[i] + r1 * g;
+        const float vi = beta2 * v[i] + r2 * (g * g);
+        m[i] = mi;
+        v[i] = vi;
+        net->params[i] -= lr * (mi * c1) / (sqrtf(vi * c2) + eps);
+    }
+    for (uint32_t l = 1; l < net->n_layers; l++)
+        if (net->layers[l].kind == NC_CNN_KIND_CONV)
+            nc_cnn_mask_kernels(net, l);
+    return 0;
+}
+
 int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr)
 {
     if (!net || !grads || !isfinite(lr))

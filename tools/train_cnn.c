@@ -116,6 +116,14 @@ void openblas_set_num_threads(int num_threads);
 #define TAG_CK_RNG  NC_MF_TAG('C', 'K', 'R', 'N')  /* u32: rng state, low then high */
 #define TAG_CK_HIST NC_MF_TAG('C', 'K', 'H', 'I')  /* f64: per epoch, HIST_COLS values */
 #define TAG_CK_VEL  NC_MF_TAG('C', 'K', 'V', 'L')  /* f32: --momentum's velocity [n_params] */
+#define TAG_CK_ADM  NC_MF_TAG('C', 'K', 'A', 'M')  /* f32: --adam's first moments [n_params] */
+#define TAG_CK_ADV  NC_MF_TAG('C', 'K', 'A', 'V')  /* f32: --adam's second moments */
+#define TAG_CK_ADS  NC_MF_TAG('C', 'K', 'A', 'S')  /* u32: --adam's steps, low then high */
+
+/* Adam's constants (Kingma & Ba 2015's, PyTorch's defaults) */
+#define ADAM_BETA1 0.9f
+#define ADAM_BETA2 0.999f
+#define ADAM_EPS 1e-8f
 
 typedef struct options {
     const char *arch;
@@ -145,6 +153,7 @@ typedef struct options {
     float softmax;          /* > 0: softmax cross-entropy at this scale; 0: squared error */
     float init_gain;        /* > 0: nc_cnn_init_fan_in with this gain; 0: the seed's */
     float momentum;         /* > 0: SGD with momentum (nc_cnn_sgd_momentum) */
+    int adam;               /* Adam (nc_cnn_adam) instead of SGD */
     int unrolled;           /* --gpu: convolutions by unrolling + cuBLAS, not direct kernels */
 } options;
 
@@ -157,6 +166,8 @@ typedef struct run_state {
     nc_deform_rng rng;
     double *hist;           /* [epochs][HIST_COLS] */
     float *velocity;        /* [n_params] with --momentum, else NULL */
+    float *adam_m, *adam_v; /* [n_params] each with --adam, else NULL */
+    uint64_t adam_step;     /* Adam steps taken */
 } run_state;
 
 static void usage(FILE *f)
@@ -182,6 +193,9 @@ static void usage(FILE *f)
         "  --momentum M      SGD with momentum M (0 <= M < 1; the velocity sums the\n"
         "                    gradients, so --lr stays a per-image rate; default 0:\n"
         "                    plain SGD); the CPU only for now\n"
+        "  --adam            Adam (beta1 0.9, beta2 0.999, eps 1e-8) instead of SGD;\n"
+        "                    --lr is then the step size (e.g. 1e-3); the CPU only\n"
+        "                    for now\n"
         "  --validation N    hold out the last N training digits (default 10000)\n"
         "  --keep-last       keep the last epoch's weights, not those of the epoch\n"
         "                    with the lowest validation error (which is still\n"
@@ -277,7 +291,7 @@ static int parse_options(int argc, char **argv, options *o)
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
            O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS,
-           O_AVERAGE, O_DPARAMS, O_MOMENTUM };
+           O_AVERAGE, O_DPARAMS, O_MOMENTUM, O_ADAM };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -287,6 +301,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "lr", required_argument, NULL, O_LR },
         { "lr-decay", required_argument, NULL, O_DECAY },
         { "momentum", required_argument, NULL, O_MOMENTUM },
+        { "adam", no_argument, NULL, O_ADAM },
         { "validation", required_argument, NULL, O_VALID },
         { "keep-last", no_argument, NULL, O_KEEPLAST },
         { "average-last", required_argument, NULL, O_AVERAGE },
@@ -331,6 +346,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_BATCH: name = "--batch"; err = train_parse_u32(optarg, &o->batch); break;
         case O_LR: name = "--lr"; err = train_parse_float(optarg, &o->lr); break;
         case O_DECAY: name = "--lr-decay"; err = train_parse_float(optarg, &o->lr_decay); break;
+        case O_ADAM: o->adam = 1; break;
         case O_MOMENTUM:
             name = "--momentum";
             err = train_parse_float(optarg, &o->momentum);
@@ -420,6 +436,15 @@ static int parse_options(int argc, char **argv, options *o)
     if (!bad && o->momentum > 0.0f && o->gpu >= 0) {
         fprintf(stderr, "neocog-train cnn: --momentum with --gpu: the GPU engine's step is "
                         "plain SGD for now\n");
+        bad = 1;
+    }
+    if (!bad && o->adam && o->gpu >= 0) {
+        fprintf(stderr, "neocog-train cnn: --adam with --gpu: the GPU engine's step is plain "
+                        "SGD for now\n");
+        bad = 1;
+    }
+    if (!bad && o->adam && o->momentum > 0.0f) {
+        fprintf(stderr, "neocog-train cnn: --adam with --momentum: Adam has its own (beta1)\n");
         bad = 1;
     }
     if (!bad && o->unrolled && o->gpu < 0) {
@@ -578,6 +603,8 @@ static void config_string(const options *o, char *dst, size_t cap)
     char dparams[160] = "", mom[48] = "";
     if (o->momentum > 0.0f)
         snprintf(mom, sizeof(mom), " momentum=%.9g", (double)o->momentum);
+    else if (o->adam)
+        snprintf(mom, sizeof(mom), " adam=1");
     if (o->deform_custom) {
         const nc_deform_params *d = &o->deform_base;
         snprintf(dparams, sizeof(dparams), " deform_params=%.9g,%.9g,%.9g,%.9g,%.9g,%.9g",
@@ -633,6 +660,14 @@ static int write_checkpoint(const char *path, const options *o, const nc_cnn *ne
         err = nc_mf_put_f64(mw, TAG_CK_HIST, st->hist, (size_t)st->epochs_done * HIST_COLS);
     if (!err && st->velocity)
         err = nc_mf_put_f32(mw, TAG_CK_VEL, st->velocity, net->n_params);
+    if (!err && st->adam_m) {
+        const uint32_t steps[2] = { (uint32_t)st->adam_step, (uint32_t)(st->adam_step >> 32) };
+        err = nc_mf_put_f32(mw, TAG_CK_ADM, st->adam_m, net->n_params);
+        if (!err)
+            err = nc_mf_put_f32(mw, TAG_CK_ADV, st->adam_v, net->n_params);
+        if (!err)
+            err = nc_mf_put_u32(mw, TAG_CK_ADS, steps, 2);
+    }
     if (!err)
         err = nc_mf_finish(mw, &buf, &len);
     if (!err)
@@ -670,6 +705,16 @@ static int load_ck_net(const nc_mf_reader *r, uint32_t tag, nc_cnn *net)
         memcpy(net->params, got->params, net->n_params * sizeof(float));
     nc_cnn_free(got);
     return err;
+}
+
+/* dst[n] = a checkpoint's f32 section of exactly n values. */
+static int read_ck_params(const nc_mf_reader *r, uint32_t tag, float *dst, size_t n)
+{
+    size_t have = 0;
+    int err = nc_mf_count(r, tag, NC_MF_TYPE_F32, &have);
+    if (!err && have != n)
+        err = -EBADMSG;
+    return err ? err : nc_mf_get_f32(r, tag, dst, n);
 }
 
 static int read_checkpoint(const char *path, const options *o, nc_cnn *net,
@@ -719,13 +764,18 @@ static int read_checkpoint(const char *path, const options *o, nc_cnn *net,
         err = load_ck_net(r, TAG_CK_NET, net);
     if (!err)
         err = load_ck_net(r, TAG_CK_BEST, best);
-    if (!err && st->velocity) {     /* the options matched: it has one */
-        size_t n_vel = 0;
-        err = nc_mf_count(r, TAG_CK_VEL, NC_MF_TYPE_F32, &n_vel);
-        if (!err && n_vel != net->n_params)
-            err = -EBADMSG;
+    /* the options matched, so the optimiser's state is there */
+    if (!err && st->velocity)
+        err = read_ck_params(r, TAG_CK_VEL, st->velocity, net->n_params);
+    if (!err && st->adam_m) {
+        uint32_t steps[2];
+        err = read_ck_params(r, TAG_CK_ADM, st->adam_m, net->n_params);
         if (!err)
-            err = nc_mf_get_f32(r, TAG_CK_VEL, st->velocity, n_vel);
+            err = read_ck_params(r, TAG_CK_ADV, st->adam_v, net->n_params);
+        if (!err)
+            err = nc_mf_get_u32(r, TAG_CK_ADS, steps, 2);
+        if (!err)
+            st->adam_step = (uint64_t)steps[0] | (uint64_t)steps[1] << 32;
     }
     if (!err) {
         st->epochs_done = stat[0];
@@ -765,6 +815,7 @@ typedef struct trainer {
     float *chunk_targets[2];    /* [chunk][10], with targets only */
     float *out, *d_out, *grads;
     float *velocity;        /* run_state's, with --momentum */
+    run_state *st;          /* for --adam's moments and step count */
     void *gpu;              /* nc_gpu_cnn; NULL: train on the CPU */
     uint64_t *state;        /* [chunk]: the GPU's per-image rng states */
     int live;               /* stderr is a terminal: show a live line */
@@ -881,7 +932,10 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
                                             &e);
         if (!err)
             err = nc_cnn_backward_blas(t->net, t->w, in, nb, t->d_out, t->grads);
-        if (!err)
+        if (!err && t->o->adam)
+            err = nc_cnn_adam(t->net, t->grads, t->st->adam_m, t->st->adam_v,
+                              ++t->st->adam_step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS);
+        else if (!err)
             err = t->velocity ? nc_cnn_sgd_momentum(t->net, t->grads, t->velocity, lr,
                                                     t->o->momentum)
                               : nc_cnn_sgd(t->net, t->grads, lr);
@@ -1255,7 +1309,13 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     t.out = malloc((size_t)max_batch * 10 * sizeof(float));
     t.d_out = malloc((size_t)o.batch * 10 * sizeof(float));
     t.grads = malloc(net->n_params * sizeof(float));
+    t.st = &st;
     if (o.momentum > 0.0f && !(t.velocity = st.velocity = calloc(net->n_params, sizeof(float)))) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    if (o.adam && (!(st.adam_m = calloc(net->n_params, sizeof(float))) ||
+                   !(st.adam_v = calloc(net->n_params, sizeof(float))))) {
         err = -ENOMEM;
         goto fail;
     }
@@ -1358,7 +1418,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     fprintf(stderr, "  data %s: %s\n", dir, info.data);
     fprintf(stderr, "  epochs %u, batch %u, lr %g decay %g%s, seed %llu, %u thread%s, on %s\n",
             o.epochs, o.batch, (double)o.lr, (double)o.lr_decay,
-            o.momentum > 0.0f ? " with momentum" : "", (unsigned long long)o.seed,
+            o.adam ? " (Adam)" : o.momentum > 0.0f ? " with momentum" : "",
+            (unsigned long long)o.seed,
             o.threads, o.threads == 1 ? "" : "s", gpu ? "the GPU" : "the CPU");
     if (o.deform) {
         const nc_deform_params *p = &dparams;
@@ -1539,6 +1600,8 @@ out:
     free(t.d_out);
     free(t.grads);
     free(st.velocity);
+    free(st.adam_m);
+    free(st.adam_v);
     free(train_inputs);
     free(pool_inputs);
     free(pool_labels);

@@ -683,6 +683,65 @@ static void test_sgd_momentum(void)
     nc_cnn_free(b);
 }
 
+/* nc_cnn_adam: the first step moves each connected param by lr times the
+ * sign of its gradient (m and v corrected: g / |g|), two steps follow the
+ * formula in double, cut kernels stay zero, bad arguments are refused. */
+static void test_adam(void)
+{
+    nc_cnn *a = make_net("1x12x12-4C3-MP2-6C3R50:3-4N", 5, 0.05f);
+    REQUIRE(a);
+    const size_t n = a->n_params;
+    float *g1 = malloc(n * sizeof(float)), *g2 = malloc(n * sizeof(float));
+    float *m = calloc(n, sizeof(float)), *v = calloc(n, sizeof(float));
+    float *p0 = malloc(n * sizeof(float)), *p1 = malloc(n * sizeof(float));
+    REQUIRE(g1 && g2 && m && v && p0 && p1);
+    nc_test_rng r = { 777 };
+    for (size_t i = 0; i < n; i++) {
+        g1[i] = (float)nc_test_uniform(&r) - 0.5f;      /* cut kernels too */
+        g2[i] = 10.0f * ((float)nc_test_uniform(&r) - 0.5f);
+    }
+    const float lr = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    memcpy(p0, a->params, n * sizeof(float));
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 1, lr, b1, b2, eps), 0);
+    memcpy(p1, a->params, n * sizeof(float));
+    CHECK_INT_EQ(nc_cnn_adam(a, g2, m, v, 2, lr, b1, b2, eps), 0);
+    const nc_cnn_layer *L = &a->layers[3];
+    const size_t cut_lo = (size_t)(L->weights - a->params), cut_hi = cut_lo + (size_t)6 * 4 * 9;
+    size_t bad1 = 0, bad2 = 0, cut_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i >= cut_lo && i < cut_hi && !L->table[(i - cut_lo) / 9]) {
+            cut_bad += a->params[i] != 0.0f || p1[i] != 0.0f;
+            continue;
+        }
+        const double s1 = g1[i] > 0.0f ? 1.0 : -1.0;
+        bad1 += fabs((p0[i] - p1[i]) - lr * s1) > 1e-5 * lr + 1e-6 * fabs(p0[i]);
+        /* the betas as the floats they are: 1 - 0.999f is 1.3e-5 off 0.001 */
+        const double B1 = b1, B2 = b2;
+        const double mm = B1 * ((1 - B1) * g1[i]) + (1 - B1) * g2[i];
+        const double vv = B2 * ((1 - B2) * g1[i] * g1[i]) + (1 - B2) * (double)g2[i] * g2[i];
+        const double want =
+            p1[i] - lr * (mm / (1 - B1 * B1)) / (sqrt(vv / (1 - B2 * B2)) + (double)eps);
+        bad2 += fabs(a->params[i] - want) > 1e-5 * lr + 1e-6 * fabs(want) ||
+                fabs(m[i] - mm) > 1e-6 * fabs(mm) + 1e-9 || fabs(v[i] - vv) > 1e-5 * vv + 1e-12;
+    }
+    CHECK_MSG(bad1 == 0, "%zu params not moved by lr against their gradient's sign", bad1);
+    CHECK_MSG(bad2 == 0, "%zu params or moments off the two-step formula", bad2);
+    CHECK_MSG(cut_bad == 0, "%zu cut kernel weights moved", cut_bad);
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 0, lr, b1, b2, eps), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 3, NAN, b1, b2, eps), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 3, lr, 1.0f, b2, eps), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 3, lr, b1, -0.1f, eps), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 3, lr, b1, b2, 0.0f), -EINVAL);
+    CHECK_INT_EQ(nc_cnn_adam(a, g1, NULL, v, 3, lr, b1, b2, eps), -EINVAL);
+    free(g1);
+    free(g2);
+    free(m);
+    free(v);
+    free(p0);
+    free(p1);
+    nc_cnn_free(a);
+}
+
 /* ---- work, committee, argument checks --------------------------------------- */
 
 static void test_work_committee(void)
@@ -1232,6 +1291,7 @@ int main(void)
     test_parity();
     test_sgd();
     test_sgd_momentum();
+    test_adam();
     test_work_committee();
     test_norm();
     test_file();

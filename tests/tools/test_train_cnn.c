@@ -647,6 +647,39 @@ static void test_momentum(const char *tool, const char *dir)
     nc_cnn_free(resumed);
 }
 
+/* --adam: the loss falls; 3 epochs and a resume to 5 train what 5 straight
+ * do (the moments and the step count are in the checkpoint: the bias
+ * corrections depend on the count); refused with --momentum and, for now,
+ * with --gpu. */
+static void test_adam(const char *tool, const char *dir)
+{
+    char out5[512], out35[512], ck[512], out_x[512];
+    snprintf(out5, sizeof out5, "%s/adam5.ncm", dir);
+    snprintf(out35, sizeof out35, "%s/adam35.ncm", dir);
+    snprintf(ck, sizeof ck, "%s/adam.ckpt", dir);
+    snprintf(out_x, sizeof out_x, "%s/adam-refused.ncm", dir);
+#define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.003", "--adam"
+    const char *a_args[] = { COMMON, "--out", out5, NULL };
+    const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
+    const char *c_args[] = { COMMON, "--out", out35, "--checkpoint", ck, "--resume", NULL };
+    const char *bad1[] = { COMMON, "--momentum", "0.9", "--out", out_x, NULL };
+    const char *bad2[] = { COMMON, "--gpu", "0", "--out", out_x, NULL };
+#undef COMMON
+    check_loss_falls(tool, a_args, "--adam");
+    CHECK_INT_EQ(run_only(tool, b_args), 0);
+    CHECK_INT_EQ(run_only(tool, c_args), 0);
+    nc_model_info info;
+    nc_cnn *straight = load_file(out5, &info), *resumed = load_file(out35, NULL);
+    REQUIRE(straight && resumed);
+    CHECK_MSG(same_params(straight, resumed), "--adam: 3 epochs + resume to 5 are not 5 epochs");
+    CHECK(strstr(info.command, "--adam") != NULL);
+    check_refused(tool, bad1, "--adam with --momentum");
+    check_refused(tool, bad2, "--adam with --gpu");
+    CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
+    nc_cnn_free(straight);
+    nc_cnn_free(resumed);
+}
+
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
  * CPU path multiplies unrolled products anyway), are refused before any
  * training. */
@@ -680,11 +713,13 @@ int main(int argc, char **argv)
     test_average(argv[1], dir);
     test_deform_params(argv[1], dir);
     test_momentum(argv[1], dir);
+    test_adam(argv[1], dir);
     const char *names[] = { "best.ncm", "last.ncm", "best.ckpt", "last.ckpt", "softmax.ncm",
                             "softmax.ckpt", "relu.ncm", "relu.ckpt", "norm.ncm", "norm.ckpt",
                             "avg-e3.ncm", "avg-e4.ncm", "avg.ncm", "avg.ckpt", "avg-norm.ncm",
                             "avg-norm.ckpt", "avg-norm-last.ncm", "dp-zero.ncm", "dp-none.ncm",
                             "dp-default.ncm", "dp-rigid.ncm", "mom5.ncm", "mom35.ncm", "mom.ckpt",
+                            "adam5.ncm", "adam35.ncm", "adam.ckpt",
                             "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
