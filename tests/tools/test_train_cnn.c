@@ -608,6 +608,27 @@ static void test_deform_params(const char *tool, const char *dir)
     nc_cnn_free(plain);
 }
 
+/* An optimiser's runs: the straight one (args5, into out5) lowers the loss;
+ * 3 epochs with a checkpoint (args3) then a resume to 5 (resume, into
+ * out35) train the same weights, so the optimiser's state rides in the
+ * checkpoint; the file's command names the option (what). */
+static void check_resumed_run(const char *tool, const char *const *args5,
+                              const char *const *args3, const char *const *resume,
+                              const char *out5, const char *out35, const char *what)
+{
+    check_loss_falls(tool, args5, what);
+    CHECK_INT_EQ(run_only(tool, args3), 0);
+    CHECK_INT_EQ(run_only(tool, resume), 0);
+    nc_model_info info;
+    nc_cnn *straight = load_file(out5, &info), *resumed = load_file(out35, NULL);
+    REQUIRE(straight && resumed);
+    CHECK_MSG(same_params(straight, resumed), "%s: 3 epochs + resume to 5 are not 5 epochs",
+              what);
+    CHECK_MSG(strstr(info.command, what) != NULL, "%s not in: %s", what, info.command);
+    nc_cnn_free(straight);
+    nc_cnn_free(resumed);
+}
+
 /* --momentum: the loss falls (at a tenth of the plain rate: the velocity
  * sums about 1 / (1 - M) steps' gradients); 3 epochs and a resume to 5
  * train what 5 epochs straight do, so the checkpoint carries the velocity;
@@ -630,21 +651,12 @@ static void test_momentum(const char *tool, const char *dir)
     const char *bad3[] = { SMALL_RUN(dir), "--momentum", "0.9", "--gpu", "0", "--out", out_x,
                            NULL };
 #undef COMMON
-    check_loss_falls(tool, a_args, "--momentum 0.9");
-    CHECK_INT_EQ(run_only(tool, b_args), 0);
-    CHECK_INT_EQ(run_only(tool, c_args), 0);
-    nc_model_info info;
-    nc_cnn *straight = load_file(out5, &info), *resumed = load_file(out35, NULL);
-    REQUIRE(straight && resumed);
-    CHECK_MSG(same_params(straight, resumed), "3 epochs + resume to 5 are not 5 epochs");
-    CHECK(strstr(info.command, "--momentum 0.9") != NULL);
+    check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--momentum 0.9");
     check_refused(tool, p_args, "written with other options");
     check_refused(tool, bad1, "--momentum: not a valid value");
     check_refused(tool, bad2, "--momentum: not a valid value");
     check_refused(tool, bad3, "--momentum with --gpu");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
-    nc_cnn_free(straight);
-    nc_cnn_free(resumed);
 }
 
 /* --adam: the loss falls; 3 epochs and a resume to 5 train what 5 straight
@@ -665,19 +677,10 @@ static void test_adam(const char *tool, const char *dir)
     const char *bad1[] = { COMMON, "--momentum", "0.9", "--out", out_x, NULL };
     const char *bad2[] = { COMMON, "--gpu", "0", "--out", out_x, NULL };
 #undef COMMON
-    check_loss_falls(tool, a_args, "--adam");
-    CHECK_INT_EQ(run_only(tool, b_args), 0);
-    CHECK_INT_EQ(run_only(tool, c_args), 0);
-    nc_model_info info;
-    nc_cnn *straight = load_file(out5, &info), *resumed = load_file(out35, NULL);
-    REQUIRE(straight && resumed);
-    CHECK_MSG(same_params(straight, resumed), "--adam: 3 epochs + resume to 5 are not 5 epochs");
-    CHECK(strstr(info.command, "--adam") != NULL);
+    check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--adam");
     check_refused(tool, bad1, "--adam with --momentum");
     check_refused(tool, bad2, "--adam with --gpu");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
-    nc_cnn_free(straight);
-    nc_cnn_free(resumed);
 }
 
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
