@@ -149,6 +149,14 @@ int nc_cnn_backward_ref(const nc_cnn *net, nc_cnn_work *w, const float *in,
     return 0;
 }
 
+/* Every convolution's cut kernels back to 0 after an update. */
+static void mask_all_kernels(nc_cnn *net)
+{
+    for (uint32_t l = 1; l < net->n_layers; l++)
+        if (net->layers[l].kind == NC_CNN_KIND_CONV)
+            nc_cnn_mask_kernels(net, l);
+}
+
 int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float lr,
                         float momentum)
 {
@@ -158,9 +166,7 @@ int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float 
         velocity[i] = momentum * velocity[i] + grads[i];
         net->params[i] -= lr * velocity[i];
     }
-    for (uint32_t l = 1; l < net->n_layers; l++)
-        if (net->layers[l].kind == NC_CNN_KIND_CONV)
-            nc_cnn_mask_kernels(net, l);
+    mask_all_kernels(net);
     return 0;
 }
 
@@ -188,9 +194,7 @@ int nc_cnn_adam(nc_cnn *net, const float *grads, float *m, float *v, uint64_t st
         v[i] = vi;
         net->params[i] -= lr * (mi * c1) / (sqrtf(vi * c2) + eps);
     }
-    for (uint32_t l = 1; l < net->n_layers; l++)
-        if (net->layers[l].kind == NC_CNN_KIND_CONV)
-            nc_cnn_mask_kernels(net, l);
+    mask_all_kernels(net);
     return 0;
 }
 
@@ -201,8 +205,6 @@ int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr)
     for (size_t i = 0; i < net->n_params; i++)
         net->params[i] -= lr * grads[i];
     /* grads from the backward passes are already 0 there; a caller's may not be */
-    for (uint32_t l = 1; l < net->n_layers; l++)
-        if (net->layers[l].kind == NC_CNN_KIND_CONV)
-            nc_cnn_mask_kernels(net, l);
+    mask_all_kernels(net);
     return 0;
 }

@@ -814,8 +814,7 @@ typedef struct trainer {
     uint8_t *chunk_labels[2];
     float *chunk_targets[2];    /* [chunk][10], with targets only */
     float *out, *d_out, *grads;
-    float *velocity;        /* run_state's, with --momentum */
-    run_state *st;          /* for --adam's moments and step count */
+    run_state *st;          /* the optimiser's state: velocity, Adam's moments */
     void *gpu;              /* nc_gpu_cnn; NULL: train on the CPU */
     uint64_t *state;        /* [chunk]: the GPU's per-image rng states */
     int live;               /* stderr is a terminal: show a live line */
@@ -936,9 +935,9 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
             err = nc_cnn_adam(t->net, t->grads, t->st->adam_m, t->st->adam_v,
                               ++t->st->adam_step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS);
         else if (!err)
-            err = t->velocity ? nc_cnn_sgd_momentum(t->net, t->grads, t->velocity, lr,
-                                                    t->o->momentum)
-                              : nc_cnn_sgd(t->net, t->grads, lr);
+            err = t->st->velocity ? nc_cnn_sgd_momentum(t->net, t->grads, t->st->velocity, lr,
+                                                        t->o->momentum)
+                                  : nc_cnn_sgd(t->net, t->grads, lr);
         if (err)
             return err;
         if (!isfinite(l))
@@ -1310,7 +1309,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     t.d_out = malloc((size_t)o.batch * 10 * sizeof(float));
     t.grads = malloc(net->n_params * sizeof(float));
     t.st = &st;
-    if (o.momentum > 0.0f && !(t.velocity = st.velocity = calloc(net->n_params, sizeof(float)))) {
+    if (o.momentum > 0.0f && !(st.velocity = calloc(net->n_params, sizeof(float)))) {
         err = -ENOMEM;
         goto fail;
     }

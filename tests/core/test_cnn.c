@@ -629,6 +629,15 @@ static void test_sgd(void)
     nc_cnn_free(net);
 }
 
+/* Whether param i of test_sgd's net (1x12x12-4C3-MP2-6C3R50:3-4N) lies in a
+ * kernel its layer-3 table cuts (6 maps x 4 inputs x 3x3). */
+static int in_cut_kernel(const nc_cnn *net, size_t i)
+{
+    const nc_cnn_layer *L = &net->layers[3];
+    const size_t lo = (size_t)(L->weights - net->params), hi = lo + (size_t)6 * 4 * 9;
+    return i >= lo && i < hi && !L->table[(i - lo) / 9];
+}
+
 /* nc_cnn_sgd_momentum: momentum 0 is nc_cnn_sgd bit for bit; two steps at
  * 0.9 move each param by lr (g1 + (0.9 g1 + g2)) with the velocity kept;
  * cut kernels stay zero even when the grads given there are not; bad
@@ -655,12 +664,9 @@ static void test_sgd_momentum(void)
     memset(v, 0, n * sizeof(float));
     CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g1, v, 0.05f, 0.9f), 0);
     CHECK_INT_EQ(nc_cnn_sgd_momentum(a, g2, v, 0.05f, 0.9f), 0);
-    const nc_cnn_layer *L = &a->layers[3];
-    const size_t cut_lo = (size_t)(L->weights - a->params), cut_hi = cut_lo + (size_t)6 * 4 * 9;
     size_t bad = 0, cut_bad = 0;
     for (size_t i = 0; i < n; i++) {
-        const int in_cut = i >= cut_lo && i < cut_hi && !L->table[(i - cut_lo) / 9];
-        if (in_cut) {
+        if (in_cut_kernel(a, i)) {
             cut_bad += a->params[i] != 0.0f;
             continue;
         }
@@ -705,11 +711,9 @@ static void test_adam(void)
     CHECK_INT_EQ(nc_cnn_adam(a, g1, m, v, 1, lr, b1, b2, eps), 0);
     memcpy(p1, a->params, n * sizeof(float));
     CHECK_INT_EQ(nc_cnn_adam(a, g2, m, v, 2, lr, b1, b2, eps), 0);
-    const nc_cnn_layer *L = &a->layers[3];
-    const size_t cut_lo = (size_t)(L->weights - a->params), cut_hi = cut_lo + (size_t)6 * 4 * 9;
     size_t bad1 = 0, bad2 = 0, cut_bad = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i >= cut_lo && i < cut_hi && !L->table[(i - cut_lo) / 9]) {
+        if (in_cut_kernel(a, i)) {
             cut_bad += a->params[i] != 0.0f || p1[i] != 0.0f;
             continue;
         }
