@@ -1,7 +1,8 @@
-/* gpu/cnn_act.cu — activation derivative, losses and SGD step.
+/* gpu/cnn_act.cu — activation derivative, losses and the optimisers' steps
+ * (SGD, with momentum, Adam).
  *
  * Layer: gpu.  Thread mapping: one thread per element (grid-stride) for the
- * derivative and the SGD step; each loss is one block of 256 threads, one
+ * derivative and the steps; each loss is one block of 256 threads, one
  * thread per image in a strided loop, summed in a fixed order in shared
  * memory so that it is deterministic. */
 #include "cnn_act.cuh"
@@ -102,6 +103,39 @@ static __global__ void sgd_kernel(float *params, const float *grads, size_t coun
         params[i] -= lr * grads[i];
 }
 
+/* nc_cnn_sgd_momentum's roundings: each product and sum rounded to float in
+ * core's order (the _rn intrinsics keep nvcc from fusing them into FMAs). */
+static __global__ void sgd_momentum_kernel(float *params, const float *grads, float *velocity,
+                                           size_t count, float lr, float momentum)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float v = __fadd_rn(__fmul_rn(momentum, velocity[i]), grads[i]);
+        velocity[i] = v;
+        params[i] = __fsub_rn(params[i], __fmul_rn(lr, v));
+    }
+}
+
+/* nc_cnn_adam's roundings, likewise: m = beta1 m + r1 g, v = beta2 v +
+ * r2 (g g), params -= (lr (m c1)) / (sqrt(v c2) + eps), sqrt and division
+ * correctly rounded as sqrtf and / are on the host. */
+static __global__ void adam_kernel(float *params, const float *grads, float *m, float *v,
+                                   size_t count, float lr, float beta1, float beta2, float r1,
+                                   float r2, float eps, float c1, float c2)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float g = grads[i];
+        const float mi = __fadd_rn(__fmul_rn(beta1, m[i]), __fmul_rn(r1, g));
+        const float vi = __fadd_rn(__fmul_rn(beta2, v[i]), __fmul_rn(r2, __fmul_rn(g, g)));
+        m[i] = mi;
+        v[i] = vi;
+        const float num = __fmul_rn(lr, __fmul_rn(mi, c1));
+        const float den = __fadd_rn(__fsqrt_rn(__fmul_rn(vi, c2)), eps);
+        params[i] = __fsub_rn(params[i], __fdiv_rn(num, den));
+    }
+}
+
 extern "C" int nc_gpu_cnn_act_backward(const float *y, const float *dy, float *da, size_t count,
                                        uint32_t act, cudaStream_t stream)
 {
@@ -144,6 +178,28 @@ extern "C" int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, f
 {
     sgd_kernel<<<nc_gpu_cnn_blocks(count, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0, stream>>>(
         params, grads, count, lr);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_sgd_momentum(float *params, const float *grads, float *velocity,
+                                       size_t count, float lr, float momentum,
+                                       cudaStream_t stream)
+{
+    sgd_momentum_kernel<<<nc_gpu_cnn_blocks(count, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0,
+                          stream>>>(params, grads, velocity, count, lr, momentum);
+    NC_CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_adam(float *params, const float *grads, float *m, float *v,
+                               size_t count, float lr, float beta1, float beta2, float eps,
+                               float c1, float c2, cudaStream_t stream)
+{
+    /* core's r1, r2: rounded on the host as there */
+    const float r1 = 1.0f - beta1, r2 = 1.0f - beta2;
+    adam_kernel<<<nc_gpu_cnn_blocks(count, NC_GPU_CNN_BLOCK), NC_GPU_CNN_BLOCK, 0, stream>>>(
+        params, grads, m, v, count, lr, beta1, beta2, r1, r2, eps, c1, c2);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

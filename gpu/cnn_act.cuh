@@ -1,6 +1,7 @@
 /* gpu/cnn_act.cuh — the element-wise parts of CNN training on the GPU: the
  * activation's derivative, the losses (twins of core's nc_cnn_loss and
- * nc_cnn_loss_softmax) and the SGD step (twin of nc_cnn_sgd).
+ * nc_cnn_loss_softmax) and the optimisers' steps (twins of nc_cnn_sgd,
+ * nc_cnn_sgd_momentum and nc_cnn_adam).
  *
  * Layer: gpu, C linkage.  Device pointers; enqueue on `stream`; 0 or a
  * negative errno. */
@@ -43,6 +44,20 @@ int nc_gpu_cnn_loss_softmax(const float *out, const uint8_t *labels, uint32_t n,
 /* params[i] -= lr * grads[i]. */
 int nc_gpu_cnn_sgd(float *params, const float *grads, size_t count, float lr,
                    cudaStream_t stream);
+
+/* velocity[i] = momentum * velocity[i] + grads[i], then params[i] -= lr *
+ * velocity[i], each product and sum rounded to float in that order, as
+ * nc_cnn_sgd_momentum. */
+int nc_gpu_cnn_sgd_momentum(float *params, const float *grads, float *velocity, size_t count,
+                            float lr, float momentum, cudaStream_t stream);
+
+/* One Adam step with the bias corrections c1, c2 of its step count
+ * (nc_cnn_adam_corrections, on the host): m, v and params as nc_cnn_adam,
+ * each product, sum, square root and quotient rounded to float in core's
+ * order. */
+int nc_gpu_cnn_adam(float *params, const float *grads, float *m, float *v, size_t count,
+                    float lr, float beta1, float beta2, float eps, float c1, float c2,
+                    cudaStream_t stream);
 
 #ifdef __cplusplus
 }

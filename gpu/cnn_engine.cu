@@ -29,6 +29,7 @@
 #define BLAS_WORKSPACE ((size_t)32 << 20)   /* bytes: cuBLAS under graph capture */
 
 enum { WHOLE_LAYERS = 0, WHOLE_FUSED_SMALL = 1, WHOLE_FUSED_BIG = 2, WHOLE_FUSED_DEEP = 3 };
+enum { OPT_SGD = 0, OPT_MOMENTUM = 1, OPT_ADAM = 2 };      /* the training step's update */
 
 struct nc_gpu_cnn {
     int device, sm_count;
@@ -55,6 +56,10 @@ struct nc_gpu_cnn {
     float *h_train_targets;                 /* soft targets [n_train][n_outputs], or NULL */
     float *d_run_targets, *h_run_targets;   /* a run's, gathered (run_cap each) */
     float softmax_scale;                    /* > 0: softmax cross-entropy; 0: squared error */
+    int opt;                                /* OPT_*: nc_gpu_cnn_set_momentum / _set_adam */
+    float momentum, beta1, beta2, eps;      /* its constants */
+    float *d_opt[2];                        /* its state [n_params]: velocity; Adam's m, v */
+    uint64_t adam_step;                     /* Adam steps taken */
     uint32_t n_train;
     nc_gpu_deform *deform;                  /* their deformation (NONE: a copy) */
     uint32_t *d_index;                      /* per run: source image, rng state, */
@@ -224,7 +229,7 @@ extern "C" void nc_gpu_cnn_free(nc_gpu_cnn *g)
     void *dev[] = {g->d_params, g->d_grads, g->d_lists, g->d_in, g->d_delta[0], g->d_delta[1],
                    g->d_part, g->d_unroll, g->d_feat, g->d_labels, g->d_loss, g->d_blas_ws,
                    g->d_run, g->d_run_labels, g->d_acc, g->d_train, g->d_index,
-                   g->d_state, g->d_run_targets};
+                   g->d_state, g->d_run_targets, g->d_opt[0], g->d_opt[1]};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         cudaFree(dev[i]);
     for (uint32_t l = 0; l < NC_CNN_MAX_LAYERS; l++) {
@@ -856,6 +861,147 @@ extern "C" int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n
     return note(g, backward(g, d_out, n, grads));
 }
 
+/* ---- the optimiser ------------------------------------------------------- */
+
+/* The step after the gradients: core's nc_cnn_sgd, nc_cnn_sgd_momentum or
+ * nc_cnn_adam on the device, as set.  None masks cut kernels as core's do:
+ * their gradients are exactly 0 (both backward paths write 0 there), and
+ * so is their optimiser state (set_state), so the step leaves them 0. */
+static int update(nc_gpu_cnn *g, float lr)
+{
+    if (g->opt == OPT_MOMENTUM)
+        return nc_gpu_cnn_sgd_momentum(g->d_params, g->d_grads, g->d_opt[0], g->n_params, lr,
+                                       g->momentum, g->stream);
+    if (g->opt != OPT_ADAM)
+        return nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream);
+    /* on the host, as core computes them, for the step about to be taken */
+    float c1, c2;
+    nc_cnn_adam_corrections(g->adam_step + 1, g->beta1, g->beta2, &c1, &c2);
+    int err = nc_gpu_cnn_adam(g->d_params, g->d_grads, g->d_opt[0], g->d_opt[1], g->n_params,
+                              lr, g->beta1, g->beta2, g->eps, c1, c2, g->stream);
+    if (!err)
+        g->adam_step++;
+    return err;
+}
+
+/* The first `count` state buffers from src[i] (host; NULL: zeros), with
+ * the entries of kernels a connection table cuts set to 0. */
+static int set_state(nc_gpu_cnn *g, const float *const *src, int count)
+{
+    const size_t bytes = g->n_params * sizeof(float);
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));   /* a step may still use them */
+    for (int i = 0; i < count; i++) {
+        if (!g->d_opt[i])
+            NC_CUDA_CHECK(cudaMalloc(&g->d_opt[i], bytes));
+        if (src[i])
+            NC_CUDA_CHECK(cudaMemcpyAsync(g->d_opt[i], src[i], bytes, cudaMemcpyHostToDevice,
+                                          g->stream));
+        else
+            NC_CUDA_CHECK(cudaMemsetAsync(g->d_opt[i], 0, bytes, g->stream));
+        for (uint32_t l = 1; l < g->n_layers; l++) {
+            const nc_gpu_cnn_layer *L = &g->L[l];
+            int err;
+            if (L->kind == NC_CNN_KIND_CONV &&
+                (err = nc_gpu_cnn_mask_cut(L, g->d_opt[i] + (L->weights - g->d_params),
+                                           g->stream)))
+                return err;
+        }
+    }
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+static int get_state(nc_gpu_cnn *g, float *const *dst, int count)
+{
+    NC_CUDA_CHECK(cudaSetDevice(g->device));
+    for (int i = 0; i < count; i++)
+        NC_CUDA_CHECK(cudaMemcpyAsync(dst[i], g->d_opt[i], g->n_params * sizeof(float),
+                                      cudaMemcpyDeviceToHost, g->stream));
+    NC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return 0;
+}
+
+/* Every value finite (and >= 0 with nonneg). */
+static int state_ok(const float *v, size_t count, int nonneg)
+{
+    for (size_t i = 0; v && i < count; i++)
+        if (!isfinite(v[i]) || (nonneg && v[i] < 0.0f))
+            return 0;
+    return 1;
+}
+
+extern "C" int nc_gpu_cnn_set_momentum(nc_gpu_cnn *g, float momentum, const float *velocity)
+{
+    if (!g || !(momentum >= 0.0f && momentum < 1.0f) || !state_ok(velocity, g->n_params, 0))
+        return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
+    if (g->failed)
+        return g->failed;
+    g->opt = OPT_SGD;           /* until the state is in place */
+    const float *src[1] = {velocity};
+    int err = note(g, set_state(g, src, 1));
+    if (err)
+        return err;
+    g->momentum = momentum;
+    g->opt = OPT_MOMENTUM;
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_get_velocity(nc_gpu_cnn *g, float *velocity)
+{
+    if (!g || !velocity || g->opt != OPT_MOMENTUM)
+        return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
+    if (g->failed)
+        return g->failed;
+    float *dst[1] = {velocity};
+    return note(g, get_state(g, dst, 1));
+}
+
+extern "C" int nc_gpu_cnn_set_adam(nc_gpu_cnn *g, float beta1, float beta2, float eps,
+                                   const float *m, const float *v, uint64_t step)
+{
+    if (!g || !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f) ||
+        !(eps > 0.0f) || !isfinite(eps) || !m != !v || step == UINT64_MAX ||
+        !state_ok(m, g->n_params, 0) || !state_ok(v, g->n_params, 1))
+        return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
+    if (g->failed)
+        return g->failed;
+    g->opt = OPT_SGD;           /* until the state is in place */
+    const float *src[2] = {m, v};
+    int err = note(g, set_state(g, src, 2));
+    if (err)
+        return err;
+    g->beta1 = beta1;
+    g->beta2 = beta2;
+    g->eps = eps;
+    g->adam_step = step;
+    g->opt = OPT_ADAM;
+    return 0;
+}
+
+extern "C" int nc_gpu_cnn_get_adam(nc_gpu_cnn *g, float *m, float *v, uint64_t *step)
+{
+    if (!g || !m || !v || !step || g->opt != OPT_ADAM)
+        return -EINVAL;
+    if (g->pending_n)
+        return -EBUSY;          /* a forward_start awaits its finish */
+    if (g->failed)
+        return g->failed;
+    float *dst[2] = {m, v};
+    int err = note(g, get_state(g, dst, 2));
+    if (!err)
+        *step = g->adam_step;
+    return err;
+}
+
+/* ---- training steps ------------------------------------------------------ */
+
 /* One SGD step on n device images x with device labels (and soft targets,
  * or NULL): forward (layer-wise), loss into d_loss (and added to acc when
  * given), backward, update. */
@@ -876,7 +1022,7 @@ static int sgd_step(nc_gpu_cnn *g, const float *x, const uint8_t *d_labels,
                                       g->d_delta[0], g->d_loss, acc, g->stream);
     if (err || (err = backward_device(g, n)))
         return err;
-    return nc_gpu_cnn_sgd(g->d_params, g->d_grads, g->n_params, lr, g->stream);
+    return update(g, lr);
 }
 
 /* Every label below n_outputs (what the loss kernel indexes with). */

@@ -90,7 +90,8 @@ int nc_gpu_cnn_forward_finish(nc_gpu_cnn *g, float *out);
 int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *grads);
 
 /* One mini-batch step on the device (forward, nc_cnn_loss or the softmax
- * of nc_gpu_cnn_set_loss_softmax, backward, SGD), as nc_cnn_train_step; the params stay on the device until
+ * of nc_gpu_cnn_set_loss_softmax, backward, SGD or the update of
+ * nc_gpu_cnn_set_momentum / _set_adam), as nc_cnn_train_step; the params stay on the device until
  * nc_gpu_cnn_download.  ret_loss (may be NULL; then nothing waits for the
  * step) is the loss before the step. */
 int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
@@ -137,6 +138,34 @@ int nc_gpu_cnn_set_loss_softmax(nc_gpu_cnn *g, float scale);
 int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *state,
                              uint32_t n, uint32_t batch, float lr, double *ret_loss,
                              uint32_t *ret_errors);
+
+/* The update every later training step (nc_gpu_cnn_train_step, _batches,
+ * _indexed) makes after its gradients: plain SGD (nc_cnn_sgd) until one of
+ * these is called, each of which replaces the other.
+ *
+ * nc_gpu_cnn_set_momentum: core's nc_cnn_sgd_momentum with momentum
+ * (0 <= momentum < 1) from velocity[n_params] (host, copied; finite; NULL:
+ * zeros, as before a first step).  nc_gpu_cnn_set_adam: core's nc_cnn_adam
+ * with beta1, beta2, eps (ranges as there) from the moments m, v [n_params]
+ * (host, copied; finite, v >= 0; both NULL: zeros) after `step` steps (0 for
+ * fresh moments); each training step then counts one more, and its bias
+ * corrections come from nc_cnn_adam_corrections on the host.  The device
+ * steps round each product, sum, square root and quotient to float in
+ * core's order, so they equal core's on equal gradients.
+ *
+ * Kernels a connection table cuts stay 0, as core's masking keeps them:
+ * their gradients are 0, and the state's entries there are set to 0 on the
+ * way in (core's own steps never make them other than 0).  -EINVAL for bad
+ * values; on any error the engine steps with plain SGD.
+ *
+ * nc_gpu_cnn_get_velocity / nc_gpu_cnn_get_adam: the state after the steps
+ * so far (waits for them), e.g. for a checkpoint; -EINVAL unless that
+ * optimiser is the one set. */
+int nc_gpu_cnn_set_momentum(nc_gpu_cnn *g, float momentum, const float *velocity);
+int nc_gpu_cnn_get_velocity(nc_gpu_cnn *g, float *velocity);
+int nc_gpu_cnn_set_adam(nc_gpu_cnn *g, float beta1, float beta2, float eps, const float *m,
+                        const float *v, uint64_t step);
+int nc_gpu_cnn_get_adam(nc_gpu_cnn *g, float *m, float *v, uint64_t *step);
 
 /* After a forward or a training step: normalised layer `layer`'s batch
  * statistics, mean[maps] and var[maps], as the last batch was normalised

@@ -138,9 +138,9 @@ static __global__ void bias_grad_kernel(nc_gpu_cnn_layer L, const float *__restr
         L.gbias[m] = accumulate ? L.gbias[m] + red[0] : red[0];
 }
 
-/* The gradient of a kernel the connection table cuts is 0 (the product
- * gave it one): gweights[m][c][..] for every c not in map m's list. */
-static __global__ void mask_cut_kernel(nc_gpu_cnn_layer L)
+/* The entries of a kernel the connection table cuts are 0: w[m][c][..]
+ * (laid out like L.weights) for every c not in map m's list. */
+static __global__ void mask_cut_kernel(nc_gpu_cnn_layer L, float *w)
 {
     const uint32_t kk = L.kernel_x * L.kernel_y;
     const size_t total = (size_t)L.maps * L.fan_in;
@@ -154,7 +154,7 @@ static __global__ void mask_cut_kernel(nc_gpu_cnn_layer L)
         for (int32_t i = 1; i <= list[0] && !wired; i++)
             wired = list[i] == (int32_t)c;
         if (!wired)
-            L.gweights[e] = 0.0f;
+            w[e] = 0.0f;
     }
 }
 
@@ -220,8 +220,14 @@ extern "C" int nc_gpu_cnn_conv_weights_unrolled(const nc_gpu_cnn_layer *L, const
         bias_grad_kernel<<<L->maps, NC_GPU_CNN_BLOCK, 0, stream>>>(*L, d, cols, b0 > 0);
         NC_CUDA_CHECK(cudaGetLastError());
     }
+    /* the product gave the cut kernels a gradient */
+    return nc_gpu_cnn_mask_cut(L, L->gweights, stream);
+}
+
+extern "C" int nc_gpu_cnn_mask_cut(const nc_gpu_cnn_layer *L, float *w, cudaStream_t stream)
+{
     mask_cut_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * L->fan_in, NC_GPU_CNN_BLOCK),
-                      NC_GPU_CNN_BLOCK, 0, stream>>>(*L);
+                      NC_GPU_CNN_BLOCK, 0, stream>>>(*L, w);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

@@ -40,6 +40,11 @@ int nc_gpu_cnn_conv_backward_unrolled(const nc_gpu_cnn_layer *L, const float *da
                                       uint32_t n, float *scratch, size_t cap,
                                       cublasHandle_t blas, cudaStream_t stream);
 
+/* A convolution's kernels that its connection table cuts set to 0 in w,
+ * laid out like L->weights (its gradients, or an optimiser's state of
+ * them). */
+int nc_gpu_cnn_mask_cut(const nc_gpu_cnn_layer *L, float *w, cudaStream_t stream);
+
 /* Same result as nc_gpu_cnn_full_forward, as one sgemm and a bias pass. */
 int nc_gpu_cnn_full_forward_blas(const nc_gpu_cnn_layer *L, const float *x, float *y,
                                  uint32_t n, cublasHandle_t blas, cudaStream_t stream);
