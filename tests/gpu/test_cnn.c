@@ -8,7 +8,8 @@
  * without max-pooling near-ties: see TIE_GAP), a GPU training step against
  * nc_cnn_train_step, and a run of mini-batches (nc_gpu_cnn_train_batches)
  * against the same steps on the CPU; nets with rectified units and with
- * batch normalisation too (its batch statistics compared as well).
+ * batch normalisation too (its batch statistics compared as well); runs
+ * with momentum and Adam against core's (train_optim_on).
  * Tolerance: relative error 1e-4,
  * both as ||gpu - ref|| / ||ref|| and as max |gpu - ref| / max |ref|, per
  * output block and per layer's weights and biases.  Every device buffer and
@@ -495,6 +496,243 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, flo
     train_batches_on(arch, n, batch, softmax, NC_GPU_CNN_PATH_AUTO);
 }
 
+/* The optimisers of nc_gpu_cnn_set_momentum / _set_adam against core's
+ * nc_cnn_sgd_momentum / nc_cnn_adam: a run of n images in mini-batches on
+ * each side (core's reference passes), the device's run cut in two after
+ * `split` images with its state read back and set again in between (the
+ * trainer's checkpoint round trip).  Compared: every param's total change,
+ * the velocity or both moments per layer (TOL, as the other runs), and
+ * Adam's step count exactly; the state of every kernel a table cuts is
+ * exactly 0 on both sides and its params unchanged.  The same run with
+ * plain SGD on the CPU must differ from the optimiser's by far more than
+ * TOL, so that a device step that fell back to SGD fails the comparison.
+ * Adam's eps is 1e-3 here, not the trainer's 1e-8: a param whose gradient
+ * is within rounding of 0 moves by about +-lr at eps 1e-8, one way on the
+ * CPU and possibly the other way on the GPU. */
+enum { OPT_MOMENTUM, OPT_ADAM };
+
+#define OPT_MOM 0.9f
+#define OPT_B1 0.9f
+#define OPT_B2 0.999f
+#define OPT_EPS 1e-3f
+
+/* Relative difference of two params' changes, ||a - b|| / ||b||. */
+static double rel_diff(const float *a, const float *b, size_t count)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Every entry of state at a kernel layer l's table cuts is exactly 0 (and
+ * counted into *cut). */
+static void check_cut_zero(const char *tag, const nc_cnn *net, const float *state,
+                           const char *what, size_t *cut)
+{
+    for (uint32_t l = 1; l < net->n_layers; l++) {
+        const nc_cnn_layer *L = &net->layers[l];
+        if (L->kind != NC_CNN_KIND_CONV)
+            continue;
+        const uint32_t in_maps = net->layers[l - 1].maps;
+        const size_t kk = (size_t)L->kernel_x * L->kernel_y;
+        const size_t w0 = (size_t)(L->weights - net->params);
+        size_t bad = 0;
+        for (uint32_t m = 0; m < L->maps; m++)
+            for (uint32_t c = 0; c < in_maps; c++)
+                if (!L->table[(size_t)m * in_maps + c])
+                    for (size_t k = 0; k < kk; k++) {
+                        bad += state[w0 + ((size_t)m * in_maps + c) * kk + k] != 0.0f;
+                        *cut += 1;
+                    }
+        CHECK_MSG(bad == 0, "%s: %s of layer %u: %zu entries of cut kernels not 0", tag, what,
+                  l, bad);
+    }
+}
+
+static void train_optim_on(const char *arch, uint32_t n, uint32_t batch, uint32_t split,
+                           int opt, nc_gpu_cnn_path path)
+{
+    nc_cnn *cpu = NULL, *gpu = NULL, *sgd = NULL;
+    REQUIRE(nc_cnn_new(arch, &cpu) == 0);
+    REQUIRE(nc_cnn_new(arch, &gpu) == 0);
+    REQUIRE(nc_cnn_new(arch, &sgd) == 0);
+    REQUIRE(nc_cnn_init_uniform(cpu, 17, 0.15f) == 0);
+    memcpy(gpu->params, cpu->params, cpu->n_params * sizeof(float));
+    memcpy(sgd->params, cpu->params, cpu->n_params * sizeof(float));
+    const size_t P = cpu->n_params;
+    float *before = malloc(P * sizeof(float)), *grads = malloc(P * sizeof(float));
+    float *d_cpu = malloc(P * sizeof(float)), *d_gpu = malloc(P * sizeof(float));
+    float *d_sgd = malloc(P * sizeof(float));
+    float *s_cpu = calloc(2 * P, sizeof(float)), *s_gpu = malloc(2 * P * sizeof(float));
+    float *in = malloc((size_t)n * cpu->n_inputs * sizeof(float));
+    float *out = malloc((size_t)batch * cpu->n_outputs * sizeof(float));
+    float *d_out = malloc((size_t)batch * cpu->n_outputs * sizeof(float));
+    uint8_t *labels = malloc(n);
+    nc_cnn_work *w = NULL;
+    nc_gpu_cnn *g = NULL;
+    const char *name = opt == OPT_ADAM ? "adam" : "momentum";
+    char tag[200];
+    snprintf(tag, sizeof tag, "%s %s n=%u batch %u path %s", arch, name, n, batch,
+             path_name(path));
+    if (!before || !grads || !d_cpu || !d_gpu || !d_sgd || !s_cpu || !s_gpu || !in || !out ||
+        !d_out || !labels || nc_cnn_work_new(cpu, batch, &w) ||
+        nc_gpu_cnn_new(gpu, 0, batch, &g) || nc_gpu_cnn_set_path(g, path) != 0) {
+        CHECK_MSG(0, "setup of %s: %s", tag, nc_gpu_last_error());
+        goto done;
+    }
+    nc_test_rng rng = {4711};
+    fill(&rng, in, (size_t)n * cpu->n_inputs, -1.0, 1.0);
+    for (uint32_t b = 0; b < n; b++)
+        labels[b] = (uint8_t)(nc_test_next(&rng) % cpu->n_outputs);
+    memcpy(before, cpu->params, P * sizeof(float));
+    const float lr = opt == OPT_ADAM ? 1e-3f : 0.002f;
+    float *m_cpu = s_cpu, *v_cpu = s_cpu + P, *m_gpu = s_gpu, *v_gpu = s_gpu + P;
+    uint64_t step_cpu = 0, step_gpu = UINT64_MAX;
+    /* core: the optimiser's run and plain SGD's from the same params */
+    for (uint32_t i = 0; i < n; i += batch) {
+        const uint32_t nb = n - i < batch ? n - i : batch;
+        const float *x = in + (size_t)i * cpu->n_inputs;
+        for (int k = 0; k < 2; k++) {
+            nc_cnn *net = k ? sgd : cpu;
+            CHECK_INT_EQ(nc_cnn_forward_ref(net, w, x, nb, out), 0);
+            CHECK_INT_EQ(nc_cnn_loss(net, out, labels + i, nb, d_out, NULL, NULL), 0);
+            CHECK_INT_EQ(nc_cnn_backward_ref(net, w, x, nb, d_out, grads), 0);
+            if (k)
+                CHECK_INT_EQ(nc_cnn_sgd(sgd, grads, lr), 0);
+            else if (opt == OPT_ADAM)
+                CHECK_INT_EQ(nc_cnn_adam(cpu, grads, m_cpu, v_cpu, ++step_cpu, lr, OPT_B1,
+                                         OPT_B2, OPT_EPS), 0);
+            else
+                CHECK_INT_EQ(nc_cnn_sgd_momentum(cpu, grads, m_cpu, lr, OPT_MOM), 0);
+        }
+    }
+    /* the device: refusals first, then the run in two parts */
+    CHECK_INT_EQ(nc_gpu_cnn_get_velocity(g, m_gpu), -EINVAL);       /* none set */
+    CHECK_INT_EQ(nc_gpu_cnn_get_adam(g, m_gpu, v_gpu, &step_gpu), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_momentum(g, 1.0f, NULL), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_adam(g, OPT_B1, OPT_B2, 0.0f, NULL, NULL, 0), -EINVAL);
+    CHECK_INT_EQ(nc_gpu_cnn_set_adam(g, OPT_B1, OPT_B2, OPT_EPS, m_gpu, NULL, 0), -EINVAL);
+    int err = opt == OPT_ADAM ? nc_gpu_cnn_set_adam(g, OPT_B1, OPT_B2, OPT_EPS, NULL, NULL, 0)
+                              : nc_gpu_cnn_set_momentum(g, OPT_MOM, NULL);
+    CHECK_MSG(err == 0, "%s: set: %d (%s)", tag, err, nc_gpu_last_error());
+    CHECK_INT_EQ(nc_gpu_cnn_poison(g), 0);
+    err = nc_gpu_cnn_train_batches(g, in, labels, split, batch, lr, NULL, NULL);
+    CHECK_MSG(err == 0, "%s: first part: %d (%s)", tag, err, nc_gpu_last_error());
+    poison(s_gpu, 2 * P);
+    if (opt == OPT_ADAM) {
+        CHECK_INT_EQ(nc_gpu_cnn_get_velocity(g, m_gpu), -EINVAL);   /* not the one set */
+        CHECK_INT_EQ(nc_gpu_cnn_get_adam(g, m_gpu, v_gpu, &step_gpu), 0);
+        CHECK(step_gpu == (split + batch - 1) / batch);
+        CHECK_INT_EQ(nc_gpu_cnn_set_adam(g, OPT_B1, OPT_B2, OPT_EPS, m_gpu, v_gpu, step_gpu), 0);
+    } else {
+        CHECK_INT_EQ(nc_gpu_cnn_get_velocity(g, m_gpu), 0);
+        CHECK_INT_EQ(nc_gpu_cnn_set_momentum(g, OPT_MOM, m_gpu), 0);
+    }
+    err = nc_gpu_cnn_train_batches(g, in + (size_t)split * cpu->n_inputs, labels + split,
+                                   n - split, batch, lr, NULL, NULL);
+    CHECK_MSG(err == 0, "%s: second part: %d (%s)", tag, err, nc_gpu_last_error());
+    poison(s_gpu, 2 * P);
+    if (opt == OPT_ADAM)
+        CHECK_INT_EQ(nc_gpu_cnn_get_adam(g, m_gpu, v_gpu, &step_gpu), 0);
+    else
+        CHECK_INT_EQ(nc_gpu_cnn_get_velocity(g, m_gpu), 0);
+    CHECK_INT_EQ(nc_gpu_cnn_download(g, gpu), 0);
+    for (size_t i = 0; i < P; i++) {
+        d_cpu[i] = cpu->params[i] - before[i];
+        d_gpu[i] = gpu->params[i] - before[i];
+        d_sgd[i] = sgd->params[i] - before[i];
+    }
+    char what[260];
+    snprintf(what, sizeof what, "%s params", tag);
+    compare_grads(what, cpu, d_gpu, d_cpu);
+    snprintf(what, sizeof what, "%s %s", tag, opt == OPT_ADAM ? "m" : "velocity");
+    compare_grads(what, cpu, m_gpu, m_cpu);
+    if (opt == OPT_ADAM) {
+        snprintf(what, sizeof what, "%s v", tag);
+        compare_grads(what, cpu, v_gpu, v_cpu);
+        CHECK_MSG(step_gpu == step_cpu, "%s: %llu steps on the GPU, %llu on the CPU", tag,
+                  (unsigned long long)step_gpu, (unsigned long long)step_cpu);
+    }
+    /* cut kernels: params unchanged (0), state 0, on both sides */
+    size_t cut = 0;
+    check_cut_zero(tag, cpu, d_gpu, "GPU param change", &cut);
+    check_cut_zero(tag, cpu, gpu->params, "GPU params", &cut);
+    check_cut_zero(tag, cpu, m_gpu, "GPU state", &cut);
+    check_cut_zero(tag, cpu, m_cpu, "CPU state", &cut);
+    if (opt == OPT_ADAM) {
+        check_cut_zero(tag, cpu, v_gpu, "GPU v", &cut);
+        check_cut_zero(tag, cpu, v_cpu, "CPU v", &cut);
+    }
+    /* the optimiser made a difference the comparison above can see */
+    const double apart = rel_diff(d_sgd, d_cpu, P);
+    CHECK_MSG(apart > 100 * TOL, "%s: plain SGD's run is only %.3g from the optimiser's", tag,
+              apart);
+    fprintf(stderr, "%s: %u steps, %zu cut entries, plain SGD %.3g apart\n", tag,
+            (n + batch - 1) / batch, cut, apart);
+done:
+    nc_gpu_cnn_free(g);
+    nc_cnn_work_free(w);
+    nc_cnn_free(cpu);
+    nc_cnn_free(gpu);
+    nc_cnn_free(sgd);
+    free(before);
+    free(grads);
+    free(d_cpu);
+    free(d_gpu);
+    free(d_sgd);
+    free(s_cpu);
+    free(s_gpu);
+    free(in);
+    free(out);
+    free(d_out);
+    free(labels);
+}
+
+/* A state given with entries at cut kernels comes back with those 0 and the
+ * rest as given. */
+static void test_optim_cut_state(void)
+{
+    const char *arch = "2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N";
+    nc_cnn *net = NULL;
+    nc_gpu_cnn *g = NULL;
+    REQUIRE(nc_cnn_new(arch, &net) == 0);
+    const size_t P = net->n_params;
+    float *ones = malloc(P * sizeof(float)), *got = malloc(2 * P * sizeof(float));
+    uint64_t step = 0;
+    if (!ones || !got || nc_gpu_cnn_new(net, 0, 4, &g)) {
+        CHECK_MSG(0, "setup: %s", nc_gpu_last_error());
+        goto done;
+    }
+    for (size_t i = 0; i < P; i++)
+        ones[i] = 1.0f;
+    for (int k = 0; k < 2; k++) {
+        poison(got, 2 * P);
+        if (k) {
+            CHECK_INT_EQ(nc_gpu_cnn_set_adam(g, OPT_B1, OPT_B2, OPT_EPS, ones, ones, 5), 0);
+            CHECK_INT_EQ(nc_gpu_cnn_get_adam(g, got, got + P, &step), 0);
+            CHECK(step == 5);
+        } else {
+            CHECK_INT_EQ(nc_gpu_cnn_set_momentum(g, OPT_MOM, ones), 0);
+            CHECK_INT_EQ(nc_gpu_cnn_get_velocity(g, got), 0);
+        }
+        size_t cut = 0, kept = 0;
+        for (int j = 0; j <= k; j++)
+            check_cut_zero(arch, net, got + j * P, k ? "Adam's state" : "velocity", &cut);
+        for (size_t i = 0; i < (k + 1) * P; i++)
+            kept += got[i] == 1.0f;
+        CHECK_MSG(cut > 0 && kept + cut == (k + 1) * P, "%s: %zu cut, %zu kept of %zu", arch,
+                  cut, kept, (k + 1) * P);
+    }
+done:
+    nc_gpu_cnn_free(g);
+    nc_cnn_free(net);
+    free(ones);
+    free(got);
+}
+
 /* nc_gpu_cnn_forward_start / _finish: three engines started before any is
  * waited for give nc_gpu_cnn_forward's outputs bit for bit, at a graph size
  * and a staged one; an engine with a forward in flight refuses other work. */
@@ -676,5 +914,17 @@ int main(void)
                      NC_GPU_CNN_PATH_UNROLLED);
     train_batches_on("1x29x29-20C4bn-MP2-60C4bn-MP2-100C3bn-MP3-150N-10N", 70, 16, 0.0f,
                      NC_GPU_CNN_PATH_UNROLLED);
+    /* the optimisers (neocog-train --momentum / --adam with --gpu) on both
+       training paths: the plain column, and a net whose tables cut kernels */
+    static const nc_gpu_cnn_path optim_paths[] = {NC_GPU_CNN_PATH_DIRECT,
+                                                  NC_GPU_CNN_PATH_UNROLLED};
+    for (int p = 0; p < 2; p++)
+        for (int opt = OPT_MOMENTUM; opt <= OPT_ADAM; opt++) {
+            train_optim_on("1x29x29-20C4-MP2-40C5-MP3-150N-10N", 70, 16, 32, opt,
+                           optim_paths[p]);
+            train_optim_on("2x23x21-6C3x5S1x2R50-MP2x1-5C2x3R60:7-13N-4N", 45, 8, 24, opt,
+                           optim_paths[p]);
+        }
+    test_optim_cut_state();
     return nc_test_finish();
 }
