@@ -35,11 +35,13 @@
  *    with --init-gain G each layer's uniform with variance G^2 / fan-in and
  *    biases 0 (nc_cnn_init_fan_in; not the seed's: for deep nets of
  *    rectified units, the notation's "relu").
- *  - Mini-batch SGD on the BLAS path, or with --gpu N on the CUDA engine
- *    (gpu/cnn_engine.h: the training digits resident on the device, which
- *    deforms them itself with gpu/deform, the twin of core/deform, and runs
- *    a chunk of steps without waiting; the same steps as the CPU's to float
- *    rounding, as tests/gpu/test_deform checks).  nc_cnn sums gradients over a batch
+ *  - Mini-batch SGD (plain, --momentum or --adam: core's steps, which the
+ *    engine's kernels round alike) on the BLAS path, or with --gpu N on the
+ *    CUDA engine (gpu/cnn_engine.h: the training digits resident on the
+ *    device, which deforms them itself with gpu/deform, the twin of
+ *    core/deform, and runs a chunk of steps without waiting; the same steps
+ *    as the CPU's to float rounding, as tests/gpu/test_deform and
+ *    tests/gpu/test_cnn check).  nc_cnn sums gradients over a batch
  *    (not averages), so --lr keeps the seed's on-line meaning, a step per
  *    image: a batch of B moves the weights about as far as B on-line steps
  *    would, and no rescaling with --batch is needed.  Batch 16 (default)
@@ -192,10 +194,9 @@ static void usage(FILE *f)
         "  --lr-decay F      factor applied after every epoch (default 0.95)\n"
         "  --momentum M      SGD with momentum M (0 <= M < 1; the velocity sums the\n"
         "                    gradients, so --lr stays a per-image rate; default 0:\n"
-        "                    plain SGD); the CPU only for now\n"
+        "                    plain SGD)\n"
         "  --adam            Adam (beta1 0.9, beta2 0.999, eps 1e-8) instead of SGD;\n"
-        "                    --lr is then the step size (e.g. 1e-3); the CPU only\n"
-        "                    for now\n"
+        "                    --lr is then the step size (e.g. 1e-3)\n"
         "  --validation N    hold out the last N training digits (default 10000)\n"
         "  --keep-last       keep the last epoch's weights, not those of the epoch\n"
         "                    with the lowest validation error (which is still\n"
@@ -431,16 +432,6 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (!bad && !o->out) {
         fprintf(stderr, "neocog-train cnn: --out FILE is required\n");
-        bad = 1;
-    }
-    if (!bad && o->momentum > 0.0f && o->gpu >= 0) {
-        fprintf(stderr, "neocog-train cnn: --momentum with --gpu: the GPU engine's step is "
-                        "plain SGD for now\n");
-        bad = 1;
-    }
-    if (!bad && o->adam && o->gpu >= 0) {
-        fprintf(stderr, "neocog-train cnn: --adam with --gpu: the GPU engine's step is plain "
-                        "SGD for now\n");
         bad = 1;
     }
     if (!bad && o->adam && o->momentum > 0.0f) {
@@ -1400,6 +1391,13 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             err = nc_gpu_cnn_set_train_targets(g, t.targets);
         if (!err && o.softmax > 0.0f)
             err = nc_gpu_cnn_set_loss_softmax(g, o.softmax);
+        /* the optimiser's state as the CPU would go on from it: zeros, or
+           the checkpoint's; read back with the net after every epoch */
+        if (!err && st.velocity)
+            err = nc_gpu_cnn_set_momentum(g, o.momentum, st.velocity);
+        if (!err && o.adam)
+            err = nc_gpu_cnn_set_adam(g, ADAM_BETA1, ADAM_BETA2, ADAM_EPS, st.adam_m, st.adam_v,
+                                      st.adam_step);
         if (err) {
             fprintf(stderr, "neocog-train cnn: --gpu %d: %s (%s)\n", o.gpu, nc_strerror(err),
                     nc_gpu_last_error());
@@ -1444,9 +1442,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         if ((err = train_epoch(&t, &st, lr, &loss, &train_errors)))
             goto fail;
 #if NC_HAVE_CUDA
-        /* net mirrors the device after every epoch: best and checkpoints
-         * copy it. */
+        /* net and the optimiser's state mirror the device after every
+         * epoch: best and checkpoints copy them. */
         if (t.gpu && (err = nc_gpu_cnn_download(t.gpu, net)))
+            goto fail;
+        if (t.gpu && st.velocity && (err = nc_gpu_cnn_get_velocity(t.gpu, st.velocity)))
+            goto fail;
+        if (t.gpu && o.adam &&
+            (err = nc_gpu_cnn_get_adam(t.gpu, st.adam_m, st.adam_v, &st.adam_step)))
             goto fail;
 #endif
         double t_train = train_now() - t0;

@@ -46,6 +46,7 @@
 #include "fileio.h"
 #include "image.h"
 #include "modelfile.h"
+#include "nc_config.h"
 
 #define EPOCHS 5
 
@@ -629,10 +630,53 @@ static void check_resumed_run(const char *tool, const char *const *args5,
     nc_cnn_free(resumed);
 }
 
+/* An optimiser with --gpu 0 (args5, args3, resume: check_resumed_run's,
+ * with --gpu 0; cpu5: the same run's file on the CPU).  Where a device
+ * trains, as on the CPU: the loss falls, 3 epochs and a resume to 5 train
+ * what 5 straight do (the engine's state goes into the checkpoint and
+ * back), and the weights are the CPU's to GPU_TOL (the engine's steps are
+ * core's to float rounding, and 5 epochs grow the differences; GPU_TOL is
+ * a loose bound, not yet measured on a device).  Without a
+ * device the run fails for that, or for a build without CUDA, never for
+ * the optimiser. */
+#define GPU_TOL 2e-2
+
+static void check_gpu_optimiser(const char *tool, const char *const *args5,
+                                const char *const *args3, const char *const *resume,
+                                const char *out5, const char *out35, const char *cpu5,
+                                const char *what)
+{
+    char *out = NULL;
+    const int status = run(tool, args5, &out);
+    if (status != 0) {
+        const char *why = NC_HAVE_CUDA ? "--gpu 0: " : "--gpu: this build has no CUDA engine";
+        CHECK_MSG(out && strstr(out, why) && !strstr(out, "with --gpu"),
+                  "%s --gpu 0: expected \"%s\" in: %s", what, why, out ? out : "(nothing)");
+        fprintf(stderr, "%s --gpu 0: no device here, so its training was not checked\n", what);
+        free(out);
+        return;
+    }
+    free(out);
+    check_resumed_run(tool, args5, args3, resume, out5, out35, what);
+    nc_cnn *gpu = load_file(out5, NULL), *cpu = load_file(cpu5, NULL);
+    REQUIRE(gpu && cpu && gpu->n_params == cpu->n_params);
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < cpu->n_params; i++) {
+        const double d = (double)gpu->params[i] - cpu->params[i];
+        num += d * d;
+        den += (double)cpu->params[i] * cpu->params[i];
+    }
+    const double rel = sqrt(num / den);
+    CHECK_MSG(rel <= GPU_TOL, "%s --gpu 0: weights %.3g from the CPU's (relative)", what, rel);
+    fprintf(stderr, "%s --gpu 0: weights %.3g from the CPU's (relative)\n", what, rel);
+    nc_cnn_free(gpu);
+    nc_cnn_free(cpu);
+}
+
 /* --momentum: the loss falls (at a tenth of the plain rate: the velocity
  * sums about 1 / (1 - M) steps' gradients); 3 epochs and a resume to 5
  * train what 5 epochs straight do, so the checkpoint carries the velocity;
- * bad values and the GPU (not there yet) are refused. */
+ * bad values are refused; with --gpu, check_gpu_optimiser. */
 static void test_momentum(const char *tool, const char *dir)
 {
     char out5[512], out35[512], ck[512], out_x[512];
@@ -640,6 +684,10 @@ static void test_momentum(const char *tool, const char *dir)
     snprintf(out35, sizeof out35, "%s/mom35.ncm", dir);
     snprintf(ck, sizeof ck, "%s/mom.ckpt", dir);
     snprintf(out_x, sizeof out_x, "%s/mom-refused.ncm", dir);
+    char gout5[512], gout35[512], gck[512];
+    snprintf(gout5, sizeof gout5, "%s/gmom5.ncm", dir);
+    snprintf(gout35, sizeof gout35, "%s/gmom35.ncm", dir);
+    snprintf(gck, sizeof gck, "%s/gmom.ckpt", dir);
 #define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--momentum", "0.9"
     const char *a_args[] = { COMMON, "--out", out5, NULL };
     const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
@@ -648,21 +696,24 @@ static void test_momentum(const char *tool, const char *dir)
                              "--checkpoint", ck, "--resume", NULL };
     const char *bad1[] = { SMALL_RUN(dir), "--momentum", "1", "--out", out_x, NULL };
     const char *bad2[] = { SMALL_RUN(dir), "--momentum", "-0.5", "--out", out_x, NULL };
-    const char *bad3[] = { SMALL_RUN(dir), "--momentum", "0.9", "--gpu", "0", "--out", out_x,
-                           NULL };
+    const char *ga_args[] = { COMMON, "--gpu", "0", "--out", gout5, NULL };
+    const char *gb_args[] = { COMMON, "--gpu", "0", "--epochs", "3", "--out", gout35,
+                              "--checkpoint", gck, NULL };
+    const char *gc_args[] = { COMMON, "--gpu", "0", "--out", gout35, "--checkpoint", gck,
+                              "--resume", NULL };
 #undef COMMON
     check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--momentum 0.9");
     check_refused(tool, p_args, "written with other options");
     check_refused(tool, bad1, "--momentum: not a valid value");
     check_refused(tool, bad2, "--momentum: not a valid value");
-    check_refused(tool, bad3, "--momentum with --gpu");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
+    check_gpu_optimiser(tool, ga_args, gb_args, gc_args, gout5, gout35, out5, "--momentum 0.9");
 }
 
 /* --adam: the loss falls; 3 epochs and a resume to 5 train what 5 straight
  * do (the moments and the step count are in the checkpoint: the bias
- * corrections depend on the count); refused with --momentum and, for now,
- * with --gpu. */
+ * corrections depend on the count); refused with --momentum; with --gpu,
+ * check_gpu_optimiser. */
 static void test_adam(const char *tool, const char *dir)
 {
     char out5[512], out35[512], ck[512], out_x[512];
@@ -670,17 +721,25 @@ static void test_adam(const char *tool, const char *dir)
     snprintf(out35, sizeof out35, "%s/adam35.ncm", dir);
     snprintf(ck, sizeof ck, "%s/adam.ckpt", dir);
     snprintf(out_x, sizeof out_x, "%s/adam-refused.ncm", dir);
+    char gout5[512], gout35[512], gck[512];
+    snprintf(gout5, sizeof gout5, "%s/gadam5.ncm", dir);
+    snprintf(gout35, sizeof gout35, "%s/gadam35.ncm", dir);
+    snprintf(gck, sizeof gck, "%s/gadam.ckpt", dir);
 #define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.003", "--adam"
     const char *a_args[] = { COMMON, "--out", out5, NULL };
     const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
     const char *c_args[] = { COMMON, "--out", out35, "--checkpoint", ck, "--resume", NULL };
     const char *bad1[] = { COMMON, "--momentum", "0.9", "--out", out_x, NULL };
-    const char *bad2[] = { COMMON, "--gpu", "0", "--out", out_x, NULL };
+    const char *ga_args[] = { COMMON, "--gpu", "0", "--out", gout5, NULL };
+    const char *gb_args[] = { COMMON, "--gpu", "0", "--epochs", "3", "--out", gout35,
+                              "--checkpoint", gck, NULL };
+    const char *gc_args[] = { COMMON, "--gpu", "0", "--out", gout35, "--checkpoint", gck,
+                              "--resume", NULL };
 #undef COMMON
     check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--adam");
     check_refused(tool, bad1, "--adam with --momentum");
-    check_refused(tool, bad2, "--adam with --gpu");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
+    check_gpu_optimiser(tool, ga_args, gb_args, gc_args, gout5, gout35, out5, "--adam");
 }
 
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
@@ -722,7 +781,9 @@ int main(int argc, char **argv)
                             "avg-e3.ncm", "avg-e4.ncm", "avg.ncm", "avg.ckpt", "avg-norm.ncm",
                             "avg-norm.ckpt", "avg-norm-last.ncm", "dp-zero.ncm", "dp-none.ncm",
                             "dp-default.ncm", "dp-rigid.ncm", "mom5.ncm", "mom35.ncm", "mom.ckpt",
-                            "adam5.ncm", "adam35.ncm", "adam.ckpt",
+                            "adam5.ncm", "adam35.ncm", "adam.ckpt", "gmom5.ncm",
+                            "gmom35.ncm", "gmom.ckpt", "gadam5.ncm", "gadam35.ncm",
+                            "gadam.ckpt",
                             "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
