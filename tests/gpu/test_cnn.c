@@ -33,6 +33,16 @@ static void fill(nc_test_rng *r, float *v, size_t count, double lo, double hi)
         v[i] = (float)(lo + (hi - lo) * nc_test_uniform(r));
 }
 
+/* A training run's n random images in [-1, 1] and labels, from seed. */
+static void random_run(unsigned long long seed, const nc_cnn *net, float *in, uint8_t *labels,
+                       uint32_t n)
+{
+    nc_test_rng rng = {seed};
+    fill(&rng, in, (size_t)n * net->n_inputs, -1.0, 1.0);
+    for (uint32_t b = 0; b < n; b++)
+        labels[b] = (uint8_t)(nc_test_next(&rng) % net->n_outputs);
+}
+
 static void poison(float *v, size_t count)
 {
     for (size_t i = 0; i < count; i++)
@@ -356,10 +366,7 @@ static void test_train_step(const char *arch, uint32_t n)
         CHECK_MSG(0, "setup of the training step: %s", nc_gpu_last_error());
         goto done;
     }
-    nc_test_rng rng = {12345};
-    fill(&rng, in, (size_t)n * cpu->n_inputs, -1.0, 1.0);
-    for (uint32_t b = 0; b < n; b++)
-        labels[b] = (uint8_t)(nc_test_next(&rng) % cpu->n_outputs);
+    random_run(12345, cpu, in, labels, n);
     memcpy(before, cpu->params, cpu->n_params * sizeof(float));
     const float lr = 0.01f;
     double loss_cpu = 0, loss_gpu = 0;
@@ -424,10 +431,7 @@ static void train_batches_on(const char *arch, uint32_t n, uint32_t batch, float
         CHECK_MSG(0, "%s: path %s refused", arch, path_name(path));
         goto done;
     }
-    nc_test_rng rng = {777};
-    fill(&rng, in, (size_t)n * cpu->n_inputs, -1.0, 1.0);
-    for (uint32_t b = 0; b < n; b++)
-        labels[b] = (uint8_t)(nc_test_next(&rng) % cpu->n_outputs);
+    random_run(777, cpu, in, labels, n);
     memcpy(before, cpu->params, P * sizeof(float));
     const float lr = 0.005f;
     double loss_cpu = 0.0, loss_gpu = -1.0;
@@ -585,10 +589,7 @@ static void train_optim_on(const char *arch, uint32_t n, uint32_t batch, uint32_
         CHECK_MSG(0, "setup of %s: %s", tag, nc_gpu_last_error());
         goto done;
     }
-    nc_test_rng rng = {4711};
-    fill(&rng, in, (size_t)n * cpu->n_inputs, -1.0, 1.0);
-    for (uint32_t b = 0; b < n; b++)
-        labels[b] = (uint8_t)(nc_test_next(&rng) % cpu->n_outputs);
+    random_run(4711, cpu, in, labels, n);
     memcpy(before, cpu->params, P * sizeof(float));
     const float lr = opt == OPT_ADAM ? 1e-3f : 0.002f;
     float *m_cpu = s_cpu, *v_cpu = s_cpu + P, *m_gpu = s_gpu, *v_gpu = s_gpu + P;

@@ -630,9 +630,21 @@ static void check_resumed_run(const char *tool, const char *const *args5,
     nc_cnn_free(resumed);
 }
 
-/* An optimiser with --gpu 0 (args5, args3, resume: check_resumed_run's,
- * with --gpu 0; gpu1 and cpu1: one epoch of the same run on the device and
- * on the CPU, written to out_g1 and out_c1).  Where a device trains: the
+/* dst: common's arguments, then extra's (both NULL-ended), NULL-ended. */
+static void join_args(const char **dst, size_t cap, const char *const *common,
+                      const char *const *extra)
+{
+    size_t n = 0;
+    for (const char *const *a = common; *a && n + 1 < cap; a++)
+        dst[n++] = *a;
+    for (const char *const *a = extra; *a && n + 1 < cap; a++)
+        dst[n++] = *a;
+    dst[n] = NULL;
+}
+
+/* An optimiser with --gpu 0: common, the run's arguments (SMALL_RUN and the
+ * optimiser's, NULL-ended), with --gpu 0 and the files g<name>*.ncm in dir;
+ * one epoch of it on the CPU too (c<name>1.ncm).  Where a device trains: the
  * loss falls, 3 epochs and a resume to 5 train what 5 straight do (the
  * engine's state goes into the checkpoint and back), and after one epoch
  * the weights are the CPU's to GPU_TOL.  One epoch, not five: the engine's
@@ -644,12 +656,27 @@ static void check_resumed_run(const char *tool, const char *const *args5,
  * fails for that, or for a build without CUDA, never for the optimiser. */
 #define GPU_TOL 1e-2
 
-static void check_gpu_optimiser(const char *tool, const char *const *args5,
-                                const char *const *args3, const char *const *resume,
-                                const char *out5, const char *out35,
-                                const char *const *gpu1, const char *const *cpu1,
-                                const char *out_g1, const char *out_c1, const char *what)
+static void check_gpu_optimiser(const char *tool, const char *dir, const char *name,
+                                const char *const *common, const char *what)
 {
+    char out5[512], out35[512], ck[512], out_g1[512], out_c1[512];
+    snprintf(out5, sizeof out5, "%s/g%s5.ncm", dir, name);
+    snprintf(out35, sizeof out35, "%s/g%s35.ncm", dir, name);
+    snprintf(ck, sizeof ck, "%s/g%s.ckpt", dir, name);
+    snprintf(out_g1, sizeof out_g1, "%s/g%s1.ncm", dir, name);
+    snprintf(out_c1, sizeof out_c1, "%s/c%s1.ncm", dir, name);
+    const char *e5[] = { "--gpu", "0", "--out", out5, NULL };
+    const char *e3[] = { "--gpu", "0", "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
+    const char *er[] = { "--gpu", "0", "--out", out35, "--checkpoint", ck, "--resume", NULL };
+    const char *eg1[] = { "--gpu", "0", "--epochs", "1", "--out", out_g1, NULL };
+    const char *ec1[] = { "--epochs", "1", "--out", out_c1, NULL };
+    const char *args5[40], *args3[40], *resume[40], *gpu1[40], *cpu1[40];
+    join_args(args5, 40, common, e5);
+    join_args(args3, 40, common, e3);
+    join_args(resume, 40, common, er);
+    join_args(gpu1, 40, common, eg1);
+    join_args(cpu1, 40, common, ec1);
+
     char *out = NULL;
     const int status = run(tool, args5, &out);
     if (status != 0) {
@@ -692,12 +719,6 @@ static void test_momentum(const char *tool, const char *dir)
     snprintf(out35, sizeof out35, "%s/mom35.ncm", dir);
     snprintf(ck, sizeof ck, "%s/mom.ckpt", dir);
     snprintf(out_x, sizeof out_x, "%s/mom-refused.ncm", dir);
-    char gout5[512], gout35[512], gck[512], g1[512], c1[512];
-    snprintf(g1, sizeof g1, "%s/gmom1.ncm", dir);
-    snprintf(c1, sizeof c1, "%s/mom1.ncm", dir);
-    snprintf(gout5, sizeof gout5, "%s/gmom5.ncm", dir);
-    snprintf(gout35, sizeof gout35, "%s/gmom35.ncm", dir);
-    snprintf(gck, sizeof gck, "%s/gmom.ckpt", dir);
 #define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--momentum", "0.9"
     const char *a_args[] = { COMMON, "--out", out5, NULL };
     const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
@@ -706,21 +727,14 @@ static void test_momentum(const char *tool, const char *dir)
                              "--checkpoint", ck, "--resume", NULL };
     const char *bad1[] = { SMALL_RUN(dir), "--momentum", "1", "--out", out_x, NULL };
     const char *bad2[] = { SMALL_RUN(dir), "--momentum", "-0.5", "--out", out_x, NULL };
-    const char *ga_args[] = { COMMON, "--gpu", "0", "--out", gout5, NULL };
-    const char *gb_args[] = { COMMON, "--gpu", "0", "--epochs", "3", "--out", gout35,
-                              "--checkpoint", gck, NULL };
-    const char *gc_args[] = { COMMON, "--gpu", "0", "--out", gout35, "--checkpoint", gck,
-                              "--resume", NULL };
-    const char *g1_args[] = { COMMON, "--gpu", "0", "--epochs", "1", "--out", g1, NULL };
-    const char *c1_args[] = { COMMON, "--epochs", "1", "--out", c1, NULL };
+    const char *common[] = { COMMON, NULL };
 #undef COMMON
     check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--momentum 0.9");
     check_refused(tool, p_args, "written with other options");
     check_refused(tool, bad1, "--momentum: not a valid value");
     check_refused(tool, bad2, "--momentum: not a valid value");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
-    check_gpu_optimiser(tool, ga_args, gb_args, gc_args, gout5, gout35, g1_args, c1_args, g1, c1,
-                        "--momentum 0.9");
+    check_gpu_optimiser(tool, dir, "mom", common, "--momentum 0.9");
 }
 
 /* --adam: the loss falls; 3 epochs and a resume to 5 train what 5 straight
@@ -734,30 +748,17 @@ static void test_adam(const char *tool, const char *dir)
     snprintf(out35, sizeof out35, "%s/adam35.ncm", dir);
     snprintf(ck, sizeof ck, "%s/adam.ckpt", dir);
     snprintf(out_x, sizeof out_x, "%s/adam-refused.ncm", dir);
-    char gout5[512], gout35[512], gck[512], g1[512], c1[512];
-    snprintf(g1, sizeof g1, "%s/gadam1.ncm", dir);
-    snprintf(c1, sizeof c1, "%s/adam1.ncm", dir);
-    snprintf(gout5, sizeof gout5, "%s/gadam5.ncm", dir);
-    snprintf(gout35, sizeof gout35, "%s/gadam35.ncm", dir);
-    snprintf(gck, sizeof gck, "%s/gadam.ckpt", dir);
 #define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.003", "--adam"
     const char *a_args[] = { COMMON, "--out", out5, NULL };
     const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
     const char *c_args[] = { COMMON, "--out", out35, "--checkpoint", ck, "--resume", NULL };
     const char *bad1[] = { COMMON, "--momentum", "0.9", "--out", out_x, NULL };
-    const char *ga_args[] = { COMMON, "--gpu", "0", "--out", gout5, NULL };
-    const char *gb_args[] = { COMMON, "--gpu", "0", "--epochs", "3", "--out", gout35,
-                              "--checkpoint", gck, NULL };
-    const char *gc_args[] = { COMMON, "--gpu", "0", "--out", gout35, "--checkpoint", gck,
-                              "--resume", NULL };
-    const char *g1_args[] = { COMMON, "--gpu", "0", "--epochs", "1", "--out", g1, NULL };
-    const char *c1_args[] = { COMMON, "--epochs", "1", "--out", c1, NULL };
+    const char *common[] = { COMMON, NULL };
 #undef COMMON
     check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--adam");
     check_refused(tool, bad1, "--adam with --momentum");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
-    check_gpu_optimiser(tool, ga_args, gb_args, gc_args, gout5, gout35, g1_args, c1_args, g1, c1,
-                        "--adam");
+    check_gpu_optimiser(tool, dir, "adam", common, "--adam");
 }
 
 /* --gpu-kernels: a value it does not know, and unrolled without --gpu (the
