@@ -504,11 +504,11 @@ static void test_train_batches(const char *arch, uint32_t n, uint32_t batch, flo
  * nc_cnn_sgd_momentum / nc_cnn_adam: a run of n images in mini-batches on
  * each side (core's reference passes), the device's run cut in two after
  * `split` images with its state read back and set again in between (the
- * trainer's checkpoint round trip).  Compared: every param's total change,
- * the velocity or both moments per layer (TOL, as the other runs; the state
- * STATE_TOL_UNROLLED on the unrolled path), and
- * Adam's step count exactly; the state of every kernel a table cuts is
- * exactly 0 on both sides and its params unchanged.  The same run with
+ * trainer's checkpoint round trip).  Compared: every param's total change
+ * (TOL, as the other runs), the velocity or both moments per layer (TOL;
+ * STATE_TOL_UNROLLED on the unrolled path), and Adam's step count exactly;
+ * the state of every kernel a table cuts is exactly 0 on both sides and its
+ * params unchanged.  The same run with
  * plain SGD on the CPU must differ from the optimiser's by far more than
  * TOL, so that a device step that fell back to SGD fails the comparison.
  * Adam's eps is 1e-3 here, not the trainer's 1e-8: a param whose gradient
