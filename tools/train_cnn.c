@@ -157,6 +157,7 @@ typedef struct options {
     float momentum;         /* > 0: SGD with momentum (nc_cnn_sgd_momentum) */
     int adam;               /* Adam (nc_cnn_adam) instead of SGD */
     int unrolled;           /* --gpu: convolutions by unrolling + cuBLAS, not direct kernels */
+    int no_test;            /* --no-test: the test digits are not measured */
 } options;
 
 /* One row of the per-epoch table. */
@@ -205,6 +206,9 @@ static void usage(FILE *f)
         "                    weight averaging, Izmailov et al. 2018; a normalised\n"
         "                    net's statistics are measured again for the mean, and\n"
         "                    its validation error is reported)\n"
+        "  --no-test         do not measure the test digits: the file records its\n"
+        "                    test error as unknown (runs judged on validation\n"
+        "                    alone, so that no test figure is seen)\n"
         "  --limit N         train on the first N training digits only\n"
         "  --deform          deform training digits (default)\n"
         "  --no-deform       train on the digits as they are\n"
@@ -292,7 +296,7 @@ static int parse_options(int argc, char **argv, options *o)
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
            O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS,
-           O_AVERAGE, O_DPARAMS, O_MOMENTUM, O_ADAM };
+           O_AVERAGE, O_DPARAMS, O_MOMENTUM, O_ADAM, O_NOTEST };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -306,6 +310,7 @@ static int parse_options(int argc, char **argv, options *o)
         { "validation", required_argument, NULL, O_VALID },
         { "keep-last", no_argument, NULL, O_KEEPLAST },
         { "average-last", required_argument, NULL, O_AVERAGE },
+        { "no-test", no_argument, NULL, O_NOTEST },
         { "limit", required_argument, NULL, O_LIMIT },
         { "deform", no_argument, NULL, O_DEFORM },
         { "no-deform", no_argument, NULL, O_NODEFORM },
@@ -376,6 +381,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
         case O_KEEPLAST: o->keep_last = 1; break;
+        case O_NOTEST: o->no_test = 1; break;
         case O_AVERAGE:
             name = "--average-last";
             err = train_parse_u32(optarg, &o->average_last);
@@ -1517,35 +1523,40 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             goto fail;
     }
 
-    /* The chosen weights, measured once on the test set. */
+    /* What answers: the fold of a normalised net (on the CPU). */
     NC_FREE(train_inputs);
     nc_dataset_fini(&train);
-    if (train_load_mnist(dir, "t10k", &test))
-        goto out;
-    if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
-        fprintf(stderr, "neocog-train cnn: %s: t10k is not 28x28 digits\n", dir);
-        goto out;
-    }
-    for (uint32_t i = 0; i < test.count; i++)
-        if (test.labels[i] > 9) {
-            fprintf(stderr, "neocog-train cnn: test label %u is %u\n", i, test.labels[i]);
+    const nc_cnn *kept = best;
+    nc_cnn_work *kw = ew;
+    if (tn && (err = train_norm_fold(tn, best, &kept, &kw, NULL)))
+        goto fail;
+
+    /* The chosen weights, measured once on the test set (not with --no-test:
+     * the file then records its test error as unknown). */
+    uint32_t test_errors = 0;
+    if (!o.no_test) {
+        if (train_load_mnist(dir, "t10k", &test))
+            goto out;
+        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
+            fprintf(stderr, "neocog-train cnn: %s: t10k is not 28x28 digits\n", dir);
             goto out;
         }
-    uint32_t test_errors = 0;
-    float *test_inputs = NULL;
-    const nc_cnn *kept = best;      /* what answers: the fold of a normalised net */
-    nc_cnn_work *kw = ew;
-    if (tn && (err = train_norm_fold(tn, best, &kept, &kw, NULL)))   /* on the CPU */
-        goto fail;
-    if ((err = prepare_inputs(&test, &info.prep, net, &test_inputs)))
-        goto fail;
-    err = count_errors(kept, kw, NULL, test_inputs, test.labels, plane, 0, test.count, t.out,
-                       &test_errors);
-    free(test_inputs);
-    if (err)
-        goto fail;
-    info.test_error = (double)test_errors / test.count;
-    snprintf(info.test_set, sizeof(info.test_set), "MNIST t10k (%u)", test.count);
+        for (uint32_t i = 0; i < test.count; i++)
+            if (test.labels[i] > 9) {
+                fprintf(stderr, "neocog-train cnn: test label %u is %u\n", i, test.labels[i]);
+                goto out;
+            }
+        float *test_inputs = NULL;
+        if ((err = prepare_inputs(&test, &info.prep, net, &test_inputs)))
+            goto fail;
+        err = count_errors(kept, kw, NULL, test_inputs, test.labels, plane, 0, test.count,
+                           t.out, &test_errors);
+        free(test_inputs);
+        if (err)
+            goto fail;
+        info.test_error = (double)test_errors / test.count;
+        snprintf(info.test_set, sizeof(info.test_set), "MNIST t10k (%u)", test.count);
+    }
     info.epochs = st.best_epoch;
     train_utc_iso(info.created, sizeof(info.created));
     if ((err = nc_cnn_save(kept, &info, &model, &model_len)) ||
@@ -1574,11 +1585,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
                  100.0 * st.hist[(size_t)(st.best_epoch - 1) * HIST_COLS + HIST_VALID_ERR]);
     else if (o.validation)
         snprintf(why, sizeof(why), " (lowest validation error)");
+    char tested[160] = "not measured (--no-test)";
+    if (!o.no_test)
+        snprintf(tested, sizeof(tested), "%.2f%% (%u / %u, %s)", 100.0 * info.test_error,
+                 test_errors, test.count, info.test_set);
     fprintf(stderr, "\n model       %s\n arch        %s\n data        %s\n"
-            " kept        %s of %u%s\n test error  %.2f%% (%u / %u, %s)\n"
+            " kept        %s of %u%s\n test error  %s\n"
             " time        %s (wall, training to test)\n",
-            o.out, arch, info.data, which, st.epochs_done, why,
-            100.0 * info.test_error, test_errors, test.count, info.test_set, dur);
+            o.out, arch, info.data, which, st.epochs_done, why, tested, dur);
     if (tn) {
         char folded[NC_CNN_ARCH_MAX];
         nc_cnn_arch_format(kept, folded, sizeof(folded));

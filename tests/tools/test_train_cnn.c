@@ -286,6 +286,50 @@ static void test_keep_last(const char *tool, const char *dir)
     free(b_out);
 }
 
+/* --no-test, after test_keep_last (whose last.ncm is the same run with the
+ * test measured): in a folder with the training files alone, the run
+ * writes last.ncm's weights with the test error unknown and says so, and
+ * without the option the same run fails for want of the test files, so
+ * the test set is never read. */
+static void test_no_test(const char *tool, const char *dir)
+{
+    char sub[512], src[600], dst[600], out[512], out_x[512], last[512];
+    snprintf(sub, sizeof sub, "%s/train-only", dir);
+    snprintf(out, sizeof out, "%s/notest.ncm", dir);
+    snprintf(out_x, sizeof out_x, "%s/notest-refused.ncm", dir);
+    snprintf(last, sizeof last, "%s/last.ncm", dir);
+    REQUIRE(mkdir(sub, 0700) == 0);
+    static const char *const files[] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(src, sizeof src, "%s/%s", dir, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", sub, files[i]);
+        REQUIRE(symlink(src, dst) == 0);
+    }
+    const char *a_args[] = { SMALL_RUN(sub), "--keep-last", "--no-test", "--out", out, NULL };
+    const char *b_args[] = { SMALL_RUN(sub), "--keep-last", "--out", out_x, NULL };
+    char *a_out = NULL;
+    CHECK_INT_EQ(run(tool, a_args, &a_out), 0);
+    CHECK_MSG(a_out && strstr(a_out, "test error  not measured (--no-test)"),
+              "--no-test: %s", a_out ? a_out : "(nothing)");
+    check_refused(tool, b_args, "t10k");
+    CHECK_MSG(access(out_x, F_OK) != 0, "%s written without its test files", out_x);
+    nc_model_info info, info_last;
+    nc_cnn *net = load_file(out, &info), *ref = load_file(last, &info_last);
+    REQUIRE(net && ref);
+    CHECK_MSG(info.test_error < 0.0, "--no-test recorded a test error of %g", info.test_error);
+    CHECK(info_last.test_error >= 0.0);
+    CHECK(strstr(info.command, "--no-test") != NULL);
+    CHECK_MSG(same_params(net, ref), "--no-test trained other weights than without it");
+    nc_cnn_free(net);
+    nc_cnn_free(ref);
+    free(a_out);
+    for (int i = 0; i < 2; i++) {
+        snprintf(dst, sizeof dst, "%s/%s", sub, files[i]);
+        unlink(dst);
+    }
+    rmdir(sub);
+}
+
 /* After test_keep_last, whose best.ncm and best.ckpt (squared error, same
  * options otherwise) it compares with. */
 static void test_softmax(const char *tool, const char *dir)
@@ -787,6 +831,7 @@ int main(int argc, char **argv)
         return nc_test_finish();
     }
     test_keep_last(argv[1], dir);
+    test_no_test(argv[1], dir);
     test_softmax(argv[1], dir);
     test_relu(argv[1], dir);
     test_norm(argv[1], dir);
@@ -802,7 +847,8 @@ int main(int argc, char **argv)
                             "dp-default.ncm", "dp-rigid.ncm", "mom5.ncm", "mom35.ncm", "mom.ckpt",
                             "adam5.ncm", "adam35.ncm", "adam.ckpt", "gmom5.ncm",
                             "gmom35.ncm", "gmom.ckpt", "gadam5.ncm", "gadam35.ncm",
-                            "gadam.ckpt",
+                            "gadam.ckpt", "gmom1.ncm", "cmom1.ncm", "gadam1.ncm", "cadam1.ncm",
+                            "notest.ncm",
                             "train-images-idx3-ubyte",
                             "train-labels-idx1-ubyte",
                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
