@@ -10,7 +10,7 @@
  *    60000 - V digits, or only the first --limit of them) and a validation
  *    part, the LAST V digits (--validation, default 10000).  The 10000 test
  *    digits are read only after training, to measure the chosen model once;
- *    they never influence any choice.
+ *    they never influence any choice (with --no-test they are not read).
  *  - Input: every digit goes through nc_prep_apply with the prep the model
  *    file records, NC_PREP_CNN_29 (size 29, box 20, pad 0; NC_PREP_MNIST_28
  *    for a 1x28x28 input), once at load time, so the daemon later feeds the
