@@ -9,8 +9,9 @@
  *  - Data: the MNIST training file is split into a training part (the first
  *    60000 - V digits, or only the first --limit of them) and a validation
  *    part, the LAST V digits (--validation, default 10000).  The 10000 test
- *    digits are read only after training, to measure the chosen model once;
- *    they never influence any choice (with --no-test they are not read).
+ *    digits are read and checked before training but measured only after
+ *    it, on the chosen model, once; they never influence any choice (with
+ *    --no-test they are not read).
  *  - Input: every digit goes through nc_prep_apply with the prep the model
  *    file records, NC_PREP_CNN_29 (size 29, box 20, pad 0; NC_PREP_MNIST_28
  *    for a 1x28x28 input), once at load time, so the daemon later feeds the
@@ -1240,6 +1241,22 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             fprintf(stderr, "neocog-train cnn: training label %u is %u\n", i, train.labels[i]);
             goto out;
         }
+    /* The test digits are read and checked now, so that a missing or bad
+     * file is said before training rather than after it (the model would
+     * not be written); they are measured only at the end. */
+    if (!o.no_test) {
+        if (train_load_mnist(dir, "t10k", &test))
+            goto out;
+        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
+            fprintf(stderr, "neocog-train cnn: %s: t10k is not 28x28 digits\n", dir);
+            goto out;
+        }
+        for (uint32_t i = 0; i < test.count; i++)
+            if (test.labels[i] > 9) {
+                fprintf(stderr, "neocog-train cnn: test label %u is %u\n", i, test.labels[i]);
+                goto out;
+            }
+    }
     const uint32_t valid_first = MNIST_TRAIN - o.validation;
     const uint32_t n_mnist = o.limit && o.limit < valid_first ? o.limit : valid_first;
     if (o.extra && load_extra(o.extra, &extra))
@@ -1535,17 +1552,6 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
      * the file then records its test error as unknown). */
     uint32_t test_errors = 0;
     if (!o.no_test) {
-        if (train_load_mnist(dir, "t10k", &test))
-            goto out;
-        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
-            fprintf(stderr, "neocog-train cnn: %s: t10k is not 28x28 digits\n", dir);
-            goto out;
-        }
-        for (uint32_t i = 0; i < test.count; i++)
-            if (test.labels[i] > 9) {
-                fprintf(stderr, "neocog-train cnn: test label %u is %u\n", i, test.labels[i]);
-                goto out;
-            }
         float *test_inputs = NULL;
         if ((err = prepare_inputs(&test, &info.prep, net, &test_inputs)))
             goto fail;

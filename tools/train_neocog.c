@@ -737,6 +737,17 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
                     train.labels[i]);
             goto out;
         }
+    /* The test digits are read and checked now, so that a missing or bad
+     * file is said before the stages train rather than after them (the
+     * model would not be written); they are measured only at the end. */
+    if (!o.no_test) {
+        if (train_load_mnist(dir, "t10k", &test))
+            goto out;
+        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
+            fprintf(stderr, "neocog-train neocognitron: %s: t10k is not 28x28 digits\n", dir);
+            goto out;
+        }
+    }
     const uint32_t n_train = MNIST_TRAIN - o.validation;
     const uint32_t n_valid = o.valid_eval && o.valid_eval < o.validation ? o.valid_eval
                                                                          : o.validation;
@@ -879,12 +890,6 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
         NC_FREE(ans_iv);
         NC_FREE(conf);
         NC_FREE(conf_iv);
-        if (train_load_mnist(dir, "t10k", &test))
-            goto out;
-        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
-            fprintf(stderr, "neocog-train neocognitron: %s: t10k is not 28x28 digits\n", dir);
-            goto out;
-        }
         ans = malloc((size_t)test.count * sizeof(int32_t));
         ans_iv = malloc((size_t)test.count * sizeof(int32_t));
         conf = malloc((size_t)test.count * sizeof(float));
