@@ -238,6 +238,30 @@ int train_load_mnist(const char *dir, const char *which, nc_dataset *ret)
     return err;
 }
 
+int train_load_mnist_checked(const char *cmd, const char *dir, const char *which,
+                             uint32_t count, nc_dataset *ret)
+{
+    int err = train_load_mnist(dir, which, ret);
+    if (err)
+        return err;
+    if (ret->rows != 28 || ret->cols != 28 || ret->count == 0 ||
+        (count && ret->count != count)) {
+        fprintf(stderr, "neocog-train %s: %s: %s: %u digits of %ux%u, expected %s%u of 28x28\n",
+                cmd, dir, which, ret->count, ret->cols, ret->rows, count ? "" : "some, ",
+                count);
+        nc_dataset_fini(ret);
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < ret->count; i++)
+        if (ret->labels[i] > 9) {
+            fprintf(stderr, "neocog-train %s: %s: label %u is %u\n", cmd, which, i,
+                    ret->labels[i]);
+            nc_dataset_fini(ret);
+            return -EINVAL;
+        }
+    return 0;
+}
+
 void train_format_duration(double s, char *dst, size_t cap)
 {
     if (!(s >= 0.0) || s > 1e7)

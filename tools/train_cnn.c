@@ -1229,34 +1229,13 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     t.side = in_layer->width;
     const uint32_t plane = t.side * t.side;
 
-    if (train_load_mnist(dir, "train", &train))
+    if (train_load_mnist_checked("cnn", dir, "train", MNIST_TRAIN, &train))
         goto out;
-    if (train.rows != MNIST_SIDE || train.cols != MNIST_SIDE || train.count != MNIST_TRAIN) {
-        fprintf(stderr, "neocog-train cnn: %s: expected %u training digits of 28x28\n",
-                dir, MNIST_TRAIN);
-        goto out;
-    }
-    for (uint32_t i = 0; i < train.count; i++)
-        if (train.labels[i] > 9) {
-            fprintf(stderr, "neocog-train cnn: training label %u is %u\n", i, train.labels[i]);
-            goto out;
-        }
     /* The test digits are read and checked now, so that a missing or bad
      * file is said before training rather than after it (the model would
      * not be written); they are measured only at the end. */
-    if (!o.no_test) {
-        if (train_load_mnist(dir, "t10k", &test))
-            goto out;
-        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
-            fprintf(stderr, "neocog-train cnn: %s: t10k is not 28x28 digits\n", dir);
-            goto out;
-        }
-        for (uint32_t i = 0; i < test.count; i++)
-            if (test.labels[i] > 9) {
-                fprintf(stderr, "neocog-train cnn: test label %u is %u\n", i, test.labels[i]);
-                goto out;
-            }
-    }
+    if (!o.no_test && train_load_mnist_checked("cnn", dir, "t10k", 0, &test))
+        goto out;
     const uint32_t valid_first = MNIST_TRAIN - o.validation;
     const uint32_t n_mnist = o.limit && o.limit < valid_first ? o.limit : valid_first;
     if (o.extra && load_extra(o.extra, &extra))

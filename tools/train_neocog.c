@@ -53,7 +53,6 @@
 #include "neocog.h"
 #include "train_pool.h"
 
-#define MNIST_SIDE 28u
 #define MNIST_TRAIN 60000u
 #define MAX_TRY 16
 #define CKPT_MAX_BYTES ((size_t)1 << 31)
@@ -724,30 +723,13 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     if ((err = nc_neocog_new(&arch, &net)))
         goto fail;
 
-    if (train_load_mnist(dir, "train", &train))
+    if (train_load_mnist_checked("neocognitron", dir, "train", MNIST_TRAIN, &train))
         goto out;
-    if (train.rows != MNIST_SIDE || train.cols != MNIST_SIDE || train.count != MNIST_TRAIN) {
-        fprintf(stderr, "neocog-train neocognitron: %s: expected %u training digits of "
-                "28x28\n", dir, MNIST_TRAIN);
-        goto out;
-    }
-    for (uint32_t i = 0; i < train.count; i++)
-        if (train.labels[i] > 9) {
-            fprintf(stderr, "neocog-train neocognitron: training label %u is %u\n", i,
-                    train.labels[i]);
-            goto out;
-        }
     /* The test digits are read and checked now, so that a missing or bad
      * file is said before the stages train rather than after them (the
      * model would not be written); they are measured only at the end. */
-    if (!o.no_test) {
-        if (train_load_mnist(dir, "t10k", &test))
-            goto out;
-        if (test.rows != MNIST_SIDE || test.cols != MNIST_SIDE || test.count == 0) {
-            fprintf(stderr, "neocog-train neocognitron: %s: t10k is not 28x28 digits\n", dir);
-            goto out;
-        }
-    }
+    if (!o.no_test && train_load_mnist_checked("neocognitron", dir, "t10k", 0, &test))
+        goto out;
     const uint32_t n_train = MNIST_TRAIN - o.validation;
     const uint32_t n_valid = o.valid_eval && o.valid_eval < o.validation ? o.valid_eval
                                                                          : o.validation;
