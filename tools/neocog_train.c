@@ -246,9 +246,11 @@ int train_load_mnist_checked(const char *cmd, const char *dir, const char *which
         return err;
     if (ret->rows != 28 || ret->cols != 28 || ret->count == 0 ||
         (count && ret->count != count)) {
-        fprintf(stderr, "neocog-train %s: %s: %s: %u digits of %ux%u, expected %s%u of 28x28\n",
-                cmd, dir, which, ret->count, ret->cols, ret->rows, count ? "" : "some, ",
-                count);
+        char want[32] = "28x28 digits";
+        if (count)
+            snprintf(want, sizeof want, "%u of 28x28", count);
+        fprintf(stderr, "neocog-train %s: %s: %s: %u digits of %ux%u, expected %s\n", cmd, dir,
+                which, ret->count, ret->cols, ret->rows, want);
         nc_dataset_fini(ret);
         return -EINVAL;
     }
