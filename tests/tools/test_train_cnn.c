@@ -658,19 +658,57 @@ static void test_deform_params(const char *tool, const char *dir)
     nc_cnn_free(plain);
 }
 
-/* An optimiser's runs: the straight one (args5, into out5) lowers the loss;
- * 3 epochs with a checkpoint (args3) then a resume to 5 (resume, into
- * out35) train the same weights, so the optimiser's state rides in the
- * checkpoint; the file's command names the option (what). */
-static void check_resumed_run(const char *tool, const char *const *args5,
-                              const char *const *args3, const char *const *resume,
-                              const char *out5, const char *out35, const char *what)
+/* dst: the NULL-ended lists a, then b, then c, NULL-ended (cap entries at
+ * most). */
+static void join_args(const char **dst, size_t cap, const char *const *a,
+                      const char *const *b, const char *const *c)
 {
-    check_loss_falls(tool, args5, what);
-    CHECK_INT_EQ(run_only(tool, args3), 0);
-    CHECK_INT_EQ(run_only(tool, resume), 0);
+    const char *const *lists[] = { a, b, c };
+    size_t n = 0;
+    for (int l = 0; l < 3; l++)
+        for (const char *const *s = lists[l]; *s && n + 1 < cap; s++)
+            dst[n++] = *s;
+    dst[n] = NULL;
+}
+
+/* The arguments that choose the device, for join_args. */
+static const char *const ON_GPU[] = { "--gpu", "0", NULL };
+static const char *const ON_CPU[] = { NULL };
+
+/* An optimiser's runs from its arguments common (SMALL_RUN and the
+ * optimiser's, NULL-ended), with --gpu 0 if gpu: 5 epochs straight into
+ * <name>5.ncm, and 3 epochs with a checkpoint <name>.ckpt then a resume to
+ * 5 into <name>35.ncm, all in dir. */
+typedef struct resumed_run {
+    char out5[512], out35[512], ck[512];
+    const char *args5[40], *args3[40], *resume[40];
+} resumed_run;
+
+static void resumed_run_init(resumed_run *r, const char *dir, const char *name,
+                             const char *const *common, int gpu)
+{
+    const char *const *dev = gpu ? ON_GPU : ON_CPU;
+    snprintf(r->out5, sizeof r->out5, "%s/%s5.ncm", dir, name);
+    snprintf(r->out35, sizeof r->out35, "%s/%s35.ncm", dir, name);
+    snprintf(r->ck, sizeof r->ck, "%s/%s.ckpt", dir, name);
+    const char *e5[] = { "--out", r->out5, NULL };
+    const char *e3[] = { "--epochs", "3", "--out", r->out35, "--checkpoint", r->ck, NULL };
+    const char *er[] = { "--out", r->out35, "--checkpoint", r->ck, "--resume", NULL };
+    join_args(r->args5, 40, common, dev, e5);
+    join_args(r->args3, 40, common, dev, e3);
+    join_args(r->resume, 40, common, dev, er);
+}
+
+/* The straight run lowers the loss; 3 epochs then a resume to 5 train the
+ * same weights, so the optimiser's state rides in the checkpoint; the
+ * file's command names the option (what). */
+static void check_resumed_run(const char *tool, const resumed_run *r, const char *what)
+{
+    check_loss_falls(tool, r->args5, what);
+    CHECK_INT_EQ(run_only(tool, r->args3), 0);
+    CHECK_INT_EQ(run_only(tool, r->resume), 0);
     nc_model_info info;
-    nc_cnn *straight = load_file(out5, &info), *resumed = load_file(out35, NULL);
+    nc_cnn *straight = load_file(r->out5, &info), *resumed = load_file(r->out35, NULL);
     REQUIRE(straight && resumed);
     CHECK_MSG(same_params(straight, resumed), "%s: 3 epochs + resume to 5 are not 5 epochs",
               what);
@@ -679,55 +717,34 @@ static void check_resumed_run(const char *tool, const char *const *args5,
     nc_cnn_free(resumed);
 }
 
-/* dst: common's arguments, then extra's (both NULL-ended), NULL-ended. */
-static void join_args(const char **dst, size_t cap, const char *const *common,
-                      const char *const *extra)
-{
-    size_t n = 0;
-    for (const char *const *a = common; *a && n + 1 < cap; a++)
-        dst[n++] = *a;
-    for (const char *const *a = extra; *a && n + 1 < cap; a++)
-        dst[n++] = *a;
-    dst[n] = NULL;
-}
-
-/* An optimiser with --gpu 0: common, the run's arguments (SMALL_RUN and the
- * optimiser's, NULL-ended), with --gpu 0 and the files g<name>*.ncm in dir;
- * one epoch of it on the CPU too (c<name>1.ncm).  Where a device trains: the
- * loss falls, 3 epochs and a resume to 5 train what 5 straight do (the
- * engine's state goes into the checkpoint and back), and after one epoch
- * the weights are the CPU's to GPU_TOL.  One epoch, not five: the engine's
- * steps are core's to float rounding, but at this small run's rates
- * training is chaotic enough that five epochs can grow those roundings
- * into anything (on an H100, plain SGD at --lr 0.02 on MNIST digits ended
- * 1.13 apart (relative) after five epochs, 2.9e-7 after one; this test's
- * momentum run ended 0.074 apart after five).  Without a device the run
- * fails for that, or for a build without CUDA, never for the optimiser. */
+/* An optimiser with --gpu 0: common as for resumed_run_init, the files
+ * g<name>*.ncm in dir; one epoch on the device (g<name>1.ncm) and on the
+ * CPU (c<name>1.ncm).  Where a device trains: check_resumed_run on it, and
+ * after one epoch the weights are the CPU's to GPU_TOL.  One epoch, not
+ * five: the engine's steps are core's to float rounding, but at this small
+ * run's rates training is chaotic enough that five epochs can grow those
+ * roundings into anything (on an H100, plain SGD at --lr 0.02 on MNIST
+ * digits ended 1.13 apart (relative) after five epochs, 2.9e-7 after one;
+ * this test's momentum run ended 0.074 apart after five).  Without a device
+ * the one-epoch run fails for that, or for a build without CUDA, never for
+ * the optimiser. */
 #define GPU_TOL 1e-2
 
 static void check_gpu_optimiser(const char *tool, const char *dir, const char *name,
                                 const char *const *common, const char *what)
 {
-    char out5[512], out35[512], ck[512], out_g1[512], out_c1[512];
-    snprintf(out5, sizeof out5, "%s/g%s5.ncm", dir, name);
-    snprintf(out35, sizeof out35, "%s/g%s35.ncm", dir, name);
-    snprintf(ck, sizeof ck, "%s/g%s.ckpt", dir, name);
+    char gname[64], out_g1[512], out_c1[512];
+    snprintf(gname, sizeof gname, "g%s", name);
     snprintf(out_g1, sizeof out_g1, "%s/g%s1.ncm", dir, name);
     snprintf(out_c1, sizeof out_c1, "%s/c%s1.ncm", dir, name);
-    const char *e5[] = { "--gpu", "0", "--out", out5, NULL };
-    const char *e3[] = { "--gpu", "0", "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
-    const char *er[] = { "--gpu", "0", "--out", out35, "--checkpoint", ck, "--resume", NULL };
-    const char *eg1[] = { "--gpu", "0", "--epochs", "1", "--out", out_g1, NULL };
+    const char *eg1[] = { "--epochs", "1", "--out", out_g1, NULL };
     const char *ec1[] = { "--epochs", "1", "--out", out_c1, NULL };
-    const char *args5[40], *args3[40], *resume[40], *gpu1[40], *cpu1[40];
-    join_args(args5, 40, common, e5);
-    join_args(args3, 40, common, e3);
-    join_args(resume, 40, common, er);
-    join_args(gpu1, 40, common, eg1);
-    join_args(cpu1, 40, common, ec1);
+    const char *gpu1[40], *cpu1[40];
+    join_args(gpu1, 40, common, ON_GPU, eg1);
+    join_args(cpu1, 40, common, ON_CPU, ec1);
 
     char *out = NULL;
-    const int status = run(tool, args5, &out);
+    const int status = run(tool, gpu1, &out);
     if (status != 0) {
         const char *why = NC_HAVE_CUDA ? "--gpu 0: " : "--gpu: this build has no CUDA engine";
         /* not the old refusal ("... with --gpu: the GPU engine's step is plain
@@ -739,8 +756,9 @@ static void check_gpu_optimiser(const char *tool, const char *dir, const char *n
         return;
     }
     free(out);
-    check_resumed_run(tool, args5, args3, resume, out5, out35, what);
-    CHECK_INT_EQ(run_only(tool, gpu1), 0);
+    resumed_run r;
+    resumed_run_init(&r, dir, gname, common, 1);
+    check_resumed_run(tool, &r, what);
     CHECK_INT_EQ(run_only(tool, cpu1), 0);
     nc_cnn *gpu = load_file(out_g1, NULL), *cpu = load_file(out_c1, NULL);
     REQUIRE(gpu && cpu && gpu->n_params == cpu->n_params);
@@ -765,22 +783,17 @@ static void check_gpu_optimiser(const char *tool, const char *dir, const char *n
  * bad values are refused; with --gpu, check_gpu_optimiser. */
 static void test_momentum(const char *tool, const char *dir)
 {
-    char out5[512], out35[512], ck[512], out_x[512];
-    snprintf(out5, sizeof out5, "%s/mom5.ncm", dir);
-    snprintf(out35, sizeof out35, "%s/mom35.ncm", dir);
-    snprintf(ck, sizeof ck, "%s/mom.ckpt", dir);
+    char out_x[512];
     snprintf(out_x, sizeof out_x, "%s/mom-refused.ncm", dir);
-#define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--momentum", "0.9"
-    const char *a_args[] = { COMMON, "--out", out5, NULL };
-    const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
-    const char *c_args[] = { COMMON, "--out", out35, "--checkpoint", ck, "--resume", NULL };
+    const char *common[] = { SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--momentum", "0.9",
+                             NULL };
+    resumed_run r;
+    resumed_run_init(&r, dir, "mom", common, 0);
     const char *p_args[] = { SMALL_RUN(dir), "--keep-last", "--lr", "0.002", "--out", out_x,
-                             "--checkpoint", ck, "--resume", NULL };
+                             "--checkpoint", r.ck, "--resume", NULL };
     const char *bad1[] = { SMALL_RUN(dir), "--momentum", "1", "--out", out_x, NULL };
     const char *bad2[] = { SMALL_RUN(dir), "--momentum", "-0.5", "--out", out_x, NULL };
-    const char *common[] = { COMMON, NULL };
-#undef COMMON
-    check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--momentum 0.9");
+    check_resumed_run(tool, &r, "--momentum 0.9");
     check_refused(tool, p_args, "written with other options");
     check_refused(tool, bad1, "--momentum: not a valid value");
     check_refused(tool, bad2, "--momentum: not a valid value");
@@ -794,19 +807,15 @@ static void test_momentum(const char *tool, const char *dir)
  * check_gpu_optimiser. */
 static void test_adam(const char *tool, const char *dir)
 {
-    char out5[512], out35[512], ck[512], out_x[512];
-    snprintf(out5, sizeof out5, "%s/adam5.ncm", dir);
-    snprintf(out35, sizeof out35, "%s/adam35.ncm", dir);
-    snprintf(ck, sizeof ck, "%s/adam.ckpt", dir);
+    char out_x[512];
     snprintf(out_x, sizeof out_x, "%s/adam-refused.ncm", dir);
 #define COMMON SMALL_RUN(dir), "--keep-last", "--lr", "0.003", "--adam"
-    const char *a_args[] = { COMMON, "--out", out5, NULL };
-    const char *b_args[] = { COMMON, "--epochs", "3", "--out", out35, "--checkpoint", ck, NULL };
-    const char *c_args[] = { COMMON, "--out", out35, "--checkpoint", ck, "--resume", NULL };
-    const char *bad1[] = { COMMON, "--momentum", "0.9", "--out", out_x, NULL };
     const char *common[] = { COMMON, NULL };
+    const char *bad1[] = { COMMON, "--momentum", "0.9", "--out", out_x, NULL };
 #undef COMMON
-    check_resumed_run(tool, a_args, b_args, c_args, out5, out35, "--adam");
+    resumed_run r;
+    resumed_run_init(&r, dir, "adam", common, 0);
+    check_resumed_run(tool, &r, "--adam");
     check_refused(tool, bad1, "--adam with --momentum");
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written by a refused run", out_x);
     check_gpu_optimiser(tool, dir, "adam", common, "--adam");
