@@ -27,6 +27,13 @@ typedef struct nc_dataset {
 int nc_gunzip(const uint8_t *in, size_t in_len, size_t max_out,
               uint8_t **ret_out, size_t *ret_len);
 
+/* For a file that may be stored gzip'd as a whole (a model file): when
+ * (*buf)[0..*len) is gzip, replace *buf (malloc'd; freed here) by its
+ * inflated bytes, at most max_out (-EOVERFLOW beyond), and *len by their
+ * count.  Anything else is left as it is, uncopied.  On an error *buf and
+ * *len are unchanged and still the caller's. */
+int nc_gunzip_replace(uint8_t **buf, size_t *len, size_t max_out);
+
 /* Parse an IDX image file (magic 0x00000803, ubyte, 3 dims) and a label file
  * (0x00000801, 1 dim), either gzip'd.  labels may be NULL (no labels).  Counts
  * must agree.  Fills *ret (pixels and labels malloc'd). */

@@ -132,3 +132,20 @@ int nc_gunzip(const uint8_t *in, size_t in_len, size_t max_out,
     *ret_len = out_len;
     return 0;
 }
+
+int nc_gunzip_replace(uint8_t **buf, size_t *len, size_t max_out)
+{
+    if (!buf || !len || (!*buf && *len))
+        return -EINVAL;
+    if (!is_gzip(*buf, *len))
+        return 0;    /* plain bytes stay where they are: no copy */
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    int err = nc_gunzip(*buf, *len, max_out, &out, &out_len);
+    if (err)
+        return err;
+    free(*buf);
+    *buf = out;
+    *len = out_len;
+    return 0;
+}

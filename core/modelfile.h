@@ -22,7 +22,11 @@
  * magic, version, kind, lengths that stay inside the buffer, padding that is
  * zero, no duplicate tags, and the checksum.  Any truncation or flipped bit
  * therefore fails cleanly with -EBADMSG (or -ENOTSUP for a newer version).
- * The network loaders then check that the sections agree with each other. */
+ * The network loaders then check that the sections agree with each other.
+ *
+ * A file may also be stored gzip'd as a whole (models/neocognitron.ncm is):
+ * the programs that read model files inflate it (nc_gunzip_replace,
+ * dataset.h) before handing the image here. */
 #ifndef NC_MODELFILE_H
 #define NC_MODELFILE_H
 

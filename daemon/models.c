@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cnn.h"
+#include "dataset.h"
 #include "log.h"
 #include "modelfile.h"
 #include "neocog.h"
@@ -82,6 +83,9 @@ static int read_file(const char *path, uint8_t **ret_buf, size_t *ret_len)
         }
         have += (size_t)n;
     }
+    /* A model may be stored gzip'd as a whole (models/neocognitron.ncm). */
+    if ((err = nc_gunzip_replace(&buf, &len, MAX_MODEL_BYTES)))
+        goto out;
     *ret_buf = buf;
     *ret_len = len;
     buf = NULL;

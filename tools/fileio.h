@@ -12,6 +12,13 @@
  * A trailing NUL is added (not counted in *ret_len) so text can be parsed. */
 int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len);
 
+/* Read a model file: as nc_file_read, and a file stored gzip'd as a whole
+ * (gzip -n9 of the trainer's file, e.g. models/neocognitron.ncm) comes back
+ * inflated, at most max_bytes either way.  A corrupt or truncated gzip stream
+ * is -EBADMSG; the bytes are the model file image nc_mf_open checks.
+ * (fileio_model.c: links core's gunzip, as fileio_idx.c does.) */
+int nc_file_read_model(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len);
+
 /* Write buf to path atomically: a temporary file beside it, fsync, rename. */
 int nc_file_write_atomic(const char *path, const uint8_t *buf, size_t len);
 

@@ -40,7 +40,7 @@ static int model_load(const char *path, model *m)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = nc_file_read(path, MAX_MODEL_BYTES, &buf, &len);
+    int err = nc_file_read_model(path, MAX_MODEL_BYTES, &buf, &len);
     if (err) {
         fprintf(stderr, "neocog-classify: %s: %s\n", path, strerror(-err));
         return err;

@@ -1046,7 +1046,7 @@ static int load_init(const char *path, nc_cnn *net)
     size_t len = 0;
     nc_cnn *got = NULL;
     char a[NC_CNN_ARCH_MAX], b[NC_CNN_ARCH_MAX];
-    int err = nc_file_read(path, CKPT_MAX_BYTES, &buf, &len);
+    int err = nc_file_read_model(path, CKPT_MAX_BYTES, &buf, &len);
     if (!err)
         err = nc_cnn_load(buf, len, &got, NULL);
     free(buf);

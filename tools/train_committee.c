@@ -78,7 +78,7 @@ static int add_file(columns *cs, const char *path)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_cnn_committee *c = NULL;
-    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    int err = nc_file_read_model(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
         err = nc_cnn_committee_load(buf, len, &c, NULL);
     free(buf);
@@ -172,7 +172,7 @@ static int first_kind(const char *path, uint32_t *ret_kind)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_mf_reader *r = NULL;
-    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    int err = nc_file_read_model(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
         err = nc_mf_open(buf, len, &r);
     if (!err)

@@ -57,7 +57,7 @@ static int add_file(members *ms, const char *path, int strict)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_neocog_committee *c = NULL;
-    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    int err = nc_file_read_model(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     if (!err)
         err = nc_neocog_committee_load(buf, len, &c, NULL);
     free(buf);

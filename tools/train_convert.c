@@ -131,7 +131,7 @@ int train_convert_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t tags[NC_MF_MAX_SECTIONS], n_tags = 0, n_copied = 0;
     char tb[5];
 
-    if ((err = nc_file_read(in_path, CONVERT_MAX_BYTES, &buf, &len)) ||
+    if ((err = nc_file_read_model(in_path, CONVERT_MAX_BYTES, &buf, &len)) ||
         (err = nc_mf_open(buf, len, &rd))) {
         fprintf(stderr, "neocog-train convert: %s: %s\n", in_path, nc_strerror(err));
         goto out;

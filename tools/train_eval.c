@@ -502,7 +502,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     int32_t *worst_ans = NULL;
     uint32_t iv_t = 0;
 
-    if ((err = nc_file_read(model, MODEL_MAX_BYTES, &buf, &len)) ||
+    if ((err = nc_file_read_model(model, MODEL_MAX_BYTES, &buf, &len)) ||
         (err = nc_mf_open(buf, len, &rd))) {
         fprintf(stderr, "neocog-train eval: %s: %s\n", model, nc_strerror(err));
         goto out;

@@ -37,7 +37,7 @@ int train_open_model_on(const char *who, const char *path, int gpu, nc_backend *
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = nc_file_read(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
+    int err = nc_file_read_model(path, TRAIN_MODEL_MAX_BYTES, &buf, &len);
     nc_mf_reader *r = NULL;
     if (!err && gpu >= 0 && !nc_mf_open(buf, len, &r)) {
         if (nc_mf_kind_of(r) != NC_MF_KIND_NEOCOG)

@@ -384,6 +384,61 @@ static void test_gzip_streams(void)
     CHECK_INT_EQ(nc_gunzip(NULL, 5, 10, &out, &out_len), -EINVAL);
 }
 
+/* nc_gunzip_replace (a model file stored gzip'd): gzip is swapped for its
+ * bytes, anything else left where it is; on an error the caller keeps its
+ * buffer untouched. */
+static void test_gunzip_replace(void)
+{
+    uint8_t *g = NULL, *buf = NULL, *plain = NULL;
+    size_t g_len = 0, len = 0;
+    REQUIRE_OK(gz(small_img, sizeof(small_img), &g, &g_len));
+
+    /* gzip: replaced by the inflated bytes */
+    REQUIRE((buf = malloc(g_len)) != NULL);
+    memcpy(buf, g, g_len);
+    len = g_len;
+    CHECK_INT_EQ(nc_gunzip_replace(&buf, &len, sizeof(small_img)), 0);
+    CHECK(len == sizeof(small_img) && memcmp(buf, small_img, len) == 0);
+    free(buf);
+
+    /* plain bytes: the same buffer, not a copy */
+    REQUIRE((plain = malloc(sizeof(small_img))) != NULL);
+    memcpy(plain, small_img, sizeof(small_img));
+    buf = plain;
+    len = sizeof(small_img);
+    CHECK_INT_EQ(nc_gunzip_replace(&buf, &len, 1), 0);    /* the cap is for inflating only */
+    CHECK(buf == plain && len == sizeof(small_img));
+    free(plain);
+
+    /* over the cap, truncated (the length field, then data too), corrupt
+     * (the CRC no longer matches): an error, the buffer as it was */
+    struct { size_t cap, len; int flip, want; } bad[] = {
+        { sizeof(small_img) - 1, g_len, 0, -EOVERFLOW },
+        { sizeof(small_img), g_len - 4, 0, -EBADMSG },
+        { sizeof(small_img), g_len - 9, 0, -EBADMSG },
+        { sizeof(small_img), g_len, 1, -EBADMSG },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        REQUIRE((buf = malloc(g_len)) != NULL);
+        memcpy(buf, g, g_len);
+        if (bad[k].flip)
+            buf[g_len - 6] ^= 0x5a;
+        uint8_t *was = buf;
+        len = bad[k].len;
+        CHECK_INT_EQ(nc_gunzip_replace(&buf, &len, bad[k].cap), bad[k].want);
+        CHECK_MSG(buf == was && len == bad[k].len, "case %zu: the buffer changed", k);
+        free(buf);
+    }
+    size_t n = 3;
+    CHECK_INT_EQ(nc_gunzip_replace(NULL, &n, 10), -EINVAL);
+    buf = NULL;
+    CHECK_INT_EQ(nc_gunzip_replace(&buf, &n, 10), -EINVAL);    /* no buffer but a length */
+    n = 0;
+    CHECK_INT_EQ(nc_gunzip_replace(&buf, &n, 10), 0);          /* empty: left alone */
+    CHECK(buf == NULL && n == 0);
+    free(g);
+}
+
 static void test_gzip_bomb(void)
 {
     /* 4 MiB of zeros deflate to about 4 KiB; the cap must stop inflation
@@ -486,6 +541,7 @@ int main(void)
     test_small_ok();
     test_truncation();
     test_gzip_streams();
+    test_gunzip_replace();
     test_gzip_bomb();
     test_headers();
     return nc_test_finish();

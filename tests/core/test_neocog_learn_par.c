@@ -272,7 +272,7 @@ static void test_planes_shipped(void)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_neocog *net = NULL;
-    if (nc_file_read(path, (size_t)1 << 31, &buf, &len) < 0) {
+    if (nc_file_read_model(path, (size_t)1 << 31, &buf, &len) < 0) {
         fprintf(stderr, "%s not readable: shipped-model part skipped\n", path);
         return;
     }

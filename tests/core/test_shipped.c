@@ -78,7 +78,7 @@ static void test_model(const char *path)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_backend *be = NULL;
-    REQUIRE(nc_file_read(path, 256u << 20, &buf, &len) == 0);
+    REQUIRE(nc_file_read_model(path, 256u << 20, &buf, &len) == 0);
     int r = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
     free(buf);
     CHECK_MSG(r == 0, "%s: %d", path, r);

@@ -464,7 +464,7 @@ int nc_direct_open(nc_direct *d, const char *model_path)
     uint8_t *buf = NULL;
     size_t len = 0;
     memset(d, 0, sizeof *d);
-    int err = nc_file_read(model_path, 64u << 20, &buf, &len);
+    int err = nc_file_read_model(model_path, 64u << 20, &buf, &len);
     if (!err)
         err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &d->be);
     free(buf);

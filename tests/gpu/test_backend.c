@@ -314,14 +314,14 @@ static int read_shipped(uint8_t **buf, size_t *len)
 {
     char path[1024];
     nc_test_model_path("neocognitron.ncm", path, sizeof path);
-    return nc_file_read(path, 256u << 20, buf, len);
+    return nc_file_read_model(path, 256u << 20, buf, len);
 }
 
 static int read_cnn(uint8_t **buf, size_t *len)
 {
     char path[1024];
     nc_test_model_path("cnn-column.ncm", path, sizeof path);
-    return nc_file_read(path, 64u << 20, buf, len);
+    return nc_file_read_model(path, 64u << 20, buf, len);
 }
 
 /* The neocognitron of tests/gpu/test_neocog.c (edge-trained US1, US2..US4

@@ -1757,7 +1757,7 @@ static void test_big(void)
     size_t len = 0;
     nc_model_info info;
     nc_neocog *big = NULL;
-    int r = nc_file_read(path, 256u << 20, &buf, &len);
+    int r = nc_file_read_model(path, 256u << 20, &buf, &len);
     if (r == 0)
         r = nc_neocog_load_member(buf, len, 0, &big, &info, NULL);
     free(buf);

@@ -187,7 +187,7 @@ static nc_neocog *load_shipped(uint32_t *top_t)
     size_t len = 0;
     nc_model_info info;
     nc_neocog *net = NULL;
-    int r = nc_file_read(path, 256u << 20, &buf, &len);
+    int r = nc_file_read_model(path, 256u << 20, &buf, &len);
     if (r == 0)     /* a committee's first member, with its own mark */
         r = nc_neocog_load_member(buf, len, 0, &net, &info, top_t);
     free(buf);
