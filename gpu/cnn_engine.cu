@@ -107,6 +107,16 @@ static int note(nc_gpu_cnn *g, int err)
     return err;
 }
 
+/* Whether g can take a call that uses the device: -EBUSY while a
+ * forward_start awaits its finish, the remembered failure after a broken
+ * context, else 0. */
+static int idle(const nc_gpu_cnn *g)
+{
+    if (g->pending_n)
+        return -EBUSY;
+    return g->failed;
+}
+
 /* ---- building ------------------------------------------------------------ */
 
 static void describe_layers(nc_gpu_cnn *g, const nc_cnn *net)
@@ -375,10 +385,9 @@ extern "C" int nc_gpu_cnn_upload(nc_gpu_cnn *g, const nc_cnn *net)
 {
     if (!g || !same_arch(g, net))
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     return note(g, upload(g, net));
 }
 
@@ -395,10 +404,9 @@ extern "C" int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net)
 {
     if (!g || !same_arch(g, net))
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     return note(g, download(g, net));
 }
 
@@ -727,12 +735,11 @@ extern "C" int nc_gpu_cnn_forward_device(nc_gpu_cnn *g, const float *d_in, uint3
 {
     if (!g || !d_in || !d_out || n < 1 || n > g->max_batch)
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     g->state_n = 0;
-    int err = ensure_tuned(g, n);
+    err = ensure_tuned(g, n);
     if (!err)
         err = forward_whole(g, d_in, n, d_out, bucket_of(n));
     return note(g, err);
@@ -854,10 +861,9 @@ extern "C" int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n
 {
     if (!g || !d_out || !grads || n < 1 || n != g->state_n)
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     return note(g, backward(g, d_out, n, grads));
 }
 
@@ -935,13 +941,12 @@ extern "C" int nc_gpu_cnn_set_momentum(nc_gpu_cnn *g, float momentum, const floa
 {
     if (!g || !(momentum >= 0.0f && momentum < 1.0f) || !state_ok(velocity, g->n_params, 0))
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     g->opt = OPT_SGD;           /* until the state is in place */
     const float *src[1] = {velocity};
-    int err = note(g, set_state(g, src, 1));
+    err = note(g, set_state(g, src, 1));
     if (err)
         return err;
     g->momentum = momentum;
@@ -953,10 +958,9 @@ extern "C" int nc_gpu_cnn_get_velocity(nc_gpu_cnn *g, float *velocity)
 {
     if (!g || !velocity || g->opt != OPT_MOMENTUM)
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     float *dst[1] = {velocity};
     return note(g, get_state(g, dst, 1));
 }
@@ -968,13 +972,12 @@ extern "C" int nc_gpu_cnn_set_adam(nc_gpu_cnn *g, float beta1, float beta2, floa
         !(eps > 0.0f) || !isfinite(eps) || !m != !v || step == UINT64_MAX ||
         !state_ok(m, g->n_params, 0) || !state_ok(v, g->n_params, 1))
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     g->opt = OPT_SGD;           /* until the state is in place */
     const float *src[2] = {m, v};
-    int err = note(g, set_state(g, src, 2));
+    err = note(g, set_state(g, src, 2));
     if (err)
         return err;
     g->beta1 = beta1;
@@ -989,12 +992,11 @@ extern "C" int nc_gpu_cnn_get_adam(nc_gpu_cnn *g, float *m, float *v, uint64_t *
 {
     if (!g || !m || !v || !step || g->opt != OPT_ADAM)
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     float *dst[2] = {m, v};
-    int err = note(g, get_state(g, dst, 2));
+    err = note(g, get_state(g, dst, 2));
     if (!err)
         *step = g->adam_step;
     return err;
@@ -1066,10 +1068,9 @@ extern "C" int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8
     if (!g || !in || !labels || n < 1 || n > g->max_batch || !isfinite(lr) ||
         !labels_ok(g, labels, n))
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     g->state_n = 0;
     return note(g, train_step(g, in, labels, n, lr, ret_loss));
 }
@@ -1308,10 +1309,9 @@ extern "C" int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const ui
     if (!g || !in || !labels || n < 1 || batch < 1 || batch > g->max_batch || !isfinite(lr) ||
         !labels_ok(g, labels, n))
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     g->state_n = 0;
     return note(g, train_batches(g, in, labels, n, batch, lr, ret_loss, ret_errors));
 }
@@ -1349,10 +1349,9 @@ extern "C" int nc_gpu_cnn_poison(nc_gpu_cnn *g)
 {
     if (!g)
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     return note(g, poison(g));
 }
 
@@ -1373,9 +1372,8 @@ extern "C" int nc_gpu_cnn_norm_stats(nc_gpu_cnn *g, uint32_t layer, float *mean,
     if (!g || !mean || !var || layer < 1 || layer >= g->n_layers || !g->L[layer].norm ||
         !g->norm_done)
         return -EINVAL;
-    if (g->pending_n)
-        return -EBUSY;          /* a forward_start awaits its finish */
-    if (g->failed)
-        return g->failed;
+    int err = idle(g);
+    if (err)
+        return err;
     return note(g, norm_stats(g, layer, mean, var));
 }
