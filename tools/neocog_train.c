@@ -254,14 +254,11 @@ int train_load_mnist_checked(const char *cmd, const char *dir, const char *which
         nc_dataset_fini(ret);
         return -EINVAL;
     }
-    for (uint32_t i = 0; i < ret->count; i++)
-        if (ret->labels[i] > 9) {
-            fprintf(stderr, "neocog-train %s: %s: label %u is %u\n", cmd, which, i,
-                    ret->labels[i]);
-            nc_dataset_fini(ret);
-            return -EINVAL;
-        }
-    return 0;
+    char who[64];
+    snprintf(who, sizeof who, "neocog-train %s: %s", cmd, which);
+    if ((err = train_labels_ok(who, ret, 0, ret->count, 10)))
+        nc_dataset_fini(ret);
+    return err;
 }
 
 void train_format_duration(double s, char *dst, size_t cap)

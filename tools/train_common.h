@@ -89,8 +89,9 @@ int train_load_mnist(const char *dir, const char *which, nc_dataset *ret);
 
 /* train_load_mnist, then checked as the trainers need it: 28x28 digits,
  * `count` of them (0: any number but none), every label 0..9.  Prints what
- * is wrong as "neocog-train <cmd>: ..." to stderr and returns -EINVAL (the
- * set is freed), or train_load_mnist's error. */
+ * is wrong as "neocog-train <cmd>: ..." to stderr and returns -EINVAL
+ * (shape or count) or -EBADMSG (a label, train_labels_ok) with the set
+ * freed, or train_load_mnist's error. */
 int train_load_mnist_checked(const char *cmd, const char *dir, const char *which,
                              uint32_t count, nc_dataset *ret);
 
