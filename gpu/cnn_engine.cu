@@ -42,7 +42,8 @@ struct nc_gpu_cnn {
     size_t n_lists;
     float *d_in, *d_act[NC_CNN_MAX_LAYERS], *d_delta[2];
     float *d_xhat[NC_CNN_MAX_LAYERS];       /* normalised layers: a^, like d_act */
-    float *d_nstat[NC_CNN_MAX_LAYERS];      /* and the batch's mean, var [2][maps] */
+    float *d_nstat[NC_CNN_MAX_LAYERS];      /* and the batch's mean, var [2][maps], then
+                                               cnn_norm's working doubles */
     float *d_part, *d_unroll, *d_feat;
     size_t part_cap, unroll_cap;
     uint8_t *d_labels;
@@ -283,7 +284,8 @@ static int engine_alloc(nc_gpu_cnn *g, const nc_cnn *net)
         NC_CUDA_CHECK(cudaMalloc(&g->d_act[l], nb * L->n_out * sizeof(float)));
         if (L->norm) {
             NC_CUDA_CHECK(cudaMalloc(&g->d_xhat[l], nb * L->n_out * sizeof(float)));
-            NC_CUDA_CHECK(cudaMalloc(&g->d_nstat[l], 2 * (size_t)L->maps * sizeof(float)));
+            NC_CUDA_CHECK(cudaMalloc(&g->d_nstat[l],
+                                     NC_GPU_CNN_NORM_STAT_FLOATS(L->maps) * sizeof(float)));
         }
         if (L->kind == NC_CNN_KIND_CONV) {
             size_t u = ((size_t)L->fan_in + L->maps) * L->height * L->width * nb;
@@ -1326,8 +1328,9 @@ static int poison(nc_gpu_cnn *g)
         if (g->L[l].norm) {
             NC_CUDA_CHECK(cudaMemsetAsync(g->d_xhat[l], 0xff,
                                           nb * g->L[l].n_out * sizeof(float), g->stream));
-            NC_CUDA_CHECK(cudaMemsetAsync(g->d_nstat[l], 0xff,
-                                          2 * (size_t)g->L[l].maps * sizeof(float), g->stream));
+            NC_CUDA_CHECK(cudaMemsetAsync(
+                g->d_nstat[l], 0xff, NC_GPU_CNN_NORM_STAT_FLOATS(g->L[l].maps) * sizeof(float),
+                g->stream));
         }
     }
     for (int i = 0; i < 2; i++)

@@ -1,16 +1,23 @@
-/* gpu/cnn_norm.cu — batch normalisation: one block per map.
+/* gpu/cnn_norm.cu — batch normalisation.
  *
- * Layer: gpu.  A map's n x h x w values are few (16 x 26 x 26 at most in a
- * training batch of the deep column), so one block of 256 threads takes
- * each: the sums in double, reduced in a fixed order in shared memory
- * (deterministic), mean first and then the variance about it, as core's
- * cnn_norm.c does; then every value of the map rewritten. */
+ * Layer: gpu.  Each map's sums are reduced by one block of 256 threads, in
+ * double, in a fixed order (deterministic): thread t adds elements t,
+ * t + 256, ... of the map, then a fixed tree joins the 256 partial sums;
+ * mean first and then the variance about it, as core's cnn_norm.c does.
+ * Rewriting every value is a second kernel over all of them, so it no longer
+ * waits on one block a map (a quarter of the M3 shape's kernel time in a
+ * profile, docs/gpu-cnn-notes.md).  The two kernels pass the map's
+ * doubles through the end of `stat`, so every value is computed by the same
+ * expressions from the same operands as when one kernel did both: the
+ * results are bit for bit those of before. */
 #include "cnn_norm.cuh"
 
 #include "cnn_math.cuh"
 #include "cuda_check.cuh"
 
 #define NORM_THREADS 256
+#define NORM_LOADS 8            /* loads in flight a thread, for the latency */
+#define APPLY_THREADS 128
 
 /* The block's sum of v, in a fixed order, seen by every thread. */
 static __device__ double block_sum(double v, double *s)
@@ -27,56 +34,141 @@ static __device__ double block_sum(double v, double *s)
     return r;
 }
 
-/* Element i of map m (i < n * plane), image-major. */
-static __device__ __forceinline__ size_t at(const nc_gpu_cnn_layer &L, uint32_t m, size_t i,
-                                            uint32_t plane)
+/* Thread t's walk over map m's n x plane values, element i = t, t + 256, ...
+ * in that order, kept as (image b, position p) so that no step divides. */
+struct norm_walk {
+    uint32_t b, p, q, r, plane, n;
+    size_t base, stride;        /* element (b, p) is base + b * stride + p */
+};
+
+static __device__ __forceinline__ norm_walk walk_start(const nc_gpu_cnn_layer &L, uint32_t m,
+                                                       uint32_t n)
 {
-    return (i / plane) * L.n_out + (size_t)m * plane + i % plane;
+    const uint32_t plane = L.height * L.width;
+    norm_walk w;
+    w.plane = plane;
+    w.n = n;
+    w.q = NORM_THREADS / plane;
+    w.r = NORM_THREADS % plane;
+    w.b = threadIdx.x / plane;
+    w.p = threadIdx.x % plane;
+    w.base = (size_t)m * plane;
+    w.stride = L.n_out;
+    return w;
 }
 
-static __global__ void norm_forward_kernel(nc_gpu_cnn_layer L, float *a, uint32_t n,
-                                           float *xhat, float *stat)
+/* The next NORM_LOADS elements' offsets (valid[k] 0 past the end), the walk
+ * moved on past them. */
+static __device__ __forceinline__ void walk_next(norm_walk &w, size_t *at, int *valid)
+{
+#pragma unroll
+    for (int k = 0; k < NORM_LOADS; k++) {
+        valid[k] = w.b < w.n;
+        at[k] = w.base + (size_t)w.b * w.stride + w.p;
+        w.p += w.r;
+        w.b += w.q;
+        if (w.p >= w.plane) {
+            w.p -= w.plane;
+            w.b++;
+        }
+    }
+}
+
+/* stat: mean[maps], var[maps] (floats), then doubles mean[maps], 1/std[maps]
+ * for the apply kernel. */
+static __global__ void norm_stats_kernel(nc_gpu_cnn_layer L, const float *__restrict__ a,
+                                         uint32_t n, float *stat)
 {
     __shared__ double s[NORM_THREADS];
-    const uint32_t m = blockIdx.x, plane = L.height * L.width;
-    const size_t count = (size_t)n * plane;
+    const uint32_t m = blockIdx.x;
+    const size_t count = (size_t)n * L.height * L.width;
+    size_t at[NORM_LOADS];
+    int valid[NORM_LOADS];
+    float v[NORM_LOADS];
     double sum = 0.0;
-    for (size_t i = threadIdx.x; i < count; i += NORM_THREADS)
-        sum += a[at(L, m, i, plane)];
+    for (norm_walk w = walk_start(L, m, n); w.b < n;) {
+        walk_next(w, at, valid);
+#pragma unroll
+        for (int k = 0; k < NORM_LOADS; k++)
+            v[k] = valid[k] ? a[at[k]] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < NORM_LOADS; k++)
+            if (valid[k])
+                sum += v[k];
+    }
     const double mean = block_sum(sum, s) / (double)count;
     double ss = 0.0;
-    for (size_t i = threadIdx.x; i < count; i += NORM_THREADS) {
-        const double d = a[at(L, m, i, plane)] - mean;
-        ss += d * d;
+    for (norm_walk w = walk_start(L, m, n); w.b < n;) {
+        walk_next(w, at, valid);
+#pragma unroll
+        for (int k = 0; k < NORM_LOADS; k++)
+            v[k] = valid[k] ? a[at[k]] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < NORM_LOADS; k++)
+            if (valid[k]) {
+                const double d = v[k] - mean;
+                ss += d * d;
+            }
     }
     const double var = block_sum(ss, s) / (double)count;
-    const double istd = 1.0 / sqrt(var + (double)NC_CNN_NORM_EPS);
     if (threadIdx.x == 0) {
+        double *dd = (double *)(stat + 2 * (size_t)L.maps);
         stat[m] = (float)mean;
         stat[L.maps + m] = (float)var;
+        dd[m] = mean;
+        dd[L.maps + m] = 1.0 / sqrt(var + (double)NC_CNN_NORM_EPS);
     }
-    const float gamma = L.gamma[m], beta = L.beta[m];
-    for (size_t i = threadIdx.x; i < count; i += NORM_THREADS) {
-        const size_t e = at(L, m, i, plane);
+}
+
+/* Every value of row (image b, map m) of a [n][maps][plane] block: blocks
+ * over x cover the plane, rows go along y. */
+static __global__ void norm_apply_kernel(nc_gpu_cnn_layer L, float *a, uint32_t n,
+                                         float *__restrict__ xhat, const float *stat)
+{
+    const uint32_t plane = L.height * L.width, rows = n * L.maps;
+    const double *dd = (const double *)(stat + 2 * (size_t)L.maps);
+    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= plane)
+        return;
+    for (uint32_t row = blockIdx.y; row < rows; row += gridDim.y) {
+        const uint32_t m = row % L.maps;
+        const double mean = dd[m], istd = dd[L.maps + m];
+        const float gamma = L.gamma[m], beta = L.beta[m];
+        const size_t e = (size_t)row * plane + p;
         const float xh = (float)((a[e] - mean) * istd);
         xhat[e] = xh;
         a[e] = nc_gpu_cnn_act(__fadd_rn(__fmul_rn(gamma, xh), beta), L.norm_act);
     }
 }
 
-static __global__ void norm_backward_kernel(nc_gpu_cnn_layer L, const float *y, float *d,
-                                            uint32_t n, const float *xhat, const float *stat)
+/* d = dE/dy through f in place, and the map's sums of it and of it x a^;
+ * stat's doubles become k = gamma / std, the mean of d, the mean of d a^. */
+static __global__ void norm_back_stats_kernel(nc_gpu_cnn_layer L, const float *__restrict__ y,
+                                              float *d, uint32_t n,
+                                              const float *__restrict__ xhat, float *stat)
 {
     __shared__ double s[NORM_THREADS];
-    const uint32_t m = blockIdx.x, plane = L.height * L.width;
-    const size_t count = (size_t)n * plane;
+    const uint32_t m = blockIdx.x;
+    const size_t count = (size_t)n * L.height * L.width;
+    size_t at[NORM_LOADS];
+    int valid[NORM_LOADS];
+    float g[NORM_LOADS], xh[NORM_LOADS];
     double sg = 0.0, sgx = 0.0;
-    for (size_t i = threadIdx.x; i < count; i += NORM_THREADS) {
-        const size_t e = at(L, m, i, plane);
-        const float g = d[e] * nc_gpu_cnn_act_grad(y[e], L.norm_act);
-        d[e] = g;
-        sg += g;
-        sgx += (double)g * xhat[e];
+    for (norm_walk w = walk_start(L, m, n); w.b < n;) {
+        walk_next(w, at, valid);
+#pragma unroll
+        for (int k = 0; k < NORM_LOADS; k++)
+            if (valid[k]) {
+                g[k] = d[at[k]] * nc_gpu_cnn_act_grad(y[at[k]], L.norm_act);
+                xh[k] = xhat[at[k]];
+            }
+#pragma unroll
+        for (int k = 0; k < NORM_LOADS; k++)
+            if (valid[k]) {
+                d[at[k]] = g[k];
+                sg += g[k];
+                sgx += (double)g[k] * xh[k];
+            }
     }
     sg = block_sum(sg, s);
     sgx = block_sum(sgx, s);
@@ -85,32 +177,58 @@ static __global__ void norm_backward_kernel(nc_gpu_cnn_layer L, const float *y, 
         L.gnorm[L.maps + m] = (float)sg;        /* beta */
         L.gnorm[2 * L.maps + m] = 0.0f;         /* mean, var: not learnt */
         L.gnorm[3 * L.maps + m] = 0.0f;
+        const double istd = 1.0 / sqrt((double)stat[L.maps + m] + (double)NC_CNN_NORM_EPS);
+        double *dd = (double *)(stat + 2 * (size_t)L.maps);
+        dd[m] = L.gamma[m] * istd;
+        dd[L.maps + m] = sg / (double)count;
+        dd[2 * L.maps + m] = sgx / (double)count;
     }
-    const double istd = 1.0 / sqrt((double)stat[L.maps + m] + (double)NC_CNN_NORM_EPS);
-    const double k = L.gamma[m] * istd, mg = sg / (double)count, mgx = sgx / (double)count;
-    for (size_t i = threadIdx.x; i < count; i += NORM_THREADS) {
-        const size_t e = at(L, m, i, plane);
+}
+
+static __global__ void norm_back_apply_kernel(nc_gpu_cnn_layer L, float *d, uint32_t n,
+                                              const float *__restrict__ xhat, const float *stat)
+{
+    const uint32_t plane = L.height * L.width, rows = n * L.maps;
+    const double *dd = (const double *)(stat + 2 * (size_t)L.maps);
+    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= plane)
+        return;
+    for (uint32_t row = blockIdx.y; row < rows; row += gridDim.y) {
+        const uint32_t m = row % L.maps;
+        const double k = dd[m], mg = dd[L.maps + m], mgx = dd[2 * L.maps + m];
+        const size_t e = (size_t)row * plane + p;
         d[e] = (float)(k * (d[e] - mg - xhat[e] * mgx));
     }
+}
+
+static dim3 apply_grid(const nc_gpu_cnn_layer *L, uint32_t n)
+{
+    const uint32_t plane = L->height * L->width, rows = n * L->maps;
+    return dim3((plane + APPLY_THREADS - 1) / APPLY_THREADS, rows < 65535u ? rows : 65535u);
 }
 
 extern "C" int nc_gpu_cnn_norm_forward(const nc_gpu_cnn_layer *L, float *a, uint32_t n,
                                        float *xhat, float *stat, cudaStream_t stream)
 {
-    if (!L->norm || n < 1)
+    if (!L->norm || n < 1 || (size_t)n * L->maps > 0xffffffffu)
         return -EINVAL;
-    norm_forward_kernel<<<L->maps, NORM_THREADS, 0, stream>>>(*L, a, n, xhat, stat);
+    norm_stats_kernel<<<L->maps, NORM_THREADS, 0, stream>>>(*L, a, n, stat);
+    NC_CUDA_CHECK(cudaGetLastError());
+    norm_apply_kernel<<<apply_grid(L, n), APPLY_THREADS, 0, stream>>>(*L, a, n, xhat, stat);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
 
 extern "C" int nc_gpu_cnn_norm_backward(const nc_gpu_cnn_layer *L, const float *y, float *d,
-                                        uint32_t n, const float *xhat, const float *stat,
+                                        uint32_t n, const float *xhat, float *stat,
                                         cudaStream_t stream)
 {
-    if (!L->norm || n < 1)
+    if (!L->norm || n < 1 || (size_t)n * L->maps > 0xffffffffu)
         return -EINVAL;
-    norm_backward_kernel<<<L->maps, NORM_THREADS, 0, stream>>>(*L, y, d, n, xhat, stat);
+    norm_back_stats_kernel<<<L->maps, NORM_THREADS, 0, stream>>>(*L, y, d, n, xhat, stat);
+    NC_CUDA_CHECK(cudaGetLastError());
+    norm_back_apply_kernel<<<apply_grid(L, n), APPLY_THREADS, 0, stream>>>(*L, d, n, xhat,
+                                                                           stat);
     NC_CUDA_CHECK(cudaGetLastError());
     return 0;
 }

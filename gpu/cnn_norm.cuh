@@ -16,16 +16,23 @@
 extern "C" {
 #endif
 
+/* The floats a layer of `maps` maps needs at stat: the batch's mean[maps]
+ * and var[maps], then the kernels' doubles (three a map) that pass from a
+ * map's sums to the kernel that rewrites its values. */
+#define NC_GPU_CNN_NORM_STAT_FLOATS(maps) (8u * (size_t)(maps))
+
 /* a: the sums of n images in, y = f(gamma a^ + beta) out (in place);
- * xhat: a^, same layout; stat: the batch's mean[maps], then var[maps]. */
+ * xhat: a^, same layout; stat: NC_GPU_CNN_NORM_STAT_FLOATS(maps) floats,
+ * the batch's mean[maps], then var[maps] out. */
 int nc_gpu_cnn_norm_forward(const nc_gpu_cnn_layer *L, float *a, uint32_t n, float *xhat,
                             float *stat, cudaStream_t stream);
 
 /* d: dE/dy of the forward's outputs y in, dE/da of its sums out (through f
  * and the standardisation); L->gnorm: dE/dgamma, dE/dbeta, and 0 for mean
- * and var ([maps] each), written. */
+ * and var ([maps] each), written; stat: the forward's, its mean and var
+ * left as they are (the doubles after them are overwritten). */
 int nc_gpu_cnn_norm_backward(const nc_gpu_cnn_layer *L, const float *y, float *d, uint32_t n,
-                             const float *xhat, const float *stat, cudaStream_t stream);
+                             const float *xhat, float *stat, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

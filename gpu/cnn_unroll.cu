@@ -9,7 +9,13 @@
  *   bias_act: one thread per output, y[b][m][p] = f(P[m][b*hw + p] + bias[m])
  *             (back to image-major).
  * Fully connected: P[n][units] = X W^T by one sgemm, then one thread per
- * output applies bias and activation in place. */
+ * output applies bias and activation in place.
+ * The copying kernels run on a grid of rows (along y) by columns (along x),
+ * so a thread divides only its own column index, in 32 bits: with a 64-bit
+ * division and modulo and eight 32-bit ones a value, unrolling took a
+ * quarter of the M3 shape's kernel time in a profile (docs/gpu-cnn-notes.md).
+ * They move the same values to the same places, and col2im sums in the same
+ * order, as before. */
 #include "cnn_unroll.cuh"
 
 #include <errno.h>
@@ -18,19 +24,38 @@
 #include "cnn_math.cuh"
 #include "cuda_check.cuh"
 
+#define ROWS_MAX 65535u
+#define COL_BLOCKS_MAX 4096u
+
+/* rows (along y) x cols (along x) threads, each dimension capped: the
+ * kernels stride over both. */
+static dim3 rows_cols_grid(uint32_t rows, size_t cols)
+{
+    const size_t bx = (cols + NC_GPU_CNN_BLOCK - 1) / NC_GPU_CNN_BLOCK;
+    return dim3(bx < 1 ? 1u : bx > COL_BLOCKS_MAX ? COL_BLOCKS_MAX : (unsigned)bx,
+                rows < 1 ? 1u : rows > ROWS_MAX ? ROWS_MAX : rows);
+}
+
+#define FOR_ROWS(row, rows) for (uint32_t row = blockIdx.y; row < (rows); row += gridDim.y)
+#define FOR_COLS(col, cols)                                                                   \
+    for (uint32_t col = blockIdx.x * blockDim.x + threadIdx.x; col < (cols);                \
+         col += gridDim.x * blockDim.x)
+
 static __global__ void unroll_kernel(nc_gpu_cnn_layer L, const float *__restrict__ x,
                                      float *__restrict__ u, uint32_t b0, uint32_t cols)
 {
     const uint32_t hw = L.height * L.width, kk = L.kernel_x * L.kernel_y;
     const uint32_t in_hw = L.in_height * L.in_width;
-    const size_t total = (size_t)L.fan_in * cols;
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-         e += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t row = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
+    FOR_ROWS(row, L.fan_in) {
         const uint32_t ci = row / kk, i = (row % kk) / L.kernel_x, j = row % L.kernel_x;
-        const uint32_t b = b0 + col / hw, p = col % hw, oy = p / L.width, ox = p % L.width;
-        u[e] = x[(size_t)b * L.n_in + (size_t)ci * in_hw +
-                 (size_t)(oy * L.step_y + i) * L.in_width + ox * L.step_x + j];
+        const float *xr = x + (size_t)ci * in_hw + (size_t)i * L.in_width + j;
+        float *ur = u + (size_t)row * cols;
+        FOR_COLS(col, cols) {
+            const uint32_t bl = col / hw, p = col - bl * hw;
+            const uint32_t oy = p / L.width, ox = p - oy * L.width;
+            ur[col] = xr[(size_t)(b0 + bl) * L.n_in + (size_t)(oy * L.step_y) * L.in_width +
+                         ox * L.step_x];
+        }
     }
 }
 
@@ -38,12 +63,14 @@ static __global__ void bias_act_kernel(nc_gpu_cnn_layer L, const float *__restri
                                        float *__restrict__ y, uint32_t b0, uint32_t cols)
 {
     const uint32_t hw = L.height * L.width;
-    const size_t total = (size_t)L.maps * cols;
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-         e += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t m = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
-        const uint32_t b = b0 + col / hw, p = col % hw;
-        y[(size_t)b * L.n_out + (size_t)m * hw + p] = nc_gpu_cnn_act(prod[e] + L.bias[m], L.act);
+    FOR_ROWS(m, L.maps) {
+        const float bias = L.bias[m];
+        const float *pr = prod + (size_t)m * cols;
+        FOR_COLS(col, cols) {
+            const uint32_t bl = col / hw, p = col - bl * hw;
+            y[(size_t)(b0 + bl) * L.n_out + (size_t)m * hw + p] =
+                nc_gpu_cnn_act(pr[col] + bias, L.act);
+        }
     }
 }
 
@@ -86,15 +113,15 @@ extern "C" int nc_gpu_cnn_conv_forward_unrolled(const nc_gpu_cnn_layer *L, const
         const uint32_t c = n - b0 < chunk ? n - b0 : chunk;
         const uint32_t cols = c * hw;
         float *u = scratch, *prod = scratch + (size_t)L->fan_in * cols;
-        unroll_kernel<<<nc_gpu_cnn_blocks((size_t)L->fan_in * cols, NC_GPU_CNN_BLOCK),
-                        NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, u, b0, cols);
+        unroll_kernel<<<rows_cols_grid(L->fan_in, cols), NC_GPU_CNN_BLOCK, 0, stream>>>(
+            *L, x, u, b0, cols);
         NC_CUDA_CHECK(cudaGetLastError());
         /* column-major: P^T (cols x maps) = U^T (cols x fan_in) W^T (fan_in x maps) */
         NC_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)L->maps,
                                     (int)L->fan_in, &one, u, (int)cols, L->weights,
                                     (int)L->fan_in, &zero, prod, (int)cols));
-        bias_act_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * cols, NC_GPU_CNN_BLOCK),
-                          NC_GPU_CNN_BLOCK, 0, stream>>>(*L, prod, y, b0, cols);
+        bias_act_kernel<<<rows_cols_grid(L->maps, cols), NC_GPU_CNN_BLOCK, 0, stream>>>(
+            *L, prod, y, b0, cols);
         NC_CUDA_CHECK(cudaGetLastError());
     }
     return 0;
@@ -108,11 +135,12 @@ static __global__ void gather_da_kernel(nc_gpu_cnn_layer L, const float *__restr
                                         float *__restrict__ d, uint32_t b0, uint32_t cols)
 {
     const uint32_t hw = L.height * L.width;
-    const size_t total = (size_t)L.maps * cols;
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-         e += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t m = (uint32_t)(e / cols), col = (uint32_t)(e % cols);
-        d[e] = da[(size_t)(b0 + col / hw) * L.n_out + (size_t)m * hw + col % hw];
+    FOR_ROWS(m, L.maps) {
+        float *dr = d + (size_t)m * cols;
+        FOR_COLS(col, cols) {
+            const uint32_t bl = col / hw, p = col - bl * hw;
+            dr[col] = da[(size_t)(b0 + bl) * L.n_out + (size_t)m * hw + p];
+        }
     }
 }
 
@@ -165,29 +193,30 @@ static __global__ void col2im_kernel(nc_gpu_cnn_layer L, const float *__restrict
                                      float *__restrict__ dx, uint32_t b0, uint32_t cols)
 {
     const uint32_t hw = L.height * L.width, in_hw = L.in_height * L.in_width;
-    const size_t total = (size_t)(cols / hw) * L.n_in;
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-         e += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t bb = (uint32_t)(e / L.n_in), r = (uint32_t)(e % L.n_in);
-        const uint32_t c = r / in_hw, q = r % in_hw, iy = q / L.in_width, ix = q % L.in_width;
-        float s = 0.0f;
-        for (uint32_t i = 0; i < L.kernel_y; i++) {
-            if (iy < i || (iy - i) % L.step_y)
-                continue;
-            const uint32_t oy = (iy - i) / L.step_y;
-            if (oy >= L.height)
-                continue;
-            for (uint32_t j = 0; j < L.kernel_x; j++) {
-                if (ix < j || (ix - j) % L.step_x)
+    const int unit = L.step_x == 1 && L.step_y == 1;    /* no divisions by the steps */
+    FOR_ROWS(bb, cols / hw) {
+        FOR_COLS(r, L.n_in) {
+            const uint32_t c = r / in_hw, q = r - c * in_hw;
+            const uint32_t iy = q / L.in_width, ix = q - iy * L.in_width;
+            float s = 0.0f;
+            for (uint32_t i = 0; i < L.kernel_y; i++) {
+                if (iy < i || (!unit && (iy - i) % L.step_y))
                     continue;
-                const uint32_t ox = (ix - j) / L.step_x;
-                if (ox >= L.width)
+                const uint32_t oy = unit ? iy - i : (iy - i) / L.step_y;
+                if (oy >= L.height)
                     continue;
-                const size_t row = ((size_t)c * L.kernel_y + i) * L.kernel_x + j;
-                s += du[row * cols + (size_t)bb * hw + oy * L.width + ox];
+                for (uint32_t j = 0; j < L.kernel_x; j++) {
+                    if (ix < j || (!unit && (ix - j) % L.step_x))
+                        continue;
+                    const uint32_t ox = unit ? ix - j : (ix - j) / L.step_x;
+                    if (ox >= L.width)
+                        continue;
+                    const size_t row = ((size_t)c * L.kernel_y + i) * L.kernel_x + j;
+                    s += du[row * cols + (size_t)bb * hw + oy * L.width + ox];
+                }
             }
+            dx[(size_t)(b0 + bb) * L.n_in + r] = s;
         }
-        dx[(size_t)(b0 + bb) * L.n_in + r] = s;
     }
 }
 
@@ -206,11 +235,11 @@ extern "C" int nc_gpu_cnn_conv_weights_unrolled(const nc_gpu_cnn_layer *L, const
         const uint32_t c = n - b0 < chunk ? n - b0 : chunk;
         const uint32_t cols = c * hw;
         float *u = scratch, *d = scratch + (size_t)L->fan_in * cols;
-        unroll_kernel<<<nc_gpu_cnn_blocks((size_t)L->fan_in * cols, NC_GPU_CNN_BLOCK),
-                        NC_GPU_CNN_BLOCK, 0, stream>>>(*L, x, u, b0, cols);
+        unroll_kernel<<<rows_cols_grid(L->fan_in, cols), NC_GPU_CNN_BLOCK, 0, stream>>>(
+            *L, x, u, b0, cols);
         NC_CUDA_CHECK(cudaGetLastError());
-        gather_da_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * cols, NC_GPU_CNN_BLOCK),
-                           NC_GPU_CNN_BLOCK, 0, stream>>>(*L, da, d, b0, cols);
+        gather_da_kernel<<<rows_cols_grid(L->maps, cols), NC_GPU_CNN_BLOCK, 0, stream>>>(
+            *L, da, d, b0, cols);
         NC_CUDA_CHECK(cudaGetLastError());
         /* column-major: dW^T (fan_in x maps) = U (fan_in x cols) D^T (cols x maps),
          * added to the chunks before */
@@ -247,15 +276,15 @@ extern "C" int nc_gpu_cnn_conv_backward_unrolled(const nc_gpu_cnn_layer *L, cons
         const uint32_t c = n - b0 < chunk ? n - b0 : chunk;
         const uint32_t cols = c * hw;
         float *du = scratch, *d = scratch + (size_t)L->fan_in * cols;
-        gather_da_kernel<<<nc_gpu_cnn_blocks((size_t)L->maps * cols, NC_GPU_CNN_BLOCK),
-                           NC_GPU_CNN_BLOCK, 0, stream>>>(*L, da, d, b0, cols);
+        gather_da_kernel<<<rows_cols_grid(L->maps, cols), NC_GPU_CNN_BLOCK, 0, stream>>>(
+            *L, da, d, b0, cols);
         NC_CUDA_CHECK(cudaGetLastError());
         /* column-major: dU^T (cols x fan_in) = D^T (cols x maps) W (maps x fan_in) */
         NC_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)cols, (int)L->fan_in,
                                     (int)L->maps, &one, d, (int)cols, L->weights,
                                     (int)L->fan_in, &zero, du, (int)cols));
-        col2im_kernel<<<nc_gpu_cnn_blocks((size_t)c * L->n_in, NC_GPU_CNN_BLOCK),
-                        NC_GPU_CNN_BLOCK, 0, stream>>>(*L, du, dx, b0, cols);
+        col2im_kernel<<<rows_cols_grid(c, L->n_in), NC_GPU_CNN_BLOCK, 0, stream>>>(
+            *L, du, dx, b0, cols);
         NC_CUDA_CHECK(cudaGetLastError());
     }
     return 0;
