@@ -37,6 +37,13 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
 /* "views       46 px gently sheared, ..." for a prep with views (image.h). */
 void train_print_views(const nc_prep *p, uint32_t kind);
 
+/* A member's recorded test error for the committee's listing: "unknown" or
+ * "0.38% (MNIST t10k (10000))", then a newline. */
+void train_print_recorded_test(const nc_model_info *mi);
+/* The committee's measured test line ("test        MNIST t10k: error ..."),
+ * and the error written into its record before it is saved again. */
+void train_record_test(nc_model_info *info, uint32_t errors, uint32_t n, double seconds);
+
 /* p's views for committee --heights: every box of heights[n_heights] for
  * each deskew of shears[n_shears], shear after shear.  -E2BIG past
  * NC_PREP_MAX_VIEWS views, -ERANGE when a box does not fit p's field (p

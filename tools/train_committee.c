@@ -333,18 +333,11 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
             arch[0] = '\0';
         printf("  %2u  %s  %s, seed %llu, %u epochs, recorded test error ", i + 1, cs.from[i],
                arch, (unsigned long long)cs.info[i].seed, cs.info[i].epochs);
-        if (cs.info[i].test_error < 0)
-            printf("unknown\n");
-        else
-            printf("%.2f%% (%s)\n", 100.0 * cs.info[i].test_error, cs.info[i].test_set);
+        train_print_recorded_test(&cs.info[i]);
     }
     train_print_views(&info->prep, NC_MF_KIND_CNN);
-    printf("test        MNIST t10k: error %.2f%% (%u / %u), %.1f digits/s\n",
-           100.0 * errors / n, errors, n, n / sc.seconds);
-
     /* the measured error goes into the record: save again */
-    info->test_error = (double)errors / n;
-    snprintf(info->test_set, sizeof info->test_set, "MNIST t10k (%u)", n);
+    train_record_test(info, errors, n, sc.seconds);
     free(buf);
     buf = NULL;
     if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)))

@@ -202,17 +202,10 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
                ms->from[i], net->n_planes[0], net->n_planes[1], net->n_planes[2],
                net->n_planes[3], ms->top_t[i] ? "interpolating vectors" : "max response",
                (unsigned long long)ms->info[i].seed);
-        if (ms->info[i].test_error < 0)
-            printf("unknown\n");
-        else
-            printf("%.2f%% (%s)\n", 100.0 * ms->info[i].test_error, ms->info[i].test_set);
+        train_print_recorded_test(&ms->info[i]);
     }
-    printf("test        MNIST t10k: error %.2f%% (%u / %u), %.1f digits/s\n",
-           100.0 * errors / n, errors, n, n / sc.seconds);
-
     /* the measured error goes into the record: save again */
-    info->test_error = (double)errors / n;
-    snprintf(info->test_set, sizeof info->test_set, "MNIST t10k (%u)", n);
+    train_record_test(info, errors, n, sc.seconds);
     free(buf);
     buf = NULL;
     if ((err = nc_neocog_committee_save(ms->net, ms->info, ms->top_t, ms->n, info, flags,

@@ -282,6 +282,22 @@ int train_set_views(const uint32_t *heights, uint32_t n_heights, const uint32_t 
     return nc_prep_check(p) ? -ERANGE : 0;
 }
 
+void train_print_recorded_test(const nc_model_info *mi)
+{
+    if (mi->test_error < 0)
+        printf("unknown\n");
+    else
+        printf("%.2f%% (%s)\n", 100.0 * mi->test_error, mi->test_set);
+}
+
+void train_record_test(nc_model_info *info, uint32_t errors, uint32_t n, double seconds)
+{
+    printf("test        MNIST t10k: error %.2f%% (%u / %u), %.1f digits/s\n",
+           100.0 * errors / n, errors, n, n / seconds);
+    info->test_error = (double)errors / n;
+    snprintf(info->test_set, sizeof info->test_set, "MNIST t10k (%u)", n);
+}
+
 void train_print_views(const nc_prep *p, uint32_t kind)
 {
     const char *tail = kind == NC_MF_KIND_CNN ? " (every column on each)\n"
