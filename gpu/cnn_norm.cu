@@ -74,6 +74,18 @@ static __device__ __forceinline__ void walk_next(norm_walk &w, size_t *at, int *
     }
 }
 
+/* The next NORM_LOADS values of a (0 past the end, valid[k] saying which),
+ * all loads issued before any is used. */
+static __device__ __forceinline__ void walk_load(norm_walk &w, const float *__restrict__ a,
+                                                 float *v, int *valid)
+{
+    size_t at[NORM_LOADS];
+    walk_next(w, at, valid);
+#pragma unroll
+    for (int k = 0; k < NORM_LOADS; k++)
+        v[k] = valid[k] ? a[at[k]] : 0.0f;
+}
+
 /* stat: mean[maps], var[maps] (floats), then doubles mean[maps], 1/std[maps]
  * for the apply kernel. */
 static __global__ void norm_stats_kernel(nc_gpu_cnn_layer L, const float *__restrict__ a,
@@ -82,15 +94,11 @@ static __global__ void norm_stats_kernel(nc_gpu_cnn_layer L, const float *__rest
     __shared__ double s[NORM_THREADS];
     const uint32_t m = blockIdx.x;
     const size_t count = (size_t)n * L.height * L.width;
-    size_t at[NORM_LOADS];
     int valid[NORM_LOADS];
     float v[NORM_LOADS];
     double sum = 0.0;
     for (norm_walk w = walk_start(L, m, n); w.b < n;) {
-        walk_next(w, at, valid);
-#pragma unroll
-        for (int k = 0; k < NORM_LOADS; k++)
-            v[k] = valid[k] ? a[at[k]] : 0.0f;
+        walk_load(w, a, v, valid);
 #pragma unroll
         for (int k = 0; k < NORM_LOADS; k++)
             if (valid[k])
@@ -99,10 +107,7 @@ static __global__ void norm_stats_kernel(nc_gpu_cnn_layer L, const float *__rest
     const double mean = block_sum(sum, s) / (double)count;
     double ss = 0.0;
     for (norm_walk w = walk_start(L, m, n); w.b < n;) {
-        walk_next(w, at, valid);
-#pragma unroll
-        for (int k = 0; k < NORM_LOADS; k++)
-            v[k] = valid[k] ? a[at[k]] : 0.0f;
+        walk_load(w, a, v, valid);
 #pragma unroll
         for (int k = 0; k < NORM_LOADS; k++)
             if (valid[k]) {
