@@ -338,8 +338,11 @@ static void print_model_txt(const Neocog__ModelInfo *mi)
         printf("  %-13s %s, input %u, %zu classes\n", "", mi->architecture, mi->input_size,
                mi->n_labels);
     if ((mi->data && *mi->data) || mi->epochs) {
-        printf("  %-13s trained on %s, %u epochs", "", mi->data && *mi->data ? mi->data : "?",
-               mi->epochs);
+        printf("  %-13s trained on %s", "", mi->data && *mi->data ? mi->data : "?");
+        /* A committee file is bundled, not trained: it records 0 epochs of its own
+         * (its members' records hold theirs). */
+        if (mi->epochs)
+            printf(", %u epochs", mi->epochs);
         if (mi->test_error >= 0)
             printf(", test error %.2f%%%s%s", 100.0 * mi->test_error,
                    mi->test_set && *mi->test_set ? " on " : "", or_empty(mi->test_set));

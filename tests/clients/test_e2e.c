@@ -110,10 +110,19 @@ static void test_status(void)
     CHECK_INT_EQ(rc, 0);
     CHECK_MSG(out && strstr(out, "ready") && strstr(out, "cnn-column.ncm"), "status: %s", S(out));
     printf("status:\n%s", S(out));
-    free(out);
+    char *text = out;
     rc = neocog(&out, NULL, "status", "--format", "json", NULL);
     CHECK_INT_EQ(rc, 0);
     CHECK_MSG(out && strstr(out, "\"ready\":true"), "status json: %s", S(out));
+    /* The text names the column's epochs as the JSON does (a trained column
+     * has some; a committee's 0 is left out of the text). */
+    const char *e = out ? strstr(out, "\"epochs\":") : NULL;
+    unsigned epochs = e ? (unsigned)strtoul(e + 9, NULL, 10) : 0;
+    CHECK_MSG(epochs > 0, "status json: %s", S(out));
+    char want[64];
+    snprintf(want, sizeof want, ", %u epochs", epochs);
+    CHECK_MSG(text && strstr(text, want), "status lacks \"%s\": %s", want, S(text));
+    free(text);
     free(out);
 }
 
