@@ -117,7 +117,7 @@ static __global__ void norm_stats_kernel(nc_gpu_cnn_layer L, const float *__rest
     }
     const double var = block_sum(ss, s) / (double)count;
     if (threadIdx.x == 0) {
-        double *dd = (double *)(stat + 2 * (size_t)L.maps);
+        double *dd = nc_gpu_cnn_norm_stat_doubles(stat, L.maps);
         stat[m] = (float)mean;
         stat[L.maps + m] = (float)var;
         dd[m] = mean;
@@ -125,25 +125,40 @@ static __global__ void norm_stats_kernel(nc_gpu_cnn_layer L, const float *__rest
     }
 }
 
-/* Every value of row (image b, map m) of a [n][maps][plane] block: blocks
- * over x cover the plane, rows go along y. */
-static __global__ void norm_apply_kernel(nc_gpu_cnn_layer L, float *a, uint32_t n,
-                                         float *__restrict__ xhat, const float *stat)
+/* The apply kernels' walk: f(m, e) for every value of row (image b, map m)
+ * of a [n][maps][plane] block, e its offset; blocks over x cover the plane,
+ * rows go along y.  apply_grid, next, is the launch shape it assumes. */
+template <typename F>
+static __device__ __forceinline__ void for_each_row_value(const nc_gpu_cnn_layer &L, uint32_t n,
+                                                          F f)
 {
     const uint32_t plane = L.height * L.width, rows = n * L.maps;
-    const double *dd = (const double *)(stat + 2 * (size_t)L.maps);
     const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= plane)
         return;
-    for (uint32_t row = blockIdx.y; row < rows; row += gridDim.y) {
-        const uint32_t m = row % L.maps;
+    for (uint32_t row = blockIdx.y; row < rows; row += gridDim.y)
+        f(row % L.maps, (size_t)row * plane + p);
+}
+
+static dim3 apply_grid(const nc_gpu_cnn_layer *L, uint32_t n)
+{
+    const uint32_t plane = L->height * L->width, rows = n * L->maps;
+    return dim3((plane + APPLY_THREADS - 1) / APPLY_THREADS, rows < 65535u ? rows : 65535u);
+}
+
+/* a^ and y = f(gamma a^ + beta) of every value, from the map's mean and
+ * 1/std in stat's doubles. */
+static __global__ void norm_apply_kernel(nc_gpu_cnn_layer L, float *a, uint32_t n,
+                                         float *__restrict__ xhat, const float *stat)
+{
+    const double *dd = nc_gpu_cnn_norm_stat_doubles(stat, L.maps);
+    for_each_row_value(L, n, [&](uint32_t m, size_t e) {
         const double mean = dd[m], istd = dd[L.maps + m];
         const float gamma = L.gamma[m], beta = L.beta[m];
-        const size_t e = (size_t)row * plane + p;
         const float xh = (float)((a[e] - mean) * istd);
         xhat[e] = xh;
         a[e] = nc_gpu_cnn_act(__fadd_rn(__fmul_rn(gamma, xh), beta), L.norm_act);
-    }
+    });
 }
 
 /* d = dE/dy through f in place, and the map's sums of it and of it x a^;
@@ -183,33 +198,23 @@ static __global__ void norm_back_stats_kernel(nc_gpu_cnn_layer L, const float *_
         L.gnorm[2 * L.maps + m] = 0.0f;         /* mean, var: not learnt */
         L.gnorm[3 * L.maps + m] = 0.0f;
         const double istd = 1.0 / sqrt((double)stat[L.maps + m] + (double)NC_CNN_NORM_EPS);
-        double *dd = (double *)(stat + 2 * (size_t)L.maps);
+        double *dd = nc_gpu_cnn_norm_stat_doubles(stat, L.maps);
         dd[m] = L.gamma[m] * istd;
         dd[L.maps + m] = sg / (double)count;
         dd[2 * L.maps + m] = sgx / (double)count;
     }
 }
 
+/* dE/da of every value: k (d - mean of d - a^ x mean of d a^), from stat's
+ * doubles. */
 static __global__ void norm_back_apply_kernel(nc_gpu_cnn_layer L, float *d, uint32_t n,
                                               const float *__restrict__ xhat, const float *stat)
 {
-    const uint32_t plane = L.height * L.width, rows = n * L.maps;
-    const double *dd = (const double *)(stat + 2 * (size_t)L.maps);
-    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= plane)
-        return;
-    for (uint32_t row = blockIdx.y; row < rows; row += gridDim.y) {
-        const uint32_t m = row % L.maps;
+    const double *dd = nc_gpu_cnn_norm_stat_doubles(stat, L.maps);
+    for_each_row_value(L, n, [&](uint32_t m, size_t e) {
         const double k = dd[m], mg = dd[L.maps + m], mgx = dd[2 * L.maps + m];
-        const size_t e = (size_t)row * plane + p;
         d[e] = (float)(k * (d[e] - mg - xhat[e] * mgx));
-    }
-}
-
-static dim3 apply_grid(const nc_gpu_cnn_layer *L, uint32_t n)
-{
-    const uint32_t plane = L->height * L->width, rows = n * L->maps;
-    return dim3((plane + APPLY_THREADS - 1) / APPLY_THREADS, rows < 65535u ? rows : 65535u);
+    });
 }
 
 extern "C" int nc_gpu_cnn_norm_forward(const nc_gpu_cnn_layer *L, float *a, uint32_t n,

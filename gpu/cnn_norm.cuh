@@ -12,14 +12,33 @@
 
 #include "cnn_layer.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* The floats a layer of `maps` maps needs at stat: the batch's mean[maps]
  * and var[maps], then the kernels' doubles (three a map) that pass from a
  * map's sums to the kernel that rewrites its values. */
 #define NC_GPU_CNN_NORM_STAT_FLOATS(maps) (8u * (size_t)(maps))
+
+#ifdef __CUDACC__
+/* The doubles of stat, their offset written in this one place: they start
+ * 2 * maps floats in, after mean[maps] and var[maps].  8-byte aligned, as
+ * stat is cudaMalloc'd and 2 * maps floats are 8 * maps bytes.  Overloaded
+ * (const for the kernels that only read them), so outside the C linkage
+ * below; device code, so only CUDA compilation sees it. */
+static __device__ __forceinline__ double *nc_gpu_cnn_norm_stat_doubles(float *stat,
+                                                                       uint32_t maps)
+{
+    return (double *)(stat + 2 * (size_t)maps);
+}
+
+static __device__ __forceinline__ const double *nc_gpu_cnn_norm_stat_doubles(const float *stat,
+                                                                             uint32_t maps)
+{
+    return (const double *)(stat + 2 * (size_t)maps);
+}
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* a: the sums of n images in, y = f(gamma a^ + beta) out (in place);
  * xhat: a^, same layout; stat: NC_GPU_CNN_NORM_STAT_FLOATS(maps) floats,

@@ -41,6 +41,19 @@ static dim3 rows_cols_grid(uint32_t rows, size_t cols)
     for (uint32_t col = blockIdx.x * blockDim.x + threadIdx.x; col < (cols);                \
          col += gridDim.x * blockDim.x)
 
+/* A chunk's column col as (image b of the chunk, position p): one 32-bit division. */
+struct col_split {
+    uint32_t b, p;
+};
+
+static __device__ __forceinline__ col_split split_col(uint32_t col, uint32_t hw)
+{
+    col_split s;
+    s.b = col / hw;
+    s.p = col - s.b * hw;
+    return s;
+}
+
 static __global__ void unroll_kernel(nc_gpu_cnn_layer L, const float *__restrict__ x,
                                      float *__restrict__ u, uint32_t b0, uint32_t cols)
 {
@@ -51,9 +64,9 @@ static __global__ void unroll_kernel(nc_gpu_cnn_layer L, const float *__restrict
         const float *xr = x + (size_t)ci * in_hw + (size_t)i * L.in_width + j;
         float *ur = u + (size_t)row * cols;
         FOR_COLS(col, cols) {
-            const uint32_t bl = col / hw, p = col - bl * hw;
-            const uint32_t oy = p / L.width, ox = p - oy * L.width;
-            ur[col] = xr[(size_t)(b0 + bl) * L.n_in + (size_t)(oy * L.step_y) * L.in_width +
+            const col_split s = split_col(col, hw);
+            const uint32_t oy = s.p / L.width, ox = s.p - oy * L.width;
+            ur[col] = xr[(size_t)(b0 + s.b) * L.n_in + (size_t)(oy * L.step_y) * L.in_width +
                          ox * L.step_x];
         }
     }
@@ -67,8 +80,8 @@ static __global__ void bias_act_kernel(nc_gpu_cnn_layer L, const float *__restri
         const float bias = L.bias[m];
         const float *pr = prod + (size_t)m * cols;
         FOR_COLS(col, cols) {
-            const uint32_t bl = col / hw, p = col - bl * hw;
-            y[(size_t)(b0 + bl) * L.n_out + (size_t)m * hw + p] =
+            const col_split s = split_col(col, hw);
+            y[(size_t)(b0 + s.b) * L.n_out + (size_t)m * hw + s.p] =
                 nc_gpu_cnn_act(pr[col] + bias, L.act);
         }
     }
@@ -138,8 +151,8 @@ static __global__ void gather_da_kernel(nc_gpu_cnn_layer L, const float *__restr
     FOR_ROWS(m, L.maps) {
         float *dr = d + (size_t)m * cols;
         FOR_COLS(col, cols) {
-            const uint32_t bl = col / hw, p = col - bl * hw;
-            dr[col] = da[(size_t)(b0 + bl) * L.n_out + (size_t)m * hw + p];
+            const col_split s = split_col(col, hw);
+            dr[col] = da[(size_t)(b0 + s.b) * L.n_out + (size_t)m * hw + s.p];
         }
     }
 }
