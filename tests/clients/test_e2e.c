@@ -116,8 +116,9 @@ static void test_status(void)
     CHECK_MSG(out && strstr(out, "\"ready\":true"), "status json: %s", S(out));
     /* The text names the column's epochs as the JSON does (a trained column
      * has some; a committee's 0 is left out of the text). */
-    const char *e = out ? strstr(out, "\"epochs\":") : NULL;
-    unsigned epochs = e ? (unsigned)strtoul(e + 9, NULL, 10) : 0;
+    static const char key[] = "\"epochs\":";
+    const char *e = out ? strstr(out, key) : NULL;
+    unsigned epochs = e ? (unsigned)strtoul(e + sizeof key - 1, NULL, 10) : 0;
     CHECK_MSG(epochs > 0, "status json: %s", S(out));
     char want[64];
     snprintf(want, sizeof want, ", %u epochs", epochs);
