@@ -9,6 +9,8 @@
  *                                        (train_committee.c)
  *   neocog-train calibrate [OPTIONS]     fit calibration / ensemble rules on
  *                                        validation (train_calibrate.c)
+ *   neocog-train combine [OPTIONS] F...  the committee of saved score files
+ *                                        (train_combine.c)
  *
  * Each subcommand is one entry in the table below and one tools/train_<name>.c.
  *
@@ -42,6 +44,7 @@ static const subcommand subcommands[] = {
     { "committee", train_committee_main, "bundle CNN column files into one committee file" },
     { "calibrate", train_calibrate_main,
       "fit calibration, reject threshold and ensemble rule on validation" },
+    { "combine", train_combine_main, "the committee of score files saved by eval --save-scores" },
 };
 
 static void usage(FILE *f)

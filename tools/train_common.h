@@ -30,6 +30,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd);
 int train_neocog_main(int argc, char **argv, const train_cmdline *cmd);  /* train_neocog.c */
 int train_eval_main(int argc, char **argv, const train_cmdline *cmd);    /* train_eval.c */
 int train_convert_main(int argc, char **argv, const train_cmdline *cmd); /* train_convert.c */
+int train_combine_main(int argc, char **argv, const train_cmdline *cmd); /* train_combine.c */
 
 /* ---- neocognitron evaluation (train_eval.c), shared by neocognitron and
  * eval: digits [first, first + count) of d through prep and the network,

@@ -232,6 +232,7 @@ static void usage(FILE *f)
         "                    build); the threads then prepare digits for it\n"
         "  --save-scores F   write the raw scores (after --heights) to F: float32,\n"
         "                    little-endian, digits x classes, for offline trials\n"
+        "                    (neocog-train combine: committees of such files)\n"
         "  -h, --help        this text\n");
 }
 
