@@ -79,7 +79,6 @@ static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int
 /* dir/train-*: the fixture 60 times over; dir/t10k-*: links to the fixture. */
 static int make_mnist(const char *dir)
 {
-    const char *data = getenv("NC_TEST_DATA");
     nc_dataset fx = { 0 };
     int err = nc_test_fixture(&fx);
     if (err)
@@ -92,7 +91,7 @@ static int make_mnist(const char *dir)
         memcpy(img + i * px, fx.pixels + (size_t)(i % fx.count) * px, px);
         lab[i] = fx.labels[i % fx.count];
     }
-    char p[512], q[1024];
+    char p[512];
     const uint32_t idims[3] = { TRAIN_DIGITS, fx.rows, fx.cols }, ldims[1] = { TRAIN_DIGITS };
     snprintf(p, sizeof p, "%s/train-images-idx3-ubyte", dir);
     if (!err)
@@ -100,15 +99,8 @@ static int make_mnist(const char *dir)
     snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte", dir);
     if (!err)
         err = write_idx(p, 0x801u, ldims, 1, lab, TRAIN_DIGITS);
-    static const char *const kinds[2] = { "images-idx3", "labels-idx1" };
-    for (int k = 0; !err && k < 2; k++) {
-        char src[512];
-        snprintf(src, sizeof src, "%s/mnist-t1k-%s-ubyte.gz", data ? data : "tests/data",
-                 kinds[k]);
-        snprintf(p, sizeof p, "%s/t10k-%s-ubyte.gz", dir, kinds[k]);
-        if (!realpath(src, q) || symlink(q, p))
-            err = -errno;
-    }
+    if (!err)
+        err = nc_test_fixture_as_t10k(dir);
     free(img);
     free(lab);
     nc_dataset_fini(&fx);

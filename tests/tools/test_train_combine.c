@@ -18,6 +18,7 @@
  * number of digits, a NaN, files of different lengths, digits past the set,
  * a missing file, no file, one class) are refused.
  * Usage: test_train_combine NEOCOG-TRAIN. */
+#include "fixture.h"
 #include "run_capture.h"
 #include "test.h"
 
@@ -113,18 +114,13 @@ static void test_combine(const char *tool)
     const char *data = getenv("NC_TEST_DATA");
     char dir[] = "/tmp/nc-test-combine-XXXXXX";
     REQUIRE(data && mkdtemp(dir));
-    char mnist[256], img[512], lab[512], li[512], ll[512], ai[1024], al[1024];
+    char mnist[256];
     snprintf(mnist, sizeof mnist, "%s/mnist", dir);
     REQUIRE(mkdir(mnist, 0700) == 0);
     /* the fixture as the tool's MNIST folder: t10k only, which it reads */
-    snprintf(img, sizeof img, "%s/mnist-t1k-images-idx3-ubyte.gz", data);
-    snprintf(lab, sizeof lab, "%s/mnist-t1k-labels-idx1-ubyte.gz", data);
-    snprintf(li, sizeof li, "%s/t10k-images-idx3-ubyte.gz", mnist);
-    snprintf(ll, sizeof ll, "%s/t10k-labels-idx1-ubyte.gz", mnist);
-    REQUIRE(realpath(img, ai) && realpath(lab, al));
-    REQUIRE(symlink(ai, li) == 0 && symlink(al, ll) == 0);
+    REQUIRE(nc_test_fixture_as_t10k(mnist) == 0);
     nc_dataset d = { 0 };
-    REQUIRE(nc_file_read_idx(img, lab, 64u << 20, &d) == 0 && d.count == 1000);
+    REQUIRE(nc_test_fixture(&d) == 0 && d.count == 1000);
 
     enum { A, B, C, SILENT, RIGHT, RAGGED, NAN_, SHORT, N_PATHS };
     char path[N_PATHS][300];
@@ -223,8 +219,7 @@ static void test_combine(const char *tool)
     nc_dataset_fini(&d);
     for (int p = 0; p < N_PATHS; p++)
         unlink(path[p]);
-    unlink(li);
-    unlink(ll);
+    nc_test_fixture_unlink_t10k(mnist);
     rmdir(mnist);
     rmdir(dir);
 }

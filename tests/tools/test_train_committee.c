@@ -18,6 +18,7 @@
  * fit box past the 29 px field is refused.
  * Usage: test_train_committee NEOCOG-TRAIN. */
 #include "core/neocog_random.h"
+#include "fixture.h"
 #include "run_capture.h"
 #include "test.h"
 
@@ -87,18 +88,11 @@ static void test_committee(const char *tool)
     const char *data = getenv("NC_TEST_DATA");
     char dir[] = "/tmp/nc-test-committee-XXXXXX";
     REQUIRE(data && mkdtemp(dir));
-    char mnist[256], img[512], lab[512], a[256], b[256], out[256];
+    char mnist[256], a[256], b[256], out[256];
     snprintf(mnist, sizeof mnist, "%s/mnist", dir);
     REQUIRE(mkdir(mnist, 0700) == 0);
     /* the fixture as the tool's MNIST folder: t10k only, which it reads */
-    snprintf(img, sizeof img, "%s/mnist-t1k-images-idx3-ubyte.gz", data);
-    snprintf(lab, sizeof lab, "%s/mnist-t1k-labels-idx1-ubyte.gz", data);
-    char li[512], ll[512];
-    snprintf(li, sizeof li, "%s/t10k-images-idx3-ubyte.gz", mnist);
-    snprintf(ll, sizeof ll, "%s/t10k-labels-idx1-ubyte.gz", mnist);
-    char ai[1024], al[1024];
-    REQUIRE(realpath(img, ai) && realpath(lab, al));
-    REQUIRE(symlink(ai, li) == 0 && symlink(al, ll) == 0);
+    REQUIRE(nc_test_fixture_as_t10k(mnist) == 0);
     snprintf(a, sizeof a, "%s/gentle.ncm", dir);
     snprintf(b, sizeof b, "%s/plain.ncm", dir);
     snprintf(out, sizeof out, "%s/committee.ncm", dir);
@@ -181,8 +175,7 @@ static void test_committee(const char *tool)
                            "--heights", "20,40", a, NULL };
     CHECK(run(wide) != 0);
 
-    unlink(li);
-    unlink(ll);
+    nc_test_fixture_unlink_t10k(mnist);
     rmdir(mnist);
     unlink(a);
     unlink(b);
