@@ -77,9 +77,7 @@ static int read_scores(const char *path, uint32_t n_classes, uint32_t max_digits
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *b = buf + 4 * i;
-        uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                     (uint32_t)b[3] << 24;
+        const uint32_t u = train_le32(buf + 4 * i);
         memcpy(&s[i], &u, 4);
         if (!isfinite(s[i])) {
             fprintf(stderr, "neocog-train combine: %s: digit %zu, class %zu is not a finite "

@@ -99,4 +99,11 @@ int train_load_mnist_checked(const char *cmd, const char *dir, const char *which
 /* "s" as "1h02m03s" / "2m03s" / "3s". */
 void train_format_duration(double s, char *dst, size_t cap);
 
+/* The little-endian uint32 at p: model files' section headers, saved scores. */
+static inline uint32_t train_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
 #endif

@@ -26,22 +26,17 @@
 #define MF_HEADER_LEN 32u
 #define MF_SECTION_HEADER_LEN 16u
 
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
 /* Tags of IN in file order.  Only called after nc_mf_open accepted buf, which
  * has checked every length walked here. */
 static uint32_t list_tags(const uint8_t *buf, uint32_t *tags, uint32_t cap)
 {
-    const uint32_t n = le32(buf + 16);
+    const uint32_t n = train_le32(buf + 16);
     size_t off = MF_HEADER_LEN;
     uint32_t i;
     for (i = 0; i < n && i < cap; i++) {
-        uint64_t plen = (uint64_t)le32(buf + off + 8) | (uint64_t)le32(buf + off + 12) << 32;
-        tags[i] = le32(buf + off);
+        uint64_t plen = (uint64_t)train_le32(buf + off + 8) |
+                        (uint64_t)train_le32(buf + off + 12) << 32;
+        tags[i] = train_le32(buf + off);
         off += MF_SECTION_HEADER_LEN + (size_t)plen + (size_t)((8u - (plen & 7u)) & 7u);
     }
     return i;
