@@ -206,6 +206,14 @@ const char *train_data_dir(const char *dir)
     return env && *env ? env : NULL;
 }
 
+const char *train_need_data_dir(const char *who, const char *dir)
+{
+    const char *d = train_data_dir(dir);
+    if (!d)
+        fprintf(stderr, "%s: no data: pass --data DIR or set NC_MNIST_DIR\n", who);
+    return d;
+}
+
 /* Read dir/name.gz, else dir/name. */
 static int read_either(const char *dir, const char *name, uint8_t **ret_buf, size_t *ret_len)
 {

@@ -132,10 +132,8 @@ static int parse(int argc, char **argv, opts *o)
                 TRAIN_VALID_COUNT);
         bad = 1;
     }
-    if (!bad && !train_data_dir(o->data)) {
-        fprintf(stderr, WHO ": no data: pass --data DIR or set NC_MNIST_DIR\n");
+    if (!bad && !train_need_data_dir(WHO, o->data))
         bad = 1;
-    }
     if (bad) {
         usage(stderr);
         return -1;

@@ -135,11 +135,9 @@ int train_combine_main(int argc, char **argv, const train_cmdline *cmd)
                 "--classes 2..%u\n", MAX_FILES, NC_MF_MAX_CLASSES);
         bad = 1;
     }
-    const char *dir = train_data_dir(data);
-    if (!bad && !dir) {
-        fprintf(stderr, "neocog-train combine: no data: pass --data DIR or set NC_MNIST_DIR\n");
+    const char *dir = NULL;
+    if (!bad && !(dir = train_need_data_dir("neocog-train combine", data)))
         bad = 1;
-    }
     if (bad) {
         usage(stderr);
         return TRAIN_EXIT_USAGE;

@@ -242,11 +242,9 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         fprintf(stderr, WHO ": need --out FILE and at least one column file\n");
         bad = 1;
     }
-    const char *dir = train_data_dir(data);
-    if (!bad && !dir) {
-        fprintf(stderr, WHO ": no data: pass --data DIR or set NC_MNIST_DIR\n");
+    const char *dir = NULL;
+    if (!bad && !(dir = train_need_data_dir(WHO, data)))
         bad = 1;
-    }
     if (bad) {
         usage(stderr);
         return TRAIN_EXIT_USAGE;

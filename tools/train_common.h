@@ -82,6 +82,9 @@ int train_parse_heights(const char *s, uint32_t *h, uint32_t max, uint32_t *ret_
 
 /* The MNIST folder: dir if given, else $NC_MNIST_DIR, else NULL. */
 const char *train_data_dir(const char *dir);
+/* train_data_dir, and when it is NULL the one message every subcommand gives:
+ * "<who>: no data: pass --data DIR or set NC_MNIST_DIR" on stderr. */
+const char *train_need_data_dir(const char *who, const char *dir);
 
 /* Read one MNIST pair from dir: which = "train" or "t10k"; the files are
  * <which>-images-idx3-ubyte[.gz] and <which>-labels-idx1-ubyte[.gz].  Prints

@@ -477,11 +477,9 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                 "--threads 1..64\n");
         bad = 1;
     }
-    const char *dir = train_data_dir(data);
-    if (!bad && !dir) {
-        fprintf(stderr, "neocog-train eval: no data: pass --data DIR or set NC_MNIST_DIR\n");
+    const char *dir = NULL;
+    if (!bad && !(dir = train_need_data_dir("neocog-train eval", data)))
         bad = 1;
-    }
     if (bad) {
         usage(stderr);
         return TRAIN_EXIT_USAGE;

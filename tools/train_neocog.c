@@ -297,11 +297,8 @@ static int parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "neocog-train neocognitron: --resume needs --checkpoint FILE\n");
         bad = 1;
     }
-    if (!bad && !train_data_dir(o->data)) {
-        fprintf(stderr, "neocog-train neocognitron: no data: pass --data DIR or set "
-                "NC_MNIST_DIR\n");
+    if (!bad && !train_need_data_dir("neocog-train neocognitron", o->data))
         bad = 1;
-    }
     return bad ? -EINVAL : 0;
 }
 
