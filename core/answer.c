@@ -27,6 +27,21 @@ void nc_answer_rank(const float *prob, uint32_t n_classes, uint32_t k, uint8_t *
     }
 }
 
+double nc_answer_threshold_in_force(const nc_answer_in *in)
+{
+    if (!in || in->threshold < 0.0 || in->threshold != in->threshold)
+        return 0.0;
+    if (in->threshold > 0.0)
+        return in->threshold;
+    if (in->model == NC_ANSWER_MODEL_ENSEMBLE)
+        return in->rule && in->rule->fitted && in->rule->reject_threshold > 0.0
+               ? in->rule->reject_threshold : 0.0;
+    if (in->model == NC_ANSWER_MODEL_CNN || in->model == NC_ANSWER_MODEL_NEOCOG)
+        return nc_backend_reject_threshold(
+            in->be[in->model == NC_ANSWER_MODEL_CNN ? NC_ANSWER_NET_CNN : NC_ANSWER_NET_NEOCOG]);
+    return 0.0;
+}
+
 int nc_answer_compute(const nc_answer_in *in, nc_answer *ret)
 {
     if (!in || !ret || in->model < NC_ANSWER_MODEL_CNN || in->model > NC_ANSWER_MODEL_ENSEMBLE)
@@ -63,14 +78,11 @@ int nc_answer_compute(const nc_answer_in *in, nc_answer *ret)
     memset(&a, 0, sizeof a);
     a.n_classes = n_classes;
     a.best = -1;
-    double stored = 0.0;
     if (in->model == NC_ANSWER_MODEL_ENSEMBLE) {
         nc_ens_apply(in->rule, p[NC_ANSWER_NET_CNN], opinion[NC_ANSWER_NET_CNN],
                      p[NC_ANSWER_NET_NEOCOG], opinion[NC_ANSWER_NET_NEOCOG], n_classes,
                      a.prob);
         memcpy(a.scores, a.prob, n_classes * sizeof *a.scores);
-        if (in->rule && in->rule->fitted)
-            stored = in->rule->reject_threshold;
         if (opinion[NC_ANSWER_NET_CNN] || opinion[NC_ANSWER_NET_NEOCOG]) {
             a.best = 0;
             for (uint32_t k = 1; k < n_classes; k++)
@@ -82,12 +94,10 @@ int nc_answer_compute(const nc_answer_in *in, nc_answer *ret)
         const nc_backend *be = in->be[s];
         memcpy(a.prob, p[s], n_classes * sizeof *a.prob);
         memcpy(a.scores, in->raw[s], n_classes * sizeof *a.scores);
-        stored = nc_backend_reject_threshold(be);
         if (opinion[s])
             a.best = nc_backend_label(be->kind, in->raw[s], n_classes);
     }
-    a.threshold = in->threshold > 0.0 ? in->threshold
-                : in->threshold == 0.0 && stored > 0.0 ? stored : 0.0;
+    a.threshold = nc_answer_threshold_in_force(in);
     a.confidence = a.best >= 0 ? a.prob[a.best] : 0.0f;
     a.label = a.best;
     if (a.best < 0)

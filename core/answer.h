@@ -106,6 +106,12 @@ typedef struct nc_answer {
  * networks disagree on n_classes) with *ret untouched. */
 int nc_answer_compute(const nc_answer_in *in, nc_answer *ret);
 
+/* The threshold in force for in's model, backends, rule and threshold
+ * argument (raw rows, ink and top_k are not read): what nc_answer_compute
+ * reports in nc_answer.threshold, known without an input to answer (a
+ * frame with no character; a server's status).  0: none, or bad arguments. */
+double nc_answer_threshold_in_force(const nc_answer_in *in);
+
 /* The threshold to pass for a request's minimum confidence given the
  * configured one, both in the convention above (0: leave it to the next
  * level): the request's when it names one (non-zero), else the configured

@@ -240,6 +240,27 @@ static void test_conventions(void)
     CHECK(nc_answer_threshold(0.4, 0.1) == 0.1);
     CHECK(nc_answer_threshold(0.4, -1.0) == -1.0);
     CHECK(nc_answer_threshold(0.0, 0.0) == 0.0);
+    /* the threshold in force without an input to answer */
+    const nc_backend cnn = make_be(NC_MF_KIND_CNN, 2.0, 0.6);
+    const nc_backend neo = make_be(NC_MF_KIND_NEOCOG, 1.0, 0.7);
+    nc_answer_in in = single(NC_ANSWER_MODEL_CNN, &cnn, NULL, 0, 0);
+    CHECK_NEAR(nc_answer_threshold_in_force(&in), 0.6, 1e-12, 0);
+    in.threshold = 0.25;
+    CHECK_NEAR(nc_answer_threshold_in_force(&in), 0.25, 1e-12, 0);
+    in.threshold = NC_ANSWER_THRESHOLD_NONE;
+    CHECK(nc_answer_threshold_in_force(&in) == 0.0);
+    in = single(NC_ANSWER_MODEL_NEOCOG, &neo, NULL, 0, 0);
+    CHECK_NEAR(nc_answer_threshold_in_force(&in), 0.7, 1e-12, 0);
+    in.model = NC_ANSWER_MODEL_ENSEMBLE;
+    in.be[NC_ANSWER_NET_CNN] = &cnn;
+    CHECK(nc_answer_threshold_in_force(&in) == 0.0);     /* plain rule: none */
+    nc_ens_rule rule;
+    memset(&rule, 0, sizeof rule);
+    rule.fitted = 1;
+    rule.reject_threshold = 0.45;
+    in.rule = &rule;
+    CHECK_NEAR(nc_answer_threshold_in_force(&in), 0.45, 1e-12, 0);
+    CHECK(nc_answer_threshold_in_force(NULL) == 0.0);
     /* a piece core/segment joined or cut, rejected for its confidence */
     CHECK_INT_EQ(nc_answer_segment_reason(NC_ANSWER_REASON_BELOW_THRESHOLD,
                                           NC_SEGMENT_DIGIT_SPLIT),
