@@ -49,7 +49,7 @@ typedef struct cam_opts {
     uint32_t digits;            /* 0: any */
     double min_conf;
     double fps;                 /* 0: no pacing */
-    int drop;                   /* -1: live sources only */
+    int drop;                   /* -1: live sources (a device, --fps) only */
     int stats;
     Neocog__Model model;
     uint64_t deadline_us;
@@ -64,11 +64,18 @@ static void usage(FILE *to)
 "usage: neocog [--server ADDR] [--timeout MS] camera [OPTIONS] [SOURCE]\n"
 "\n"
 "Reads digit strings from a camera stream: each frame is one request to neocogd\n"
-"with segmentation on.  SOURCE (default '-', stdin):\n"
+"with segmentation on, and its answer is written and flushed as it comes.\n"
+"SOURCE (default '-', stdin):\n"
 "  -, FILE or FIFO   MJPEG (concatenated JPEGs: ffmpeg -f mjpeg -), YUV4MPEG2 (its\n"
 "                    Y plane), or raw grey frames with --raw WxH\n"
 "  DIR or 'GLOB'     an image sequence of PGM/PNG/JPEG files, in name order\n"
 "  /dev/videoN       a V4L2 camera (MJPEG, else YUYV; --size WxH)\n"
+"Every frame is read and answered, in order, except from a live source, which\n"
+"keeps only the newest frame when recognition falls behind and counts the\n"
+"others as dropped: /dev/videoN, a source paced with --fps, or any with --live.\n"
+"So a pipe is read whole unless --live says it comes from a camera:\n"
+"  cat frames/*.jpg | neocog camera                          every frame\n"
+"  ffmpeg -i /dev/video0 -f mjpeg - | neocog camera --live   keeps up\n"
 "Options:\n"
 "  --raw WxH         raw 8-bit grey frames of W x H\n"
 "  --size WxH        V4L2 capture size (default 640x480)\n"
@@ -80,8 +87,8 @@ static void usage(FILE *to)
 "                    pieces to fit); a frame with fewer is flagged\n"
 "  --min-conf C      digits less confident than C (0..1) are rejected ('?')\n"
 "  --fps F           pace the source at F frames/s, as a camera would\n"
-"  --drop, --no-drop keep only the newest frame when behind (default: for live\n"
-"                    sources: devices, pipes, terminals, or with --fps)\n"
+"  --live            the source is live (see above); --drop is the same\n"
+"  --no-drop         read every frame, even from a device or with --fps\n"
 "  --frames N        stop after N frames\n"
 "  --stats           p50/p99 latency and fps on stderr every second (default when\n"
 "                    stderr is a terminal)\n"
@@ -152,7 +159,7 @@ static int parse_roi(const char *s, cam_opts *o)
 enum {
     O_SERVER = 256, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
     O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_PRIORITY,
-    O_HELP,
+    O_LIVE, O_HELP,
 };
 
 static const struct option cam_long[] = {
@@ -173,6 +180,7 @@ static const struct option cam_long[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "deadline-us", required_argument, NULL, O_DEADLINE },
     { "priority", required_argument, NULL, O_PRIORITY },
+    { "live", no_argument, NULL, O_LIVE },
     { "help", no_argument, NULL, O_HELP },
     { NULL, 0, NULL, 0 },
 };
@@ -258,7 +266,8 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
             bad = nc_cli_parse_double(v, 0.01, 10000, &d);
             o->fps = d;
             break;
-        case O_DROP: o->drop = 1; break;
+        case O_DROP:
+        case O_LIVE: o->drop = 1; break;
         case O_NODROP: o->drop = 0; break;
         case O_FRAMES:
             bad = nc_cli_parse_u64(v, 1, UINT64_C(1) << 48, &u);
@@ -736,6 +745,7 @@ int nc_camera_main(int argc, char **argv, int cmd)
     stats *st = calloc(1, sizeof *st);
     digit_out *d = calloc(MAX_DIGITS, sizeof *d);
     int rc = NC_CLI_EXIT_OK;
+    int out_failed = 0;         /* stdout failed (and was reported) */
     if (!st || !d) {
         fprintf(stderr, "neocog: camera: out of memory\n");
         rc = NC_CLI_EXIT_FAIL;
@@ -782,6 +792,12 @@ int nc_camera_main(int argc, char **argv, int cmd)
         if (!f)
             break;
         int r = do_frame(&o, cl, f, st, d);
+        /* Each frame's line now, not when stdio's block buffer fills: a
+         * program reading the pipe acts on the frame it is shown. */
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "neocog: camera: writing the output: %s\n", strerror(errno));
+            out_failed = 1;
+        }
         pthread_mutex_lock(&mb.mu);
         mb.free_list[mb.n_free++] = f;
         uint64_t dropped = mb.dropped;
@@ -789,7 +805,7 @@ int nc_camera_main(int argc, char **argv, int cmd)
         pthread_mutex_unlock(&mb.mu);
         if (live)
             live_stats(st, dropped, tty);
-        if (r < 0) {
+        if (r < 0 || out_failed) {
             lost = 1;
             break;
         }
@@ -851,7 +867,7 @@ out:
     free(st);
     nc_client_free(cl);
     nc_cam_source_close(src);
-    if (fflush(stdout) != 0) {
+    if (fflush(stdout) != 0 && !out_failed) {
         fprintf(stderr, "neocog: camera: writing the output: %s\n", strerror(errno));
         rc = NC_CLI_EXIT_FAIL;
     }

@@ -3,10 +3,13 @@
  *
  * Layer: clients.  Frames come from camera_input.c; each is one
  * recognise request with segment set (JPEG frames sent as they came, other
- * frames as raw grey), one request in flight at a time.  A reader thread
- * fills a one-slot mailbox; when recognition falls behind a live source,
- * the newest frame replaces the waiting one and the replaced one counts as
- * dropped.  Usage: `neocog camera --help`. */
+ * frames as raw grey), one request in flight at a time, each answer
+ * flushed to stdout as it comes.  A reader thread fills a one-slot
+ * mailbox.  Every frame is answered, the reader waiting for the daemon,
+ * unless the source is live (a V4L2 device, --fps, or --live for a pipe
+ * from a camera): then, when recognition falls behind, the newest frame
+ * replaces the waiting one and the replaced one counts as dropped.
+ * Usage: `neocog camera --help`. */
 #ifndef NC_CAMERA_H
 #define NC_CAMERA_H
 

@@ -718,7 +718,6 @@ int nc_cam_source_open(const nc_cam_source_opts *o, nc_cam_source **ret, char *w
     }
     if (fstat(s->in.fd, &st) == 0 && S_ISREG(st.st_mode))
         s->in.regular = 1;
-    s->live = !s->in.regular;
     if (kind == NC_CAM_AUTO) {
         /* What the first bytes say: a y4m header or a JPEG's SOI. */
         if ((err = need(&s->in, 9, NULL)) < 0) {

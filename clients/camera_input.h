@@ -118,8 +118,11 @@ int nc_cam_source_open(const nc_cam_source_opts *o, nc_cam_source **ret, char *w
 /* Which kind was opened (AUTO resolved). */
 nc_cam_kind nc_cam_source_kind(const nc_cam_source *s);
 const char *nc_cam_kind_name(nc_cam_kind k);
-/* A live source (a device, a pipe, a terminal, a socket) produces frames on
- * its own clock; a regular file or a sequence waits for its reader. */
+/* A live source produces frames on its own clock whether they are read or
+ * not: a V4L2 device.  A byte stream (a file, a pipe, a FIFO, a socket, a
+ * terminal) and a sequence wait for their reader, so they are read whole:
+ * what feeds a pipe may be a camera (ffmpeg) or a recording (cat), and
+ * only the user knows which (`neocog camera --live`). */
 int nc_cam_source_live(const nc_cam_source *s);
 
 /* The next frame into f (its buffer is reused).  1: a frame (possibly bad:

@@ -21,11 +21,17 @@
  *     daemon cannot decode, a frame with a broken marker, a frame cut short
  *     at the end: each is counted and skipped, the rest read.
  *  6. Paced at 30 fps with dropping on: every frame is read or dropped.
+ *  7. 8 frames through a pipe, written at once (`cat *.jpg | neocog
+ *     camera`): every frame answered, in order, none dropped; with --live,
+ *     each answered or counted as dropped.
+ *  8. The output through a pipe: frame 0's line arrives while the camera's
+ *     stdin is still open, then frame 1's; closing stdin ends it cleanly.
  *
  * argv: NEOCOGD NEOCOG STREAMGEN; an empty or missing NEOCOGD or STREAMGEN
  * skips (77). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -529,7 +535,7 @@ static void test_damaged(void)
     free(out);
 }
 
-/* From a pipe, paced like a camera: a live source, so it may drop. */
+/* From stdin, paced like a camera (--fps): a live source, so it may drop. */
 static void test_paced(void)
 {
     char *out;
@@ -551,6 +557,236 @@ static void test_paced(void)
               "server prepare p50 %.3f, forward p50 %.3f, latency p50 %.3f", sm.prepare_p50,
               sm.forward_p50, sm.p50);
     free(out);
+}
+
+/* ---- through pipes ------------------------------------------------------------- */
+
+/* neocog --server S camera ARGS... with stdin and stdout pipes to us
+ * (*ret_in: its stdin, *ret_out: its stdout).  The pipes are close-on-exec,
+ * so the child holds no end of them but its own two. */
+static pid_t camera_piped(int *ret_in, int *ret_out, ...)
+{
+    const char *argv[32] = { neocog_bin, "--server", server, "camera" };
+    int n = 4;
+    va_list ap;
+    va_start(ap, ret_out);
+    for (const char *a; n < 30 && (a = va_arg(ap, const char *));)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return -1;
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);       /* the test ignores it; exec keeps that */
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        return -1;
+    }
+    *ret_in = in[1];
+    *ret_out = out[0];
+    return pid;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+typedef struct text {
+    char *s;
+    size_t n, cap;
+} text;
+
+/* Write data[0..len) to *in (then close it if close_in), reading *out into
+ * t at the same time, so neither side can stall the other.  Returns once
+ * the writing is done and t holds `lines` lines (0: until *out's end), or
+ * at the deadline.  1: done, 0: the deadline came first. */
+static int pump(int *in, const uint8_t *data, size_t len, int close_in, int *out, text *t,
+                int lines, uint64_t deadline_ms)
+{
+    size_t sent = 0;
+    for (;;) {
+        if (sent == len && close_in && *in >= 0) {
+            close(*in);
+            *in = -1;
+        }
+        int have = 0;
+        for (size_t i = 0; i < t->n; i++)
+            have += t->s[i] == '\n';
+        if (sent == len && (lines ? have >= lines : *out < 0))
+            return 1;
+        uint64_t now = mono_ms();
+        if (now >= deadline_ms)
+            return 0;
+        struct pollfd p[2] = { { sent < len ? *in : -1, POLLOUT, 0 }, { *out, POLLIN, 0 } };
+        if (poll(p, 2, (int)(deadline_ms - now)) < 0 && errno != EINTR)
+            return 0;
+        if (p[0].revents & (POLLERR | POLLHUP))
+            return 0;                   /* the camera went away */
+        if (p[0].revents & POLLOUT) {
+            ssize_t w = write(*in, data + sent, len - sent);
+            if (w < 0 && errno != EINTR && errno != EAGAIN)
+                return 0;
+            if (w > 0)
+                sent += (size_t)w;
+        }
+        if (p[1].revents & (POLLIN | POLLHUP)) {
+            if (t->n + 4097 > t->cap) {
+                size_t c = t->cap ? 2 * t->cap : 65536;
+                char *q = realloc(t->s, c);
+                if (!q)
+                    return 0;
+                t->s = q;
+                t->cap = c;
+            }
+            ssize_t r = read(*out, t->s + t->n, 4096);
+            if (r > 0) {
+                t->n += (size_t)r;
+                t->s[t->n] = '\0';
+            } else if (r == 0) {
+                close(*out);
+                *out = -1;
+            } else if (errno != EINTR && errno != EAGAIN) {
+                return 0;
+            }
+        }
+    }
+}
+
+/* The camera's exit status; killed if it has not exited by the deadline
+ * (-1). */
+static int reap(pid_t pid, uint64_t deadline_ms)
+{
+    int ws;
+    for (;;) {
+        if (waitpid(pid, &ws, WNOHANG) == pid)
+            return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+        if (mono_ms() >= deadline_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &ws, 0);
+            return -1;
+        }
+        nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+    }
+}
+
+/* `cat *.jpg | neocog camera`: 8 JPEGs through a pipe, written as
+ * fast as the pipe takes them.  A pipe is read whole unless --live: every
+ * frame is answered, in order, none dropped; with --live every frame is
+ * answered or counted as dropped. */
+static void test_pipe_recording(void)
+{
+    enum { N = 8 };
+    size_t n;
+    uint8_t *s = slurp(stream, &n);
+    REQUIRE(s);
+    size_t st[N], ln[N];
+    REQUIRE(jpeg_frames(s, n, st, ln, N) == N);
+    size_t len = st[N - 1] + ln[N - 1];     /* the stream's first 8 frames */
+    for (int live = 0; live < 2; live++) {
+        int in, out;
+        pid_t pid = live ? camera_piped(&in, &out, "--format", "jsonl", "--live", NULL)
+                         : camera_piped(&in, &out, "--format", "jsonl", NULL);
+        REQUIRE(pid > 0);
+        text t = { 0 };
+        uint64_t deadline = mono_ms() + 60000;
+        int done = pump(&in, s, len, 1, &out, &t, 0, deadline);
+        CHECK_MSG(done, "pipe%s: no end of output within 60 s", live ? " --live" : "");
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+        CHECK_INT_EQ(reap(pid, deadline), 0);
+        frame_out fo[FRAMES];
+        summary sm;
+        CHECK_MSG(parse(t.s, fo, &sm) == 0, "no summary: %s", t.s ? t.s : "");
+        int answered = 0, right = 0;
+        for (int f = 0; f < N; f++) {
+            answered += fo[f].seen && !fo[f].error;
+            right += fo[f].seen && edit_distance(fo[f].text, truth[f]) <= 1;
+        }
+        CHECK_INT_EQ(sm.frames, N);
+        if (!live) {
+            CHECK_INT_EQ(answered, N);
+            CHECK_INT_EQ(sm.recognised, N);
+            CHECK_INT_EQ(sm.dropped, 0);
+            CHECK_MSG(right >= N - 2, "pipe: %d of %d strings right (within a digit)", right,
+                      N);
+            /* in the stream's order: frame k on line k */
+            const char *l = t.s;
+            for (int f = 0; f < N && l; f++) {
+                CHECK_MSG((long)num_after(l, "{\"frame\":") == f && !strncmp(l, "{\"frame\":", 9),
+                          "pipe: line %d: %.60s", f, l);
+                l = strchr(l, '\n');
+                l = l ? l + 1 : NULL;
+            }
+        } else {
+            CHECK_INT_EQ(sm.recognised + sm.dropped, N);
+            CHECK_INT_EQ(answered, sm.recognised);
+            CHECK(sm.recognised >= 1);
+        }
+        fprintf(stderr, "pipe of %d frames%s: %ld recognised, %ld dropped\n", N,
+                live ? " with --live" : "", sm.recognised, sm.dropped);
+        free(t.s);
+    }
+    free(s);
+}
+
+/* A program reading the camera's output through a pipe sees each frame's
+ * line while the camera is still running (its stdin kept open), not at its
+ * exit: stdout is flushed frame by frame. */
+static void test_pipe_flushed(void)
+{
+    size_t n;
+    uint8_t *s = slurp(stream, &n);
+    REQUIRE(s);
+    size_t st[2], ln[2];
+    REQUIRE(jpeg_frames(s, n, st, ln, 2) == 2);
+    int in, out;
+    pid_t pid = camera_piped(&in, &out, NULL);      /* txt, the default */
+    REQUIRE(pid > 0);
+    text t = { 0 };
+    /* A frame is tens of ms on a 2-core CPU; 20 s allows for sanitizers. */
+    int got = pump(&in, s + st[0], ln[0], 0, &out, &t, 1, mono_ms() + 20000);
+    CHECK_MSG(got && !strncmp(t.s, "frame 0: ", 9),
+              "no line for frame 0 within 20 s, stdin open: '%s'", t.s ? t.s : "");
+    int ws;
+    pid_t w = waitpid(pid, &ws, WNOHANG);
+    CHECK_MSG(w == 0, "the camera exited early (status %d)", w == pid ? ws : -1);
+    if (got) {
+        got = pump(&in, s + st[1], ln[1], 0, &out, &t, 2, mono_ms() + 20000);
+        CHECK_MSG(got && strstr(t.s, "\nframe 1: "), "no line for frame 1 within 20 s: '%s'",
+                  t.s);
+    }
+    /* The end of its input ends the camera, cleanly. */
+    uint64_t deadline = mono_ms() + 20000;
+    CHECK(pump(&in, NULL, 0, 1, &out, &t, 0, deadline));
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    if (w == 0)
+        CHECK_INT_EQ(reap(pid, deadline), 0);
+    free(t.s);
+    free(s);
 }
 
 int main(int argc, char **argv)
@@ -627,6 +863,9 @@ int main(int argc, char **argv)
         test_broad_digit();
         test_damaged();
         test_paced();
+        signal(SIGPIPE, SIG_IGN);   /* a camera that dies is a failed check */
+        test_pipe_recording();
+        test_pipe_flushed();
     }
     if (pid > 0) {
         kill(pid, SIGTERM);

@@ -2,12 +2,16 @@
  * splitting (clean streams, garbage between frames, an EXIF thumbnail with
  * its own SOI/EOI, stuffed bytes and restart markers in the scan, broken
  * frames, a frame cut short at the end, a missing EOI), fed whole and a
- * byte at a time; y4m headers.
+ * byte at a time; y4m headers; a pipe and a file opened as sources (neither
+ * is live, and every frame comes out).
  *
  * The JPEGs here are marker skeletons, not decodable images: splitting
  * only walks markers, and the stream test feeds real frames. */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "camera_input.h"
 #include "test.h"
@@ -244,6 +248,62 @@ static void test_y4m(void)
     CHECK_INT_EQ(nc_y4m_parse_header("YUV4MPEG W8 H2", &w, &h, &fb, why, sizeof why), -EINVAL);
 }
 
+/* Read every frame of the source at path; -1 if it would not open. */
+static int read_all(const char *path, int *ret_live)
+{
+    nc_cam_source_opts o = { .path = path };
+    nc_cam_source *src;
+    char why[256];
+    if (nc_cam_source_open(&o, &src, why, sizeof why) < 0) {
+        CHECK_MSG(0, "%s: %s", path, why);
+        return -1;
+    }
+    *ret_live = nc_cam_source_live(src);
+    CHECK_INT_EQ(nc_cam_source_kind(src), NC_CAM_MJPEG);
+    nc_cam_frame f = { 0 };
+    atomic_int stop = 0;
+    int n = 0, r;
+    while ((r = nc_cam_source_next(src, &f, &stop, why, sizeof why)) > 0) {
+        CHECK_MSG(!f.bad && f.index == (uint64_t)n, "frame %d: %s", n, f.why);
+        n++;
+    }
+    CHECK_MSG(r == 0, "reading %s: %s", path, why);
+    nc_cam_frame_free(&f);
+    nc_cam_source_close(src);
+    return n;
+}
+
+/* A pipe is no live source: what feeds it may be a recording (`cat *.jpg |`),
+ * so it is read whole like a file; only a device (or the user, with --live)
+ * makes a source live.  Both give every frame. */
+static void test_pipe_is_not_live(void)
+{
+    buf s = { .n = 0 };
+    for (int i = 0; i < 8; i++)
+        jpeg(&s, (uint8_t)(i + 1), i == 3, 1);
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    /* 8 skeletons are far below a pipe's 64 KiB: written before reading */
+    REQUIRE(write(p[1], s.b, s.n) == (ssize_t)s.n);
+    close(p[1]);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", p[0]);
+    int live = -1;
+    CHECK_INT_EQ(read_all(path, &live), 8);
+    CHECK_MSG(live == 0, "a pipe is live (%d)", live);
+    close(p[0]);
+
+    char file[] = "/tmp/nc-camera-unit-XXXXXX";
+    int fd = mkstemp(file);
+    REQUIRE(fd >= 0);
+    CHECK(write(fd, s.b, s.n) == (ssize_t)s.n);
+    close(fd);
+    live = -1;
+    CHECK_INT_EQ(read_all(file, &live), 8);
+    CHECK_MSG(live == 0, "a file is live (%d)", live);
+    unlink(file);
+}
+
 int main(void)
 {
     test_clean();
@@ -251,5 +311,6 @@ int main(void)
     test_broken();
     test_limits();
     test_y4m();
+    test_pipe_is_not_live();
     return nc_test_finish();
 }
