@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "clock.h"
 #include "log.h"
 #include "message.h"
@@ -77,6 +78,22 @@ static const char *model_label(const nc_backend *be, int32_t k)
     return k >= 0 && (uint32_t)k < be->info.n_classes ? be->info.labels[k] : "?";
 }
 
+/* The threshold the server's setting puts in force for model (core/answer.h). */
+static float server_threshold(const nc_server *s, uint32_t model)
+{
+    const nc_models *g = s->models;
+    const nc_model *cnn = g->slot[NC_SLOT_CNN], *neo = g->slot[NC_SLOT_NEOCOG];
+    nc_ens_rule rule;
+    nc_answer_in in = { .model = model, .rule = &rule, .threshold = s->cfg.reject_threshold };
+    in.be[NC_ANSWER_NET_CNN] = cnn ? cnn->be : NULL;
+    in.be[NC_ANSWER_NET_NEOCOG] = neo ? neo->be : NULL;
+    if (model == NEOCOG__MODEL__MODEL_ENSEMBLE &&
+        nc_backend_ensemble_rule(in.be[NC_ANSWER_NET_CNN], in.be[NC_ANSWER_NET_NEOCOG],
+                                 &rule) == -EINVAL)
+        return 0.0f;
+    return (float)nc_answer_threshold_in_force(&in);
+}
+
 /* ModelInfo of both slots of the current generation. */
 static int fill_models(scratch *sc, const nc_server *s, Neocog__ModelInfo ***ret, size_t *ret_n)
 {
@@ -111,6 +128,10 @@ static int fill_models(scratch *sc, const nc_server *s, Neocog__ModelInfo ***ret
             mi->test_error = info->test_error;
             mi->test_set = (char *)info->test_set;
             mi->loaded_at_unix = m->loaded_at;
+            mi->reject_threshold = server_threshold(s, mi->model);
+            if (slot == NC_SLOT_CNN && g->slot[NC_SLOT_NEOCOG])
+                mi->ensemble_reject_threshold =
+                    server_threshold(s, NEOCOG__MODEL__MODEL_ENSEMBLE);
         }
         v[slot] = mi;
     }
@@ -294,6 +315,17 @@ static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
                  g->error[slot][0] ? g->error[slot] : "no file");
         goto fail;
     }
+    /* NaN fails both comparisons: refuse what is not a number in range */
+    if (!(rr->min_confidence <= 1.0f) && !(rr->min_confidence > 1.0f)) {
+        snprintf(why, sizeof why, "min_confidence is not a number (0 = the server's "
+                 "threshold, 0..1 a minimum, < 0 none)");
+        goto fail;
+    }
+    if (rr->min_confidence > 1.0f) {
+        snprintf(why, sizeof why, "min_confidence %g is above 1 (0 = the server's threshold, "
+                 "0..1 a minimum, < 0 none)", (double)rr->min_confidence);
+        goto fail;
+    }
     for (size_t i = 0; i < rr->n_images; i++)
         if (check_image(s, rr->images[i], (uint32_t)i, why, sizeof why))
             goto fail;
@@ -307,6 +339,8 @@ static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
     req->id = rq->id;
     req->model = model;
     req->top_k = rr->top_k ? rr->top_k : 1;
+    req->digit_top_k = rr->top_k;
+    req->threshold = nc_answer_threshold(s->cfg.reject_threshold, rr->min_confidence);
     req->prio = rq->priority > 0 ? 0 : rq->priority == 0 ? 1 : 2;
     req->t_recv = nc_now_us();
     uint64_t budget = rq->deadline_us ? rq->deadline_us : s->cfg.default_deadline_us;
@@ -379,9 +413,24 @@ void nc_handle_frame(nc_conn *c, const uint8_t *payload, size_t len)
 
 /* ---- replies to recognition -------------------------------------------------- */
 
-static int by_prob_desc(const float *prob, uint32_t a, uint32_t b)
+/* Candidates top[k] with their scores, best first; NULL when out of memory. */
+static Neocog__Candidate **candidates(scratch *sc, const nc_backend *be, const uint8_t *top,
+                                      const float *score, uint32_t k)
 {
-    return prob[a] > prob[b] || (prob[a] == prob[b] && a < b);
+    Neocog__Candidate **cv = sc_alloc(sc, (k + 1) * sizeof *cv);
+    if (!cv)
+        return NULL;
+    for (uint32_t i = 0; i < k; i++) {
+        Neocog__Candidate *cd = sc_alloc(sc, sizeof *cd);
+        if (!cd)
+            return NULL;
+        neocog__candidate__init(cd);
+        cd->label = top[i];
+        cd->text = (char *)model_label(be, top[i]);
+        cd->score = score[i];
+        cv[i] = cd;
+    }
+    return cv;
 }
 
 static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
@@ -403,8 +452,11 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
     res->label = t->label;
     res->confidence = t->confidence;
     res->reject = t->reject;
+    res->reject_reason = (Neocog__RejectReason)t->reason;
+    res->threshold = t->threshold;
     if (t->image->segment) {
-        char *text = sc_alloc(sc, (size_t)t->n_digits * 16 + 1);
+        /* a label (< 16 bytes) and a line break per digit at most */
+        char *text = sc_alloc(sc, (size_t)t->n_digits * 17 + 1);
         Neocog__Digit **dv = sc_alloc(sc, (t->n_digits + 1) * sizeof *dv);
         if (!text || !dv)
             return -ENOMEM;
@@ -426,6 +478,18 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
             dg->text = (char *)model_label(be, nd->label);
             dg->confidence = nd->confidence;
             dg->reject = nd->label < 0;
+            const nc_digit_more *dm = &t->more[d];
+            dg->reject_reason = (Neocog__RejectReason)dm->reason;
+            dg->threshold = t->threshold;
+            dg->line = dm->line;
+            if (dm->n_top) {
+                dg->top = candidates(sc, be, dm->top, dm->top_score, dm->n_top);
+                if (!dg->top)
+                    return -ENOMEM;
+                dg->n_top = dm->n_top;
+            }
+            if (d && dm->line != t->more[d - 1].line)
+                text[used++] = '\n';
             size_t l = strlen(dg->text);
             memcpy(text + used, dg->text, l);
             used += l;
@@ -441,27 +505,13 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
     res->scores = (float *)t->scores;
     res->n_scores = t->n_classes;
     uint32_t k = req->top_k < t->n_classes ? req->top_k : t->n_classes;
-    Neocog__Candidate **cv = sc_alloc(sc, (k + 1) * sizeof *cv);
-    if (!cv)
+    uint8_t top[NC_MF_MAX_CLASSES];
+    float score[NC_MF_MAX_CLASSES];
+    nc_answer_rank(t->prob, t->n_classes, k, top);
+    for (uint32_t i = 0; i < k; i++)
+        score[i] = t->prob[top[i]];
+    if (!(res->top = candidates(sc, be, top, score, k)))
         return -ENOMEM;
-    uint32_t used_mask[2] = { 0, 0 };
-    for (uint32_t i = 0; i < k; i++) {
-        int best = -1;
-        for (uint32_t j = 0; j < t->n_classes; j++)
-            if (!(used_mask[j / 32] >> (j % 32) & 1) &&
-                (best < 0 || by_prob_desc(t->prob, j, (uint32_t)best)))
-                best = (int)j;
-        used_mask[best / 32] |= 1u << (best % 32);
-        Neocog__Candidate *cd = sc_alloc(sc, sizeof *cd);
-        if (!cd)
-            return -ENOMEM;
-        neocog__candidate__init(cd);
-        cd->label = best;
-        cd->text = (char *)model_label(be, best);
-        cd->score = t->prob[best];
-        cv[i] = cd;
-    }
-    res->top = cv;
     res->n_top = k;
     return 0;
 }
@@ -538,6 +588,7 @@ static void finish_request(nc_server *s, nc_request *req)
     sc_free(&sc);
     for (uint32_t i = 0; i < req->n_tasks; i++) {
         free(req->tasks[i].digits);
+        free(req->tasks[i].more);
         nc_models_unref(req->tasks[i].gen);
     }
     nc_batcher_release(s->batcher, req);

@@ -23,9 +23,21 @@ typedef struct nc_request nc_request;
 /* One character found by segmentation. */
 typedef struct nc_digit {
     uint32_t x, y, width, height;
-    int32_t label;
+    int32_t label;                  /* -1 reject */
     float confidence;
 } nc_digit;
+
+/* The rest of a character's answer (core/answer.h), beside its nc_digit
+ * (same index in nc_task.more as in nc_task.digits). */
+typedef struct nc_digit_more {
+    uint32_t line;                  /* core/segment's line, then (after the
+                                       answers) 0, 1... top to bottom */
+    uint32_t flags;                 /* core/segment's NC_SEGMENT_DIGIT_* */
+    uint32_t reason;                /* nc_answer_reason */
+    uint32_t n_top;                 /* candidates, when the request asks */
+    uint8_t top[NC_MF_MAX_CLASSES];
+    float top_score[NC_MF_MAX_CLASSES];
+} nc_digit_more;
 
 #define NC_MAX_DIGITS 64
 
@@ -51,11 +63,14 @@ typedef struct nc_task {
     int32_t label;                  /* -1 reject */
     float confidence;
     int reject;
+    uint32_t reason;                /* nc_answer_reason */
+    float threshold;                /* in force; 0 none */
     uint32_t n_classes;
     float scores[NC_MF_MAX_CLASSES];/* raw model output (ensemble: mean p) */
     float prob[NC_MF_MAX_CLASSES];  /* calibrated */
     nc_digit *digits;               /* segmentation, malloc'd: the n_digits
                                        read, then n_alts uncut pieces */
+    nc_digit_more *more;            /* malloc'd, as many as digits */
     uint32_t n_digits;
     uint32_t n_alts;                /* core/segment's alternatives: whole a
                                        is digits[n_digits + a], its parts
@@ -71,7 +86,11 @@ struct nc_request {
     nc_conn *conn;                  /* holds a reference on conn */
     uint64_t id;
     uint32_t model;                 /* Neocog__Model, DEFAULT resolved */
-    uint32_t top_k;
+    uint32_t top_k;                 /* candidates of a whole image, >= 1 */
+    uint32_t digit_top_k;           /* of each segmented digit, 0: none */
+    double threshold;               /* core/answer.h's threshold argument:
+                                       the request's min_confidence, else
+                                       the server's reject_threshold */
     uint32_t prio;                  /* 0 high, 1 normal, 2 background */
     uint64_t t_recv;                /* monotonic us */
     uint64_t deadline;              /* monotonic us, 0 none */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "clock.h"
 #include "decode.h"
 #include "log.h"
@@ -32,7 +33,6 @@ typedef struct row {
 struct nc_work {
     nc_decode_limits lim;
     uint32_t max_batch;
-    double reject_threshold;
     slot_ctx slot[NC_SLOTS];
     row *rows;
     size_t rows_cap;
@@ -47,7 +47,6 @@ int nc_work_new(const nc_config *cfg, nc_work **ret)
     w->lim.max_dim = cfg->max_image_dim;
     w->lim.max_pixels = cfg->max_image_pixels;
     w->max_batch = cfg->max_batch;
-    w->reject_threshold = cfg->reject_threshold;
     *ret = w;
     return 0;
 }
@@ -210,63 +209,53 @@ static void ensemble_rule(nc_models *gen, nc_ens_rule *rule)
                neo->path);
 }
 
-/* Answer of one row from the networks' outputs: each network's scores
- * through the rule fitted for its file (nc_backend_probs), the ensemble
- * through *rule; rejected below the configured threshold, or, when none is
- * configured (0), below the threshold chosen on validation with the rule. */
-static void answer(nc_work *w, nc_models *gen, uint32_t model, const int need[NC_SLOTS],
-                   const nc_ens_rule *rule, size_t r, int32_t *ret_label, float *ret_conf,
-                   float *scores, float *prob, uint32_t *ret_n_classes)
+/* core/answer.h's input for req's answers with gen's models: the rule and
+ * the request's threshold; rows and candidates are the caller's. */
+static nc_answer_in answer_in(const nc_models *gen, uint32_t model, const int need[NC_SLOTS],
+                              const nc_ens_rule *rule, const nc_request *req)
+{
+    nc_answer_in in = { .model = model, .rule = rule, .threshold = req->threshold };
+    for (int s = 0; s < NC_SLOTS; s++)
+        if (need[s])
+            in.be[s == NC_SLOT_CNN ? NC_ANSWER_NET_CNN : NC_ANSWER_NET_NEOCOG] =
+                gen->slot[s]->be;
+    return in;
+}
+
+/* Answer of row r through core/answer.h with the request's threshold and
+ * candidates (a segmented digit: the digit's count, possibly none). */
+static int answer(const nc_work *w, const nc_models *gen, uint32_t model,
+                  const int need[NC_SLOTS], const nc_ens_rule *rule, size_t r,
+                  nc_answer *ret)
 {
     const row *rw = &w->rows[r];
-    float p[NC_SLOTS][NC_MF_MAX_CLASSES];
-    int opinion[NC_SLOTS] = { 0, 0 };
-    uint32_t n_classes = 0;
-    const float *raw_single = NULL;
-    int32_t label = -1;
+    const nc_request *req = rw->task->req;
+    nc_answer_in in = answer_in(gen, model, need, rule, req);
+    in.top_k = rw->digit >= 0 ? req->digit_top_k : req->top_k;
     for (int s = 0; s < NC_SLOTS; s++) {
         if (!need[s])
             continue;
-        const nc_backend *be = gen->slot[s]->be;
-        n_classes = be->info.n_classes;
-        const float *raw = w->slot[s].out + r * n_classes;
-        raw_single = raw;
-        if (rw->ok[s]) {
-            opinion[s] = nc_backend_probs(be, raw, p[s]) == 0;
-            if (model != NEOCOG__MODEL__MODEL_ENSEMBLE)
-                label = nc_backend_label(be->kind, raw, n_classes);
-        } else {
-            nc_backend_probs(be, raw, p[s]);
-        }
+        const int net = s == NC_SLOT_CNN ? NC_ANSWER_NET_CNN : NC_ANSWER_NET_NEOCOG;
+        in.raw[net] = w->slot[s].out + r * gen->slot[s]->be->info.n_classes;
+        in.ink[net] = rw->ok[s];
     }
-    double threshold = w->reject_threshold;
-    if (model == NEOCOG__MODEL__MODEL_ENSEMBLE) {
-        nc_ens_apply(rule, p[NC_SLOT_CNN], opinion[NC_SLOT_CNN], p[NC_SLOT_NEOCOG],
-                     opinion[NC_SLOT_NEOCOG], n_classes, prob);
-        if (!(threshold > 0.0) && rule->fitted)
-            threshold = rule->reject_threshold;
-        memcpy(scores, prob, n_classes * sizeof *scores);
-        if (opinion[NC_SLOT_CNN] || opinion[NC_SLOT_NEOCOG]) {
-            label = 0;
-            for (uint32_t k = 1; k < n_classes; k++)
-                if (prob[k] > prob[label])
-                    label = (int32_t)k;
-        }
-    } else {
-        int s = need[NC_SLOT_CNN] ? NC_SLOT_CNN : NC_SLOT_NEOCOG;
-        if (!(threshold > 0.0))
-            threshold = nc_backend_reject_threshold(gen->slot[s]->be);
-        memcpy(prob, p[s], n_classes * sizeof *prob);
-        memcpy(scores, raw_single, n_classes * sizeof *scores);
-        if (!opinion[s])
-            label = -1;
+    return nc_answer_compute(&in, ret);
+}
+
+/* Lines and flags of a task's segmented pieces (the digits, then the uncut
+ * wholes), for the answers' reasons and the text's line breaks. */
+static int note_pieces(nc_task *t, const nc_segment_result *sr)
+{
+    const uint32_t n = sr->count + sr->alt_count;
+    if (!(t->more = calloc(n, sizeof *t->more)))
+        return -ENOMEM;
+    for (uint32_t v = 0; v < n; v++) {
+        const nc_segment_digit *sd =
+            v < sr->count ? &sr->digits[v] : &sr->alts[v - sr->count].whole;
+        t->more[v].line = sd->line;
+        t->more[v].flags = sd->flags;
     }
-    float conf = label >= 0 ? prob[label] : 0.0f;
-    if (label >= 0 && nc_calib_rejects(threshold, conf))
-        label = -1;
-    *ret_label = label;
-    *ret_conf = conf;
-    *ret_n_classes = n_classes;
+    return 0;
 }
 
 /* Each piece core/segment cut in two and offered uncut as well: the whole
@@ -282,8 +271,10 @@ static void undo_cuts(nc_task *t)
         if (!nc_split_keep_whole(whole->confidence, l->confidence, r->confidence))
             continue;
         t->digits[f] = *whole;
+        t->more[f] = t->more[base + a];
         memmove(&t->digits[f + 1], &t->digits[f + 2],
                 (t->n_digits - f - 2) * sizeof *t->digits);
+        memmove(&t->more[f + 1], &t->more[f + 2], (t->n_digits - f - 2) * sizeof *t->more);
         t->n_digits--;
     }
     t->n_alts = 0;
@@ -401,12 +392,14 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             prep_row(w, gen, need, &view, n_rows);
             n_rows++;
         }
+        if (sr && t->digits && note_pieces(t, sr))
+            task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
         nc_segment_result_free(sr);
         nc_image_free(img);
     }
     nc_ens_rule rule = { 0 };
-    if (need[NC_SLOT_CNN] && need[NC_SLOT_NEOCOG] && !missing && n_rows)
-        ensemble_rule(gen, &rule);
+    if (need[NC_SLOT_CNN] && need[NC_SLOT_NEOCOG] && !missing)
+        ensemble_rule(gen, &rule);  /* its threshold counts without rows too */
     /* One forward pass per network over every row of the batch. */
     const uint64_t t_forward = nc_now_us();
     int fwd_err[NC_SLOTS] = { 0, 0 };
@@ -426,21 +419,32 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             }
         if (failed || t->code != NEOCOG__CODE__OK)
             continue;
-        int32_t label;
-        float conf, scores[NC_MF_MAX_CLASSES], prob[NC_MF_MAX_CLASSES];
-        uint32_t nc;
-        answer(w, gen, model, need, &rule, r, &label, &conf, scores, prob, &nc);
+        nc_answer a;
+        int err = answer(w, gen, model, need, &rule, r, &a);
+        if (err) {
+            task_fail(t, NEOCOG__CODE__INTERNAL, "image %u: no answer: %s", nc_strerror(err));
+            continue;
+        }
+        t->threshold = (float)a.threshold;
         if (w->rows[r].digit >= 0) {
             nc_digit *d = &t->digits[w->rows[r].digit];
-            d->label = label;
-            d->confidence = conf;
+            nc_digit_more *dm = &t->more[w->rows[r].digit];
+            d->label = a.label;
+            d->confidence = a.confidence;
+            dm->reason = nc_answer_segment_reason(a.reason, dm->flags);
+            dm->n_top = t->req->digit_top_k ? a.n_top : 0;
+            for (uint32_t k = 0; k < dm->n_top; k++) {
+                dm->top[k] = a.top[k];
+                dm->top_score[k] = a.prob[a.top[k]];
+            }
         } else {
-            t->label = label;
-            t->confidence = conf;
-            t->reject = label < 0;
-            t->n_classes = nc;
-            memcpy(t->scores, scores, nc * sizeof *scores);
-            memcpy(t->prob, prob, nc * sizeof *prob);
+            t->label = a.label;
+            t->confidence = a.confidence;
+            t->reject = a.label < 0;
+            t->reason = a.reason;
+            t->n_classes = a.n_classes;
+            memcpy(t->scores, a.scores, a.n_classes * sizeof *t->scores);
+            memcpy(t->prob, a.prob, a.n_classes * sizeof *t->prob);
         }
     }
     uint64_t t_end = nc_now_us();
@@ -450,18 +454,34 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         t->t_forward = t_forward;
         if (t->image->segment && t->code == NEOCOG__CODE__OK) {
             undo_cuts(t);
-            /* A string is as sure as its least sure character. */
+            /* A string is as sure as its least sure character, and
+             * rejected for its first rejected one's reason; no character
+             * at all is no ink.  Lines are numbered 0, 1... as they come
+             * (core/segment's indices may skip a line left empty). */
             float conf = t->n_digits ? 1.0f : 0.0f;
-            int reject = t->n_digits == 0;
+            uint32_t reason = t->n_digits ? NC_ANSWER_REASON_NONE : NC_ANSWER_REASON_NO_INK;
+            uint32_t line = 0, seg_line = t->n_digits ? t->more[0].line : 0;
             for (uint32_t d = 0; d < t->n_digits; d++) {
-                if (t->digits[d].confidence < conf)
-                    conf = t->digits[d].confidence;
-                if (t->digits[d].label < 0)
-                    reject = 1;
+                const nc_digit *dg = &t->digits[d];
+                nc_digit_more *dm = &t->more[d];
+                if (dm->line != seg_line) {
+                    seg_line = dm->line;
+                    line++;
+                }
+                dm->line = line;
+                if (dg->confidence < conf)
+                    conf = dg->confidence;
+                if (dg->label < 0 && reason == NC_ANSWER_REASON_NONE)
+                    reason = dm->reason;
+            }
+            if (!t->n_digits) {
+                const nc_answer_in in = answer_in(gen, model, need, &rule, t->req);
+                t->threshold = (float)nc_answer_threshold_in_force(&in);
             }
             t->label = -1;
             t->confidence = conf;
-            t->reject = reject;
+            t->reject = reason != NC_ANSWER_REASON_NONE;
+            t->reason = reason;
         }
     }
 }

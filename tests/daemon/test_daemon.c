@@ -9,6 +9,7 @@
  * daemon's own Unix socket and a full queue; priority classes on one
  * worker. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -272,6 +273,173 @@ static void test_segment(void)
     }
     nc_msg_free(m);
     close(fd);
+}
+
+/* ---- answers: reasons, thresholds, candidates, lines -------------------------- */
+
+/* One recognition of im with top_k and min_confidence on a fresh
+ * connection; NULL when no OK reply with one result came. */
+static nc_msg *recognize_one(const Neocog__Image *im, uint32_t top_k, float min_conf)
+{
+    req_buf b;
+    req_init(&b, 180, 1);
+    b.im[0] = *im;
+    b.rr.top_k = top_k;
+    b.rr.min_confidence = min_conf;
+    int fd = nc_connect_tcp(dmn.port);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &b.rq) : NULL;
+    if (fd >= 0)
+        close(fd);
+    if (!m || reply_code(m) != NEOCOG__CODE__OK || nc_msg_reply(m)->recognize->n_results != 1) {
+        CHECK_MSG(0, "recognize: %s", m ? nc_msg_reply(m)->message : "no reply");
+        nc_msg_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Whole images: the server's threshold (--reject-threshold 0.05: a random
+ * network's best class always has p >= 0.1) is in force by default; a
+ * request's tighter one rejects with its reason and threshold and keeps the
+ * candidates; no threshold (< 0) accepts; an empty image is no ink; absurd
+ * values are refused. */
+static void test_answer_whole(void)
+{
+    Neocog__Image im = NEOCOG__IMAGE__INIT;
+    set_raw(&im, digit(5));
+    const struct { float min_conf; int reject; float threshold; } cases[] = {
+        { 0.0f, 0, 0.05f }, { 1.0f, 1, 1.0f }, { -1.0f, 0, 0.0f }, { 0.01f, 0, 0.01f },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        nc_msg *m = recognize_one(&im, 3, cases[c].min_conf);
+        if (!m)
+            continue;
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        CHECK_MSG(res->reject == cases[c].reject, "min_confidence %g: reject %d",
+                  (double)cases[c].min_conf, res->reject);
+        CHECK_NEAR(res->threshold, cases[c].threshold, 1e-6, 0);
+        CHECK_INT_EQ(res->reject_reason,
+                     cases[c].reject ? NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD
+                                     : NEOCOG__REJECT_REASON__REJECT_NONE);
+        CHECK_INT_EQ(res->label, cases[c].reject ? -1 : expect_label[5]);
+        /* the candidates stay, best first, the best being what it nearly said */
+        CHECK_INT_EQ(res->n_top, 3);
+        if (res->n_top == 3) {
+            CHECK(!strcmp(res->text, cases[c].reject ? "?" : res->top[0]->text));
+            CHECK_INT_EQ(res->top[0]->label, expect_label[5]);
+            CHECK_NEAR(res->top[0]->score, res->confidence, 1e-6, 0);
+            CHECK(res->top[0]->score >= res->top[1]->score &&
+                  res->top[1]->score >= res->top[2]->score);
+        }
+        nc_msg_free(m);
+    }
+    static const uint8_t blank[W * H];
+    set_raw(&im, blank);
+    nc_msg *m = recognize_one(&im, 0, 0.0f);
+    if (m) {
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        CHECK(res->reject && res->label == -1);
+        CHECK_INT_EQ(res->reject_reason, NEOCOG__REJECT_REASON__REJECT_NO_INK);
+        nc_msg_free(m);
+    }
+    req_buf b;
+    req_init(&b, 181, 1);
+    set_raw(&b.im[0], digit(0));
+    b.rr.min_confidence = 1.5f;
+    expect_error("min_confidence above 1", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT,
+                 "min_confidence");
+    b.rr.min_confidence = nanf("");
+    expect_error("min_confidence NaN", &b.rq, NEOCOG__CODE__INVALID_ARGUMENT,
+                 "min_confidence");
+}
+
+/* Two lines of digits in one frame: the text has a newline between them,
+ * each Digit its line; top_k gives each digit its candidates; a tight
+ * min_confidence rejects each digit with a reason and the threshold; a
+ * frame without ink is rejected as no ink. */
+enum { FW = 3 * (W + 4) + 24, FH = 2 * H + 32 };
+static void two_lines(uint8_t *frame)
+{
+    memset(frame, 0, (size_t)FW * FH);
+    /* 0 1 2 on the top line, 3 4 below */
+    for (int k = 0; k < 5; k++) {
+        const int x0 = 12 + (k % 3) * (W + 4), y0 = k < 3 ? 8 : H + 24;
+        for (int y = 0; y < H; y++)
+            memcpy(frame + (size_t)(y0 + y) * FW + x0, digit(k) + y * W, W);
+    }
+}
+
+static void test_answer_lines(void)
+{
+    static uint8_t frame[FW * FH];
+    two_lines(frame);
+    Neocog__Image im = NEOCOG__IMAGE__INIT;
+    im.format = NEOCOG__IMAGE_FORMAT__FORMAT_RAW_GRAY;
+    im.data.data = frame;
+    im.data.len = sizeof frame;
+    im.width = FW;
+    im.height = FH;
+    im.segment = 1;
+    im.polarity = NEOCOG__POLARITY__POLARITY_LIGHT_INK;
+    nc_msg *m = recognize_one(&im, 3, -1.0f);
+    if (m) {
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        CHECK_INT_EQ(res->n_digits, 5);
+        CHECK_MSG(strlen(res->text) == 6 && res->text[3] == '\n', "two lines: text '%s'",
+                  res->text);
+        for (size_t k = 0; k < res->n_digits; k++) {
+            const Neocog__Digit *d = res->digits[k];
+            CHECK_INT_EQ(d->line, k < 3 ? 0 : 1);
+            CHECK(!d->reject && d->reject_reason == NEOCOG__REJECT_REASON__REJECT_NONE);
+            CHECK(d->threshold == 0.0f);
+            CHECK_INT_EQ(d->n_top, 3);
+            if (d->n_top == 3) {
+                CHECK_INT_EQ(d->top[0]->label, d->label);
+                CHECK(!strcmp(d->top[0]->text, d->text));
+                CHECK_NEAR(d->top[0]->score, d->confidence, 1e-6, 0);
+                CHECK(d->top[1]->score <= d->top[0]->score &&
+                      d->top[2]->score <= d->top[1]->score);
+            }
+        }
+        CHECK(!res->reject && res->reject_reason == NEOCOG__REJECT_REASON__REJECT_NONE);
+        nc_msg_free(m);
+    }
+    /* without top_k the digits carry no candidates (a camera's replies stay small) */
+    m = recognize_one(&im, 0, 0.0f);
+    if (m) {
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        for (size_t k = 0; k < res->n_digits; k++)
+            CHECK_INT_EQ(res->digits[k]->n_top, 0);
+        CHECK_NEAR(res->threshold, 0.05, 1e-6, 0);
+        nc_msg_free(m);
+    }
+    m = recognize_one(&im, 0, 1.0f);
+    if (m) {
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        CHECK_INT_EQ(res->n_digits, 5);
+        CHECK_MSG(!strcmp(res->text, "???\n??"), "all rejected: text '%s'", res->text);
+        for (size_t k = 0; k < res->n_digits; k++) {
+            const Neocog__Digit *d = res->digits[k];
+            CHECK(d->reject && d->label == -1 && !strcmp(d->text, "?"));
+            CHECK_MSG(d->reject_reason == NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD ||
+                      d->reject_reason == NEOCOG__REJECT_REASON__REJECT_AMBIGUOUS_SEGMENTATION,
+                      "digit %zu: reason %d", k, d->reject_reason);
+            CHECK(d->threshold == 1.0f);
+            CHECK(d->confidence > 0.0f);     /* what it nearly said stays */
+        }
+        CHECK(res->reject && res->n_digits &&
+              res->reject_reason == res->digits[0]->reject_reason);
+        nc_msg_free(m);
+    }
+    memset(frame, 0, sizeof frame);
+    m = recognize_one(&im, 0, 0.0f);
+    if (m) {
+        const Neocog__Result *res = nc_msg_reply(m)->recognize->results[0];
+        CHECK_INT_EQ(res->n_digits, 0);
+        CHECK(res->reject && res->reject_reason == NEOCOG__REJECT_REASON__REJECT_NO_INK);
+        CHECK_NEAR(res->threshold, 0.05, 1e-6, 0);
+        nc_msg_free(m);
+    }
 }
 
 /* Image.roi and Image.expected_digits on the three-digit line: the ROI
@@ -802,6 +970,8 @@ static void test_info(void)
         CHECK(st && st->requests_total > 0 && st->images_total > 0);
         CHECK(st && strstr(st->models[0]->architecture, "6C4") != NULL);
         CHECK(st && st->workers == 2 && st->priority_workers == 1);   /* --workers 2, default */
+        /* --reject-threshold 0.05 over a model without a stored one */
+        CHECK(st && st->n_models == 2 && fabsf(st->models[0]->reject_threshold - 0.05f) < 1e-6f);
     }
     nc_msg_free(m);
     Neocog__Request rq = NEOCOG__REQUEST__INIT;
@@ -1275,7 +1445,7 @@ int main(int argc, char **argv)
     const char *args[] = { "--cnn-model", model_path, "--models", dir, "--workers", "2",
                            "--cnn-gpu-lanes", "3",
                            "--max-images-per-request", "64", "--frame-timeout-ms", "1000",
-                           "--log-level", "4", NULL };
+                           "--reject-threshold", "0.05", "--log-level", "4", NULL };
     if (nc_daemon_start(&dmn, bin, dir, 1, args)) {
         fprintf(stderr, "daemon did not become ready\n");
         return 1;
@@ -1283,6 +1453,8 @@ int main(int argc, char **argv)
     test_formats();
     test_segment();
     test_segment_hints();
+    test_answer_whole();
+    test_answer_lines();
     pipeline("pipelining", 1000, 0, NULL);
     test_concurrent();
     test_bad_frames();
