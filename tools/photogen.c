@@ -1,0 +1,361 @@
+/* tools/neocog-photogen — phone-photo-like pictures of handwritten digits,
+ * rendered from MNIST digits, with a truth file: test material for reading
+ * single photos (`neocog recognize`, with or without --segment) rather than
+ * camera streams (neocog-streamgen).
+ *
+ *   neocog-photogen --data DIR --n N --out DIR [--truth FILE] [--append]
+ *       [--set test|train] [--first K] [--count N] [--seed S]
+ *       [--strings [--digits A-B] [--lines 1|2]] [--hand | --hand-share F]
+ *       [--format jpeg|png|pgm] [--quality Q] [--prefix NAME]
+ *
+ * DIR holds MNIST (t10k-images-idx3-ubyte[.gz] and its labels, or the
+ * training files with --set train) or the repository's fixture (tests/data,
+ * mnist-t1k-*).  --first K --count N draw from the set's digits K .. K+N-1
+ * only: `--set train --first 50000` gives photos of a trainer's validation
+ * digits, for choosing parameters without the test digits.  The digits are
+ * taken in a seeded random order without repeats until the set runs out.
+ *
+ * Each photo (photogen_render.c says what one holds) is one digit, or with
+ * --strings 2-8 digits (--digits A-B, drawn per photo) on one line or two
+ * (--lines).  --hand draws every photo's digits as marker/pen strokes of one
+ * width, --hand-share F a share F of them.  Photos are written to
+ * OUT/NAME-NNNN.jpg (NAME from --prefix, default "photo"; .png or .pgm with
+ * --format) as TurboJPEG greyscale at the quality drawn per photo (50-90),
+ * or at --quality Q.
+ *
+ * Truth file (default OUT/truth.tsv; --append adds rows to an existing
+ * one), tab-separated, one row per photo:
+ *   file  text  boxes  variations
+ * file is relative to the truth file's folder; text the digits in reading
+ * order (lines top to bottom, no separator, as the daemon's Result.text);
+ * boxes one x,y,w,h per digit, ';'-separated (each digit's ink, coverage
+ * above 1/4, as mapped into the frame); variations the drawn parameters and
+ * the names of the variations applied (nc_photo_describe).  Lines starting
+ * with '#' are comments.  Deterministic for a seed and the same options.
+ * Exit status: 0 done, 1 failure, 2 usage. */
+#include <errno.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <turbojpeg.h>
+
+#include "dataset.h"
+#include "fileio.h"
+#include "pgm.h"
+#include "photogen_render.h"
+#include "render_common.h"
+
+#define MAX_DATA_BYTES (64u << 20)
+#define MAX_PHOTOS 1000000u
+
+enum { FMT_JPEG, FMT_PNG, FMT_PGM };
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+        "usage: neocog-photogen --data DIR --n N --out DIR [--truth FILE] [--append]\n"
+        "         [--set test|train] [--first K] [--count N] [--seed S]\n"
+        "         [--strings [--digits A-B] [--lines 1|2]] [--hand | --hand-share F]\n"
+        "         [--format jpeg|png|pgm] [--quality Q] [--prefix NAME]\n"
+        "Phone-photo-like pictures of MNIST digits (one a photo, or 2-8 with --strings)\n"
+        "on lit paper, rotated, blurred, noisy, with shadows, rules, fingers and more,\n"
+        "written to OUT/NAME-NNNN.jpg with a truth file (file, text, boxes, variations).\n");
+}
+
+/* The set's images and labels: the first pair of names found in dir. */
+static int load_digits(const char *dir, int train, nc_dataset *d)
+{
+    static const char *const test_names[][2] = {
+        { "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" },
+        { "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" },
+        { "t10k-images.idx3-ubyte", "t10k-labels.idx1-ubyte" },
+        { "mnist-t1k-images-idx3-ubyte.gz", "mnist-t1k-labels-idx1-ubyte.gz" },
+        { NULL, NULL } };
+    static const char *const train_names[][2] = {
+        { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz" },
+        { "train-images-idx3-ubyte", "train-labels-idx1-ubyte" },
+        { "train-images.idx3-ubyte", "train-labels.idx1-ubyte" },
+        { NULL, NULL } };
+    const char *const (*names)[2] = train ? train_names : test_names;
+    char ip[4096], lp[4096];
+    for (size_t i = 0; names[i][0]; i++) {
+        snprintf(ip, sizeof ip, "%s/%s", dir, names[i][0]);
+        snprintf(lp, sizeof lp, "%s/%s", dir, names[i][1]);
+        struct stat st;
+        if (stat(ip, &st) != 0)
+            continue;
+        int err = nc_file_read_idx(ip, lp, MAX_DATA_BYTES, d);
+        if (err < 0)
+            fprintf(stderr, "neocog-photogen: %s (with %s): %s\n", ip, lp, nc_strerror(err));
+        return err;
+    }
+    fprintf(stderr, "neocog-photogen: %s: no MNIST %s images (looked for %s and the like)\n",
+            dir, train ? "training" : "test", names[0][0]);
+    return -ENOENT;
+}
+
+static int parse_u32(const char *s, uint32_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || end == s || *end || *s == '-' || x > 0xffffffffu)
+        return -1;
+    *v = (uint32_t)x;
+    return 0;
+}
+
+static int write_png(const char *path, const nc_image *img)
+{
+    png_image pi;
+    memset(&pi, 0, sizeof pi);
+    pi.version = PNG_IMAGE_VERSION;
+    pi.width = img->width;
+    pi.height = img->height;
+    pi.format = PNG_FORMAT_GRAY;
+    if (!png_image_write_to_file(&pi, path, 0, img->pixels, (png_int_32)img->stride, NULL)) {
+        fprintf(stderr, "neocog-photogen: %s: %s\n", path, pi.message);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int write_photo(const char *path, int format, tjhandle tj, const nc_image *img, int q)
+{
+    int err;
+    if (format == FMT_PNG)
+        return write_png(path, img);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (format == FMT_PGM) {
+        if ((err = nc_pgm_encode(img, &buf, &len)) < 0) {
+            fprintf(stderr, "neocog-photogen: %s: %s\n", path, nc_strerror(err));
+            return err;
+        }
+    } else {
+        unsigned char *jb = NULL;
+        unsigned long jl = 0;
+        if (tjCompress2(tj, img->pixels, (int)img->width, (int)img->stride, (int)img->height,
+                        TJPF_GRAY, &jb, &jl, TJSAMP_GRAY, q, TJFLAG_FASTDCT) < 0) {
+            fprintf(stderr, "neocog-photogen: %s: %s\n", path, tjGetErrorStr());
+            tjFree(jb);
+            return -EIO;
+        }
+        buf = malloc(jl ? jl : 1);
+        if (buf)
+            memcpy(buf, jb, jl);
+        len = jl;
+        tjFree(jb);
+        if (!buf)
+            return -ENOMEM;
+    }
+    if ((err = nc_file_write_atomic(path, buf, len)) < 0)
+        fprintf(stderr, "neocog-photogen: %s: %s\n", path, strerror(-err));
+    free(buf);
+    return err;
+}
+
+int main(int argc, char **argv)
+{
+    const char *data = NULL, *out_dir = NULL, *truth_path = NULL, *prefix = "photo";
+    int train = 0, strings = 0, append = 0, format = FMT_JPEG;
+    uint32_t n_photos = 0, first = 0, count = 0, quality = 0, dmin = 2, dmax = 8;
+    uint64_t seed = 1;
+    nc_photo_params pp;
+    nc_photo_params_default(&pp);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--strings")) { strings = 1; continue; }
+        if (!strcmp(a, "--hand")) { pp.hand_share = 1.0f; continue; }
+        if (!strcmp(a, "--append")) { append = 1; continue; }
+        if (a[0] != '-' || a[1] != '-') {
+            fprintf(stderr, "neocog-photogen: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!v) {
+            fprintf(stderr, "neocog-photogen: %s wants a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--data")) data = v;
+        else if (!strcmp(a, "--out")) out_dir = v;
+        else if (!strcmp(a, "--truth")) truth_path = v;
+        else if (!strcmp(a, "--prefix")) bad = !*v || strchr(v, '/') || strchr(v, '\t');
+        else if (!strcmp(a, "--set")) {
+            if (!strcmp(v, "train")) train = 1;
+            else if (!strcmp(v, "test")) train = 0;
+            else bad = 1;
+        }
+        else if (!strcmp(a, "--n")) bad = parse_u32(v, &n_photos) || !n_photos || n_photos > MAX_PHOTOS;
+        else if (!strcmp(a, "--first")) bad = parse_u32(v, &first);
+        else if (!strcmp(a, "--count")) bad = parse_u32(v, &count) || !count;
+        else if (!strcmp(a, "--quality")) bad = parse_u32(v, &quality) || quality < 1 || quality > 100;
+        else if (!strcmp(a, "--lines")) bad = parse_u32(v, &pp.lines) || pp.lines < 1 || pp.lines > 2;
+        else if (!strcmp(a, "--seed")) {
+            char *end;
+            errno = 0;
+            seed = strtoull(v, &end, 0);
+            bad = errno || end == v || *end || *v == '-';
+        }
+        else if (!strcmp(a, "--hand-share")) {
+            char *end;
+            pp.hand_share = strtof(v, &end);
+            bad = end == v || *end || !(pp.hand_share >= 0 && pp.hand_share <= 1);
+        }
+        else if (!strcmp(a, "--digits")) {
+            char tail;
+            int k = sscanf(v, "%u-%u%c", &dmin, &dmax, &tail);
+            if (k == 1) dmax = dmin;
+            bad = (k != 1 && k != 2) || dmin < 2 || dmax < dmin || dmax > NC_PHOTO_MAX_DIGITS;
+        }
+        else if (!strcmp(a, "--format")) {
+            if (!strcmp(v, "jpeg") || !strcmp(v, "jpg")) format = FMT_JPEG;
+            else if (!strcmp(v, "png")) format = FMT_PNG;
+            else if (!strcmp(v, "pgm")) format = FMT_PGM;
+            else bad = 1;
+        }
+        else {
+            fprintf(stderr, "neocog-photogen: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!strcmp(a, "--prefix") && !bad)
+            prefix = v;
+        if (bad) {
+            fprintf(stderr, "neocog-photogen: bad value for %s: '%s'%s\n", a, v,
+                    !strcmp(a, "--digits") ? " (A-B with 2 <= A <= B <= 8)" : "");
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!data || !n_photos || !out_dir) {
+        fprintf(stderr, "neocog-photogen: --data, --n and --out are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (pp.lines == 2 && !strings) {
+        fprintf(stderr, "neocog-photogen: --lines 2 needs --strings\n");
+        return 2;
+    }
+    if (pp.lines == 2 && dmin < 2) {
+        fprintf(stderr, "neocog-photogen: two lines need at least 2 digits\n");
+        return 2;
+    }
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "neocog-photogen: %s: %s\n", out_dir, strerror(errno));
+        return 1;
+    }
+
+    nc_dataset d = { 0 };
+    if (load_digits(data, train, &d) < 0)
+        return 1;
+    if (first >= d.count) {
+        fprintf(stderr, "neocog-photogen: --first %u: the set has %u digits\n", first, d.count);
+        nc_dataset_fini(&d);
+        return 2;
+    }
+    uint32_t avail = d.count - first;
+    if (count && count < avail)
+        avail = count;
+    if (!d.labels) {
+        fprintf(stderr, "neocog-photogen: %s: no labels\n", data);
+        nc_dataset_fini(&d);
+        return 1;
+    }
+
+    int rc = 1;
+    FILE *truth = NULL;
+    tjhandle tj = NULL;
+    uint32_t *order = malloc((size_t)avail * sizeof *order);
+    char tpath[4096];
+    if (!order) {
+        fprintf(stderr, "neocog-photogen: out of memory\n");
+        goto done;
+    }
+    if (!truth_path) {
+        snprintf(tpath, sizeof tpath, "%s/truth.tsv", out_dir);
+        truth_path = tpath;
+    }
+    if (!(truth = fopen(truth_path, append ? "a" : "w"))) {
+        fprintf(stderr, "neocog-photogen: %s: %s\n", truth_path, strerror(errno));
+        goto done;
+    }
+    if (ftell(truth) == 0)
+        fprintf(truth, "# neocog-photogen: file, text (reading order), digit ink boxes x,y,w,h, "
+                       "variations\n# file\ttext\tboxes\tvariations\n");
+    if (format == FMT_JPEG && !(tj = tjInitCompress())) {
+        fprintf(stderr, "neocog-photogen: %s\n", tjGetErrorStr());
+        goto done;
+    }
+    fprintf(truth, "# --set %s --first %u --count %u --seed %llu --n %u --hand-share %.2f",
+            train ? "train" : "test", first, avail, (unsigned long long)seed, n_photos,
+            pp.hand_share);
+    if (strings)
+        fprintf(truth, " --strings --digits %u-%u --lines %u", dmin, dmax, pp.lines);
+    fputc('\n', truth);
+
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    if (!rng)
+        rng = 1;
+    /* a seeded order of the digits, walked without repeats */
+    for (uint32_t i = 0; i < avail; i++)
+        order[i] = first + i;
+    for (uint32_t i = avail - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)(nc_rng_next(&rng) % (i + 1)), tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+    }
+    uint32_t next = 0;
+    nc_render_source src = { d.pixels, d.labels, d.count, d.rows, d.cols };
+    const char *ext = format == FMT_PNG ? "png" : format == FMT_PGM ? "pgm" : "jpg";
+    for (uint32_t f = 0; f < n_photos; f++) {
+        uint32_t n = strings ? dmin + (uint32_t)(nc_rng_next(&rng) % (dmax - dmin + 1)) : 1;
+        uint32_t idx[NC_PHOTO_MAX_DIGITS];
+        for (uint32_t k = 0; k < n; k++) {
+            idx[k] = order[next];
+            next = (next + 1) % avail;
+        }
+        nc_image *img = NULL;
+        nc_photo_truth t;
+        int err = nc_photo_render(&pp, &src, idx, n, &rng, &img, &t);
+        if (err < 0) {
+            fprintf(stderr, "neocog-photogen: photo %u: %s\n", f, nc_strerror(err));
+            goto done;
+        }
+        char name[512], path[4096 + 512], desc[512];
+        snprintf(name, sizeof name, "%s-%04u.%s", prefix, f, ext);
+        snprintf(path, sizeof path, "%s/%s", out_dir, name);
+        err = write_photo(path, format, tj, img, quality ? (int)quality : (int)t.quality);
+        if (quality)
+            t.quality = quality;
+        nc_photo_describe(&t, img->width, img->height, desc, sizeof desc);
+        nc_image_free(img);
+        if (err < 0)
+            goto done;
+        fprintf(truth, "%s\t", name);
+        for (uint32_t k = 0; k < t.count; k++)
+            fputc('0' + t.labels[k] % 10, truth);
+        fputc('\t', truth);
+        for (uint32_t k = 0; k < t.count; k++)
+            fprintf(truth, "%s%u,%u,%u,%u", k ? ";" : "", t.boxes[k].x, t.boxes[k].y,
+                    t.boxes[k].width, t.boxes[k].height);
+        fprintf(truth, "\t%s%s\n", desc, format == FMT_JPEG ? "" : ",lossless");
+    }
+    rc = 0;
+done:
+    if (truth && fclose(truth) != 0 && rc == 0) {
+        fprintf(stderr, "neocog-photogen: %s: %s\n", truth_path, strerror(errno));
+        rc = 1;
+    }
+    if (tj)
+        tjDestroy(tj);
+    free(order);
+    nc_dataset_fini(&d);
+    return rc;
+}
