@@ -8,6 +8,7 @@
 #include "answer.h"
 #include "clock.h"
 #include "decode.h"
+#include "image_clean.h"
 #include "log.h"
 #include "split.h"
 
@@ -329,14 +330,21 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
                       "image %u: %s", why);
             continue;
         }
-        int invert = im->polarity == NEOCOG__POLARITY__POLARITY_DARK_INK ? 1
-                   : im->polarity == NEOCOG__POLARITY__POLARITY_LIGHT_INK ? 0
-                   : nc_image_border_is_light(img);
-        /* Segmentation decides polarity itself (frames are mostly dark ink
-         * on paper whose border says little) and hands back light-ink
-         * patches, so only a whole-image request is inverted here. */
-        if (invert && !im->segment)
-            nc_image_invert(img);
+        /* One character: prepared once for every network (core/image_clean.h:
+         * polarity, paper and light flattened, cropped), as the offline tools
+         * do.  No character (-ENOENT) leaves an empty view, which every
+         * network answers as "no ink".  Segmentation decides polarity itself
+         * and hands back clean light-ink patches. */
+        nc_image *clean = NULL;
+        if (!im->segment &&
+            (err = nc_image_clean(img, (nc_polarity)im->polarity, &clean, NULL)) < 0 &&
+            err != -ENOENT) {
+            task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                        : NEOCOG__CODE__INVALID_ARGUMENT,
+                      "image %u: cannot prepare: %s", nc_strerror(err));
+            nc_image_free(img);
+            continue;
+        }
         nc_segment_result *sr = NULL;
         uint32_t n_views = 1;
         if (im->segment) {
@@ -376,11 +384,13 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         if (err) {
             task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
             nc_segment_result_free(sr);
+            nc_image_free(clean);
             nc_image_free(img);
             continue;
         }
         for (uint32_t v = 0; v < n_views; v++) {
-            nc_image view = *img;
+            uint8_t blank = 0;
+            nc_image view = clean ? *clean : (nc_image){ 1, 1, 1, &blank };
             if (im->segment) {
                 const nc_segment_digit *sd =
                     v < sr->count ? &sr->digits[v] : &sr->alts[v - sr->count].whole;
@@ -395,6 +405,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         if (sr && t->digits && note_pieces(t, sr))
             task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
         nc_segment_result_free(sr);
+        nc_image_free(clean);
         nc_image_free(img);
     }
     nc_ens_rule rule = { 0 };

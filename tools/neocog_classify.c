@@ -1,32 +1,49 @@
-/* tools/neocog-classify — recognise digit images with a model file, offline.
+/* tools/neocog-classify — recognise character images with model files,
+ * offline, answering exactly as the daemon does.
  *
- * Runs the CPU engine table of core/ (core/backend.h, no daemon): load a
- * model (CNN or neocognitron, one net or a committee), preprocess each image
- * the way the model records, print the raw scores' answer.  For scripts and for checking a model by hand; the daemon and its
- * `neocog recognize` client serve the same answers over a socket.
+ * The same steps as a neocogd worker, on the CPU engine table of core/ (no
+ * daemon): decode the file as the daemon does (daemon/decode.h: JPEG, PNG,
+ * PGM, with its size caps), prepare it once for every network
+ * (core/image_clean.h: polarity, paper and light flattened, the character
+ * cropped), each model's own prep (core/image.h), the forward pass, and the
+ * daemon's answer rule (core/answer.h: calibrated probabilities, the
+ * ensemble, the reject threshold stored in the files).  For scripts and for
+ * checking a model or an image by hand.
  *
- *   neocog-classify [--top K] [--invert auto|yes|no] MODEL IMAGE.pgm...
+ *   neocog-classify [--top K] [--polarity auto|dark|light] [--min-conf X]
+ *                   MODEL[,MODEL2] IMAGE...
  *
- * Output, one line per image:  FILE<TAB>LABEL<TAB>SCORE[<TAB>LABEL:SCORE...]
- * LABEL is "?" when the network rejects the image (nothing fired).
- * Exit status: 0 all recognised, 1 an image or the model failed, 2 usage. */
+ * MODEL is a CNN or a neocognitron file; CNN,NEOCOGNITRON (two files, either
+ * order) answers with the ensemble, as `--model ensemble` does in the
+ * daemon.  --min-conf: the minimum confidence (0 or absent: the threshold
+ * stored with the model; -1: none).  --invert yes|no|auto is accepted as
+ * the old spelling of --polarity dark|light|auto.
+ *
+ * Output, one line per image:
+ *   FILE<TAB>LABEL<TAB>CONFIDENCE[<TAB>LABEL:PROB...]
+ * LABEL is "?" for a reject, followed by a column "rejected: REASON"; the
+ * candidates are the K best classes by calibrated probability.
+ * Exit status: 0 all recognised (rejects included), 1 an image or a model
+ * failed, 2 usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "backend.h"
+#include "decode.h"
 #include "fileio.h"
 #include "image.h"
+#include "image_clean.h"
 #include "modelfile.h"
-#include "pgm.h"
 
 #define MAX_MODEL_BYTES (256u << 20)
 #define MAX_IMAGE_BYTES (64u << 20)
 
 typedef struct model {
-    nc_model_info info;
     nc_backend *be;                 /* the CPU engine table: the daemon's answer */
     void *worker;
+    float *in;                      /* nc_prep_out_len floats */
 } model;
 
 static void model_fini(model *m)
@@ -34,6 +51,7 @@ static void model_fini(model *m)
     if (m->worker)
         m->be->ops->worker_free(m->worker);
     nc_backend_close(m->be);
+    free(m->in);
 }
 
 static int model_load(const char *path, model *m)
@@ -49,104 +67,182 @@ static int model_load(const char *path, model *m)
      * committees and the interpolating-vector mark as the daemon does */
     if (!(err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &m->be)))
         err = m->be->ops->worker_new(m->be->impl, 1, &m->worker);
-    if (!err)
-        m->info = m->be->info;
+    if (!err && !(m->in = malloc(m->be->input_len * sizeof *m->in)))
+        err = -ENOMEM;
     if (err)
         fprintf(stderr, "neocog-classify: %s: %s\n", path, nc_strerror(err));
     free(buf);
     return err;
 }
 
-/* Scores of every class into score[]; *ret_label -1 on reject. */
-static int model_run(model *m, const nc_image *img, int invert, float *score,
-                     int *ret_label)
-{
-    nc_prep p = m->info.prep;
-    p.invert = invert < 0 ? (uint32_t)nc_image_border_is_light(img) : (uint32_t)invert;
-    size_t n = nc_prep_out_len(&p);
-    float *in = malloc(n * sizeof *in);
-    if (!in)
-        return -ENOMEM;
-    int err = nc_prep_apply(img, &p, in);
-    if (!err)
-        err = m->be->ops->forward(m->be->impl, m->worker, in, 1, score);
-    if (!err)
-        *ret_label = nc_backend_label(m->be->kind, score, m->info.n_classes);
-    free(in);
-    return err;
-}
-
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: neocog-classify [--top K] [--invert auto|yes|no] MODEL IMAGE.pgm...\n");
+    fprintf(to, "usage: neocog-classify [--top K] [--polarity auto|dark|light] [--min-conf X]\n"
+                "                       MODEL[,MODEL2] IMAGE...\n"
+                "  MODEL: a CNN or neocognitron file (models/*.ncm); CNN,NEOCOGNITRON: the ensemble\n"
+                "  IMAGE: JPEG, PNG or PGM, one character each, any paper and light\n"
+                "  prints FILE, LABEL (? = rejected), confidence, the K best LABEL:PROB\n");
+}
+
+static int parse_polarity(const char *v)
+{
+    if (!strcmp(v, "auto"))
+        return NC_POLARITY_AUTO;
+    if (!strcmp(v, "dark") || !strcmp(v, "yes"))
+        return NC_POLARITY_DARK_INK;
+    if (!strcmp(v, "light") || !strcmp(v, "no"))
+        return NC_POLARITY_LIGHT_INK;
+    return -1;
+}
+
+/* One image through both steps of preparation, the networks and the
+ * answer rule, as a daemon worker does. */
+static int classify(model *m, uint32_t n_models, int polarity, const nc_ens_rule *rule,
+                    double threshold, uint32_t top, const nc_image *img, nc_answer *ret)
+{
+    nc_image *clean = NULL;
+    int err = nc_image_clean(img, (nc_polarity)polarity, &clean, NULL);
+    if (err && err != -ENOENT)
+        return err;
+    nc_answer_in in = { .threshold = threshold, .top_k = top, .rule = rule };
+    float out[2][NC_MF_MAX_CLASSES] = { { 0 } };
+    for (uint32_t k = 0; k < n_models; k++) {
+        const nc_backend *be = m[k].be;
+        int net = be->kind == NC_MF_KIND_CNN ? NC_ANSWER_NET_CNN : NC_ANSWER_NET_NEOCOG;
+        in.be[net] = be;
+        in.raw[net] = out[k];
+        in.ink[net] = 0;
+        if (clean) {
+            nc_prep p = be->info.prep;
+            p.invert = 0;           /* the clean image is light ink already */
+            int e = nc_prep_apply(clean, &p, m[k].in);
+            if (e && e != -ENOENT) {
+                nc_image_free(clean);
+                return e;
+            }
+            in.ink[net] = e == 0;
+        }
+        if (!in.ink[net])
+            memset(m[k].in, 0, be->input_len * sizeof *m[k].in);
+        if ((err = be->ops->forward(be->impl, m[k].worker, m[k].in, 1, out[k])) < 0) {
+            nc_image_free(clean);
+            return err;
+        }
+        in.model = net == NC_ANSWER_NET_CNN ? NC_ANSWER_MODEL_CNN : NC_ANSWER_MODEL_NEOCOG;
+    }
+    if (n_models == 2)
+        in.model = NC_ANSWER_MODEL_ENSEMBLE;
+    nc_image_free(clean);
+    return nc_answer_compute(&in, ret);
 }
 
 int main(int argc, char **argv)
 {
-    int top = 1, invert = -1, i = 1;
+    int top = 1, polarity = NC_POLARITY_AUTO, i = 1;
+    double threshold = NC_ANSWER_THRESHOLD_MODEL;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i += 2) {
         if (!strcmp(argv[i], "--help")) { usage(stdout); return 0; }
-        if (i + 1 >= argc) { usage(stderr); return 2; }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "neocog-classify: %s needs a value\n", argv[i]);
+            return 2;
+        }
+        const char *v = argv[i + 1];
+        char *end = NULL;
         if (!strcmp(argv[i], "--top")) {
-            top = atoi(argv[i + 1]);
-        } else if (!strcmp(argv[i], "--invert")) {
-            const char *v = argv[i + 1];
-            invert = !strcmp(v, "yes") ? 1 : !strcmp(v, "no") ? 0 : !strcmp(v, "auto") ? -1 : -2;
+            top = (int)strtol(v, &end, 10);
+            if (*end || top < 1) top = -1;
+        } else if (!strcmp(argv[i], "--polarity") || !strcmp(argv[i], "--invert")) {
+            polarity = parse_polarity(v);
+        } else if (!strcmp(argv[i], "--min-conf")) {
+            threshold = strtod(v, &end);
+            if (*end || !(threshold <= 1.0)) {
+                fprintf(stderr, "neocog-classify: --min-conf wants a number <= 1, not %s\n", v);
+                return 2;
+            }
         } else {
-            usage(stderr);
+            fprintf(stderr, "neocog-classify: unknown option %s (see --help)\n", argv[i]);
+            return 2;
+        }
+        if (top < 1 || polarity < 0) {
+            fprintf(stderr, "neocog-classify: bad value for %s: %s\n", argv[i], v);
             return 2;
         }
     }
-    if (argc - i < 2 || top < 1 || invert < -1) {
+    if (argc - i < 2) {
         usage(stderr);
         return 2;
     }
-    model m = {0};
-    if (model_load(argv[i], &m)) {
-        model_fini(&m);
-        return 1;
+
+    /* MODEL or CNN,NEOCOGNITRON */
+    model m[2] = { { 0 } };
+    uint32_t n_models = 0;
+    char *spec = strdup(argv[i]);
+    int status = spec ? 0 : 1;
+    for (char *tok = spec ? strtok(spec, ",") : NULL; tok && !status; tok = strtok(NULL, ",")) {
+        if (n_models == 2) {
+            fprintf(stderr, "neocog-classify: at most two model files (CNN,NEOCOGNITRON)\n");
+            status = 2;
+        } else if (model_load(tok, &m[n_models++])) {
+            status = 1;
+        }
     }
-    uint32_t n_classes = m.info.n_classes;
-    if ((uint32_t)top > n_classes)
-        top = (int)n_classes;
-    int status = 0;
+    free(spec);
+    nc_ens_rule rule = { 0 };
+    if (!status && n_models == 2) {
+        if (m[0].be->kind == m[1].be->kind ||
+            m[0].be->info.n_classes != m[1].be->info.n_classes) {
+            fprintf(stderr, "neocog-classify: an ensemble is a CNN file and a neocognitron "
+                            "file with the same classes\n");
+            status = 2;
+        } else {
+            const nc_backend *cnn = m[0].be->kind == NC_MF_KIND_CNN ? m[0].be : m[1].be;
+            const nc_backend *neo = m[0].be->kind == NC_MF_KIND_CNN ? m[1].be : m[0].be;
+            int e = nc_backend_ensemble_rule(cnn, neo, &rule);
+            if (e == -ESTALE)
+                fprintf(stderr, "neocog-classify: the CNN file's ensemble rule was fitted with "
+                                "another neocognitron file; using the plain mean\n");
+        }
+    }
+    if (status) {
+        for (uint32_t k = 0; k < 2; k++)
+            model_fini(&m[k]);
+        return status;
+    }
+
+    const nc_model_info *info = &m[0].be->info;
+    nc_decode_limits lim = { 4096, 4096u * 4096u };
     for (i++; i < argc; i++) {
         uint8_t *buf = NULL;
         size_t len = 0;
-        nc_image img = {0};
-        float score[NC_MF_MAX_CLASSES] = {0};
-        int label = -1;
+        nc_image *img = NULL;
+        char why[200] = "";
+        nc_answer a;
         int err = nc_file_read(argv[i], MAX_IMAGE_BYTES, &buf, &len);
-        if (!err)
-            err = nc_pgm_parse(buf, len, &img);
-        if (!err)
-            err = model_run(&m, &img, invert, score, &label);
-        free(buf);
-        free(img.pixels);
         if (err) {
-            fprintf(stderr, "neocog-classify: %s: %s\n", argv[i],
-                    err == -ENOENT ? "no ink in the image" : nc_strerror(err));
+            snprintf(why, sizeof why, "%s", strerror(-err));
+        } else if (!(err = nc_decode_image(NC_DECODE_AUTO, buf, len, 0, 0, &lim, &img, why,
+                                           sizeof why))) {
+            err = classify(m, n_models, polarity, n_models == 2 ? &rule : NULL, threshold,
+                           (uint32_t)top, img, &a);
+            if (err)
+                snprintf(why, sizeof why, "%s", nc_strerror(err));
+        }
+        free(buf);
+        nc_image_free(img);
+        if (err) {
+            fprintf(stderr, "neocog-classify: %s: %s\n", argv[i], why);
             status = 1;
             continue;
         }
-        printf("%s\t%s\t%.4f", argv[i], label < 0 ? "?" : m.info.labels[label],
-               label < 0 ? 0.0 : (double)score[label]);
-        /* the next best classes, best first */
-        int used[NC_MF_MAX_CLASSES] = {0};
-        if (label >= 0)
-            used[label] = 1;
-        for (int t = 1; t < top; t++) {
-            int best = -1;
-            for (uint32_t k = 0; k < n_classes; k++)
-                if (!used[k] && (best < 0 || score[k] > score[best]))
-                    best = (int)k;
-            if (best < 0)
-                break;
-            used[best] = 1;
-            printf("\t%s:%.4f", m.info.labels[best], (double)score[best]);
-        }
+        printf("%s\t%s\t%.4f", argv[i], a.label < 0 ? "?" : info->labels[a.label],
+               (double)a.confidence);
+        for (uint32_t t = 0; t < a.n_top; t++)
+            printf("\t%s:%.4f", info->labels[a.top[t]], (double)a.prob[a.top[t]]);
+        if (a.label < 0)
+            printf("\trejected: %s", nc_answer_reason_text(a.reason));
         putchar('\n');
     }
-    model_fini(&m);
+    for (uint32_t k = 0; k < n_models; k++)
+        model_fini(&m[k]);
     return status;
 }

@@ -1,6 +1,8 @@
 /* tests/daemon/harness.c — see harness.h. */
 #include "harness.h"
 
+#include "image_clean.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -484,16 +486,20 @@ void nc_direct_close(nc_direct *d)
 int nc_direct_run(nc_direct *d, const uint8_t *px, uint32_t w, uint32_t h, float *scores,
                   int32_t *ret_label)
 {
-    nc_image img;
+    nc_image img, *clean = NULL;
     int err = nc_image_view((uint8_t *)px, w, h, 0, &img);
     if (err)
         return err;
     float *in = malloc(d->be->input_len * sizeof *in);
     if (!in)
         return -ENOMEM;
+    /* the daemon's preparation: the clean character, then the model's prep */
     nc_prep p = d->be->info.prep;
     p.invert = 0;
-    err = nc_prep_apply(&img, &p, in);
+    err = nc_image_clean(&img, NC_POLARITY_AUTO, &clean, NULL);
+    if (!err)
+        err = nc_prep_apply(clean, &p, in);
+    nc_image_free(clean);
     if (!err)
         err = d->be->ops->forward(d->be->impl, d->worker, in, 1, scores);
     if (!err)

@@ -1,0 +1,484 @@
+/* core/image_clean.c — see image_clean.h for the steps; this file follows
+ * them in order.  Grey levels are floats in [0, 1], light ink on a dark
+ * ground (after the polarity step), row-major with stride = width. */
+#include "image_clean.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef NC_CLEAN_DEBUG
+#include <stdio.h>
+#endif
+
+#define COARSE_SIDE 64u         /* shorter side of the paper estimate */
+#define RULE_PERCENTILE 0.10    /* a stroke never covers 90 % of a line */
+#define NOISE_SIGMAS 4.0
+#define MIN_FLOOR 0.04f
+#define MIN_INK_ABOVE_FLOOR 0.12f
+#define JOIN_FRACTION 0.02      /* of the main component's ink */
+#define JOIN_DISTANCE 0.25      /* of the main component's larger side */
+
+/* ---- polarity ------------------------------------------------------------ */
+
+/* 1 when the ink is darker than the paper.  The paper is most of a
+ * character's image, so the median is paper, and the ink is the longer
+ * tail of the histogram away from it: below for dark ink, above for light.
+ * Unlike the border's mean this does not depend on how light the paper is
+ * (grey paper in a dim room is darker than 128) nor on what lies at the
+ * border. */
+static int ink_is_dark(const nc_image *img)
+{
+    uint64_t hist[256];
+    if (nc_image_histogram(img, hist) < 0)
+        return 0;
+    uint64_t n = (uint64_t)img->width * img->height, acc = 0;
+    uint64_t q_lo = n / 200, q_med = n / 2, q_hi = n - n / 200;  /* 0.5 %, 50 %, 99.5 % */
+    int lo = -1, med = -1, hi = -1;
+    for (int v = 0; v < 256; v++) {
+        acc += hist[v];
+        if (lo < 0 && acc > q_lo)
+            lo = v;
+        if (med < 0 && acc > q_med)
+            med = v;
+        if (hi < 0 && acc >= q_hi)
+            hi = v;
+    }
+    if (hi < 0)
+        hi = 255;
+    return med - lo > hi - med;
+}
+
+/* ---- already clean? ------------------------------------------------------ */
+
+static int is_clean(const nc_image *img, int invert)
+{
+    const uint8_t zero = invert ? 255 : 0;
+    uint64_t zeros = 0, border = 0, border_zeros = 0;
+    for (uint32_t y = 0; y < img->height; y++) {
+        const uint8_t *row = img->pixels + (size_t)y * img->stride;
+        int edge_row = y == 0 || y + 1 == img->height;
+        for (uint32_t x = 0; x < img->width; x++) {
+            int z = row[x] == zero;
+            zeros += (uint64_t)z;
+            if (edge_row || x == 0 || x + 1 == img->width) {
+                border++;
+                border_zeros += (uint64_t)z;
+            }
+        }
+    }
+    uint64_t n = (uint64_t)img->width * img->height;
+    return 2 * zeros >= n && 10 * border_zeros >= 9 * border;
+}
+
+/* ---- separable filters over a w x h float image -------------------------- */
+
+/* out[i] = min (or max) of in over the window [i - r, i + r] along one
+ * axis (clipped at the edges); n samples s apart.  Windows are short (the
+ * coarse image is 64 pixels on its shorter side), so the plain loop is
+ * cheap enough. */
+static void line_extreme(const float *in, float *out, uint32_t n, size_t s, uint32_t r,
+                         int want_max)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t lo = i > r ? i - r : 0, hi = i + r < n ? i + r : n - 1;
+        float v = in[lo * s];
+        for (uint32_t j = lo + 1; j <= hi; j++) {
+            float u = in[j * s];
+            v = want_max ? (u > v ? u : v) : (u < v ? u : v);
+        }
+        out[i * s] = v;
+    }
+}
+
+static void line_mean(const float *in, float *out, uint32_t n, size_t s, uint32_t r)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t lo = i > r ? i - r : 0, hi = i + r < n ? i + r : n - 1;
+        double sum = 0.0;
+        for (uint32_t j = lo; j <= hi; j++)
+            sum += in[j * s];
+        out[i * s] = (float)(sum / (hi - lo + 1));
+    }
+}
+
+enum { F_MIN, F_MAX, F_MEAN };
+
+/* img <- filter(img) over a (2r + 1) square, rows then columns; tmp holds
+ * w * h floats. */
+static void filter2d(float *img, float *tmp, uint32_t w, uint32_t h, uint32_t r, int kind)
+{
+    for (uint32_t y = 0; y < h; y++) {
+        if (kind == F_MEAN)
+            line_mean(img + (size_t)y * w, tmp + (size_t)y * w, w, 1, r);
+        else
+            line_extreme(img + (size_t)y * w, tmp + (size_t)y * w, w, 1, r, kind == F_MAX);
+    }
+    for (uint32_t x = 0; x < w; x++) {
+        if (kind == F_MEAN)
+            line_mean(tmp + x, img + x, h, w, r);
+        else
+            line_extreme(tmp + x, img + x, h, w, r, kind == F_MAX);
+    }
+}
+
+/* ---- statistics -------------------------------------------------------- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of n values read s apart (n <= len of scratch). */
+static float quantile(const float *v, size_t n, size_t s, double q, float *scratch)
+{
+    for (size_t i = 0; i < n; i++)
+        scratch[i] = v[i * s];
+    qsort(scratch, n, sizeof *scratch, cmp_float);
+    size_t k = (size_t)(q * (double)(n - 1) + 0.5);
+    return scratch[k];
+}
+
+/* Median and median absolute deviation of n values in [0, 1], by a
+ * 4096-bin histogram (exact enough for a noise floor, linear in n). */
+#define HBINS 4096
+static void median_mad(const float *v, size_t n, float *ret_med, float *ret_mad)
+{
+    static const double scale = HBINS - 1;
+    uint32_t *hist = calloc(HBINS, sizeof *hist);
+    if (!hist) {
+        *ret_med = 0.0f;
+        *ret_mad = 0.0f;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        hist[(int)(v[i] * scale + 0.5)]++;
+    size_t acc = 0, half = (n + 1) / 2;
+    int m = 0;
+    for (; m < HBINS - 1; m++)
+        if ((acc += hist[m]) >= half)
+            break;
+    /* deviations |bin - m| in bins, counted from the median outwards */
+    acc = hist[m];
+    int d = 0;
+    while (acc < half && d < HBINS) {
+        d++;
+        if (m - d >= 0)
+            acc += hist[m - d];
+        if (m + d < HBINS)
+            acc += hist[m + d];
+    }
+    free(hist);
+    *ret_med = (float)(m / scale);
+    *ret_mad = (float)(d / scale);
+}
+
+/* ---- the steps --------------------------------------------------------- */
+
+/* Step 3: coverage = 1 - ink / paper from the light-ink grey g (w x h),
+ * with the paper's level estimated as a smoothed grey opening at coarse
+ * scale.  cov and g may not overlap; tmp holds w * h floats. */
+static int coverage(const float *g, uint32_t w, uint32_t h, float *cov, float *tmp)
+{
+    uint32_t side = w < h ? w : h;
+    uint32_t cw = w, ch = h;
+    if (side > COARSE_SIDE) {
+        cw = (uint32_t)((uint64_t)w * COARSE_SIDE / side);
+        ch = (uint32_t)((uint64_t)h * COARSE_SIDE / side);
+        cw = cw ? cw : 1;
+        ch = ch ? ch : 1;
+    }
+    size_t cn = (size_t)cw * ch;
+    float *c = malloc(cn * sizeof *c), *ct = malloc(cn * sizeof *ct);
+    int err = c && ct ? 0 : -ENOMEM;
+    if (!err)
+        err = nc_image_resample(g, w, h, c, cw, ch);
+    if (!err) {
+        uint32_t cside = cw < ch ? cw : ch;
+        uint32_t r = (uint32_t)lround(cside / 10.0);   /* square 2r + 1: a fifth */
+        r = r ? r : 1;
+        filter2d(c, ct, cw, ch, r, F_MIN);              /* opening: erode... */
+        filter2d(c, ct, cw, ch, r, F_MAX);              /* ...then dilate */
+        filter2d(c, ct, cw, ch, r / 2 ? r / 2 : 1, F_MEAN);  /* no blocky steps */
+        err = nc_image_resample(c, cw, ch, tmp, w, h);  /* paper, light-ink */
+    }
+    if (!err) {
+        for (size_t i = 0; i < (size_t)w * h; i++) {
+            /* light-ink paper level b means a dark-ink paper of 1 - b; the
+             * ink's coverage of it is (g - b) / (1 - b) */
+            float b = tmp[i], den = 1.0f - b;
+            float v = den > 1e-3f ? (g[i] - b) / den : 0.0f;
+            cov[i] = v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f;
+        }
+    }
+    free(c);
+    free(ct);
+    return err;
+}
+
+/* Step 4: the level of a ruled line, subtracted along rows and columns.
+ * scratch holds max(w, h) floats; line holds w + h floats. */
+static void remove_rules(float *cov, uint32_t w, uint32_t h, float *scratch, float *line)
+{
+    float *row = line, *col = line + h;
+    for (uint32_t y = 0; y < h; y++)
+        row[y] = quantile(cov + (size_t)y * w, w, 1, RULE_PERCENTILE, scratch);
+    for (uint32_t x = 0; x < w; x++)
+        col[x] = quantile(cov + x, h, w, RULE_PERCENTILE, scratch);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            float *p = &cov[(size_t)y * w + x];
+            float r = row[y] > col[x] ? row[y] : col[x];
+            *p = *p > r ? *p - r : 0.0f;
+        }
+}
+
+static int touches_border(nc_rect b, uint32_t w, uint32_t h)
+{
+    return b.x == 0 || b.y == 0 || b.x + b.width >= w || b.y + b.height >= h;
+}
+
+/* Step 6: which components make the character.  keep[c] = 1 for each.
+ * The main one is the component of most ink, preferring one clear of the
+ * frame's edge (the edge of a finger or of a shadow left over by the paper
+ * estimate runs along it) unless only edge pieces are big; the pieces that
+ * join it never touch the edge, which a character's broken stroke, away
+ * from the frame's edge, does not. */
+static void choose_components(const nc_component *comp, const double *mass, uint32_t n,
+                              uint32_t w, uint32_t h, uint8_t *keep)
+{
+    uint32_t main_all = 0, main_in = UINT32_MAX;
+    for (uint32_t c = 0; c < n; c++) {
+        if (mass[c] > mass[main_all])
+            main_all = c;
+        if (!touches_border(comp[c].box, w, h) && (main_in == UINT32_MAX || mass[c] > mass[main_in]))
+            main_in = c;
+    }
+    uint32_t main_c = main_in != UINT32_MAX && mass[main_in] >= 0.25 * mass[main_all]
+                    ? main_in : main_all;
+    memset(keep, 0, n);
+    keep[main_c] = 1;
+    const nc_rect mb = comp[main_c].box;
+    double reach = JOIN_DISTANCE * (mb.width > mb.height ? mb.width : mb.height);
+    double x0 = mb.x, y0 = mb.y, x1 = mb.x + mb.width, y1 = mb.y + mb.height;
+    for (int grew = 1; grew;) {
+        grew = 0;
+        for (uint32_t c = 0; c < n; c++) {
+            if (keep[c] || mass[c] < JOIN_FRACTION * mass[main_c] ||
+                touches_border(comp[c].box, w, h))
+                continue;
+            const nc_rect b = comp[c].box;
+            double dx = b.x > x1 ? b.x - x1 : (x0 > b.x + b.width ? x0 - (b.x + b.width) : 0);
+            double dy = b.y > y1 ? b.y - y1 : (y0 > b.y + b.height ? y0 - (b.y + b.height) : 0);
+            if (dx > reach || dy > reach)
+                continue;
+            /* nor may it reach far past the main piece (a rule's end, the
+             * rim of a finger), nor be a long thin line */
+            uint32_t len = b.width > b.height ? b.width : b.height;
+            uint32_t thick = b.width > b.height ? b.height : b.width;
+            if (b.x + 2 * reach < mb.x || b.y + 2 * reach < mb.y ||
+                b.x + b.width > mb.x + mb.width + 2 * reach ||
+                b.y + b.height > mb.y + mb.height + 2 * reach ||
+                (len > 8 * thick && len > reach))
+                continue;
+            keep[c] = 1;
+            grew = 1;
+            x0 = fmin(x0, b.x);
+            y0 = fmin(y0, b.y);
+            x1 = fmax(x1, b.x + b.width);
+            y1 = fmax(y1, b.y + b.height);
+        }
+    }
+}
+
+/* Steps 3-7 on the light-ink grey g (w x h, the working size); the
+ * character's box (without the margin) is in working coordinates in
+ * *ret_box. */
+static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_out,
+                       nc_rect *ret_box, float *ret_contrast, float *ret_floor)
+{
+    size_t n = (size_t)w * h;
+    uint32_t side_max = w > h ? w : h;
+    float *cov = malloc(n * sizeof *cov), *sm = malloc(n * sizeof *sm);
+    float *tmp = malloc(n * sizeof *tmp);
+    float *scratch = malloc(side_max * sizeof *scratch);
+    float *line = malloc(((size_t)w + h) * sizeof *line);
+    uint8_t *mask = malloc(n);
+    uint32_t *labels = malloc(n * sizeof *labels);
+    nc_component *comp = NULL;
+    double *mass = NULL;
+    double *peak = NULL;
+    uint8_t *keep = NULL;
+    uint32_t count = 0;
+    nc_image *out = NULL;
+    int err = cov && sm && tmp && scratch && line && mask && labels ? 0 : -ENOMEM;
+    if (err)
+        goto done;
+    if ((err = coverage(g, w, h, cov, tmp)) < 0)
+        goto done;
+    remove_rules(cov, w, h, scratch, line);
+
+    /* Step 5: noise floor; ink is what the 3x3 mean lifts above it. */
+    float med, mad;
+    median_mad(cov, n, &med, &mad);
+    float floor_ = med + (float)(NOISE_SIGMAS * 1.4826) * mad;
+    if (floor_ < MIN_FLOOR)
+        floor_ = MIN_FLOOR;
+    memcpy(sm, cov, n * sizeof *sm);
+    filter2d(sm, tmp, w, h, 1, F_MEAN);
+    for (size_t i = 0; i < n; i++)
+        mask[i] = sm[i] > floor_ ? 255 : 0;
+
+    /* Step 6: components and their ink. */
+    nc_image mimg = { w, h, w, mask };
+    err = nc_image_components(&mimg, NC_IMAGE_MAX_COMPONENTS, labels, &comp, &count);
+    if (err < 0)
+        goto done;
+    if (count == 0) {
+        err = -ENOENT;
+        goto done;
+    }
+    mass = calloc(count, sizeof *mass);
+    peak = calloc(count, sizeof *peak);
+    keep = malloc(count);
+    if (!mass || !peak || !keep) {
+        err = -ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = labels[i];
+        if (!l)
+            continue;
+        mass[l - 1] += sm[i] - floor_;
+        if (sm[i] > peak[l - 1])
+            peak[l - 1] = sm[i];
+    }
+    choose_components(comp, mass, count, w, h, keep);
+#ifdef NC_CLEAN_DEBUG
+    for (uint32_t c = 0; c < count; c++)
+        if (mass[c] > 5 || keep[c])
+            fprintf(stderr, "comp %u box %u,%u %ux%u mass %.1f keep %u border %d\n", c,
+                    comp[c].box.x, comp[c].box.y, comp[c].box.width, comp[c].box.height,
+                    mass[c], keep[c], touches_border(comp[c].box, w, h));
+#endif
+    uint32_t x0 = w, y0 = h, x1 = 0, y1 = 0;
+    float ink = 0.0f;
+    uint64_t area = 0;
+    for (uint32_t c = 0; c < count; c++) {
+        if (!keep[c])
+            continue;
+        const nc_rect b = comp[c].box;
+        x0 = b.x < x0 ? b.x : x0;
+        y0 = b.y < y0 ? b.y : y0;
+        x1 = b.x + b.width > x1 ? b.x + b.width : x1;
+        y1 = b.y + b.height > y1 ? b.y + b.height : y1;
+        ink = (float)peak[c] > ink ? (float)peak[c] : ink;
+        area += comp[c].area;
+    }
+    /* No character: ink hardly above the noise, or a few stray pixels. */
+    if (ink - floor_ < MIN_INK_ABOVE_FLOOR || area < 12) {
+        err = -ENOENT;
+        goto done;
+    }
+
+    /* Step 7: crop with a margin, coverage mapped floor..ink -> 0..255. */
+    uint32_t bw = x1 - x0, bh = y1 - y0;
+    uint32_t margin = (bw > bh ? bw : bh) / 10 + 1;
+    uint32_t cx0 = x0 > margin ? x0 - margin : 0, cy0 = y0 > margin ? y0 - margin : 0;
+    uint32_t cx1 = x1 + margin < w ? x1 + margin : w, cy1 = y1 + margin < h ? y1 + margin : h;
+    if ((err = nc_image_new(cx1 - cx0, cy1 - cy0, &out)) < 0)
+        goto done;
+    const float span = ink - floor_;
+    for (uint32_t y = cy0; y < cy1; y++)
+        for (uint32_t x = cx0; x < cx1; x++) {
+            size_t i = (size_t)y * w + x;
+            uint32_t l = labels[i];
+            if (!l || !mask[i] || !keep[l - 1])
+                continue;
+            float v = (cov[i] - floor_) / span;
+            v = v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f;
+            out->pixels[(size_t)(y - cy0) * out->stride + (x - cx0)] =
+                (uint8_t)lrintf(v * 255.0f);
+        }
+    *ret_out = out;
+    out = NULL;
+    *ret_box = (nc_rect){ x0, y0, bw, bh };
+    *ret_contrast = ink;
+    *ret_floor = floor_;
+done:
+    nc_image_free(out);
+    free(cov);
+    free(sm);
+    free(tmp);
+    free(scratch);
+    free(line);
+    free(mask);
+    free(labels);
+    free(comp);
+    free(mass);
+    free(peak);
+    free(keep);
+    return err;
+}
+
+int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
+                   nc_clean_info *ret_info)
+{
+    int err = nc_image_check(in);
+    if (err < 0)
+        return err;
+    if (!ret_out || polarity > NC_POLARITY_DARK_INK)
+        return -EINVAL;
+    nc_clean_info info = { 0 };
+    info.inverted = polarity == NC_POLARITY_DARK_INK ? 1
+                  : polarity == NC_POLARITY_LIGHT_INK ? 0
+                  : (uint32_t)ink_is_dark(in);
+    nc_image *out = NULL;
+
+    if (is_clean(in, (int)info.inverted)) {
+        if ((err = nc_image_dup(in, &out)) < 0)
+            return err;
+        if (info.inverted)
+            nc_image_invert(out);
+        if (nc_image_bbox(out, 0, &info.box) < 0) {
+            nc_image_free(out);
+            return -ENOENT;
+        }
+        info.contrast = 1.0f;
+        goto ok;
+    }
+
+    /* A photo: float grey, light ink, shrunk to the working size. */
+    info.photo = 1;
+    uint32_t side = in->width < in->height ? in->width : in->height;
+    uint32_t w = in->width, h = in->height;
+    if (side > NC_CLEAN_WORK_SIDE) {
+        w = (uint32_t)((uint64_t)in->width * NC_CLEAN_WORK_SIDE / side);
+        h = (uint32_t)((uint64_t)in->height * NC_CLEAN_WORK_SIDE / side);
+    }
+    float lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (float)(info.inverted ? 255 - v : v) / 255.0f;
+    float *g = malloc((size_t)w * h * sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    err = nc_image_resample_u8(in, lut, g, w, h);
+    nc_rect box = { 0 };
+    float contrast = 0.0f, floor_ = 0.0f;
+    if (!err)
+        err = clean_photo(g, w, h, &out, &box, &contrast, &floor_);
+    free(g);
+    if (err < 0)
+        return err;
+    /* back to input coordinates */
+    double sx = (double)in->width / w, sy = (double)in->height / h;
+    info.box = (nc_rect){ (uint32_t)(box.x * sx), (uint32_t)(box.y * sy),
+                          (uint32_t)lround(box.width * sx), (uint32_t)lround(box.height * sy) };
+    info.contrast = contrast;
+    info.noise = floor_;
+ok:
+    *ret_out = out;
+    if (ret_info)
+        *ret_info = info;
+    return 0;
+}

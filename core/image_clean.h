@@ -1,0 +1,78 @@
+/* core/image_clean.h — one character as a client sends it (a phone photo,
+ * a scan, a crop of a camera frame, an MNIST digit) -> the clean image the
+ * networks were trained on: background exactly 0, ink up to 255, cropped
+ * to the character.
+ *
+ * Layer: core.  Pure computation on caller-owned memory; error codes as in
+ * common.h.  Every network's input is this image through nc_prep_apply
+ * with the model file's prep (invert 0), in the daemon and in the offline
+ * tools alike, so that all of them answer a given image the same way.
+ *
+ * Why: the networks learnt MNIST, whose background is exactly 0.  A photo's
+ * paper is grey, unevenly lit, noisy and JPEG-ringed, and a CNN prep that
+ * crops to "every pixel above 0" then sees the whole frame, shrinks the
+ * digit to a speck and answers nonsense.  Flattening the light and cutting
+ * the noise floor gives the networks an MNIST-like digit whatever the
+ * paper. */
+#ifndef NC_IMAGE_CLEAN_H
+#define NC_IMAGE_CLEAN_H
+
+#include "image.h"
+
+/* Which way round the ink is (the protocol's Polarity, same numbers). */
+typedef enum nc_polarity {
+    NC_POLARITY_AUTO = 0,       /* decided from the image (see below) */
+    NC_POLARITY_LIGHT_INK = 1,  /* MNIST: 0 = background, 255 = ink */
+    NC_POLARITY_DARK_INK = 2,   /* paper: 255 = background */
+} nc_polarity;
+
+/* Images whose shorter side is longer than this are first shrunk to it
+ * (area-averaged): a single character needs no more to fill a network's
+ * 20..44 pixel box, and it bounds the work of a 4096 x 4096 photo. */
+#define NC_CLEAN_WORK_SIDE 320u
+
+typedef struct nc_clean_info {
+    uint32_t inverted;          /* 1: the input was dark ink, inverted */
+    uint32_t photo;             /* 0: already clean (passed through) */
+    nc_rect box;                /* the character, in input coordinates */
+    float contrast;             /* ink against paper, 0..1 (1 - ink/paper
+                                   at the ink's core; 1 for clean input) */
+    float noise;                /* the floor cut below the ink, 0..1 of the
+                                   paper's level (0 for clean input) */
+} nc_clean_info;
+
+/* The clean image of one character in *ret_out (release with
+ * nc_image_free); *ret_info (may be NULL) says what was found.
+ *
+ *  1. Polarity: dark ink is inverted first.  Auto: the paper is most of
+ *     the image, so its median is paper and the ink is the longer tail of
+ *     the histogram (0.5 % and 99.5 % levels) away from it.
+ *  2. Already clean — at least half of the pixels and 90 % of the border
+ *     exactly 0 (MNIST, a drawing program's export, a binarised scan) —
+ *     the image is returned unchanged, so the recorded MNIST figures hold
+ *     exactly.  Everything else is treated as a photo:
+ *  3. Paper: the light falling on the page is estimated at coarse scale
+ *     (shorter side 64) as a grey opening with a square a fifth of the
+ *     shorter side (wider than any stroke of a character that fills the
+ *     frame, narrower than the page's shading), smoothed and brought back
+ *     to full size; shadows and a finger at the border, being wider than
+ *     the square, are taken as paper.  Ink is then measured as coverage,
+ *     1 - ink / paper, which does not depend on the light.
+ *  4. Rules: a row or column whose 10th percentile of coverage stands
+ *     above the paper is a ruled line (a character's stroke never crosses
+ *     90 % of the frame); that level is subtracted along it.
+ *  5. Noise: the floor is the median coverage plus four robust standard
+ *     deviations (at least 0.04); ink is what a 3x3 mean lifts above it.
+ *  6. The character: the 8-connected ink component of most ink, and every
+ *     other component of at least 2 % of its ink within a quarter of its
+ *     size (the pieces of a broken stroke), grown until nothing joins;
+ *     specks, rule ends and clutter elsewhere are dropped.
+ *  7. Output: the character's box plus a margin of a tenth of its size,
+ *     coverage mapped linearly from the floor (0) to its strongest ink
+ *     (255), 0 outside the character's components.
+ * -ENOENT when there is no character (a blank page, ink too faint to tell
+ * from the noise); -EINVAL / -ERANGE for a bad image; -ENOMEM. */
+int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
+                   nc_clean_info *ret_info);
+
+#endif
