@@ -13,18 +13,31 @@
 #include "work.h"
 
 #define N_PRIO 3
+/* One queue per model a request resolves to: Neocog__Model 1..3 (CNN,
+ * neocognitron, ensemble) at index model - 1. */
+#define N_QUEUES 3
 
 typedef struct fifo {
     nc_task *head, *tail;
+    uint32_t n;
 } fifo;
 
-struct nc_batcher {
-    pthread_mutex_t lock;
+/* One model's queue and the state its workers wait on.  Everything here is
+ * under the batcher's lock. */
+typedef struct queue {
+    uint32_t model;             /* Neocog__Model */
+    fifo cls[N_PRIO];           /* by priority class, 0 high */
+    uint32_t depth;             /* images in cls[] */
+    uint32_t idle, idle_high;   /* workers / priority workers waiting for work */
     pthread_cond_t more;        /* tasks queued or stopping */
     pthread_cond_t more_high;   /* high-priority tasks queued or stopping: what
                                    the priority workers wait for */
-    fifo queue[N_PRIO];
-    uint32_t depth, capacity;
+} queue;
+
+struct nc_batcher {
+    pthread_mutex_t lock;
+    queue q[N_QUEUES];
+    uint32_t depth, capacity;   /* images queued on every queue, at most */
     uint64_t max_bytes;
     uint32_t max_batch;
     uint64_t max_delay_us;
@@ -36,15 +49,16 @@ struct nc_batcher {
     int done_fd;
     /* counters */
     atomic_uint_fast64_t bytes, batches, batch_images, progress;
-    /* threads */
+    /* threads: per queue n_threads workers, then n_high priority workers */
     const nc_config *cfg;
-    uint32_t n_threads, n_high, n_started;    /* workers, then priority workers */
+    uint32_t n_threads, n_high, n_started;
     pthread_t *threads;
 };
 
 typedef struct worker_arg {
     nc_batcher *b;
-    int high_only;              /* a priority worker: queue[0] only */
+    queue *q;
+    int high_only;              /* a priority worker: q->cls[0] only */
 } worker_arg;
 
 static void fifo_push(fifo *f, nc_task *t)
@@ -55,30 +69,39 @@ static void fifo_push(fifo *f, nc_task *t)
     else
         f->head = t;
     f->tail = t;
+    f->n++;
 }
 
-/* Take up to max tasks of `model` from f, oldest first. */
-static uint32_t fifo_take(fifo *f, uint32_t model, nc_task **out, uint32_t max)
+/* Take up to max tasks from f, oldest first. */
+static uint32_t fifo_take(fifo *f, nc_task **out, uint32_t max)
 {
     uint32_t n = 0;
-    nc_task *prev = NULL, *t = f->head;
-    while (t && n < max) {
-        nc_task *next = t->next;
-        if (t->req->model == model) {
-            if (prev)
-                prev->next = next;
-            else
-                f->head = next;
-            if (f->tail == t)
-                f->tail = prev;
-            t->next = NULL;
-            out[n++] = t;
-        } else {
-            prev = t;
-        }
-        t = next;
+    while (f->head && n < max) {
+        nc_task *t = f->head;
+        f->head = t->next;
+        t->next = NULL;
+        out[n++] = t;
     }
+    if (!f->head)
+        f->tail = NULL;
+    f->n -= n;
     return n;
+}
+
+/* Whether every network `model` needs runs on the CPU alone in gen (no live
+ * GPU lane).  There a batch is one thread's work from start to end, so a
+ * big one is better split among idle workers; a GPU wants it whole. */
+static int cpu_only(const nc_models *gen, uint32_t model)
+{
+    for (int s = 0; s < NC_SLOTS; s++) {
+        const int need = s == NC_SLOT_CNN ? model != NEOCOG__MODEL__MODEL_NEOCOGNITRON
+                                          : model != NEOCOG__MODEL__MODEL_CNN;
+        nc_model *m = gen->slot[s];
+        for (uint32_t i = 0; need && m && i < m->n_lanes; i++)
+            if (!atomic_load(&m->lane_dead[i]))
+                return 0;
+    }
+    return 1;
 }
 
 static void post_done(nc_batcher *b, nc_task **tasks, uint32_t n)
@@ -99,12 +122,16 @@ static void post_done(nc_batcher *b, nc_task **tasks, uint32_t n)
         ;
 }
 
-/* A worker takes the oldest task of the highest non-empty class (a priority
- * worker: of class 0 only), and up to max_batch tasks of its model. */
+/* A worker of queue q takes the oldest tasks of its highest non-empty class
+ * (a priority worker: of class 0 only), up to max_batch of them, or on the
+ * CPU its share of them. */
 static void *worker_main(void *arg)
 {
     nc_batcher *b = ((worker_arg *)arg)->b;
+    queue *q = ((worker_arg *)arg)->q;
     const int high_only = ((worker_arg *)arg)->high_only;
+    pthread_cond_t *more = high_only ? &q->more_high : &q->more;
+    uint32_t *idle = high_only ? &q->idle_high : &q->idle;
     free(arg);
     nc_work *w = NULL;
     nc_task **batch = calloc(b->max_batch, sizeof *batch);
@@ -118,15 +145,17 @@ static void *worker_main(void *arg)
     for (;;) {
         if (b->stopping)
             break;
-        if (high_only ? !b->queue[0].head : b->depth == 0) {
-            pthread_cond_wait(high_only ? &b->more_high : &b->more, &b->lock);
+        if (high_only ? !q->cls[0].head : q->depth == 0) {
+            (*idle)++;
+            pthread_cond_wait(more, &b->lock);
+            (*idle)--;
             continue;
         }
         int p = 0;
-        while (!b->queue[p].head)
+        while (!q->cls[p].head)
             p++;
-        nc_task *oldest = b->queue[p].head;
-        if (b->depth < b->max_batch && b->max_delay_us) {
+        nc_task *oldest = q->cls[p].head;
+        if (q->depth < b->max_batch && b->max_delay_us) {
             uint64_t due = oldest->req->t_recv + b->max_delay_us, now = nc_now_us();
             if (now < due) {
                 /* Sleep until the oldest image's delay is used up or more
@@ -136,17 +165,27 @@ static void *worker_main(void *arg)
                 uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
                 ts.tv_sec += (time_t)(ns / 1000000000u);
                 ts.tv_nsec = (long)(ns % 1000000000u);
-                pthread_cond_timedwait(high_only ? &b->more_high : &b->more, &b->lock, &ts);
+                pthread_cond_timedwait(more, &b->lock, &ts);
                 continue;
             }
         }
-        uint32_t n = fifo_take(&b->queue[p], oldest->req->model, batch, b->max_batch);
+        uint32_t max = b->max_batch;
+        if (cpu_only(b->gen, q->model)) {
+            /* This worker and every idle one that may take class p share
+             * its images; the woken ones do the same with what is left. */
+            uint32_t sharers = 1 + q->idle + (p == 0 ? q->idle_high : 0);
+            uint32_t share = (q->cls[p].n + sharers - 1) / sharers;
+            if (share < max)
+                max = share;
+        }
+        uint32_t n = fifo_take(&q->cls[p], batch, max);
+        q->depth -= n;
         b->depth -= n;
         nc_models *gen = nc_models_ref(b->gen);
-        if (b->depth)
-            pthread_cond_signal(&b->more);  /* another worker can start */
-        if (b->queue[0].head)
-            pthread_cond_signal(&b->more_high);
+        if (q->depth)
+            pthread_cond_signal(&q->more);      /* another worker can start */
+        if (q->cls[0].head)
+            pthread_cond_signal(&q->more_high);
         pthread_mutex_unlock(&b->lock);
 
         nc_work_run(w, gen, batch, n);
@@ -171,13 +210,16 @@ int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
         return -ENOMEM;
     pthread_mutex_init(&b->lock, NULL);
     pthread_mutex_init(&b->done_lock, NULL);
-    /* The condition variable times out on CLOCK_MONOTONIC, like every
+    /* The condition variables time out on CLOCK_MONOTONIC, like every
      * other clock here. */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->more, &ca);
-    pthread_cond_init(&b->more_high, &ca);
+    for (uint32_t i = 0; i < N_QUEUES; i++) {
+        b->q[i].model = NEOCOG__MODEL__MODEL_CNN + i;
+        pthread_cond_init(&b->q[i].more, &ca);
+        pthread_cond_init(&b->q[i].more_high, &ca);
+    }
     pthread_condattr_destroy(&ca);
     b->cfg = cfg;
     b->capacity = cfg->queue_capacity;
@@ -194,16 +236,17 @@ int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     b->n_threads = cfg->workers ? cfg->workers : ncpu > 0 ? (uint32_t)ncpu : 1;
     b->n_high = cfg->priority_workers;
-    b->threads = calloc(b->n_threads + b->n_high, sizeof *b->threads);
+    const uint32_t per_queue = b->n_threads + b->n_high;
+    b->threads = calloc((size_t)N_QUEUES * per_queue, sizeof *b->threads);
     if (!b->threads) {
         nc_batcher_free(b);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < b->n_threads + b->n_high; i++) {
+    for (uint32_t i = 0; i < N_QUEUES * per_queue; i++) {
         worker_arg *a = malloc(sizeof *a);
         int err = a ? 0 : ENOMEM;
         if (a) {
-            *a = (worker_arg){ b, i >= b->n_threads };
+            *a = (worker_arg){ b, &b->q[i / per_queue], i % per_queue >= b->n_threads };
             if ((err = pthread_create(&b->threads[i], NULL, worker_main, a)))
                 free(a);
         }
@@ -223,8 +266,10 @@ void nc_batcher_free(nc_batcher *b)
         return;
     pthread_mutex_lock(&b->lock);
     b->stopping = 1;
-    pthread_cond_broadcast(&b->more);
-    pthread_cond_broadcast(&b->more_high);
+    for (uint32_t i = 0; i < N_QUEUES; i++) {
+        pthread_cond_broadcast(&b->q[i].more);
+        pthread_cond_broadcast(&b->q[i].more_high);
+    }
     pthread_mutex_unlock(&b->lock);
     for (uint32_t i = 0; i < b->n_started; i++)
         pthread_join(b->threads[i], NULL);
@@ -232,8 +277,10 @@ void nc_batcher_free(nc_batcher *b)
     nc_models_unref(b->gen);
     if (b->done_fd >= 0)
         close(b->done_fd);
-    pthread_cond_destroy(&b->more);
-    pthread_cond_destroy(&b->more_high);
+    for (uint32_t i = 0; i < N_QUEUES; i++) {
+        pthread_cond_destroy(&b->q[i].more);
+        pthread_cond_destroy(&b->q[i].more_high);
+    }
     pthread_mutex_destroy(&b->lock);
     pthread_mutex_destroy(&b->done_lock);
     free(b);
@@ -241,6 +288,9 @@ void nc_batcher_free(nc_batcher *b)
 
 int nc_batcher_submit(nc_batcher *b, nc_request *req)
 {
+    if (req->model < NEOCOG__MODEL__MODEL_CNN || req->model >= NEOCOG__MODEL__MODEL_CNN + N_QUEUES)
+        return -EINVAL;
+    queue *q = &b->q[req->model - NEOCOG__MODEL__MODEL_CNN];
     pthread_mutex_lock(&b->lock);
     uint64_t bytes = atomic_load(&b->bytes);
     if (b->depth + (uint64_t)req->n_tasks > b->capacity || bytes + req->bytes > b->max_bytes ||
@@ -248,14 +298,15 @@ int nc_batcher_submit(nc_batcher *b, nc_request *req)
         pthread_mutex_unlock(&b->lock);
         return -EAGAIN;
     }
-    fifo *f = &b->queue[req->prio < N_PRIO ? req->prio : N_PRIO - 1];
+    const uint32_t p = req->prio < N_PRIO ? req->prio : N_PRIO - 1;
     for (uint32_t i = 0; i < req->n_tasks; i++)
-        fifo_push(f, &req->tasks[i]);
+        fifo_push(&q->cls[p], &req->tasks[i]);
+    q->depth += req->n_tasks;
     b->depth += req->n_tasks;
     atomic_fetch_add(&b->bytes, req->bytes);
-    pthread_cond_signal(&b->more);
-    if (f == &b->queue[0])
-        pthread_cond_signal(&b->more_high);
+    pthread_cond_signal(&q->more);
+    if (p == 0)
+        pthread_cond_signal(&q->more_high);
     pthread_mutex_unlock(&b->lock);
     return 0;
 }
@@ -297,6 +348,7 @@ void nc_batcher_stats_get(nc_batcher *b, nc_batcher_stats *ret)
     pthread_mutex_lock(&b->lock);
     ret->depth = b->depth;
     pthread_mutex_unlock(&b->lock);
+    ret->queues = N_QUEUES;
     ret->workers = b->n_threads;
     ret->priority_workers = b->n_high;
     ret->bytes = atomic_load(&b->bytes);
