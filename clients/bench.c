@@ -315,7 +315,8 @@ static int send_one(worker *w, int64_t due, nc_client_image *batch)
         batch[k] = src->images[(first + k) % src->n];
     w->cursor = (first + a->batch_images) % src->n;
     nc_client_recognize_opts o = { .model = a->model, .top_k = a->top_k,
-                                   .deadline_us = a->deadline_us, .priority = a->priority };
+                                   .deadline_us = a->deadline_us, .priority = a->priority,
+                                   .min_confidence = a->min_confidence };
     uint64_t id;
     int r = nc_client_send_recognize(w->cl, &o, batch, a->batch_images, &id);
     if (r < 0)

@@ -47,7 +47,8 @@ typedef struct cam_opts {
     int have_roi;
     uint32_t roi_x, roi_y, roi_w, roi_h;
     uint32_t digits;            /* 0: any */
-    double min_conf;
+    float min_conf;             /* RecognizeRequest.min_confidence; 0: the
+                                   server's threshold */
     double fps;                 /* 0: no pacing */
     int drop;                   /* -1: live sources (a device, --fps) only */
     int stats;
@@ -85,7 +86,8 @@ static void usage(FILE *to)
 "                    segments only there); boxes stay in frame coordinates\n"
 "  --digits N        N digits expected (sent to the daemon, which cuts or joins\n"
 "                    pieces to fit); a frame with fewer is flagged\n"
-"  --min-conf C      digits less confident than C (0..1) are rejected ('?')\n"
+"  --min-conf C      digits less confident than C (0..1) are rejected ('?'), looser\n"
+"                    or tighter than the server's threshold; 0: no threshold\n"
 "  --fps F           pace the source at F frames/s, as a camera would\n"
 "  --live            the source is live (see above); --drop is the same\n"
 "  --no-drop         read every frame, even from a device or with --fps\n"
@@ -260,7 +262,7 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
             break;
         case O_MINCONF:
             bad = nc_cli_parse_double(v, 0, 1, &d);
-            o->min_conf = d;
+            o->min_conf = nc_cli_min_confidence(d);
             break;
         case O_FPS:
             bad = nc_cli_parse_double(v, 0.01, 10000, &d);
@@ -461,6 +463,7 @@ static void live_stats(stats *st, uint64_t dropped, int tty)
 
 typedef struct digit_out {
     uint32_t x, y, w, h;
+    uint32_t line;              /* Digit.line: text line, 0 at the top */
     int32_t label;
     char text[16];
     float conf;
@@ -513,7 +516,8 @@ static uint32_t shape_digits(const cam_opts *o, const Neocog__Result *res, digit
         }
         x->label = dg->label;
         x->conf = dg->confidence;
-        x->reject = dg->reject || dg->label < 0 || dg->confidence < o->min_conf;
+        x->line = dg->line;
+        x->reject = dg->reject || dg->label < 0;
         snprintf(x->text, sizeof x->text, "%s", x->reject ? "?" : dg->text ? dg->text : "?");
     }
     if (o->digits) {
@@ -539,11 +543,15 @@ static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_ou
                         uint32_t n, int count_ok, uint64_t lat_ns, uint64_t age_ns,
                         const Neocog__Reply *rp)
 {
-    char text[MAX_DIGITS * 16 + 1];
+    /* a text line break: "\n" in JSON, as Result.text has it; a space in
+     * the one line per frame of txt */
+    char text[MAX_DIGITS * 17 + 1];
     size_t used = 0;
     float conf = n ? 1.0f : 0.0f;
     int reject = n == 0 || !count_ok;
     for (uint32_t i = 0; i < n; i++) {
+        if (i && d[i].line != d[i - 1].line)
+            text[used++] = o->format == FMT_JSONL ? '\n' : ' ';
         size_t l = strlen(d[i].text);
         memcpy(text + used, d[i].text, l);
         used += l;
@@ -627,6 +635,7 @@ static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f,
     Neocog__RecognizeRequest rr = NEOCOG__RECOGNIZE_REQUEST__INIT;
     rr.model = o->model;
     rr.top_k = 1;
+    rr.min_confidence = o->min_conf;
     rr.n_images = 1;
     rr.images = ims;
     Neocog__Request rq = NEOCOG__REQUEST__INIT;

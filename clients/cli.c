@@ -61,21 +61,30 @@ int nc_cli_parse_priority(const char *s, int32_t *ret)
 
 /* ---- arguments --------------------------------------------------------------- */
 
-void nc_cli_usage(FILE *to)
-{
-    fputs(
-"usage: neocog [--server ADDR] [--timeout MS] COMMAND [OPTIONS]\n"
-"\n"
-"Commands:\n"
+/* One block per command, shared by the global help and the command's own. */
+static const char usage_head[] =
+"usage: neocog [--server ADDR] [--timeout MS] COMMAND [OPTIONS]\n";
+
+static const char usage_recognize[] =
 "  recognize [OPTIONS] FILE...|-   recognise digits in PGM/PNG/JPEG images ('-': stdin)\n"
 "      --model cnn|neocognitron|ensemble|default   (default: the server's choice)\n"
-"      --top K              K best candidates per image (default 1)\n"
-"      --format txt|tsv|json  output (default txt; tsv has Tesseract's columns)\n"
+"      --top K              K best candidates per image, and per digit with\n"
+"                           --segment (default 1)\n"
+"      --format txt|tsv|json  output (default txt; tsv has Tesseract's columns, a\n"
+"                           line (level 4) and a word (level 5) per text line)\n"
 "      --segment            split each image into characters, read it as a string\n"
+"                           (lines top to bottom)\n"
+"      --min-conf C         reject answers less confident than C (0..1), looser or\n"
+"                           tighter than the server's threshold; 0: no threshold\n"
 "      --deadline-us US     give up after US microseconds on the server\n"
 "      --priority P         high, normal (default) or background (or a number:\n"
-"                           > 0, 0, < 0): the daemon batches higher classes first\n"
+"                           > 0, 0, < 0): the daemon batches higher classes first\n";
+
+static const char usage_status[] =
 "  status [--format txt|json]      the daemon's state, counters, limits and models\n"
+"                                  (with each model's reject threshold)\n";
+
+static const char usage_bench[] =
 "  bench [OPTIONS] (--idx FILE | --dir DIR)   load generator\n"
 "      --concurrency N      closed loop: N requests in flight (default 8)\n"
 "      --rate R             open loop: R requests/s on schedule (latency counts from\n"
@@ -88,15 +97,52 @@ void nc_cli_usage(FILE *to)
 "      --labels FILE        IDX labels, to report accuracy (default: guessed\n"
 "                           from the images file name when it exists)\n"
 "      --dir DIR            every PGM/PNG/JPEG file in DIR, sent as is\n"
-"      --model, --deadline-us, --priority, --format txt|json  as above\n"
+"      --model, --deadline-us, --priority, --min-conf, --segment  as for recognize\n"
+"      --format txt|json    output (default txt)\n";
+
+static const char usage_camera[] =
 "  camera [OPTIONS] [SOURCE]       read digit strings from a camera stream (MJPEG,\n"
 "                                  y4m, raw grey, an image sequence, /dev/videoN);\n"
-"                                  `neocog camera --help` lists its options\n"
+"                                  `neocog camera --help` lists its options\n";
+
+static const char usage_tail[] =
 "\n"
 "ADDR: unix:PATH, tcp:HOST:PORT, HOST:PORT or a path; default: $NEOCOG_SERVER, else\n"
 "/run/neocogd/neocogd.sock or $XDG_RUNTIME_DIR/neocogd.sock if present, else\n"
 "tcp:127.0.0.1:5517.\n"
-"Exit status: 0 all went well, 1 something failed, 2 usage error.\n", to);
+"Exit status: 0 all went well, 1 something failed, 2 usage error.\n";
+
+void nc_cli_usage(FILE *to)
+{
+    fputs(usage_head, to);
+    fputs("\nCommands:\n", to);
+    fputs(usage_recognize, to);
+    fputs(usage_status, to);
+    fputs(usage_bench, to);
+    fputs(usage_camera, to);
+    fputs("\n`neocog COMMAND --help` shows one command's options.\n", to);
+    fputs(usage_tail, to);
+}
+
+void nc_cli_usage_command(FILE *to, nc_cli_cmd cmd)
+{
+    const char *block = cmd == NC_CLI_CMD_RECOGNIZE ? usage_recognize
+                      : cmd == NC_CLI_CMD_STATUS ? usage_status
+                      : cmd == NC_CLI_CMD_BENCH ? usage_bench
+                      : cmd == NC_CLI_CMD_CAMERA ? usage_camera : NULL;
+    if (!block) {
+        nc_cli_usage(to);
+        return;
+    }
+    fputs(usage_head, to);
+    fputc('\n', to);
+    fputs(block, to);
+    fputs(usage_tail, to);
+}
+
+float nc_cli_min_confidence(double c)
+{
+    return c > 0.0 ? (float)c : NC_CLIENT_NO_THRESHOLD;
 }
 
 static int usage_err(char *why, size_t n, const char *fmt, ...)
@@ -116,6 +162,7 @@ enum {
     OPT_SERVER = 256, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
     OPT_DEADLINE, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION, OPT_REQUESTS, OPT_BATCH,
     OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_HELP, OPT_VERSION, OPT_PRIORITY,
+    OPT_MINCONF,
 };
 
 /* One table for every command: an option that does not belong to the
@@ -129,6 +176,7 @@ static const struct option long_opts[] = {
     { "segment", no_argument, NULL, OPT_SEGMENT },
     { "deadline-us", required_argument, NULL, OPT_DEADLINE },
     { "priority", required_argument, NULL, OPT_PRIORITY },
+    { "min-conf", required_argument, NULL, OPT_MINCONF },
     { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
     { "rate", required_argument, NULL, OPT_RATE },
     { "duration", required_argument, NULL, OPT_DURATION },
@@ -155,12 +203,13 @@ static const char *opt_name(int code)
 #define BIT(o) (1u << ((o) - OPT_SERVER))
 #define COMMON (BIT(OPT_SERVER) | BIT(OPT_TIMEOUT) | BIT(OPT_HELP) | BIT(OPT_VERSION))
 static const unsigned recognize_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_TOP) |
-    BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE) | BIT(OPT_PRIORITY);
+    BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE) | BIT(OPT_PRIORITY) |
+    BIT(OPT_MINCONF);
 static const unsigned status_opts = COMMON | BIT(OPT_FORMAT);
 static const unsigned bench_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_FORMAT) |
     BIT(OPT_DEADLINE) | BIT(OPT_CONCURRENCY) | BIT(OPT_RATE) | BIT(OPT_DURATION) |
     BIT(OPT_REQUESTS) | BIT(OPT_BATCH) | BIT(OPT_CONNECTIONS) | BIT(OPT_IDX) |
-    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT) | BIT(OPT_PRIORITY);
+    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT) | BIT(OPT_PRIORITY) | BIT(OPT_MINCONF);
 
 static int parse_format(const char *s, nc_cli_format *ret)
 {
@@ -243,6 +292,12 @@ static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allow
                 return usage_err(why, n, "--priority: '%s' is not high, normal, background "
                                  "or a number in -1000..1000", optarg);
             break;
+        case OPT_MINCONF:
+            if (nc_cli_parse_double(optarg, 0.0, 1.0, &d))
+                return usage_err(why, n, "--min-conf: '%s' is not a confidence in 0..1 "
+                                 "(0: no threshold)", optarg);
+            a->min_confidence = nc_cli_min_confidence(d);
+            break;
         case OPT_CONCURRENCY:
             if (nc_cli_parse_u64(optarg, 1, 65536, &u))
                 return usage_err(why, n, "--concurrency: '%s' is not a number in 1..65536",
@@ -320,7 +375,7 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
     }
     int at = optind;
     if (at >= argc)
-        return usage_err(why, why_len, "no command given (recognize, status or bench)");
+        return usage_err(why, why_len, "no command given (recognize, status, bench or camera)");
     const char *cmd = argv[at];
     unsigned allowed;
     if (!strcmp(cmd, "recognize") || !strcmp(cmd, "recognise")) {
@@ -333,7 +388,19 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
         a.cmd = NC_CLI_CMD_BENCH;
         allowed = bench_opts;
     } else if (!strcmp(cmd, "help")) {
+        /* `neocog help [COMMAND]` */
         a.cmd = NC_CLI_CMD_HELP;
+        const char *what = at + 1 < argc ? argv[at + 1] : NULL;
+        if (what && (!strcmp(what, "recognize") || !strcmp(what, "recognise")))
+            a.help_cmd = NC_CLI_CMD_RECOGNIZE;
+        else if (what && !strcmp(what, "status"))
+            a.help_cmd = NC_CLI_CMD_STATUS;
+        else if (what && !strcmp(what, "bench"))
+            a.help_cmd = NC_CLI_CMD_BENCH;
+        else if (what && !strcmp(what, "camera"))
+            a.help_cmd = NC_CLI_CMD_CAMERA;
+        else if (what)
+            return usage_err(why, why_len, "help: unknown command '%s'", what);
         *ret = a;
         return 0;
     } else {
@@ -346,6 +413,7 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
     if (r < 0)
         return r;
     if (a.cmd == NC_CLI_CMD_HELP || a.cmd == NC_CLI_CMD_VERSION) {
+        a.help_cmd = chosen;     /* `neocog recognize --help`: its own help */
         *ret = a;
         return 0;
     }
@@ -534,24 +602,89 @@ void nc_cli_json_number(FILE *to, double v)
 void nc_cli_tsv_header(FILE *to)
 {
     fputs("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
-          "left\ttop\twidth\theight\tconf\ttext\n", to);
+          "left\ttop\twidth\theight\tconf\ttext\treject\tthreshold\n", to);
+}
+
+/* A 0..100 figure as Tesseract prints conf: a float, -1 for "none here". */
+static void tsv_percent(FILE *to, double v)
+{
+    if (v < 0 || !isfinite(v))
+        fputs("-1", to);
+    else
+        fprintf(to, "%.6f", v > 100 ? 100.0 : v);
 }
 
 void nc_cli_tsv_row(FILE *to, int level, int page, int block, int par, int line, int word,
                     uint32_t left, uint32_t top, uint32_t width, uint32_t height,
-                    double conf, const char *text)
+                    double conf, const char *text, const char *reject, double threshold)
 {
     fprintf(to, "%d\t%d\t%d\t%d\t%d\t%d\t%u\t%u\t%u\t%u\t", level, page, block, par, line,
             word, left, top, width, height);
     /* Tesseract 4/5 print word confidences as floats (e.g. 96.063751) and
      * -1 for the rows above the word level. */
-    if (conf < 0 || !isfinite(conf))
-        fputs("-1", to);
-    else
-        fprintf(to, "%.6f", conf > 100 ? 100.0 : conf);
+    tsv_percent(to, conf);
     fputc('\t', to);
     nc_cli_tsv_field(to, text);
+    fputc('\t', to);
+    nc_cli_tsv_field(to, reject);
+    fputc('\t', to);
+    tsv_percent(to, threshold);
     fputc('\n', to);
+}
+
+/* ---- lines ---------------------------------------------------------------------- */
+
+size_t nc_cli_lines(const Neocog__Result *res, nc_cli_line *lines, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; res && i < res->n_digits; i++) {
+        const Neocog__Digit *d = res->digits[i];
+        if (i == 0 || d->line != res->digits[i - 1]->line) {
+            if (n < cap)
+                lines[n] = (nc_cli_line){ .first = i, .x0 = UINT32_MAX, .y0 = UINT32_MAX,
+                                          .confidence = 1.0f };
+            n++;
+        }
+        if (n > cap)
+            continue;
+        nc_cli_line *l = &lines[n - 1];
+        l->count++;
+        const Neocog__Box *b = d->box;
+        if (b) {
+            if (b->x < l->x0) l->x0 = b->x;
+            if (b->y < l->y0) l->y0 = b->y;
+            if (b->x + b->width > l->x1) l->x1 = b->x + b->width;
+            if (b->y + b->height > l->y1) l->y1 = b->y + b->height;
+        }
+        if (d->confidence < l->confidence)
+            l->confidence = d->confidence;
+        if (d->reject && !l->reject) {
+            l->reject = 1;
+            l->reject_reason = d->reject_reason;
+        }
+    }
+    for (size_t i = 0; i < n && i < cap; i++)
+        if (lines[i].x0 > lines[i].x1 || lines[i].y0 > lines[i].y1)
+            lines[i].x0 = lines[i].x1 = lines[i].y0 = lines[i].y1 = 0;   /* no boxes */
+    return n;
+}
+
+void nc_cli_line_text(const Neocog__Result *res, const nc_cli_line *line, char *dst,
+                      size_t cap)
+{
+    size_t used = 0;
+    if (!cap)
+        return;
+    for (size_t i = line->first; i < line->first + line->count && i < res->n_digits; i++) {
+        const char *t = res->digits[i]->text && *res->digits[i]->text ? res->digits[i]->text
+                                                                       : "?";
+        size_t l = strlen(t);
+        if (used + l >= cap)
+            break;
+        memcpy(dst + used, t, l);
+        used += l;
+    }
+    dst[used] = '\0';
 }
 
 /* ---- histogram ----------------------------------------------------------------- */

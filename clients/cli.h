@@ -19,11 +19,13 @@
 #define NC_CLI_EXIT_USAGE 2
 
 typedef enum nc_cli_cmd {
-    NC_CLI_CMD_HELP,            /* --help, or `neocog help` */
+    NC_CLI_CMD_HELP,            /* --help, or `neocog help [COMMAND]` */
     NC_CLI_CMD_VERSION,
     NC_CLI_CMD_RECOGNIZE,
     NC_CLI_CMD_STATUS,
     NC_CLI_CMD_BENCH,
+    NC_CLI_CMD_CAMERA,          /* only as help_cmd: camera.c parses its own
+                                   command line */
 } nc_cli_cmd;
 
 typedef enum nc_cli_format {
@@ -34,6 +36,9 @@ typedef enum nc_cli_format {
 
 typedef struct nc_cli_args {
     nc_cli_cmd cmd;
+    nc_cli_cmd help_cmd;        /* cmd HELP: whose help (HELP: the global
+                                   one); `neocog recognize --help`,
+                                   `neocog help recognize` */
     const char *server;         /* NULL: nc_client_default_addr */
     int timeout_ms;             /* per request; 0: the library's default */
     nc_cli_format format;       /* recognize, status (txt or json), bench */
@@ -44,6 +49,9 @@ typedef struct nc_cli_args {
     uint64_t deadline_us;
     int32_t priority;           /* the request's scheduling class: > 0 high,
                                    0 normal, < 0 background */
+    float min_confidence;       /* RecognizeRequest.min_confidence: 0 the
+                                   server's (no --min-conf), else
+                                   nc_cli_min_confidence of --min-conf */
     char **files;               /* borrowed from argv; "-" is stdin */
     int n_files;
     /* bench */
@@ -61,8 +69,16 @@ typedef struct nc_cli_args {
  * sentence in why (the caller prints it and exits NC_CLI_EXIT_USAGE). */
 int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_len);
 
-/* The usage text. */
+/* The usage text: every command (NC_CLI_CMD_HELP) or one command's
+ * (RECOGNIZE, STATUS, BENCH; CAMERA points to `neocog camera --help`, which
+ * camera.c prints). */
 void nc_cli_usage(FILE *to);
+void nc_cli_usage_command(FILE *to, nc_cli_cmd cmd);
+
+/* --min-conf C (0..1) as RecognizeRequest.min_confidence: C itself, and 0
+ * (no minimum) as "no threshold at all" (< 0), since the protocol's 0 means
+ * the server's threshold. */
+float nc_cli_min_confidence(double c);
 
 /* Strict number parsing: the whole string, in range.  0 or -EINVAL. */
 int nc_cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret);
@@ -98,12 +114,40 @@ void nc_cli_json_string(FILE *to, const char *s);
 /* A JSON number; NaN and infinities, which JSON lacks, print as null. */
 void nc_cli_json_number(FILE *to, double v);
 
-/* Tesseract's TSV header line (12 columns, tab-separated, newline). */
+/* Tesseract's TSV header line (its 12 columns), then two of ours, tab-
+ * separated: reject (why a word is rejected: nc_client_reject_reason_text,
+ * empty when it is not) and threshold (the minimum confidence in force, 0..100
+ * like conf; 0 none; -1 on rows above the word level). */
 void nc_cli_tsv_header(FILE *to);
-/* One TSV row.  conf < 0 prints as -1 (Tesseract's "not a word"). */
+/* One TSV row.  conf < 0 prints as -1 (Tesseract's "not a word"), so does
+ * threshold; reject NULL is empty. */
 void nc_cli_tsv_row(FILE *to, int level, int page, int block, int par, int line, int word,
                     uint32_t left, uint32_t top, uint32_t width, uint32_t height,
-                    double conf, const char *text);
+                    double conf, const char *text, const char *reject, double threshold);
+
+/* ---- lines of a segmented result ---------------------------------------------- */
+
+/* One text line of a segmented Result: its digits (res->digits[first ..
+ * first + count), consecutive with one Digit.line), their union box, the
+ * least confidence among them and whether one is rejected, with the first
+ * rejected digit's reason. */
+typedef struct nc_cli_line {
+    size_t first, count;
+    uint32_t x0, y0, x1, y1;    /* box: [x0, x1) x [y0, y1) */
+    float confidence;
+    int reject;                 /* a digit of it is rejected */
+    Neocog__RejectReason reject_reason;
+} nc_cli_line;
+
+/* The lines of res into lines[cap], top to bottom; returns how many there
+ * are (may exceed cap: only cap are written).  0 for an unsegmented result
+ * or one without digits. */
+size_t nc_cli_lines(const Neocog__Result *res, nc_cli_line *lines, size_t cap);
+
+/* The text of digits [first, first + count) of res into dst (each digit's
+ * text, "?" when it has none), cut to fit cap. */
+void nc_cli_line_text(const Neocog__Result *res, const nc_cli_line *line, char *dst,
+                      size_t cap);
 
 /* ---- latency statistics ---------------------------------------------------- */
 

@@ -640,6 +640,7 @@ int nc_client_send_recognize(nc_client *c, const nc_client_recognize_opts *opts,
         rr.top_k = opts->top_k;
         rq.deadline_us = opts->deadline_us;
         rq.priority = opts->priority;
+        rr.min_confidence = opts->min_confidence;
     }
     rr.n_images = n_images;
     rr.images = ptrs;
@@ -777,5 +778,18 @@ const char *nc_client_model_name(Neocog__Model m)
     for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
         if (model_names[i].model == m)
             return model_names[i].name;
+    return "unknown";
+}
+
+const char *nc_client_reject_reason_text(Neocog__RejectReason r)
+{
+    switch (r) {
+    case NEOCOG__REJECT_REASON__REJECT_NONE: return "";
+    case NEOCOG__REJECT_REASON__REJECT_NO_INK: return "no ink";
+    case NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD: return "below threshold";
+    case NEOCOG__REJECT_REASON__REJECT_AMBIGUOUS_SEGMENTATION: return "ambiguous segmentation";
+    case NEOCOG__REJECT_REASON__REJECT_NO_RESPONSE: return "no response";
+    default: break;
+    }
     return "unknown";
 }

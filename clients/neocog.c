@@ -30,7 +30,10 @@ typedef struct input {
     uint8_t *data;
     size_t len;
     uint32_t width, height;     /* from the header */
-    int failed;                 /* reading or sniffing failed (reported) */
+    int failed;                 /* not sent: reading or sniffing failed, or
+                                   sending did (reported on stderr) */
+    const char *fail_code;      /* for the JSON output: the code and why */
+    char why[320];
     uint64_t id;
     nc_msg *reply;
 } input;
@@ -42,61 +45,166 @@ static const char *or_empty(const char *s)
     return s ? s : "";
 }
 
+/* Most lines a segmented image has in the output (the daemon's 64 digits
+ * could make 64). */
+#define MAX_LINES 64
+
+/* " (rejected: ...)" or " (confidence C)" after an answer's text: the
+ * reason and, when a threshold decided, that threshold. */
+static void print_verdict(int reject, Neocog__RejectReason reason, float threshold, float conf)
+{
+    if (!reject) {
+        printf(" (confidence %.3f)", conf);
+        return;
+    }
+    switch (reason) {
+    case NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD:
+        printf(" (rejected: confidence %.3f below threshold %.3f)", conf, threshold);
+        break;
+    case NEOCOG__REJECT_REASON__REJECT_AMBIGUOUS_SEGMENTATION:
+        printf(" (rejected: ambiguous segmentation, confidence %.3f below threshold %.3f)",
+               conf, threshold);
+        break;
+    case NEOCOG__REJECT_REASON__REJECT_NO_INK:
+    case NEOCOG__REJECT_REASON__REJECT_NO_RESPONSE:
+        printf(" (rejected: %s)", nc_client_reject_reason_text(reason));
+        break;
+    default:
+        printf(" (rejected, confidence %.3f)", conf);
+        break;
+    }
+}
+
+static void print_top(Neocog__Candidate *const *top, size_t n)
+{
+    printf("  top:");
+    for (size_t i = 0; i < n; i++)
+        printf("%s %s %.3f", i ? "," : "", or_empty(top[i]->text), top[i]->score);
+}
+
+/* One line per file; a segmented image's text lines each on a line of its
+ * own ("file: 4021", "file: 3587 (confidence ...)"), then, with --top K > 1,
+ * each digit's candidates, and each rejected digit with its reason. */
 static void print_txt(const input *in, const Neocog__Result *res, uint32_t top_k)
 {
-    printf("%s: %s", in->name, or_empty(res->text));
-    if (res->reject)
-        printf(" (rejected, confidence %.3f)", res->confidence);
-    else
-        printf(" (confidence %.3f)", res->confidence);
-    if (top_k > 1 && res->n_top) {
-        printf("  top:");
-        for (size_t i = 0; i < res->n_top; i++)
-            printf("%s %s %.3f", i ? "," : "", or_empty(res->top[i]->text),
-                   res->top[i]->score);
+    nc_cli_line lines[MAX_LINES];
+    size_t n_lines = nc_cli_lines(res, lines, MAX_LINES);
+    if (n_lines > MAX_LINES)
+        n_lines = MAX_LINES;
+    if (n_lines > 1) {
+        char text[64 * 16 + 1];
+        for (size_t l = 0; l + 1 < n_lines; l++) {
+            nc_cli_line_text(res, &lines[l], text, sizeof text);
+            printf("%s: %s\n", in->name, text);
+        }
+        nc_cli_line_text(res, &lines[n_lines - 1], text, sizeof text);
+        printf("%s: %s", in->name, text);
+    } else {
+        printf("%s: %s", in->name, or_empty(res->text));
     }
+    print_verdict(res->reject, res->reject_reason, res->threshold, res->confidence);
+    if (top_k > 1 && res->n_top)
+        print_top(res->top, res->n_top);
     putchar('\n');
+    for (size_t i = 0; i < res->n_digits; i++) {
+        const Neocog__Digit *d = res->digits[i];
+        if (!(top_k > 1 && d->n_top) && !d->reject)
+            continue;
+        const Neocog__Box *b = d->box;
+        printf("  digit %zu (line %u, %u,%u %ux%u): %s", i + 1, d->line + 1, b ? b->x : 0,
+               b ? b->y : 0, b ? b->width : 0, b ? b->height : 0, or_empty(d->text));
+        print_verdict(d->reject, d->reject_reason, d->threshold, d->confidence);
+        if (d->n_top)
+            print_top(d->top, d->n_top);
+        putchar('\n');
+    }
+}
+
+/* A reason for the TSV and JSON outputs: NULL when not rejected. */
+static const char *reason_text(int reject, Neocog__RejectReason r)
+{
+    if (!reject)
+        return NULL;
+    return r == NEOCOG__REJECT_REASON__REJECT_NONE ? "rejected" : nc_client_reject_reason_text(r);
 }
 
 /* Tesseract's TSV: page (1), block (2), paragraph (3), line (4), word (5).
- * An image is one page holding one block, paragraph and line; the word is
- * what was read: the digit, or for --segment the whole string, boxed by the
- * union of its characters, with the weakest character's confidence (the
- * daemon's string confidence) so a misread digit shows.  Per-character
- * boxes are in the JSON output. */
+ * An image is one page holding one block and paragraph; a whole image is
+ * one line holding one word, the digit; a segmented image has a line per
+ * text line (core/segment's lines, top to bottom), each one word: its
+ * string, boxed by the union of its characters, with its weakest
+ * character's confidence so a misread digit shows.  The two columns after
+ * text say why a word is rejected and the threshold in force.
+ * Per-character boxes are in the JSON output. */
 static void print_tsv(const input *in, int page, const Neocog__Result *res)
 {
-    nc_cli_tsv_row(stdout, 1, page, 0, 0, 0, 0, 0, 0, in->width, in->height, -1, "");
-    uint32_t x0 = 0, y0 = 0, x1 = in->width, y1 = in->height;
-    if (res->n_digits) {
-        x0 = y0 = UINT32_MAX;
-        x1 = y1 = 0;
-        for (size_t i = 0; i < res->n_digits; i++) {
-            const Neocog__Box *b = res->digits[i]->box;
-            if (!b)
-                continue;
-            if (b->x < x0) x0 = b->x;
-            if (b->y < y0) y0 = b->y;
-            if (b->x + b->width > x1) x1 = b->x + b->width;
-            if (b->y + b->height > y1) y1 = b->y + b->height;
-        }
-        if (x0 > x1 || y0 > y1)
-            x0 = x1 = y0 = y1 = 0;
-    } else if (res->text && !*res->text) {
-        return;     /* a segmented image with no ink: a page and no words */
+    nc_cli_tsv_row(stdout, 1, page, 0, 0, 0, 0, 0, 0, in->width, in->height, -1, "", NULL, -1);
+    const double thr = 100.0 * res->threshold;
+    if (!res->n_digits) {
+        if (res->text && !*res->text)
+            return;     /* a segmented image with no ink: a page and no words */
+        const uint32_t w = in->width, h = in->height;
+        nc_cli_tsv_row(stdout, 2, page, 1, 0, 0, 0, 0, 0, w, h, -1, "", NULL, -1);
+        nc_cli_tsv_row(stdout, 3, page, 1, 1, 0, 0, 0, 0, w, h, -1, "", NULL, -1);
+        nc_cli_tsv_row(stdout, 4, page, 1, 1, 1, 0, 0, 0, w, h, -1, "", NULL, -1);
+        nc_cli_tsv_row(stdout, 5, page, 1, 1, 1, 1, 0, 0, w, h, 100.0 * res->confidence,
+                       or_empty(res->text), reason_text(res->reject, res->reject_reason), thr);
+        return;
     }
-    uint32_t w = x1 - x0, h = y1 - y0;
-    nc_cli_tsv_row(stdout, 2, page, 1, 0, 0, 0, x0, y0, w, h, -1, "");
-    nc_cli_tsv_row(stdout, 3, page, 1, 1, 0, 0, x0, y0, w, h, -1, "");
-    nc_cli_tsv_row(stdout, 4, page, 1, 1, 1, 0, x0, y0, w, h, -1, "");
-    nc_cli_tsv_row(stdout, 5, page, 1, 1, 1, 1, x0, y0, w, h, 100.0 * res->confidence,
-                   or_empty(res->text));
+    nc_cli_line lines[MAX_LINES];
+    size_t n = nc_cli_lines(res, lines, MAX_LINES);
+    if (n > MAX_LINES)
+        n = MAX_LINES;
+    uint32_t x0 = UINT32_MAX, y0 = UINT32_MAX, x1 = 0, y1 = 0;
+    for (size_t l = 0; l < n; l++) {
+        if (lines[l].x0 < x0) x0 = lines[l].x0;
+        if (lines[l].y0 < y0) y0 = lines[l].y0;
+        if (lines[l].x1 > x1) x1 = lines[l].x1;
+        if (lines[l].y1 > y1) y1 = lines[l].y1;
+    }
+    if (x0 > x1 || y0 > y1)
+        x0 = x1 = y0 = y1 = 0;
+    nc_cli_tsv_row(stdout, 2, page, 1, 0, 0, 0, x0, y0, x1 - x0, y1 - y0, -1, "", NULL, -1);
+    nc_cli_tsv_row(stdout, 3, page, 1, 1, 0, 0, x0, y0, x1 - x0, y1 - y0, -1, "", NULL, -1);
+    for (size_t l = 0; l < n; l++) {
+        const nc_cli_line *ln = &lines[l];
+        char text[64 * 16 + 1];
+        nc_cli_line_text(res, ln, text, sizeof text);
+        const uint32_t w = ln->x1 - ln->x0, h = ln->y1 - ln->y0;
+        nc_cli_tsv_row(stdout, 4, page, 1, 1, (int)l + 1, 0, ln->x0, ln->y0, w, h, -1, "",
+                       NULL, -1);
+        nc_cli_tsv_row(stdout, 5, page, 1, 1, (int)l + 1, 1, ln->x0, ln->y0, w, h,
+                       100.0 * ln->confidence, text, reason_text(ln->reject, ln->reject_reason),
+                       thr);
+    }
 }
 
 static void json_key(const char *k)
 {
     nc_cli_json_string(stdout, k);
     putchar(':');
+}
+
+static void print_json_top(Neocog__Candidate *const *top, size_t n)
+{
+    fputs("\"top\":[", stdout);
+    for (size_t i = 0; i < n; i++) {
+        printf("%s{\"label\":%d,\"text\":", i ? "," : "", top[i]->label);
+        nc_cli_json_string(stdout, or_empty(top[i]->text));
+        fputs(",\"score\":", stdout);
+        nc_cli_json_number(stdout, top[i]->score);
+        putchar('}');
+    }
+    putchar(']');
+}
+
+/* ,"reject":B,"reject_reason":R,"threshold":T (R null when not rejected) */
+static void print_json_verdict(int reject, Neocog__RejectReason reason, float threshold)
+{
+    printf(",\"reject\":%s,\"reject_reason\":", reject ? "true" : "false");
+    nc_cli_json_string(stdout, reason_text(reject, reason));
+    fputs(",\"threshold\":", stdout);
+    nc_cli_json_number(stdout, threshold);
 }
 
 static void print_json(const input *in, const Neocog__Reply *rp, const Neocog__Result *res)
@@ -108,15 +216,9 @@ static void print_json(const input *in, const Neocog__Reply *rp, const Neocog__R
     printf(",\"label\":%d,", res->label);
     json_key("text"); nc_cli_json_string(stdout, or_empty(res->text));
     fputs(",\"confidence\":", stdout); nc_cli_json_number(stdout, res->confidence);
-    printf(",\"reject\":%s,\"top\":[", res->reject ? "true" : "false");
-    for (size_t i = 0; i < res->n_top; i++) {
-        printf("%s{\"label\":%d,\"text\":", i ? "," : "", res->top[i]->label);
-        nc_cli_json_string(stdout, or_empty(res->top[i]->text));
-        fputs(",\"score\":", stdout);
-        nc_cli_json_number(stdout, res->top[i]->score);
-        putchar('}');
-    }
-    putchar(']');
+    print_json_verdict(res->reject, res->reject_reason, res->threshold);
+    putchar(',');
+    print_json_top(res->top, res->n_top);
     if (res->n_scores) {
         fputs(",\"scores\":[", stdout);
         for (size_t i = 0; i < res->n_scores; i++) {
@@ -137,9 +239,34 @@ static void print_json(const input *in, const Neocog__Reply *rp, const Neocog__R
             nc_cli_json_string(stdout, or_empty(d->text));
             fputs(",\"confidence\":", stdout);
             nc_cli_json_number(stdout, d->confidence);
-            printf(",\"reject\":%s}", d->reject ? "true" : "false");
+            print_json_verdict(d->reject, d->reject_reason, d->threshold);
+            printf(",\"line\":%u", d->line);
+            if (d->n_top) {
+                putchar(',');
+                print_json_top(d->top, d->n_top);
+            }
+            putchar('}');
         }
         putchar(']');
+        /* the text lines, top to bottom, with their boxes */
+        nc_cli_line lines[MAX_LINES];
+        size_t n = nc_cli_lines(res, lines, MAX_LINES);
+        fputs(",\"lines\":[", stdout);
+        for (size_t l = 0; l < n && l < MAX_LINES; l++) {
+            const nc_cli_line *ln = &lines[l];
+            char text[64 * 16 + 1];
+            nc_cli_line_text(res, ln, text, sizeof text);
+            printf("%s{\"line\":%zu,\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"text\":",
+                   l ? "," : "", l, ln->x0, ln->y0, ln->x1 - ln->x0, ln->y1 - ln->y0);
+            nc_cli_json_string(stdout, text);
+            fputs(",\"confidence\":", stdout);
+            nc_cli_json_number(stdout, ln->confidence);
+            printf(",\"reject\":%s,\"first_digit\":%zu,\"digits\":%zu}",
+                   ln->reject ? "true" : "false", ln->first, ln->count);
+        }
+        putchar(']');
+    } else if (res->text && !*res->text) {
+        fputs(",\"digits\":[],\"lines\":[]", stdout);   /* segmented, nothing found */
     }
     if (rp->timing)
         printf(",\"timing_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
@@ -168,8 +295,8 @@ static int emit(const nc_cli_args *a, input *in, int index, int *json_first)
     const Neocog__Reply *rp = in->reply ? nc_msg_reply(in->reply) : NULL;
     const Neocog__Result *res = NULL;
     if (in->failed) {
-        code = "UNAVAILABLE";
-        msg = "not sent (see above)";
+        code = in->fail_code ? in->fail_code : "UNAVAILABLE";
+        msg = in->why[0] ? in->why : "not sent";
     } else if (!rp) {
         code = "UNAVAILABLE";
         msg = "no reply";
@@ -210,23 +337,34 @@ static int emit(const nc_cli_args *a, input *in, int index, int *json_first)
 
 /* ---- recognize ----------------------------------------------------------------- */
 
+/* A file that is not sent: why, on stderr now and in the JSON output. */
+static void fail_input(input *in, const char *code, const char *fmt, const char *detail)
+{
+    in->failed = 1;
+    in->fail_code = code;
+    snprintf(in->why, sizeof in->why, fmt, in->name, detail);
+    fprintf(stderr, "neocog: %s\n", in->why);
+}
+
 static int load_input(input *in)
 {
     /* stdin through /dev/stdin: pipes, files and terminals alike. */
     const char *path = strcmp(in->name, "-") ? in->name : "/dev/stdin";
     int r = nc_file_read(path, NC_FRAME_DEFAULT_MAX - 1024, &in->data, &in->len);
     if (r == -EFBIG) {
-        fprintf(stderr, "neocog: %s: larger than the %u MiB frame limit\n", in->name,
-                NC_FRAME_DEFAULT_MAX >> 20);
+        char limit[64];
+        snprintf(limit, sizeof limit, "%u MiB", NC_FRAME_DEFAULT_MAX >> 20);
+        fail_input(in, "INVALID_ARGUMENT", "%s: larger than the %s frame limit", limit);
         return r;
     }
     if (r < 0) {
-        fprintf(stderr, "neocog: %s: %s\n", in->name, strerror(-r));
+        fail_input(in, r == -ENOENT ? "NOT_FOUND" : "INVALID_ARGUMENT", "cannot read %s: %s",
+                   strerror(-r));
         return r;
     }
     nc_cli_image_kind kind;
     if (nc_cli_sniff_image(in->data, in->len, &kind, &in->width, &in->height) < 0) {
-        fprintf(stderr, "neocog: %s: not a binary PGM, PNG or JPEG image\n", in->name);
+        fail_input(in, "INVALID_ARGUMENT", "%s: %s", "not a binary PGM, PNG or JPEG image");
         return -EBADMSG;
     }
     return 0;
@@ -241,7 +379,8 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
         return NC_CLI_EXIT_FAIL;
     }
     nc_client_recognize_opts o = { .model = a->model, .top_k = a->top_k,
-                                   .deadline_us = a->deadline_us, .priority = a->priority };
+                                   .deadline_us = a->deadline_us, .priority = a->priority,
+                                   .min_confidence = a->min_confidence };
     int next_send = 0, next_print = 0, json_first = 1, broken = 0;
     if (a->format == NC_CLI_FORMAT_TSV)
         nc_cli_tsv_header(stdout);
@@ -251,16 +390,14 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
         if (!broken && next_send < n && nc_client_in_flight(cl) < RECOGNIZE_WINDOW) {
             input *f = &in[next_send++];
             f->name = a->files[next_send - 1];
-            if (load_input(f) < 0) {
-                f->failed = 1;
-            } else {
+            if (load_input(f) == 0) {
                 nc_client_image im = { .format = NEOCOG__IMAGE_FORMAT__FORMAT_AUTO,
                                        .data = f->data, .len = f->len,
                                        .segment = a->segment };
                 int r = nc_client_send_recognize(cl, &o, &im, 1, &f->id);
                 if (r < 0) {
-                    fprintf(stderr, "neocog: %s: %s\n", f->name, nc_client_errmsg(cl));
-                    f->failed = 1;
+                    fail_input(f, r == -EMSGSIZE ? "RESOURCE_EXHAUSTED" : "UNAVAILABLE",
+                               "%s: not sent: %s", nc_client_errmsg(cl));
                     broken = r != -EMSGSIZE;
                 }
             }
@@ -282,9 +419,14 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
             if (broken) {
                 /* Nothing more will come: the rest were never sent. */
                 for (; next_print < n; next_print++) {
-                    in[next_print].name = a->files[next_print];
-                    in[next_print].failed = 1;
-                    fails += emit(a, &in[next_print], next_print, &json_first);
+                    input *f = &in[next_print];
+                    f->name = a->files[next_print];
+                    if (!f->failed) {
+                        f->failed = 1;
+                        snprintf(f->why, sizeof f->why, "%s: not sent: the connection to "
+                                 "the daemon broke", f->name);
+                    }
+                    fails += emit(a, f, next_print, &json_first);
                 }
             }
             continue;
@@ -298,8 +440,11 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
             for (; next_print < n; next_print++) {
                 input *f = &in[next_print];
                 f->name = a->files[next_print];
-                if (!f->reply)
+                if (!f->reply && !f->failed) {
                     f->failed = 1;
+                    snprintf(f->why, sizeof f->why, "%s: no reply: %s", f->name,
+                             nc_client_errmsg(cl));
+                }
                 fails += emit(a, f, next_print, &json_first);
             }
             break;
@@ -348,6 +493,17 @@ static void print_model_txt(const Neocog__ModelInfo *mi)
                    mi->test_set && *mi->test_set ? " on " : "", or_empty(mi->test_set));
         putchar('\n');
     }
+    if (mi->loaded) {
+        /* the minimum confidence answers get unless a request names one */
+        printf("  %-13s reject threshold ", "");
+        if (mi->reject_threshold > 0)
+            printf("%.3f", mi->reject_threshold);
+        else
+            printf("none");
+        if (mi->ensemble_reject_threshold > 0)
+            printf(", ensemble %.3f", mi->ensemble_reject_threshold);
+        putchar('\n');
+    }
     if (mi->loaded_at_unix) {
         time_t t = (time_t)mi->loaded_at_unix;
         struct tm tm;
@@ -377,7 +533,11 @@ static void print_model_json(const Neocog__ModelInfo *mi)
     printf(",\"epochs\":%u,\"test_error\":", mi->epochs);
     nc_cli_json_number(stdout, mi->test_error);
     fputs(",\"test_set\":", stdout); nc_cli_json_string(stdout, or_empty(mi->test_set));
-    printf(",\"loaded_at_unix\":%" PRIu64 "}", mi->loaded_at_unix);
+    printf(",\"loaded_at_unix\":%" PRIu64 ",\"reject_threshold\":", mi->loaded_at_unix);
+    nc_cli_json_number(stdout, mi->reject_threshold);
+    fputs(",\"ensemble_reject_threshold\":", stdout);
+    nc_cli_json_number(stdout, mi->ensemble_reject_threshold);
+    putchar('}');
 }
 
 static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
@@ -474,7 +634,12 @@ int main(int argc, char **argv)
         return NC_CLI_EXIT_USAGE;
     }
     if (a.cmd == NC_CLI_CMD_HELP) {
-        nc_cli_usage(stdout);
+        if (a.help_cmd == NC_CLI_CMD_CAMERA) {
+            /* `neocog help camera`: camera.c holds its options */
+            char *help_argv[] = { argv[0], (char *)"camera", (char *)"--help", NULL };
+            return nc_camera_main(3, help_argv, 1);
+        }
+        nc_cli_usage_command(stdout, a.help_cmd);
         return NC_CLI_EXIT_OK;
     }
     if (a.cmd == NC_CLI_CMD_VERSION) {

@@ -130,13 +130,23 @@ typedef struct nc_client_image {
 } nc_client_image;
 
 /* Options of a recognise request; a zeroed struct is a fine default (the
- * server's model, top-1, the server's deadline, normal priority). */
+ * server's model, top-1, the server's deadline, normal priority, the
+ * server's reject threshold). */
 typedef struct nc_client_recognize_opts {
     Neocog__Model model;
-    uint32_t top_k;
+    uint32_t top_k;             /* also each segmented digit's candidates
+                                   (Digit.top) when > 0 */
     uint64_t deadline_us;
     int32_t priority;
+    /* RecognizeRequest.min_confidence: 0 the server's threshold, 0 < x <= 1
+     * this minimum confidence (looser or tighter than the server's), < 0 no
+     * threshold (NC_CLIENT_NO_THRESHOLD).  Each Result and Digit says which
+     * threshold decided (threshold) and why an answer is a reject
+     * (reject_reason). */
+    float min_confidence;
 } nc_client_recognize_opts;
+
+#define NC_CLIENT_NO_THRESHOLD (-1.0f)
 
 /* Blocking calls: send, then wait up to the client's timeout_ms for the
  * reply to this request.  0 with *ret_reply set (free with nc_msg_free;
@@ -175,5 +185,10 @@ int nc_client_receive_id(nc_client *c, uint64_t id, int timeout_ms, nc_msg **ret
  * an unknown name. */
 int nc_client_model_parse(const char *name, Neocog__Model *ret);
 const char *nc_client_model_name(Neocog__Model m);
+
+/* A reject reason in words: "" (REJECT_NONE), "no ink", "below threshold",
+ * "ambiguous segmentation", "no response"; "unknown" for a value this
+ * library does not know. */
+const char *nc_client_reject_reason_text(Neocog__RejectReason r);
 
 #endif

@@ -1,8 +1,11 @@
 /* tests/clients/test_e2e.c — the `neocog` command and libneocog against the
  * real neocogd: started on a Unix socket in a temporary folder with the
  * shipped CNN, asked to read tests/data/sample-7.pgm in every output format,
- * its status, a pipelined burst through the library, and a 2-second
- * `neocog bench` that must report no errors.
+ * its status, a pipelined burst through the library, a 2-second
+ * `neocog bench` that must report no errors, and answers one can act on:
+ * --min-conf looser and tighter, reject reasons and thresholds, a frame of
+ * two lines built from the samples, per-digit candidates, each command's
+ * help, and why a file was not sent.
  *
  * argv: NEOCOGD NEOCOG.  An empty NEOCOGD (the daemon is not in this build)
  * skips with 77. */
@@ -65,13 +68,14 @@ static void test_recognize(void)
 
     rc = neocog(&out, NULL, "recognize", "--format", "tsv", sample, sample2, NULL);
     CHECK_INT_EQ(rc, 0);
-    CHECK_MSG(out && !strncmp(out, "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
-                                   "left\ttop\twidth\theight\tconf\ttext\n", 75),
-              "tsv header: %s", S(out));
-    /* The word rows: level 5, page 1 says 7, page 2 says 2, whole 84x84 box. */
+    static const char header[] = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
+                                 "left\ttop\twidth\theight\tconf\ttext\treject\tthreshold\n";
+    CHECK_MSG(out && !strncmp(out, header, sizeof header - 1), "tsv header: %s", S(out));
+    /* The word rows: level 5, page 1 says 7, page 2 says 2, whole 84x84 box,
+     * not rejected (empty reject column), then the threshold in force. */
     CHECK_MSG(out && strstr(out, "\n5\t1\t1\t1\t1\t1\t0\t0\t84\t84\t") &&
-              strstr(out, "\t7\n") && strstr(out, "\n5\t2\t1\t1\t1\t1\t0\t0\t84\t84\t") &&
-              strstr(out, "\t2\n"), "tsv output: %s", S(out));
+              strstr(out, "\t7\t\t") && strstr(out, "\n5\t2\t1\t1\t1\t1\t0\t0\t84\t84\t") &&
+              strstr(out, "\t2\t\t"), "tsv output: %s", S(out));
     printf("tsv:\n%s", S(out));
     free(out);
 
@@ -213,6 +217,149 @@ static void test_bench(void)
     free(out);
 }
 
+/* ---- answers one can act on, lines, help -------------------------------------- */
+
+/* A PGM of its own (84 x 84, P5 255) read into px. */
+static int read_sample(const char *name, uint8_t *px)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", data_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char head[16];
+    int ok = fread(head, 1, 13, f) == 13 && !memcmp(head, "P5\n84 84\n255\n", 13) &&
+             fread(px, 1, 84 * 84, f) == 84 * 84;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+/* Two lines of two digits each (7 2 over 2 7), dark on light, as a PGM in
+ * the test's folder. */
+enum { FRAME_W = 232, FRAME_H = 256 };
+static int write_two_lines(const char *path)
+{
+    static uint8_t seven[84 * 84], two[84 * 84], frame[FRAME_W * FRAME_H];
+    if (read_sample("sample-7.pgm", seven) || read_sample("sample-2.pgm", two))
+        return -1;
+    memset(frame, 255, sizeof frame);
+    const uint8_t *at[4] = { seven, two, two, seven };
+    for (int k = 0; k < 4; k++) {
+        const int x0 = 24 + (k % 2) * 100, y0 = 24 + (k / 2) * 124;
+        for (int y = 0; y < 84; y++)
+            memcpy(frame + (size_t)(y0 + y) * FRAME_W + x0, at[k] + y * 84, 84);
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    fprintf(f, "P5\n%d %d\n255\n", FRAME_W, FRAME_H);
+    int ok = fwrite(frame, 1, sizeof frame, f) == sizeof frame;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static void test_answers(const char *tmp)
+{
+    char sample[4200], frame[4200];
+    snprintf(sample, sizeof sample, "%s/sample-7.pgm", data_dir);
+    snprintf(frame, sizeof frame, "%s/two-lines.pgm", tmp);
+    char *out;
+    /* A tighter threshold than the model's: rejected, with why. */
+    int rc = neocog(&out, NULL, "recognize", "--min-conf", "1", sample, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, ": ? (rejected: confidence ") &&
+              strstr(out, " below threshold 1.000)"), "min-conf 1: %s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "recognize", "--format", "json", "--min-conf", "1", sample, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\"label\":-1") &&
+              strstr(out, "\"reject\":true,\"reject_reason\":\"below threshold\","
+                          "\"threshold\":1") &&
+              strstr(out, "\"top\":[{\"label\":7"), "min-conf 1 json: %s", S(out));
+    free(out);
+    /* None at all: accepted, threshold 0; the TSV says the same. */
+    rc = neocog(&out, NULL, "recognize", "--format", "json", "--min-conf", "0", sample, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\"label\":7") &&
+              strstr(out, "\"reject\":false,\"reject_reason\":null,\"threshold\":0"),
+              "min-conf 0 json: %s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "recognize", "--format", "tsv", "--min-conf", "1", sample, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\t?\tbelow threshold\t100.000000\n"), "min-conf 1 tsv: %s",
+              S(out));
+    free(out);
+    /* The model's own threshold, shown by status. */
+    rc = neocog(&out, NULL, "status", NULL);
+    CHECK_MSG(out && strstr(out, "reject threshold 0."), "status threshold: %s", S(out));
+    free(out);
+
+    /* A file that cannot be read says why in the JSON. */
+    rc = neocog(&out, NULL, "recognize", "--format", "json", "/nonexistent.pgm", sample, NULL);
+    CHECK_INT_EQ(rc, 1);
+    CHECK_MSG(out && strstr(out, "\"message\":\"cannot read /nonexistent.pgm: No such file or "
+                                 "directory\"") && strstr(out, "\"label\":7"),
+              "missing file json: %s", S(out));
+    free(out);
+
+    /* Two lines: separate lines in text, TSV lines and words, JSON lines[]. */
+    REQUIRE(write_two_lines(frame) == 0);
+    rc = neocog(&out, NULL, "recognize", "--segment", "--top", "3", frame, NULL);
+    CHECK_INT_EQ(rc, 0);
+    char want[4400];
+    snprintf(want, sizeof want, "%s: 72\n%s: 27 (confidence ", frame, frame);
+    CHECK_MSG(out && strstr(out, want) && strstr(out, "\n  digit 1 (line 1, ") &&
+              strstr(out, "\n  digit 4 (line 2, ") && strstr(out, "  top: 7 "),
+              "two lines txt: %s", S(out));
+    printf("two lines:\n%s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "recognize", "--segment", "--format", "tsv", frame, NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\n4\t1\t1\t1\t1\t0\t") && strstr(out, "\n4\t1\t1\t1\t2\t0\t") &&
+              strstr(out, "\n5\t1\t1\t1\t1\t1\t") && strstr(out, "\t72\t\t") &&
+              strstr(out, "\n5\t1\t1\t1\t2\t1\t") && strstr(out, "\t27\t\t"),
+              "two lines tsv: %s", S(out));
+    printf("two lines tsv:\n%s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "recognize", "--segment", "--format", "json", "--top", "2", frame,
+                NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "\"text\":\"72\\n27\"") &&
+              strstr(out, "\"lines\":[{\"line\":0,") && strstr(out, "{\"line\":1,") &&
+              strstr(out, "\"text\":\"27\",") && strstr(out, ",\"line\":1,\"top\":[{\"label\":"),
+              "two lines json: %s", S(out));
+    free(out);
+    /* A segmented digit rejected: its reason, with the candidates */
+    rc = neocog(&out, NULL, "recognize", "--segment", "--min-conf", "1", "--top", "2", frame,
+                NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, ": ??\n") && strstr(out, "  digit 2 (line 1, ") &&
+              strstr(out, "below threshold 1.000)  top: 2 "), "rejected digits: %s", S(out));
+    free(out);
+    unlink(frame);
+
+    /* Each command's own help; `neocog help camera` is the camera's. */
+    rc = neocog(&out, NULL, "recognize", "--help", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "recognize [OPTIONS]") && strstr(out, "--min-conf") &&
+              !strstr(out, "--concurrency"), "recognize --help: %s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "bench", "--help", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "--concurrency") && !strstr(out, "recognize [OPTIONS]"),
+              "bench --help: %s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "status", "--help", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "status [--format") && !strstr(out, "--concurrency"),
+              "status --help: %s", S(out));
+    free(out);
+    rc = neocog(&out, NULL, "help", "camera", NULL);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_MSG(out && strstr(out, "--min-conf") && strstr(out, "--digits"),
+              "help camera: %s", S(out));
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3 || !argv[1][0]) {
@@ -277,6 +424,7 @@ int main(int argc, char **argv)
         test_status();
         test_library();
         test_bench();
+        test_answers(dir);
     }
     if (pid > 0) {
         kill(pid, SIGTERM);

@@ -101,8 +101,29 @@ static void test_args(void)
     CHECK_INT_EQ(a.cmd, NC_CLI_CMD_STATUS);
     CHECK_INT_EQ(parse("--help", &a, why, sizeof why), 0);
     CHECK_INT_EQ(a.cmd, NC_CLI_CMD_HELP);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_HELP);
     CHECK_INT_EQ(parse("bench -h", &a, why, sizeof why), 0);
     CHECK_INT_EQ(a.cmd, NC_CLI_CMD_HELP);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_BENCH);     /* the command's own help */
+    CHECK_INT_EQ(parse("recognize --help", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_RECOGNIZE);
+    CHECK_INT_EQ(parse("status --help", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_STATUS);
+    CHECK_INT_EQ(parse("help recognize", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_RECOGNIZE);
+    CHECK_INT_EQ(parse("help camera", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_CAMERA);
+    CHECK_INT_EQ(parse("help", &a, why, sizeof why), 0);
+    CHECK_INT_EQ(a.help_cmd, NC_CLI_CMD_HELP);
+    /* --min-conf: the request's minimum confidence; 0 asks for none */
+    CHECK_INT_EQ(parse("recognize a", &a, why, sizeof why), 0);
+    CHECK(a.min_confidence == 0.0f);            /* the server's threshold */
+    CHECK_INT_EQ(parse("recognize --min-conf 0.25 a", &a, why, sizeof why), 0);
+    CHECK(a.min_confidence == 0.25f);
+    CHECK_INT_EQ(parse("recognize --min-conf 0 a", &a, why, sizeof why), 0);
+    CHECK(a.min_confidence < 0.0f);
+    CHECK_INT_EQ(parse("bench --idx t.gz --min-conf 0.9", &a, why, sizeof why), 0);
+    CHECK(a.min_confidence == 0.9f);
     CHECK_INT_EQ(parse("--version", &a, why, sizeof why), 0);
     CHECK_INT_EQ(a.cmd, NC_CLI_CMD_VERSION);
 
@@ -117,6 +138,8 @@ static void test_args(void)
         "bench --idx a --concurrency 1x", "--timeout 0 status", "--top 3 recognize a",
         "recognize --priority urgent a", "recognize --priority 1001 a",
         "recognize --priority -- a", "status --priority high",
+        "recognize --min-conf 1.5 a", "recognize --min-conf -0.1 a",
+        "recognize --min-conf x a", "status --min-conf 0.5", "help frobnicate",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why[0] = '\0';
@@ -125,6 +148,10 @@ static void test_args(void)
     }
     CHECK_INT_EQ(parse("recognize --model lenet a", &a, why, sizeof why), -EINVAL);
     CHECK(strstr(why, "lenet") != NULL);
+    /* `neocog` alone names every command, camera too */
+    CHECK_INT_EQ(parse("", &a, why, sizeof why), -EINVAL);
+    CHECK_MSG(strstr(why, "recognize") && strstr(why, "status") && strstr(why, "bench") &&
+              strstr(why, "camera"), "no command: '%s'", why);
 
     uint64_t u;
     double d;
@@ -220,14 +247,17 @@ static void test_escape(void)
     nc_cli_json_number(f, -INFINITY);
     fputc('|', f);
     nc_cli_tsv_header(f);
-    nc_cli_tsv_row(f, 5, 2, 1, 1, 1, 1, 3, 4, 20, 30, 97.5, "7\t");
-    nc_cli_tsv_row(f, 1, 2, 0, 0, 0, 0, 0, 0, 84, 84, -1, "");
+    nc_cli_tsv_row(f, 5, 2, 1, 1, 1, 1, 3, 4, 20, 30, 97.5, "7\t", NULL, 0);
+    nc_cli_tsv_row(f, 1, 2, 0, 0, 0, 0, 0, 0, 84, 84, -1, "", NULL, -1);
+    nc_cli_tsv_row(f, 5, 1, 1, 1, 2, 1, 0, 0, 9, 9, 41.25, "?", "below threshold", 90);
     fclose(f);
     CHECK_MSG(!strcmp(buf, "0.5 42 null null|"
                            "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
-                           "left\ttop\twidth\theight\tconf\ttext\n"
-                           "5\t2\t1\t1\t1\t1\t3\t4\t20\t30\t97.500000\t7\\t\n"
-                           "1\t2\t0\t0\t0\t0\t0\t0\t84\t84\t-1\t\n"), "got '%s'", buf);
+                           "left\ttop\twidth\theight\tconf\ttext\treject\tthreshold\n"
+                           "5\t2\t1\t1\t1\t1\t3\t4\t20\t30\t97.500000\t7\\t\t\t0.000000\n"
+                           "1\t2\t0\t0\t0\t0\t0\t0\t84\t84\t-1\t\t\t-1\n"
+                           "5\t1\t1\t1\t2\t1\t0\t0\t9\t9\t41.250000\t?\tbelow threshold\t"
+                           "90.000000\n"), "got '%s'", buf);
     free(buf);
 }
 
@@ -290,6 +320,90 @@ static void test_hist(void)
         }
 }
 
+/* A command's help holds its own options and not the others'; the global
+ * help every command's. */
+static void test_usage(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    REQUIRE(f);
+    nc_cli_usage_command(f, NC_CLI_CMD_RECOGNIZE);
+    fclose(f);
+    CHECK_MSG(strstr(buf, "recognize [OPTIONS]") && strstr(buf, "--min-conf") &&
+              !strstr(buf, "--concurrency") && !strstr(buf, "bench ["), "recognize help: %s",
+              buf);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    REQUIRE(f);
+    nc_cli_usage(f);
+    fclose(f);
+    CHECK(strstr(buf, "  recognize ") && strstr(buf, "  status ") && strstr(buf, "  bench ") &&
+          strstr(buf, "  camera "));
+    free(buf);
+}
+
+/* Digit d of a segmented result on line `line`, box at x, y. */
+static Neocog__Digit *mk_digit(Neocog__Digit *d, Neocog__Box *b, uint32_t line, uint32_t x,
+                               uint32_t y, const char *text, float conf, int reason)
+{
+    neocog__digit__init(d);
+    neocog__box__init(b);
+    b->x = x;
+    b->y = y;
+    b->width = 10;
+    b->height = 20;
+    d->box = b;
+    d->line = line;
+    d->text = (char *)text;
+    d->confidence = conf;
+    d->reject = reason != 0;
+    d->reject_reason = (Neocog__RejectReason)reason;
+    return d;
+}
+
+static void test_lines(void)
+{
+    Neocog__Digit d[5];
+    Neocog__Box b[5];
+    Neocog__Digit *dv[5] = {
+        mk_digit(&d[0], &b[0], 0, 5, 3, "4", 0.9f, 0),
+        mk_digit(&d[1], &b[1], 0, 17, 1, "0", 0.8f, 0),
+        mk_digit(&d[2], &b[2], 0, 29, 4, "2", 0.95f, 0),
+        mk_digit(&d[3], &b[3], 1, 6, 40, "?", 0.3f,
+                 NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD),
+        mk_digit(&d[4], &b[4], 1, 18, 42, "8", 0.7f, 0),
+    };
+    Neocog__Result res = NEOCOG__RESULT__INIT;
+    res.digits = dv;
+    res.n_digits = 5;
+    nc_cli_line lines[4];
+    REQUIRE(nc_cli_lines(&res, lines, 4) == 2);
+    CHECK(lines[0].first == 0 && lines[0].count == 3);
+    CHECK(lines[0].x0 == 5 && lines[0].y0 == 1 && lines[0].x1 == 39 && lines[0].y1 == 24);
+    CHECK_NEAR(lines[0].confidence, 0.8, 1e-6, 0);
+    CHECK(!lines[0].reject && lines[0].reject_reason == NEOCOG__REJECT_REASON__REJECT_NONE);
+    CHECK(lines[1].first == 3 && lines[1].count == 2);
+    CHECK(lines[1].x0 == 6 && lines[1].y0 == 40 && lines[1].x1 == 28 && lines[1].y1 == 62);
+    CHECK(lines[1].reject &&
+          lines[1].reject_reason == NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD);
+    char text[8];
+    nc_cli_line_text(&res, &lines[0], text, sizeof text);
+    CHECK(!strcmp(text, "402"));
+    nc_cli_line_text(&res, &lines[1], text, sizeof text);
+    CHECK(!strcmp(text, "?8"));
+    nc_cli_line_text(&res, &lines[0], text, 3);     /* cut to fit */
+    CHECK(!strcmp(text, "40"));
+    /* only cap lines written, all counted */
+    CHECK_INT_EQ(nc_cli_lines(&res, lines, 1), 2);
+    CHECK(lines[0].count == 3);
+    res.n_digits = 0;
+    CHECK_INT_EQ(nc_cli_lines(&res, lines, 4), 0);
+    CHECK(!strcmp(nc_client_reject_reason_text(NEOCOG__REJECT_REASON__REJECT_NO_INK),
+                  "no ink"));
+    CHECK(!strcmp(nc_client_reject_reason_text(NEOCOG__REJECT_REASON__REJECT_NONE), ""));
+}
+
 int main(void)
 {
     test_addr();
@@ -297,5 +411,7 @@ int main(void)
     test_sniff();
     test_escape();
     test_hist();
+    test_usage();
+    test_lines();
     return nc_test_finish();
 }
