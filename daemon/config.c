@@ -40,10 +40,11 @@ static const key_def keys[] = {
                 "source tree's models/ when run from the build tree)"),
     STR(cnn_model, "CNN model file (overrides the folder)"),
     STR(neocog_model, "neocognitron model file (overrides the folder)"),
-    U32(workers, 0, 1024, "worker threads; 0 = one per CPU (default 0)"),
-    U32(priority_workers, 0, 64, "more worker threads that take only high-priority requests "
-                                 "(camera frames), so those never wait for a bulk batch to "
-                                 "finish (default 1)"),
+    U32(workers, 0, 1024, "worker threads of each model's queue (CNN, neocognitron, ensemble); "
+                          "0 = one per CPU (default 0)"),
+    U32(priority_workers, 0, 64, "more worker threads of each model's queue that take only its "
+                                 "high-priority requests (camera frames), so those never wait "
+                                 "for a bulk batch to finish (default 1)"),
     U32(max_batch, 1, 65536, "images per forward pass (default 64)"),
     U32(gpus, 0, 1024, "GPUs to run the models on, the first N visible ones (CUDA_VISIBLE_DEVICES "
                        "applies); 0 = the CPU only (default 1024: every GPU)"),
@@ -324,11 +325,17 @@ int nc_config_parse_args(nc_config *c, int argc, char **argv,
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
         if (klen >= sizeof key) {
-            say(why, why_len, "unknown option '%s'%s", a, "");
+            say(why, why_len, "unknown option %s%s", a, "");
             return -ENOENT;
         }
         memcpy(key, a + 2, klen);
         key[klen] = '\0';
+        /* Judge the name before taking the next argument as its value, so
+         * a mistyped flag is named as such. */
+        if (!find_key(key)) {
+            say(why, why_len, "unknown option --%s%s", key, "");
+            return -ENOENT;
+        }
         if (eq) {
             value = eq + 1;
         } else {

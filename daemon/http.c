@@ -41,8 +41,9 @@ static void on_request(struct evhttp_request *r, void *arg)
     }
     size_t plen = strcspn(uri, "?");
     if (plen == 8 && !strncmp(uri, "/metrics", 8)) {
-        nc_batcher_stats bs;
-        nc_batcher_stats_get(s->batcher, &bs);
+        nc_batcher_stats bs = { 0 };
+        if (s->batcher)     /* none while the models load */
+            nc_batcher_stats_get(s->batcher, &bs);
         nc_metrics_gauges g = {
             .queue_depth = bs.depth, .queue_capacity = s->cfg.queue_capacity,
             .queue_bytes = bs.bytes, .connections = s->n_conns, .workers = bs.workers,
@@ -51,7 +52,7 @@ static void on_request(struct evhttp_request *r, void *arg)
             .ready = ready(s), .draining = s->state == NC_SERVER_DRAINING,
             .uptime_s = (nc_now_us() - s->started_us) / 1000000u,
         };
-        for (int k = 0; k < NC_SLOTS; k++) {
+        for (int k = 0; k < NC_SLOTS && s->models; k++) {
             const nc_model *m = s->models->slot[k];
             g.model_loaded[k] = m != NULL;
             for (uint32_t l = 0; m && l < m->n_lanes; l++)
@@ -83,10 +84,13 @@ static void on_request(struct evhttp_request *r, void *arg)
     } else if (plen == 8 && !strncmp(uri, "/healthz", 8)) {
         reply_text(r, 200, "OK", "text/plain", "ok\n", 3);
     } else if (plen == 7 && !strncmp(uri, "/readyz", 7)) {
+        /* The body says why it is not ready, for people and probes alike. */
+        const char *body = ready(s) ? "ready\n"
+                         : s->state == NC_SERVER_STARTING ? "loading\n" : "draining\n";
         if (ready(s))
-            reply_text(r, 200, "OK", "text/plain", "ready\n", 6);
+            reply_text(r, 200, "OK", "text/plain", body, strlen(body));
         else
-            reply_text(r, 503, "Service Unavailable", "text/plain", "not ready\n", 10);
+            reply_text(r, 503, "Service Unavailable", "text/plain", body, strlen(body));
     } else {
         evhttp_send_error(r, 404, "try /metrics, /healthz or /readyz");
     }

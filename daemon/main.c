@@ -2,10 +2,17 @@
  * the HTTP side port, signals and systemd notifications together, then
  * runs the event loop.  Holds no maths and no protocol logic.
  *
- * Lifecycle: load and warm the models (exit 1 if none loads), start the
- * workers, listen, READY=1.  SIGHUP: load the models again on a background
- * thread; a slot whose new file fails keeps its old model, and the new
- * generation is swapped in between batches (no request sees two).
+ * Lifecycle: bind every socket first (a busy address is an error at once,
+ * not after seconds of loading), start the HTTP port and the loop, then
+ * load and warm the models on the background thread reloads use.  The
+ * protocol listeners stay disabled meanwhile, so a client's connection
+ * waits in the kernel's backlog and is answered once the models are in;
+ * /readyz says "loading".  When the load is done: start the workers,
+ * enable the listeners, READY=1 (exit 1 instead if no model loads, or if
+ * a model file named explicitly does not).  SIGHUP: load the models again
+ * on the background thread; a slot whose new file fails keeps its old
+ * model, and the new generation is swapped in between batches (no request
+ * sees two).
  * SIGTERM/SIGINT: stop accepting, finish everything already received,
  * close each connection once it is idle, exit 0 (or after drain_timeout_s,
  * closing what is left). */
@@ -13,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +46,7 @@
 const char *nc_server_state_text(nc_server_state st)
 {
     switch (st) {
-    case NC_SERVER_STARTING: return "starting";
+    case NC_SERVER_STARTING: return "loading";
     case NC_SERVER_SERVING: return "serving";
     case NC_SERVER_RELOADING: return "reloading";
     case NC_SERVER_DRAINING: return "draining";
@@ -57,6 +65,11 @@ static void models_text(const nc_server *s, char *dst, size_t n)
 void nc_server_notify_status(nc_server *s)
 {
     char models[64], msg[256];
+    if (!s->models) {
+        nc_notify(s->state == NC_SERVER_DRAINING ? "STATUS=stopping before the models loaded"
+                                                 : "STATUS=loading models");
+        return;
+    }
     models_text(s, models, sizeof models);
     snprintf(msg, sizeof msg, "STATUS=%s: %s; %u connections; %" PRIu64 " requests in flight",
              nc_server_state_text(s->state), models, s->n_conns, s->requests_in_flight);
@@ -110,17 +123,27 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     }
 }
 
+/* Disabled until the models are loaded (enable_listeners): connections
+ * made before then wait in the backlog. */
 static int add_listener(nc_server *s, int fd)
 {
     if (s->n_listeners >= NC_LISTEN_MAX)
         return -E2BIG;
     struct evconnlistener *l = evconnlistener_new(s->base, on_accept, s,
-                                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                  -1, fd);
+                                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+                                                  LEV_OPT_DISABLED, -1, fd);
     if (!l)
         return -ENOMEM;
     evconnlistener_set_error_cb(l, on_accept_error);
     s->listeners[s->n_listeners++] = l;
+    return 0;
+}
+
+static int enable_listeners(nc_server *s)
+{
+    for (int i = 0; i < s->n_listeners; i++)
+        if (evconnlistener_enable(s->listeners[i]))
+            return -EINVAL;
     return 0;
 }
 
@@ -135,21 +158,43 @@ static void close_listeners(nc_server *s)
     }
 }
 
-/* ---- reload ----------------------------------------------------------------- */
+/* ---- loading and reloading ---------------------------------------------------- */
 
 static pthread_t reload_thread;
 static int reload_thread_joinable;
 
+/* snprintf for messages that may be cut short on purpose (paths can be
+ * longer than the buffers). */
+static void say(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
+
+/* The first load (s->models NULL) and every reload. */
 static void *reload_main(void *arg)
 {
     nc_server *s = arg;
     nc_models *prev = s->models;    /* stays alive: only on_reload_done swaps it */
     nc_models *g = NULL;
-    char summary[512];
-    int err = nc_models_load(&s->cfg, prev, s->cfg.max_batch, &g, summary, sizeof summary);
+    char summary[512] = "";
+    int err = nc_models_load(&s->cfg, prev, prev ? 0 : NC_MODELS_NAMED_MUST_LOAD, &g, summary,
+                             sizeof summary);
     pthread_mutex_lock(&s->reload_lock);
     s->reload_result = err ? NULL : g;
-    snprintf(s->reload_summary, sizeof s->reload_summary, "%s", summary);
+    if (!prev && err == -EINVAL)
+        say(s->reload_summary, sizeof s->reload_summary, "cannot load the %s", summary);
+    else if (!prev && err)
+        say(s->reload_summary, sizeof s->reload_summary,
+            "no model could be loaded (%s); looked in %s%s%s%s%s", summary, s->cfg.models,
+            s->cfg.cnn_model[0] ? ", " : "", s->cfg.cnn_model,
+            s->cfg.neocog_model[0] ? ", " : "", s->cfg.neocog_model);
+    else
+        snprintf(s->reload_summary, sizeof s->reload_summary, "%s", summary);
     pthread_mutex_unlock(&s->reload_lock);
     uint64_t one = 1;
     ssize_t w = write(s->reload_fd, &one, sizeof one);
@@ -181,6 +226,67 @@ static void start_reload(nc_server *s)
     reload_thread_joinable = 1;
 }
 
+static void log_models(const nc_models *g)
+{
+    for (int k = 0; k < NC_SLOTS; k++) {
+        const nc_model *m = g->slot[k];
+        if (m)
+            nc_log(NC_LOG_INFO, "model %s: %s (%u classes, input %ux%u%s%s) on %s",
+                   nc_slot_name(k), m->path, m->be->info.n_classes,
+                   m->be->info.prep.size + 2 * m->be->info.prep.pad,
+                   m->be->info.prep.size + 2 * m->be->info.prep.pad, m->arch[0] ? ", " : "",
+                   m->arch, m->engines);
+        else
+            nc_log(NC_LOG_NOTICE, "model %s: not loaded: %s", nc_slot_name(k), g->error[k]);
+    }
+}
+
+static void fail_start(nc_server *s)
+{
+    s->exit_code = 1;
+    event_base_loopbreak(s->base);
+}
+
+/* The first load finished (g NULL: it failed): start serving, or exit 1. */
+static void on_loaded(nc_server *s, nc_models *g)
+{
+    int err;
+    if (!g) {
+        nc_log(NC_LOG_ERR, "%s", s->reload_summary);
+        fail_start(s);
+        return;
+    }
+    s->models = g;
+    if (s->state == NC_SERVER_DRAINING)      /* stopped meanwhile: never serve */
+        return;
+    log_models(g);
+    snprintf(s->last_reload, sizeof s->last_reload, "none since start");
+    if ((err = nc_batcher_new(&s->cfg, s->models, &s->batcher))) {
+        nc_log(NC_LOG_ERR, "cannot start workers: %s", strerror(-err));
+        fail_start(s);
+        return;
+    }
+    s->done_ev = event_new(s->base, nc_batcher_done_fd(s->batcher), EV_READ | EV_PERSIST,
+                           on_done, s);
+    if (!s->done_ev || event_add(s->done_ev, NULL) || enable_listeners(s)) {
+        nc_log(NC_LOG_ERR, "cannot set up the event loop");
+        fail_start(s);
+        return;
+    }
+    s->state = NC_SERVER_SERVING;
+    nc_batcher_stats bs;
+    nc_batcher_stats_get(s->batcher, &bs);
+    char ready[128];
+    snprintf(ready, sizeof ready, "READY=1\nMAINPID=%ld", (long)getpid());
+    nc_notify(ready);
+    nc_server_notify_status(s);
+    nc_log(NC_LOG_NOTICE, "ready: %u workers (+%u for high priority) a model, max batch %u, "
+           "queue %u images", bs.workers, bs.priority_workers, s->cfg.max_batch,
+           s->cfg.queue_capacity);
+    if (s->reload_again)
+        start_reload(s);
+}
+
 static void on_reload_done(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
@@ -193,6 +299,10 @@ static void on_reload_done(evutil_socket_t fd, short what, void *arg)
     s->reload_result = NULL;
     pthread_mutex_unlock(&s->reload_lock);
     s->reload_running = 0;
+    if (!s->models) {
+        on_loaded(s, g);
+        return;
+    }
     int failed = 0;
     if (g) {
         for (int k = 0; k < NC_SLOTS; k++)
@@ -267,7 +377,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     if (sig == SIGHUP) {
         if (s->state == NC_SERVER_DRAINING)
             return;
-        nc_log(NC_LOG_NOTICE, "SIGHUP: reloading models");
+        nc_log(NC_LOG_NOTICE, s->models ? "SIGHUP: reloading models"
+                                        : "SIGHUP while loading: the models load again after");
         if (s->reload_running)
             s->reload_again = 1;
         else
@@ -282,8 +393,9 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     nc_server *s = arg;
-    nc_batcher_stats bs;
-    nc_batcher_stats_get(s->batcher, &bs);
+    nc_batcher_stats bs = { 0 };
+    if (s->batcher)         /* none while the models load */
+        nc_batcher_stats_get(s->batcher, &bs);
     /* The loop is alive (we are running); the workers are alive unless
      * work waits and no batch has finished since the last tick. */
     int stuck = bs.depth > 0 && bs.progress == s->watchdog_progress;
@@ -297,6 +409,13 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 
 /* ---- startup ---------------------------------------------------------------- */
 
+static const char *in_use_hint(int err)
+{
+    return err == -EADDRINUSE ? " (is another neocogd running? --listen-tcp, --listen-unix "
+                                "and --http choose other addresses)" : "";
+}
+
+/* Bind (or take from systemd) every socket; the protocol ones disabled. */
 static int open_listeners(nc_server *s)
 {
     char why[512];
@@ -326,7 +445,7 @@ static int open_listeners(nc_server *s)
     if (strcmp(s->cfg.listen_tcp, "none")) {
         if ((err = nc_listen_tcp(s->cfg.listen_tcp, &fd, why, sizeof why)) ||
             (err = add_listener(s, fd))) {
-            nc_log(NC_LOG_ERR, "listen tcp %s", why);
+            nc_log(NC_LOG_ERR, "cannot listen on tcp %s%s", why, in_use_hint(err));
             return err;
         }
         nc_log(NC_LOG_INFO, "listening on tcp %s", s->cfg.listen_tcp);
@@ -334,7 +453,7 @@ static int open_listeners(nc_server *s)
     if (strcmp(s->cfg.listen_unix, "none")) {
         if ((err = nc_listen_unix(s->cfg.listen_unix, s->cfg.unix_mode, &fd, why, sizeof why)) ||
             (err = add_listener(s, fd))) {
-            nc_log(NC_LOG_ERR, "listen unix %s", why);
+            nc_log(NC_LOG_ERR, "cannot listen on unix %s%s", why, in_use_hint(err));
             return err;
         }
         snprintf(s->unix_path, sizeof s->unix_path, "%s", s->cfg.listen_unix);
@@ -344,7 +463,7 @@ static int open_listeners(nc_server *s)
     if (strcmp(s->cfg.http, "none")) {
         if ((err = nc_listen_tcp(s->cfg.http, &fd, why, sizeof why)) ||
             (err = nc_http_start(s, fd))) {
-            nc_log(NC_LOG_ERR, "listen http %s", why);
+            nc_log(NC_LOG_ERR, "cannot listen on http %s%s", why, in_use_hint(err));
             return err;
         }
         nc_log(NC_LOG_INFO, "metrics on http://%s/metrics", s->cfg.http);
@@ -354,21 +473,6 @@ static int open_listeners(nc_server *s)
         return -EINVAL;
     }
     return 0;
-}
-
-static void log_models(const nc_models *g)
-{
-    for (int k = 0; k < NC_SLOTS; k++) {
-        const nc_model *m = g->slot[k];
-        if (m)
-            nc_log(NC_LOG_INFO, "model %s: %s (%u classes, input %ux%u%s%s) on %s",
-                   nc_slot_name(k), m->path, m->be->info.n_classes,
-                   m->be->info.prep.size + 2 * m->be->info.prep.pad,
-                   m->be->info.prep.size + 2 * m->be->info.prep.pad, m->arch[0] ? ", " : "",
-                   m->arch, m->engines);
-        else
-            nc_log(NC_LOG_NOTICE, "model %s: not loaded: %s", nc_slot_name(k), g->error[k]);
-    }
 }
 
 int main(int argc, char **argv)
@@ -393,45 +497,29 @@ int main(int argc, char **argv)
     s->reload_fd = -1;
     pthread_mutex_init(&s->reload_lock, NULL);
     nc_log(NC_LOG_INFO, "neocogd %s starting; models from %s", NC_VERSION, s->cfg.models);
-
-    char summary[512];
-    int err = nc_models_load(&s->cfg, NULL, s->cfg.max_batch, &s->models, summary, sizeof summary);
-    if (err) {
-        nc_log(NC_LOG_ERR, "no model could be loaded (%s); looked in %s%s%s%s%s", summary,
-               s->cfg.models, s->cfg.cnn_model[0] ? ", " : "", s->cfg.cnn_model,
-               s->cfg.neocog_model[0] ? ", " : "", s->cfg.neocog_model);
-        return 1;
-    }
-    log_models(s->models);
-    snprintf(s->last_reload, sizeof s->last_reload, "none since start");
-
     s->exit_code = 0;
-    if ((err = nc_batcher_new(&s->cfg, s->models, &s->batcher))) {
-        nc_log(NC_LOG_ERR, "cannot start workers: %s", strerror(-err));
-        return 1;
-    }
+    s->state = NC_SERVER_STARTING;
     s->base = event_base_new();
     s->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!s->base || s->reload_fd < 0) {
         nc_log(NC_LOG_ERR, "cannot set up the event loop");
         return 1;
     }
-    s->done_ev = event_new(s->base, nc_batcher_done_fd(s->batcher), EV_READ | EV_PERSIST,
-                           on_done, s);
     s->reload_ev = event_new(s->base, s->reload_fd, EV_READ | EV_PERSIST, on_reload_done, s);
     s->drain_ev = evtimer_new(s->base, on_drain_timeout, s);
     s->sig_hup = evsignal_new(s->base, SIGHUP, on_signal, s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    if (!s->done_ev || !s->reload_ev || !s->drain_ev || !s->sig_hup || !s->sig_term ||
-        !s->sig_int || event_add(s->done_ev, NULL) || event_add(s->reload_ev, NULL) ||
-        event_add(s->sig_hup, NULL) || event_add(s->sig_term, NULL) ||
-        event_add(s->sig_int, NULL)) {
+    if (!s->reload_ev || !s->drain_ev || !s->sig_hup || !s->sig_term || !s->sig_int ||
+        event_add(s->reload_ev, NULL) || event_add(s->sig_hup, NULL) ||
+        event_add(s->sig_term, NULL) || event_add(s->sig_int, NULL)) {
         nc_log(NC_LOG_ERR, "cannot set up the event loop");
         return 1;
     }
-    if (open_listeners(s))
+    if (open_listeners(s)) {
+        close_listeners(s);         /* the Unix socket file, if one was made */
         return 1;
+    }
     s->watchdog_usec = nc_notify_watchdog_usec();
     /* Ping at half the interval; without a watchdog, still refresh STATUS=. */
     uint64_t tick = s->watchdog_usec ? s->watchdog_usec / 2 : 10000000u;
@@ -442,18 +530,26 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    s->state = NC_SERVER_SERVING;
-    nc_batcher_stats bs;
-    nc_batcher_stats_get(s->batcher, &bs);
-    char ready[128];
-    snprintf(ready, sizeof ready, "READY=1\nMAINPID=%ld", (long)getpid());
-    nc_notify(ready);
+    /* The models load on the reload thread while the loop answers /healthz
+     * and /readyz; on_loaded takes it from there. */
     nc_server_notify_status(s);
-    nc_log(NC_LOG_NOTICE, "ready: %u workers (+%u for high priority), max batch %u, queue %u "
-           "images", bs.workers, bs.priority_workers, s->cfg.max_batch, s->cfg.queue_capacity);
+    s->reload_running = 1;
+    int err = pthread_create(&reload_thread, NULL, reload_main, s);
+    if (err) {
+        nc_log(NC_LOG_ERR, "cannot start the thread that loads the models: %s", strerror(err));
+        return 1;
+    }
+    reload_thread_joinable = 1;
 
     event_base_dispatch(s->base);
 
+    if (!s->models && s->reload_running) {
+        /* Stopped (SIGTERM) while the models still load: a load cannot be
+         * cut short, and waiting for it would make the stop take as long;
+         * the kernel frees everything. */
+        nc_log(NC_LOG_NOTICE, "exiting before the models finished loading");
+        _exit(s->exit_code);
+    }
     nc_log(NC_LOG_NOTICE, "exiting");
     close_listeners(s);
     nc_http_stop(s);
@@ -462,7 +558,8 @@ int main(int argc, char **argv)
         pthread_join(reload_thread, NULL);
     nc_models_unref(s->reload_result);
     nc_batcher_free(s->batcher);
-    event_free(s->done_ev);
+    if (s->done_ev)
+        event_free(s->done_ev);
     event_free(s->reload_ev);
     event_free(s->drain_ev);
     event_free(s->watchdog_ev);

@@ -117,42 +117,75 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* First *.ncm file of each kind in dir, by name.  Unreadable files are
- * skipped here; loading reports them if they are chosen explicitly. */
-static void scan_dir(const char *dir, char found[NC_SLOTS][NC_CONFIG_PATH_MAX])
+/* Model files a folder offers, per slot, in name order. */
+#define SCAN_MAX 256
+
+typedef struct scan_list {
+    char *path[NC_SLOTS][SCAN_MAX];     /* malloc'd */
+    size_t n[NC_SLOTS];
+} scan_list;
+
+static void scan_list_fini(scan_list *l)
+{
+    for (int s = 0; s < NC_SLOTS; s++)
+        for (size_t i = 0; i < l->n[s]; i++)
+            free(l->path[s][i]);
+}
+
+/* Every *.ncm file in dir whose header says which slot it fills, by name.
+ * A file that cannot be read or is not a sound model file is skipped with
+ * a warning naming it and why: one bad file in a folder must not stop the
+ * daemon, and must not go unnoticed either.  0 or the error opening dir. */
+static int scan_dir(const char *dir, scan_list *ret)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return;
-    char *names[256];
+        return -errno;
+    char *names[SCAN_MAX];
     size_t n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < sizeof names / sizeof names[0]) {
+    while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
-        if (len > 4 && !strcmp(e->d_name + len - 4, ".ncm") && e->d_name[0] != '.')
-            if ((names[n] = strdup(e->d_name)))
-                n++;
+        if (len <= 4 || strcmp(e->d_name + len - 4, ".ncm") || e->d_name[0] == '.')
+            continue;
+        if (n == SCAN_MAX) {
+            nc_log(NC_LOG_WARNING, "models: %s: more than %d model files; the rest, by "
+                   "directory order, are not looked at", dir, SCAN_MAX);
+            break;
+        }
+        if ((names[n] = strdup(e->d_name)))
+            n++;
     }
     closedir(d);
     qsort(names, n, sizeof names[0], name_cmp);
     for (size_t i = 0; i < n; i++) {
         char path[NC_CONFIG_PATH_MAX];
         int w = snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        free(names[i]);
+        if (w < 0 || (size_t)w >= sizeof path)
+            continue;
         uint8_t *buf = NULL;
         size_t len = 0;
         nc_mf_reader *r = NULL;
-        if (w > 0 && (size_t)w < sizeof path && !read_file(path, &buf, &len) &&
-            !nc_mf_open(buf, len, &r)) {
-            int slot = kind_to_slot(nc_mf_kind_of(r));
-            if (slot >= 0 && !found[slot][0])
-                memcpy(found[slot], path, strlen(path) + 1);
-            else if (slot >= 0)
-                nc_log(NC_LOG_NOTICE, "models: %s ignored: %s already chosen", path, found[slot]);
+        int err = read_file(path, &buf, &len);
+        if (err) {
+            nc_log(NC_LOG_WARNING, "models: skipped %s: %s", path, nc_strerror(err));
+            continue;
         }
+        if ((err = nc_mf_open(buf, len, &r))) {
+            nc_log(NC_LOG_WARNING, "models: skipped %s: %s", path, nc_strerror(err));
+            free(buf);
+            continue;
+        }
+        int slot = kind_to_slot(nc_mf_kind_of(r));
         nc_mf_close(r);
         free(buf);
-        free(names[i]);
+        if (slot < 0)
+            nc_log(NC_LOG_NOTICE, "models: skipped %s: a model of a kind not served", path);
+        else if (ret->n[slot] < SCAN_MAX && (ret->path[slot][ret->n[slot]] = strdup(path)))
+            ret->n[slot]++;
     }
+    return 0;
 }
 
 /* ", each digit at 46/48/50 px gently sheared, 46/48/50 px unsheared"
@@ -404,42 +437,69 @@ void nc_models_unref(nc_models *g)
     }
 }
 
-int nc_models_load(const nc_config *cfg, const nc_models *prev, uint32_t max_batch,
+int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
                    nc_models **ret, char *summary, size_t summary_len)
 {
-    (void)max_batch;
     nc_models *g = calloc(1, sizeof *g);
     if (!g)
         return -ENOMEM;
     atomic_init(&g->refs, 1);
-    char found[NC_SLOTS][NC_CONFIG_PATH_MAX] = { "", "" };
-    if (!cfg->cnn_model[0] || !cfg->neocog_model[0])
-        scan_dir(cfg->models, found);
-    if (cfg->cnn_model[0])
-        snprintf(found[NC_SLOT_CNN], sizeof found[0], "%s", cfg->cnn_model);
-    if (cfg->neocog_model[0])
-        snprintf(found[NC_SLOT_NEOCOG], sizeof found[0], "%s", cfg->neocog_model);
+    const char *named[NC_SLOTS] = { cfg->cnn_model, cfg->neocog_model };
+    scan_list found = { 0 };
+    int scan_err = 0;
+    if (!named[NC_SLOT_CNN][0] || !named[NC_SLOT_NEOCOG][0])
+        scan_err = scan_dir(cfg->models, &found);
     size_t used = 0;
+    int err = 0;
     if (summary_len)
         summary[0] = '\0';
     for (int s = 0; s < NC_SLOTS; s++) {
-        memcpy(g->path[s], found[s], sizeof g->path[s]);
-        const char *what;
-        if (!found[s][0]) {
-            say(g->error[s], sizeof g->error[s], "no %s model file in %s",
-                     nc_slot_name(s), cfg->models);
-            what = "none";
-            if (prev && prev->slot[s]) {
-                g->slot[s] = nc_model_ref(prev->slot[s]);
-                what = "kept (file gone)";
+        const char *what = "failed";
+        if (named[s][0]) {
+            say(g->path[s], sizeof g->path[s], "%s", named[s]);
+            if (load_one(cfg, named[s], s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
+                what = "loaded";
+            } else if (flags & NC_MODELS_NAMED_MUST_LOAD) {
+                /* Nothing else is loaded: the caller exits. */
+                say(summary, summary_len, "%s model named by %s: %s", nc_slot_name(s),
+                    s == NC_SLOT_CNN ? "cnn_model" : "neocog_model", g->error[s]);
+                err = -EINVAL;
+                goto out;
             }
-        } else if (load_one(cfg, found[s], s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
-            what = "loaded";
-        } else if (prev && prev->slot[s]) {
-            g->slot[s] = nc_model_ref(prev->slot[s]);
-            what = "kept the old model";
+        } else if (!found.n[s]) {
+            if (scan_err)
+                say(g->error[s], sizeof g->error[s], "no %s model file: %s: %s",
+                    nc_slot_name(s), cfg->models, strerror(-scan_err));
+            else
+                say(g->error[s], sizeof g->error[s], "no %s model file in %s",
+                    nc_slot_name(s), cfg->models);
+            what = "none";
         } else {
-            what = "failed";
+            /* The folder's files of this kind in name order, until one
+             * loads.  A reload goes no further than the file the slot
+             * serves from: when that file is broken now, the slot keeps its
+             * model rather than bringing in the next file (cnn-column.ncm
+             * must not turn into cnn-committee.ncm by accident). */
+            const char *serving = prev && prev->slot[s] ? prev->slot[s]->path : "";
+            for (size_t i = 0; i < found.n[s] && !g->slot[s]; i++) {
+                const char *p = found.path[s][i];
+                say(g->path[s], sizeof g->path[s], "%s", p);
+                g->error[s][0] = '\0';
+                if (load_one(cfg, p, s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
+                    what = "loaded";
+                    for (size_t j = i + 1; j < found.n[s]; j++)
+                        nc_log(NC_LOG_NOTICE, "models: %s ignored: %s already chosen",
+                               found.path[s][j], p);
+                } else if (!strcmp(p, serving)) {
+                    break;
+                } else {
+                    nc_log(NC_LOG_WARNING, "models: skipped %s", g->error[s]);
+                }
+            }
+        }
+        if (!g->slot[s] && prev && prev->slot[s]) {
+            g->slot[s] = nc_model_ref(prev->slot[s]);
+            what = !strcmp(what, "none") ? "kept (file gone)" : "kept the old model";
         }
         if (summary_len > used) {
             int w = snprintf(summary + used, summary_len - used, "%s%s: %s", s ? "; " : "",
@@ -448,9 +508,13 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, uint32_t max_bat
                 used += (size_t)w < summary_len - used ? (size_t)w : summary_len - used - 1;
         }
     }
-    if (!g->slot[NC_SLOT_CNN] && !g->slot[NC_SLOT_NEOCOG]) {
+    if (!g->slot[NC_SLOT_CNN] && !g->slot[NC_SLOT_NEOCOG])
+        err = -ENOENT;
+out:
+    scan_list_fini(&found);
+    if (err) {
         nc_models_unref(g);
-        return -ENOENT;
+        return err;
     }
     *ret = g;
     return 0;

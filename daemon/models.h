@@ -53,16 +53,30 @@ typedef struct nc_models {
     char error[NC_SLOTS][512];
 } nc_models;
 
-/* Load the models cfg names (explicit files, else the first *.ncm of each
- * kind in cfg->models, in name order), each opened on every GPU used
- * (cfg->gpus; cnn_gpu_lanes or neocog_gpu_lanes engines a GPU, adjacent in
- * lane[]) and on the CPU, checked and warmed by one forward pass per
- * engine.  A GPU that cannot take a model is logged with the reason and left
- * out for it (no GPU at all: the CPU serves it).  A slot whose file
- * fails keeps prev's model (prev may be NULL).  Fails (-ENOENT) only when
- * the result has no model at all; otherwise per-slot problems are in
- * ->error.  summary gets one line. */
-int nc_models_load(const nc_config *cfg, const nc_models *prev, uint32_t max_batch,
+/* nc_models_load flags. */
+enum {
+    /* A file named explicitly (cnn_model, neocog_model) that fails is an
+     * error of the whole load, returned before anything else loads: at
+     * start-up, serving without a model the operator asked for would hide
+     * the mistake.  Without it (a reload) the slot keeps prev's model. */
+    NC_MODELS_NAMED_MUST_LOAD = 1u << 0,
+};
+
+/* Load the models cfg names: the explicit files, else the *.ncm files of
+ * each kind in cfg->models in name order.  A folder's file that cannot be
+ * read, is not a sound model file or fails to load is skipped with a
+ * warning and the next one of its kind is tried, except that a reload
+ * never goes past the file prev's model came from: that file failing keeps
+ * prev's model.  Each model is opened on
+ * every GPU used (cfg->gpus; cnn_gpu_lanes or neocog_gpu_lanes engines a
+ * GPU, adjacent in lane[]) and on the CPU, checked and warmed by one
+ * forward pass per engine.  A GPU that cannot take a model is logged with
+ * the reason and left out for it (no GPU at all: the CPU serves it).  A
+ * slot whose file fails keeps prev's model (prev may be NULL).  Fails with
+ * -ENOENT when the result has no model at all, or (NC_MODELS_NAMED_MUST_LOAD)
+ * with -EINVAL when a named file fails; otherwise per-slot problems are in
+ * ->error.  summary gets one line: what each slot did, or why it failed. */
+int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
                    nc_models **ret, char *summary, size_t summary_len);
 
 nc_models *nc_models_ref(nc_models *m);

@@ -42,6 +42,14 @@ static int listen_loopback(int *ret_port)
 int nc_daemon_start(nc_daemon *d, const char *bin, const char *dir, int activate,
                     const char *const *args)
 {
+    if (nc_daemon_spawn(d, bin, dir, activate, args, NULL))
+        return -1;
+    return nc_daemon_wait_notify(d, "READY=1", 60000);
+}
+
+int nc_daemon_spawn(nc_daemon *d, const char *bin, const char *dir, int activate,
+                    const char *const *args, const char *log_path)
+{
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     char notify_path[300];
@@ -86,6 +94,11 @@ int nc_daemon_start(nc_daemon *d, const char *bin, const char *dir, int activate
             setenv("LISTEN_FDNAMES", "proto:http", 1);
         }
         setenv("NOTIFY_SOCKET", notify_path, 1);
+        if (log_path) {
+            int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0 || dup2(fd, 2) < 0)
+                _exit(127);
+        }
         execv(bin, (char *const *)argv);
         _exit(127);
     }
@@ -93,7 +106,7 @@ int nc_daemon_start(nc_daemon *d, const char *bin, const char *dir, int activate
         close(tcp);
     if (http >= 0)
         close(http);
-    return nc_daemon_wait_notify(d, "READY=1", 60000);
+    return 0;
 }
 
 int nc_daemon_wait_notify(nc_daemon *d, const char *what, int timeout_ms)
@@ -506,4 +519,30 @@ int nc_direct_run(nc_direct *d, const uint8_t *px, uint32_t w, uint32_t h, float
         *ret_label = nc_backend_label(d->be->kind, scores, d->be->info.n_classes);
     free(in);
     return err;
+}
+
+char *nc_read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len - 1, f);
+        if (len + 1 < cap)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    fclose(f);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
 }

@@ -26,6 +26,10 @@ typedef struct nc_daemon {
  * an HTTP socket by socket activation.  Waits for READY=1 (30 s).  0 or -1. */
 int nc_daemon_start(nc_daemon *d, const char *bin, const char *dir, int activate,
                     const char *const *args);
+/* Start it as nc_daemon_start does without waiting for anything; its
+ * stderr goes to log_path (truncated first; NULL: ours).  0 or -1. */
+int nc_daemon_spawn(nc_daemon *d, const char *bin, const char *dir, int activate,
+                    const char *const *args, const char *log_path);
 /* Wait for a notify datagram containing `what` (e.g. "READY=1"). */
 int nc_daemon_wait_notify(nc_daemon *d, const char *what, int timeout_ms);
 /* Throw away the notifications received so far (the socket's queue is
@@ -62,6 +66,8 @@ int nc_decode_jpeg_gray(const uint8_t *buf, size_t len, uint8_t *px, uint32_t w,
 int nc_make_cnn_model(const char *path, uint64_t seed);
 int nc_make_cnn_model_arch(const char *path, uint64_t seed, const char *arch);
 int nc_write_file(const char *path, const void *buf, size_t len);
+/* A whole text file, malloc'd and NUL-terminated; NULL if unreadable. */
+char *nc_read_text(const char *path);
 
 /* Core's direct answer for a light-ink image: raw scores and label. */
 typedef struct nc_direct {
