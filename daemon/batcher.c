@@ -348,7 +348,6 @@ void nc_batcher_stats_get(nc_batcher *b, nc_batcher_stats *ret)
     pthread_mutex_lock(&b->lock);
     ret->depth = b->depth;
     pthread_mutex_unlock(&b->lock);
-    ret->queues = N_QUEUES;
     ret->workers = b->n_threads;
     ret->priority_workers = b->n_high;
     ret->bytes = atomic_load(&b->bytes);

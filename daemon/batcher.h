@@ -59,8 +59,7 @@ int nc_batcher_done_fd(const nc_batcher *b);
 nc_task *nc_batcher_take_done(nc_batcher *b);
 
 typedef struct nc_batcher_stats {
-    uint32_t queues;            /* one per model: CNN, neocognitron, ensemble */
-    uint32_t workers;           /* threads of each queue */
+    uint32_t workers;           /* threads of each model's queue */
     uint32_t priority_workers;  /* beside them, each queue's: its high class only */
     uint32_t depth;             /* images queued now, every queue */
     uint64_t bytes;             /* request bytes held now */

@@ -127,9 +127,11 @@ int nc_metrics_render(const nc_metrics *m, const nc_metrics_gauges *g, char **re
     put(&s, "# HELP neocogd_queue_bytes Request bytes held.\n"
             "# TYPE neocogd_queue_bytes gauge\nneocogd_queue_bytes %" PRIu64 "\n",
         g->queue_bytes);
-    put(&s, "# HELP neocogd_workers Worker threads.\n# TYPE neocogd_workers gauge\n"
+    put(&s, "# HELP neocogd_workers Worker threads of each model's queue (cnn, neocognitron "
+            "and ensemble have this many each).\n# TYPE neocogd_workers gauge\n"
             "neocogd_workers %" PRIu32 "\n", g->workers);
-    put(&s, "# HELP neocogd_priority_workers Worker threads for high-priority requests only.\n"
+    put(&s, "# HELP neocogd_priority_workers Worker threads of each model's queue for its "
+            "high-priority requests only.\n"
             "# TYPE neocogd_priority_workers gauge\nneocogd_priority_workers %" PRIu32 "\n",
         g->priority_workers);
     put(&s, "# HELP neocogd_ready 1 when models are loaded and the server is not draining.\n"
