@@ -637,6 +637,11 @@ int nc_photo_describe(const nc_photo_truth *t, uint32_t width, uint32_t height,
                      "noise=%.1f,q=%u,paper=%.0f-%.0f,ink=%.0f",
                      width, height, t->lines, t->height, t->rotate_deg, t->perspective, t->blur,
                      t->noise, t->quality, t->paper_lo, t->paper_hi, t->ink);
+    for (uint32_t k = 0; k < t->count && n >= 0; k++) {
+        size_t used = (size_t)n < len ? (size_t)n : len;
+        int m = snprintf(buf + used, len - used, "%s%u", k ? "+" : ",src=", t->sources[k]);
+        n = m < 0 ? m : n + m;
+    }
     for (uint32_t i = 0; i < NC_PHOTO_VARIATION_COUNT && n >= 0; i++) {
         if (!(t->variations & (1u << i)))
             continue;

@@ -74,10 +74,11 @@ int nc_photo_render(const nc_photo_params *p, const nc_render_source *src,
                     const uint32_t *idx, uint32_t n, uint64_t *rng,
                     nc_image **ret_img, nc_photo_truth *ret_truth);
 
-/* The truth file's variations field: the drawn parameters and the names of
- * the variations applied, comma-separated, e.g.
- * "w=312,h=240,height=151,rot=-3.2,persp=0.07,blur=1.10,noise=4.2,q=71,
- * paper=168-221,ink=24,shadow,finger=l".  Returns snprintf's count. */
+/* The truth file's variations field: the drawn parameters, the digits'
+ * indices in the set (src, '+'-separated) and the names of the variations
+ * applied, comma-separated, e.g. "w=312,h=240,lines=1,height=151,rot=-3.2,
+ * persp=0.07,blur=1.10,noise=4.2,q=71,paper=168-221,ink=24,src=417,shadow,
+ * finger=l".  Returns snprintf's count. */
 int nc_photo_describe(const nc_photo_truth *t, uint32_t width, uint32_t height,
                       char *buf, size_t len);
 
