@@ -445,65 +445,73 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
         return -ENOMEM;
     atomic_init(&g->refs, 1);
     const char *named[NC_SLOTS] = { cfg->cnn_model, cfg->neocog_model };
+    const char *what[NC_SLOTS] = { "failed", "failed" };
     scan_list found = { 0 };
-    int scan_err = 0;
-    if (!named[NC_SLOT_CNN][0] || !named[NC_SLOT_NEOCOG][0])
-        scan_err = scan_dir(cfg->models, &found);
-    size_t used = 0;
     int err = 0;
     if (summary_len)
         summary[0] = '\0';
+    /* Named files first: one that fails stops a start-up before the folder
+     * is read or anything else loads. */
     for (int s = 0; s < NC_SLOTS; s++) {
-        const char *what = "failed";
-        if (named[s][0]) {
-            say(g->path[s], sizeof g->path[s], "%s", named[s]);
-            if (load_one(cfg, named[s], s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
-                what = "loaded";
-            } else if (flags & NC_MODELS_NAMED_MUST_LOAD) {
-                /* Nothing else is loaded: the caller exits. */
-                say(summary, summary_len, "%s model named by %s: %s", nc_slot_name(s),
-                    s == NC_SLOT_CNN ? "cnn_model" : "neocog_model", g->error[s]);
-                err = -EINVAL;
-                goto out;
-            }
-        } else if (!found.n[s]) {
+        if (!named[s][0])
+            continue;
+        say(g->path[s], sizeof g->path[s], "%s", named[s]);
+        if (load_one(cfg, named[s], s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
+            what[s] = "loaded";
+        } else if (flags & NC_MODELS_NAMED_MUST_LOAD) {
+            say(summary, summary_len, "%s model named by %s: %s", nc_slot_name(s),
+                s == NC_SLOT_CNN ? "cnn_model" : "neocog_model", g->error[s]);
+            err = -EINVAL;
+            goto out;
+        }
+    }
+    int scan_err = 0;
+    if (!named[NC_SLOT_CNN][0] || !named[NC_SLOT_NEOCOG][0])
+        scan_err = scan_dir(cfg->models, &found);
+    for (int s = 0; s < NC_SLOTS; s++) {
+        if (named[s][0])
+            continue;
+        if (!found.n[s]) {
             if (scan_err)
                 say(g->error[s], sizeof g->error[s], "no %s model file: %s: %s",
                     nc_slot_name(s), cfg->models, strerror(-scan_err));
             else
                 say(g->error[s], sizeof g->error[s], "no %s model file in %s",
                     nc_slot_name(s), cfg->models);
-            what = "none";
-        } else {
-            /* The folder's files of this kind in name order, until one
-             * loads.  A reload goes no further than the file the slot
-             * serves from: when that file is broken now, the slot keeps its
-             * model rather than bringing in the next file (cnn-column.ncm
-             * must not turn into cnn-committee.ncm by accident). */
-            const char *serving = prev && prev->slot[s] ? prev->slot[s]->path : "";
-            for (size_t i = 0; i < found.n[s] && !g->slot[s]; i++) {
-                const char *p = found.path[s][i];
-                say(g->path[s], sizeof g->path[s], "%s", p);
-                g->error[s][0] = '\0';
-                if (load_one(cfg, p, s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
-                    what = "loaded";
-                    for (size_t j = i + 1; j < found.n[s]; j++)
-                        nc_log(NC_LOG_NOTICE, "models: %s ignored: %s already chosen",
-                               found.path[s][j], p);
-                } else if (!strcmp(p, serving)) {
-                    break;
-                } else {
-                    nc_log(NC_LOG_WARNING, "models: skipped %s", g->error[s]);
-                }
+            what[s] = "none";
+            continue;
+        }
+        /* The folder's files of this kind in name order, until one loads.
+         * A reload goes no further than the file the slot serves from: when
+         * that file is broken now, the slot keeps its model rather than
+         * bringing in the next file (cnn-column.ncm must not turn into
+         * cnn-committee.ncm by accident). */
+        const char *serving = prev && prev->slot[s] ? prev->slot[s]->path : "";
+        for (size_t i = 0; i < found.n[s] && !g->slot[s]; i++) {
+            const char *p = found.path[s][i];
+            say(g->path[s], sizeof g->path[s], "%s", p);
+            g->error[s][0] = '\0';
+            if (load_one(cfg, p, s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
+                what[s] = "loaded";
+                for (size_t j = i + 1; j < found.n[s]; j++)
+                    nc_log(NC_LOG_NOTICE, "models: %s ignored: %s already chosen",
+                           found.path[s][j], p);
+            } else if (!strcmp(p, serving)) {
+                break;
+            } else {
+                nc_log(NC_LOG_WARNING, "models: skipped %s", g->error[s]);
             }
         }
+    }
+    size_t used = 0;
+    for (int s = 0; s < NC_SLOTS; s++) {
         if (!g->slot[s] && prev && prev->slot[s]) {
             g->slot[s] = nc_model_ref(prev->slot[s]);
-            what = !strcmp(what, "none") ? "kept (file gone)" : "kept the old model";
+            what[s] = !strcmp(what[s], "none") ? "kept (file gone)" : "kept the old model";
         }
         if (summary_len > used) {
             int w = snprintf(summary + used, summary_len - used, "%s%s: %s", s ? "; " : "",
-                             nc_slot_name(s), what);
+                             nc_slot_name(s), what[s]);
             if (w > 0)
                 used += (size_t)w < summary_len - used ? (size_t)w : summary_len - used - 1;
         }

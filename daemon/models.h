@@ -56,9 +56,10 @@ typedef struct nc_models {
 /* nc_models_load flags. */
 enum {
     /* A file named explicitly (cnn_model, neocog_model) that fails is an
-     * error of the whole load, returned before anything else loads: at
-     * start-up, serving without a model the operator asked for would hide
-     * the mistake.  Without it (a reload) the slot keeps prev's model. */
+     * error of the whole load, returned at once (named files load before
+     * the folder is read): at start-up, serving without a model the
+     * operator asked for would hide the mistake.  Without the flag (a
+     * reload) the slot keeps prev's model. */
     NC_MODELS_NAMED_MUST_LOAD = 1u << 0,
 };
 
