@@ -69,7 +69,9 @@ int nc_config_load_file(nc_config *c, const char *path, char *why, size_t why_le
 
 /* Apply argv: --config FILE first (wherever it is), then every
  * --key=value / --key value in order.  Returns 0, 1 when --help or
- * --version was handled (print and exit 0), or a negative error. */
+ * --version was handled (print and exit 0), or a negative error: -ENOENT
+ * for an unknown option (why: "unknown option --bogus", judged before a
+ * value is looked for), -EINVAL for a missing or bad value. */
 int nc_config_parse_args(nc_config *c, int argc, char **argv,
                          char *why, size_t why_len);
 
