@@ -135,9 +135,15 @@ static void scan_list_fini(scan_list *l)
 /* Every *.ncm file in dir whose header says which slot it fills, by name.
  * A file that cannot be read or is not a sound model file is skipped with
  * a warning naming it and why: one bad file in a folder must not stop the
- * daemon, and must not go unnoticed either.  0 or the error opening dir. */
-static int scan_dir(const char *dir, scan_list *ret)
+ * daemon, and must not go unnoticed either.  The files named[] (explicit
+ * models, loaded and reported on their own) are left out.  0 or the error
+ * opening dir. */
+static int scan_dir(const char *dir, const char *const named[NC_SLOTS], scan_list *ret)
 {
+    struct stat named_st[NC_SLOTS];
+    int have_named[NC_SLOTS];
+    for (int s = 0; s < NC_SLOTS; s++)
+        have_named[s] = named[s][0] && stat(named[s], &named_st[s]) == 0;
     DIR *d = opendir(dir);
     if (!d)
         return -errno;
@@ -163,6 +169,13 @@ static int scan_dir(const char *dir, scan_list *ret)
         int w = snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         free(names[i]);
         if (w < 0 || (size_t)w >= sizeof path)
+            continue;
+        struct stat st;
+        int is_named = 0;
+        for (int s = 0; s < NC_SLOTS && stat(path, &st) == 0; s++)
+            is_named |= have_named[s] && st.st_dev == named_st[s].st_dev &&
+                        st.st_ino == named_st[s].st_ino;
+        if (is_named)
             continue;
         uint8_t *buf = NULL;
         size_t len = 0;
@@ -467,7 +480,7 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
     }
     int scan_err = 0;
     if (!named[NC_SLOT_CNN][0] || !named[NC_SLOT_NEOCOG][0])
-        scan_err = scan_dir(cfg->models, &found);
+        scan_err = scan_dir(cfg->models, named, &found);
     for (int s = 0; s < NC_SLOTS; s++) {
         if (named[s][0])
             continue;
