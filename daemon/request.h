@@ -76,6 +76,10 @@ typedef struct nc_task {
                                        is digits[n_digits + a], its parts
                                        digits[alt_first[a]] and the next */
     uint8_t alt_first[NC_MAX_DIGITS / 2];
+    uint8_t one_whole;              /* 1 + index in digits of the frame read
+                                       as one character, an alternative to
+                                       all the pieces (nc_split_one_character
+                                       said maybe); 0: none */
     nc_models *gen;                 /* generation that answered (ref) */
     uint64_t t_start, t_end;        /* batch start/end, monotonic us */
     uint64_t t_forward;             /* batch's forward passes began */

@@ -1,6 +1,8 @@
 /* daemon/split.c — see split.h. */
 #include "split.h"
 
+#include "image_clean.h"
+
 #include <stdio.h>
 
 /* Neocog__Polarity's values, spelled here so this file (and the fuzzer
@@ -97,4 +99,48 @@ int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
 int nc_split_keep_whole(float whole, float left, float right)
 {
     return whole > NC_SPLIT_WHOLE_ODDS * left * right;
+}
+
+int nc_split_one_character(const nc_image *frame, const nc_split_opts *o,
+                           const nc_segment_result *sr, nc_image **ret_clean,
+                           nc_rect *ret_box)
+{
+    if (o->expected_digits > 1)
+        return 0;
+    nc_image view = *frame;
+    if (o->use_roi && nc_image_crop(frame, o->roi, &view) < 0)
+        return 0;
+    nc_image *clean = NULL;
+    nc_clean_info info;
+    int err = nc_image_clean(&view, (nc_polarity)o->polarity, &clean, &info);
+    if (err == -ENOMEM)
+        return err;
+    if (err < 0)
+        return 0;
+    nc_rect b = info.box;
+    if (o->use_roi) {
+        b.x += o->roi.x;
+        b.y += o->roi.y;
+    }
+    double grow = (b.width > b.height ? b.width : b.height) / 6.0;
+    double gx0 = b.x - grow, gy0 = b.y - grow;
+    double gx1 = b.x + b.width + grow, gy1 = b.y + b.height + grow;
+    uint32_t inside = 0;
+    for (uint32_t i = 0; sr && i < sr->count; i++) {
+        const nc_rect d = sr->digits[i].box;
+        if (d.x < gx0 || d.y < gy0 || d.x + d.width > gx1 || d.y + d.height > gy1) {
+            nc_image_free(clean);
+            return 0;
+        }
+        inside++;
+    }
+    int verdict = inside < 2 || b.width <= NC_SPLIT_ONE_ASPECT * b.height ? 1
+                : b.width <= NC_SPLIT_MAYBE_ASPECT * b.height ? 2 : 0;
+    if (!verdict) {
+        nc_image_free(clean);
+        return 0;
+    }
+    *ret_clean = clean;
+    *ret_box = b;
+    return verdict;
 }

@@ -55,6 +55,30 @@ int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_spli
                         uint32_t max_digits, nc_segment_result **ret, char *why,
                         size_t why_len);
 
+/* A frame that holds one character is answered as one, prepared exactly
+ * as a plain request's image (core/image_clean.h), so that --segment and a
+ * plain request agree on a photo of one digit, and a digit that fills the
+ * frame (which core/segment, built for strings in wide frames, drops at the
+ * frame's edge or splits into lines) is kept.  The frame (its ROI when o has
+ * one) may hold one character when nc_image_clean finds one and every piece
+ * sr found lies inside that character's box grown by a sixth of its size.
+ * (nc_image_clean's character is one: it takes another piece of half its
+ * ink or more only when the two all but touch.)  Then: 1 (one character)
+ * when sr found at most one piece there, or the box is no wider than
+ * NC_SPLIT_ONE_ASPECT times its height (sr cut or split one character);
+ * 2 (maybe: a broad digit that sr cut, or two touching ones, which make one
+ * component) when the box is at most NC_SPLIT_MAYBE_ASPECT times as wide
+ * as it is tall, for the worker to read
+ * both ways and keep the likelier (nc_split_keep_whole against the product
+ * of the pieces' confidences); 0 otherwise, and always with an expected
+ * count above 1.  With 1 or 2, *ret_clean (free with nc_image_free) and
+ * *ret_box (frame coordinates) are set.  -ENOMEM. */
+#define NC_SPLIT_ONE_ASPECT 1.1
+#define NC_SPLIT_MAYBE_ASPECT 1.8
+int nc_split_one_character(const nc_image *frame, const nc_split_opts *o,
+                           const nc_segment_result *sr, nc_image **ret_clean,
+                           nc_rect *ret_box);
+
 /* Step 9 of core/segment offers a component that was cut in two also uncut.
  * The worker reads all three and keeps the whole when its answer is the
  * likelier reading: 1 when the whole's confidence beats the chance that

@@ -245,10 +245,10 @@ static int answer(const nc_work *w, const nc_models *gen, uint32_t model,
 
 /* Lines and flags of a task's segmented pieces (the digits, then the uncut
  * wholes), for the answers' reasons and the text's line breaks. */
-static int note_pieces(nc_task *t, const nc_segment_result *sr)
+static int note_pieces(nc_task *t, const nc_segment_result *sr, int one_whole)
 {
     const uint32_t n = sr->count + sr->alt_count;
-    if (!(t->more = calloc(n, sizeof *t->more)))
+    if (!(t->more = calloc(n + (one_whole != 0), sizeof *t->more)))
         return -ENOMEM;
     for (uint32_t v = 0; v < n; v++) {
         const nc_segment_digit *sd =
@@ -279,6 +279,27 @@ static void undo_cuts(nc_task *t)
         t->n_digits--;
     }
     t->n_alts = 0;
+}
+
+/* The frame read as one character (nc_split_one_character's maybe)
+ * replaces all the pieces when its reading is the likelier one: its
+ * confidence against the chance that every piece is right, the product of
+ * theirs, as undo_cuts weighs a whole against its two parts. */
+static void keep_one_whole(nc_task *t)
+{
+    if (!t->one_whole)
+        return;
+    const nc_digit whole = t->digits[t->one_whole - 1];
+    const nc_digit_more whole_more = t->more[t->one_whole - 1];
+    t->one_whole = 0;
+    float all = 1.0f;
+    for (uint32_t d = 0; d < t->n_digits; d++)
+        all *= t->digits[d].confidence;
+    if (!t->n_digits || !nc_split_keep_whole(whole.confidence, all, 1.0f))
+        return;
+    t->digits[0] = whole;
+    t->more[0] = whole_more;
+    t->n_digits = 1;
 }
 
 void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
@@ -347,12 +368,22 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         }
         nc_segment_result *sr = NULL;
         uint32_t n_views = 1;
+        int one = 0;                /* segment: the frame is one character */
+        nc_rect one_box = { 0 };
         if (im->segment) {
             nc_split_opts so = nc_request_split_opts(im);
             so.alternatives = 1;
             err = nc_split_frame_opts(&w->seg, img, &so, NC_MAX_DIGITS, &sr, why, sizeof why);
+            /* a frame of one character is read as a plain request reads it */
+            if (!err && (one = nc_split_one_character(img, &so, sr, &clean, &one_box)) < 0)
+                err = one;
+            if (!err && one == 1) {
+                sr->count = 1;
+                sr->alt_count = 0;
+            }
             if (!err && sr->count &&
-                !(t->digits = calloc(sr->count + sr->alt_count, sizeof *t->digits)))
+                !(t->digits = calloc(sr->count + sr->alt_count + (one == 2),
+                                     sizeof *t->digits)))
                 err = -ENOMEM;
             if (err) {
                 task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
@@ -362,8 +393,11 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
                 nc_image_free(img);
                 continue;
             }
-            /* the uncut pieces are read too, after the digits */
-            n_views = sr->count + sr->alt_count;
+            /* the uncut pieces are read too, after the digits, and last the
+             * frame as one character when it may be one */
+            n_views = sr->count + sr->alt_count + (one == 2);
+            if (one == 2)
+                t->one_whole = (uint8_t)(n_views);
             t->n_digits = sr->count;
             t->n_alts = sr->alt_count;
             for (uint32_t a = 0; a < sr->alt_count; a++)
@@ -391,7 +425,10 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         for (uint32_t v = 0; v < n_views; v++) {
             uint8_t blank = 0;
             nc_image view = clean ? *clean : (nc_image){ 1, 1, 1, &blank };
-            if (im->segment) {
+            if (one == 1 || (one == 2 && v + 1 == n_views)) {
+                t->digits[v] = (nc_digit){ one_box.x, one_box.y, one_box.width,
+                                           one_box.height, -1, 0.0f };
+            } else if (im->segment) {
                 const nc_segment_digit *sd =
                     v < sr->count ? &sr->digits[v] : &sr->alts[v - sr->count].whole;
                 view = sd->patch;
@@ -402,7 +439,9 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             prep_row(w, gen, need, &view, n_rows);
             n_rows++;
         }
-        if (sr && t->digits && note_pieces(t, sr))
+        if (one == 1 && !(t->more = calloc(1, sizeof *t->more)))
+            task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
+        else if (one != 1 && sr && t->digits && note_pieces(t, sr, one == 2))
             task_fail(t, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s", "out of memory");
         nc_segment_result_free(sr);
         nc_image_free(clean);
@@ -465,6 +504,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         t->t_forward = t_forward;
         if (t->image->segment && t->code == NEOCOG__CODE__OK) {
             undo_cuts(t);
+            keep_one_whole(t);
             /* A string is as sure as its least sure character, and
              * rejected for its first rejected one's reason; no character
              * at all is no ink.  Lines are numbered 0, 1... as they come
