@@ -18,7 +18,7 @@
 #define INK_QUANTILE 0.998      /* the strongest ink, robust to a hot pixel */
 #define STRONG 0.4f             /* the ink's core: this far from floor to ink */
 #define GROW 0.05               /* how far the rim grows, of the character's size */
-#define PEN_LOW 0.10            /* pen width / size outside which it is */
+#define PEN_LOW 0.12            /* pen width / size outside which it is */
 #define PEN_HIGH 0.19           /* brought to PEN_TARGET (see pen_ratio) */
 #define PEN_TARGET 0.134
 #define JOIN_FRACTION 0.02      /* of the main component's ink */

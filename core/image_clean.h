@@ -83,7 +83,7 @@ typedef struct nc_clean_info {
  *  7. Output: the character's box plus a margin of a tenth of its size,
  *     coverage mapped linearly from the floor (0) to its strongest ink
  *     (255), 0 outside the character.  A pen much finer or broader than
- *     MNIST's (stroke width outside 0.10 .. 0.19 of the size, measured as
+ *     MNIST's (stroke width outside 0.12 .. 0.19 of the size, measured as
  *     MNIST's digits in a 20-pixel box) is brought to MNIST's usual 0.134
  *     by a grey dilation or erosion.
  * -ENOENT when there is no character (a blank page, ink too faint to tell
