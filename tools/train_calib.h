@@ -69,10 +69,16 @@ int train_open_model(const char *who, const char *path, nc_backend **ret_be,
 int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
                         uint8_t **ret_buf, size_t *ret_len);
 
-/* Raw scores of be on digits [first, first + count) of d, prep as stored
- * in the model, split over threads (each its own worker; OpenBLAS is held
- * to one thread when there are several).  A digit whose prep finds no ink
- * runs as zeros and gets ok 0 (the daemon gives it no opinion). */
+/* One image prepared as the daemon prepares it: the clean character
+ * (core/image_clean.h; an MNIST digit passes through unchanged), then prep
+ * with invert 0.  -ENOENT when there is no ink, with out untouched. */
+int train_prepare(const nc_image *im, const nc_prep *prep, float *out);
+
+/* Raw scores of be on digits [first, first + count) of d, prepared by
+ * train_prepare with the prep stored in the model, split over threads (each
+ * its own worker; OpenBLAS is held to one thread when there are several).
+ * A digit with no ink runs as zeros and gets ok 0 (the daemon gives it no
+ * opinion). */
 typedef struct train_scores {
     const nc_backend *be;
     const nc_dataset *d;

@@ -79,7 +79,7 @@ static void neo_task(void *arg, uint32_t part)
         const uint32_t k = run->first + i;
         nc_image im = { d->cols, d->rows, d->cols, d->pixels + (size_t)k * d->rows * d->cols };
         nc_neocog_result res;
-        err = nc_prep_apply(&im, &run->prep, img);
+        err = train_prepare(&im, &run->prep, img);
         if (err == -ENOENT) {
             memset(img, 0, nc_prep_out_len(&run->prep) * sizeof(float));
             err = 0;
