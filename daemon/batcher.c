@@ -28,6 +28,8 @@ typedef struct queue {
     uint32_t model;             /* Neocog__Model */
     fifo cls[N_PRIO];           /* by priority class, 0 high */
     uint32_t depth;             /* images in cls[] */
+    uint32_t released[N_PRIO];  /* of cls[p], left behind by a shared (CPU)
+                                   batch: taken without max_queue_delay_us */
     uint32_t idle, idle_high;   /* workers / priority workers waiting for work */
     pthread_cond_t more;        /* tasks queued or stopping */
     pthread_cond_t more_high;   /* high-priority tasks queued or stopping: what
@@ -155,7 +157,7 @@ static void *worker_main(void *arg)
         while (!q->cls[p].head)
             p++;
         nc_task *oldest = q->cls[p].head;
-        if (q->depth < b->max_batch && b->max_delay_us) {
+        if (q->depth < b->max_batch && b->max_delay_us && !q->released[p]) {
             uint64_t due = oldest->req->t_recv + b->max_delay_us, now = nc_now_us();
             if (now < due) {
                 /* Sleep until the oldest image's delay is used up or more
@@ -169,16 +171,20 @@ static void *worker_main(void *arg)
                 continue;
             }
         }
-        uint32_t max = b->max_batch;
+        uint32_t max = b->max_batch, shared = 0;
         if (cpu_only(b->gen, q->model)) {
             /* This worker and every idle one that may take class p share
-             * its images; the woken ones do the same with what is left. */
+             * its images; the woken ones do the same with what is left,
+             * at once: this batch was due. */
             uint32_t sharers = 1 + q->idle + (p == 0 ? q->idle_high : 0);
             uint32_t share = (q->cls[p].n + sharers - 1) / sharers;
-            if (share < max)
+            if (share < max) {
                 max = share;
+                shared = 1;
+            }
         }
         uint32_t n = fifo_take(&q->cls[p], batch, max);
+        q->released[p] = shared ? q->cls[p].n : q->released[p] > n ? q->released[p] - n : 0;
         q->depth -= n;
         b->depth -= n;
         nc_models *gen = nc_models_ref(b->gen);

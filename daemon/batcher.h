@@ -19,10 +19,10 @@
  * the oldest image's arrival) for more, then runs what it has (delay 0:
  * never waits, like Triton's default).  When the model runs on the CPU only,
  * a worker takes only its share of the class's images, split evenly with the
- * queue's idle workers, so one big request runs on several cores instead of
- * one.  Finished tasks go onto a completion list and an eventfd wakes the
- * event loop (memcached's thread.c pattern), so the loop never blocks on a
- * worker and workers never touch a connection. */
+ * queue's idle workers, who take the rest at once, so one big request runs
+ * on several cores instead of one.  Finished tasks go onto a completion list
+ * and an eventfd wakes the event loop (memcached's thread.c pattern), so the
+ * loop never blocks on a worker and workers never touch a connection. */
 #ifndef NC_BATCHER_H
 #define NC_BATCHER_H
 
