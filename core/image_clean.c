@@ -81,71 +81,117 @@ static int is_clean(const nc_image *img, int invert)
 
 /* ---- separable filters over a w x h float image -------------------------- */
 
-/* out[i] = min (or max) of in over the window [i - r, i + r] along one
- * axis (clipped at the edges); n samples s apart.  Windows are short (the
- * coarse image is 64 pixels on its shorter side), so the plain loop is
- * cheap enough. */
-static void line_extreme(const float *in, float *out, uint32_t n, size_t s, uint32_t r,
-                         int want_max)
+static inline float pick(float a, float b, int want_max)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t lo = i > r ? i - r : 0, hi = i + r < n ? i + r : n - 1;
-        float v = in[lo * s];
-        for (uint32_t j = lo + 1; j <= hi; j++) {
-            float u = in[j * s];
-            v = want_max ? (u > v ? u : v) : (u < v ? u : v);
-        }
+    return want_max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+/* out[i] = min (or max) of in over the window [i - r, i + r] along one
+ * axis, clipped at the ends; n samples s apart; g and hh hold n floats.
+ * van Herk / Gil-Werman: within blocks of k = 2r + 1 samples, g holds the
+ * running extreme from the block's start and hh the one to its end, so a
+ * whole window [lo, lo + k) is pick(hh[lo], g[lo + k - 1]): three
+ * comparisons a sample whatever r (a pen's width at full size is tens of
+ * pixels).  Windows cut short by an end are running extremes from it. */
+static void line_extreme(const float *in, float *out, uint32_t n, size_t s, uint32_t r,
+                         int want_max, float *g, float *hh)
+{
+    const uint32_t k = 2 * r + 1;
+    for (uint32_t i = 0; i < n; i++)
+        g[i] = i % k ? pick(g[i - 1], in[i * s], want_max) : in[i * s];
+    for (uint32_t i = n; i-- > 0;)
+        hh[i] = (i + 1) % k && i + 1 < n ? pick(hh[i + 1], in[i * s], want_max) : in[i * s];
+    /* whole windows */
+    for (uint32_t i = r; i + r < n; i++)
+        out[i * s] = pick(hh[i - r], g[i + r], want_max);
+    /* cut short at the start: [0, min(i + r, n - 1)], growing */
+    float v = in[0];
+    for (uint32_t j = 1; j < r && j < n; j++)
+        v = pick(v, in[j * s], want_max);
+    for (uint32_t i = 0; i < r && i < n; i++) {
+        if (i + r < n)
+            v = pick(v, in[(i + r) * s], want_max);
+        else if (i == 0)                        /* the window is the line */
+            for (uint32_t j = r < n ? r : 1; j < n; j++)
+                v = pick(v, in[j * s], want_max);
         out[i * s] = v;
+    }
+    /* cut short at the end (and not at the start): [i - r, n - 1] */
+    if (n > r) {
+        uint32_t first = n - r > r ? n - r : r;     /* smallest such i */
+        float t = in[(n - 1) * s];
+        for (uint32_t j = n - 1 - r; j < n - 1; j++)
+            t = pick(t, in[j * s], want_max);
+        for (uint32_t i = n; i-- > first;) {
+            if (i < n - 1)
+                t = pick(t, in[(i - r) * s], want_max);
+            out[i * s] = t;
+        }
     }
 }
 
+/* out[i] = mean of in over [i - r, i + r], clipped at the ends; a running
+ * sum. */
 static void line_mean(const float *in, float *out, uint32_t n, size_t s, uint32_t r)
 {
+    double sum = 0.0;
+    uint32_t lo = 0, hi = 0;                /* the sum holds in[lo .. hi) */
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t lo = i > r ? i - r : 0, hi = i + r < n ? i + r : n - 1;
-        double sum = 0.0;
-        for (uint32_t j = lo; j <= hi; j++)
-            sum += in[j * s];
-        out[i * s] = (float)(sum / (hi - lo + 1));
+        uint32_t want_lo = i > r ? i - r : 0, want_hi = i + r < n ? i + r + 1 : n;
+        while (hi < want_hi)
+            sum += in[(hi++) * s];
+        while (lo < want_lo)
+            sum -= in[(lo++) * s];
+        out[i * s] = (float)(sum / (hi - lo));
     }
 }
 
 enum { F_MIN, F_MAX, F_MEAN };
 
 /* img <- filter(img) over a (2r + 1) square, rows then columns; tmp holds
- * w * h floats. */
-static void filter2d(float *img, float *tmp, uint32_t w, uint32_t h, uint32_t r, int kind)
+ * w * h floats.  0 or -ENOMEM. */
+static int filter2d(float *img, float *tmp, uint32_t w, uint32_t h, uint32_t r, int kind)
 {
+    size_t longest = w > h ? w : h;
+    float *g = NULL, *hh = NULL;
+    if (kind != F_MEAN) {
+        g = malloc(2 * longest * sizeof *g);
+        if (!g)
+            return -ENOMEM;
+        hh = g + longest;
+    }
     for (uint32_t y = 0; y < h; y++) {
         if (kind == F_MEAN)
             line_mean(img + (size_t)y * w, tmp + (size_t)y * w, w, 1, r);
         else
-            line_extreme(img + (size_t)y * w, tmp + (size_t)y * w, w, 1, r, kind == F_MAX);
+            line_extreme(img + (size_t)y * w, tmp + (size_t)y * w, w, 1, r, kind == F_MAX,
+                         g, hh);
     }
     for (uint32_t x = 0; x < w; x++) {
         if (kind == F_MEAN)
             line_mean(tmp + x, img + x, h, w, r);
         else
-            line_extreme(tmp + x, img + x, h, w, r, kind == F_MAX);
+            line_extreme(tmp + x, img + x, h, w, r, kind == F_MAX, g, hh);
     }
+    free(g);
+    return 0;
 }
 
 /* ---- statistics -------------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b)
+/* The q-quantile of n values in [0, 1] read s apart, to 1/255: a
+ * 256-bin histogram, linear in n (a row's 10th percentile). */
+static float quantile(const float *v, size_t n, size_t s, double q)
 {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* The q-quantile of n values read s apart (n <= len of scratch). */
-static float quantile(const float *v, size_t n, size_t s, double q, float *scratch)
-{
+    uint32_t hist[256] = { 0 };
     for (size_t i = 0; i < n; i++)
-        scratch[i] = v[i * s];
-    qsort(scratch, n, sizeof *scratch, cmp_float);
-    size_t k = (size_t)(q * (double)(n - 1) + 0.5);
-    return scratch[k];
+        hist[(int)(v[i * s] * 255.0f + 0.5f)]++;
+    size_t want = (size_t)(q * (double)(n - 1)), acc = 0;
+    int b = 0;
+    for (; b < 255; b++)
+        if ((acc += hist[b]) > want)
+            break;
+    return b / 255.0f;
 }
 
 /* Median and median absolute deviation of n values in [0, 1], by a
@@ -224,10 +270,13 @@ static int coverage(const float *g, uint32_t w, uint32_t h, float *cov, float *t
         uint32_t cside = cw < ch ? cw : ch;
         uint32_t r = (uint32_t)lround(cside / 10.0);   /* square 2r + 1: a fifth */
         r = r ? r : 1;
-        filter2d(c, ct, cw, ch, r, F_MIN);              /* opening: erode... */
-        filter2d(c, ct, cw, ch, r, F_MAX);              /* ...then dilate */
-        filter2d(c, ct, cw, ch, r / 2 ? r / 2 : 1, F_MEAN);  /* no blocky steps */
-        err = nc_image_resample(c, cw, ch, tmp, w, h);  /* paper, light-ink */
+        err = filter2d(c, ct, cw, ch, r, F_MIN);                    /* opening: erode... */
+        if (!err)
+            err = filter2d(c, ct, cw, ch, r, F_MAX);                /* ...then dilate */
+        if (!err)
+            err = filter2d(c, ct, cw, ch, r / 2 ? r / 2 : 1, F_MEAN);  /* no blocky steps */
+        if (!err)
+            err = nc_image_resample(c, cw, ch, tmp, w, h);          /* paper, light-ink */
     }
     if (!err) {
         for (size_t i = 0; i < (size_t)w * h; i++) {
@@ -244,14 +293,14 @@ static int coverage(const float *g, uint32_t w, uint32_t h, float *cov, float *t
 }
 
 /* Step 4: the level of a ruled line, subtracted along rows and columns.
- * scratch holds max(w, h) floats; line holds w + h floats. */
-static void remove_rules(float *cov, uint32_t w, uint32_t h, float *scratch, float *line)
+ * line holds w + h floats. */
+static void remove_rules(float *cov, uint32_t w, uint32_t h, float *line)
 {
     float *row = line, *col = line + h;
     for (uint32_t y = 0; y < h; y++)
-        row[y] = quantile(cov + (size_t)y * w, w, 1, RULE_PERCENTILE, scratch);
+        row[y] = quantile(cov + (size_t)y * w, w, 1, RULE_PERCENTILE);
     for (uint32_t x = 0; x < w; x++)
-        col[x] = quantile(cov + x, h, w, RULE_PERCENTILE, scratch);
+        col[x] = quantile(cov + x, h, w, RULE_PERCENTILE);
     for (uint32_t y = 0; y < h; y++)
         for (uint32_t x = 0; x < w; x++) {
             float *p = &cov[(size_t)y * w + x];
@@ -371,7 +420,9 @@ static int pen_normalise(nc_image *img, float *buf)
     for (size_t i = 0; i < (size_t)w * h; i++)
         buf[i] = img->pixels[(i / w) * img->stride + i % w];
     uint32_t rad = (uint32_t)(k > 0 ? k : -k);
-    filter2d(buf, tmp, w, h, rad, k > 0 ? F_MAX : F_MIN);
+    int err = filter2d(buf, tmp, w, h, rad, k > 0 ? F_MAX : F_MIN);
+    if (err < 0)
+        return err;
     for (size_t i = 0; i < (size_t)w * h; i++)
         img->pixels[(i / w) * img->stride + i % w] = (uint8_t)lrintf(buf[i]);
     return 0;
@@ -384,10 +435,8 @@ static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_ou
                        nc_rect *ret_box, float *ret_contrast, float *ret_floor)
 {
     size_t n = (size_t)w * h;
-    uint32_t side_max = w > h ? w : h;
     float *cov = malloc(n * sizeof *cov), *sm = malloc(n * sizeof *sm);
     float *tmp = malloc(n * sizeof *tmp);
-    float *scratch = malloc(side_max * sizeof *scratch);
     float *line = malloc(((size_t)w + h) * sizeof *line);
     uint8_t *mask = malloc(n);
     uint32_t *labels = malloc(n * sizeof *labels);
@@ -398,18 +447,18 @@ static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_ou
     uint32_t *queue = NULL;
     uint32_t count = 0;
     nc_image *out = NULL;
-    int err = cov && sm && tmp && scratch && line && mask && labels ? 0 : -ENOMEM;
+    int err = cov && sm && tmp && line && mask && labels ? 0 : -ENOMEM;
     if (err)
         goto done;
     if ((err = coverage(g, w, h, cov, tmp)) < 0)
         goto done;
-    remove_rules(cov, w, h, scratch, line);
+    remove_rules(cov, w, h, line);
 
     /* Step 5: the noise floor, and the ink's core: what the 3x3 mean lifts
      * well above the floor (STRONG of the way up to the strongest ink, so
      * ruled lines and shading, fainter than any pen, fall below it). */
     memcpy(sm, cov, n * sizeof *sm);
-    filter2d(sm, tmp, w, h, 1, F_MEAN);
+    filter2d(sm, tmp, w, h, 1, F_MEAN);                 /* a mean needs no memory */
     float med, mad;
     median_mad(sm, n, &med, &mad);
     float floor_ = med + (float)(NOISE_SIGMAS * 1.4826) * mad;
@@ -530,8 +579,10 @@ static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_ou
             err = -ENOMEM;
             goto done;
         }
-        pen_normalise(out, buf);
+        err = pen_normalise(out, buf);
         free(buf);
+        if (err < 0)
+            goto done;
     }
     *ret_out = out;
     out = NULL;
@@ -543,7 +594,6 @@ done:
     free(cov);
     free(sm);
     free(tmp);
-    free(scratch);
     free(line);
     free(mask);
     free(labels);
@@ -648,7 +698,13 @@ int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
     float *g = malloc((size_t)w * h * sizeof *g);
     if (!g)
         return -ENOMEM;
-    err = nc_image_resample_u8(in, lut, g, w, h);
+    if (w == in->width && h == in->height) {        /* no shrinking: just the levels */
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++)
+                g[(size_t)y * w + x] = lut[in->pixels[(size_t)y * in->stride + x]];
+    } else {
+        err = nc_image_resample_u8(in, lut, g, w, h);
+    }
     nc_rect box = { 0 };
     float contrast = 0.0f, floor_ = 0.0f;
     if (!err)

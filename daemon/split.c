@@ -101,11 +101,43 @@ int nc_split_keep_whole(float whole, float left, float right)
     return whole > NC_SPLIT_WHOLE_ODDS * left * right;
 }
 
+/* A line of at least four pieces (not cut from a wider one), each at least
+ * half as tall as the line and three in four of them taller than wide, the
+ * line three times as wide as it is tall, is a string (the pieces of one
+ * broken character are of all heights, or squat): no need to look for one
+ * character in the frame, a camera's frames above all, whose preparation
+ * time counts. */
+static int holds_a_string(const nc_segment_result *sr)
+{
+    for (uint32_t i = 0; sr && i < sr->count; i++) {
+        uint32_t n = 0, x0 = UINT32_MAX, y0 = UINT32_MAX, x1 = 0, y1 = 0, low = UINT32_MAX;
+        uint32_t upright = 0;
+        for (uint32_t j = 0; j < sr->count; j++) {
+            /* a piece cut out of a wider one says nothing: the segmenter
+             * cuts a long stroke of one big character into many */
+            if (sr->digits[j].line != sr->digits[i].line ||
+                (sr->digits[j].flags & NC_SEGMENT_DIGIT_SPLIT))
+                continue;
+            const nc_rect b = sr->digits[j].box;
+            n++;
+            x0 = b.x < x0 ? b.x : x0;
+            y0 = b.y < y0 ? b.y : y0;
+            x1 = b.x + b.width > x1 ? b.x + b.width : x1;
+            y1 = b.y + b.height > y1 ? b.y + b.height : y1;
+            low = b.height < low ? b.height : low;
+            upright += b.height >= b.width;
+        }
+        if (n >= 4 && 4 * upright >= 3 * n && 2 * low >= y1 - y0 && x1 - x0 > 3 * (y1 - y0))
+            return 1;
+    }
+    return 0;
+}
+
 int nc_split_one_character(const nc_image *frame, const nc_split_opts *o,
                            const nc_segment_result *sr, nc_image **ret_clean,
                            nc_rect *ret_box)
 {
-    if (o->expected_digits > 1)
+    if (o->expected_digits > 1 || holds_a_string(sr))
         return 0;
     nc_image view = *frame;
     if (o->use_roi && nc_image_crop(frame, o->roi, &view) < 0)

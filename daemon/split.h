@@ -70,8 +70,12 @@ int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_spli
  * component) when the box is at most NC_SPLIT_MAYBE_ASPECT times as wide
  * as it is tall, for the worker to read
  * both ways and keep the likelier (nc_split_keep_whole against the product
- * of the pieces' confidences); 0 otherwise, and always with an expected
- * count above 1.  With 1 or 2, *ret_clean (free with nc_image_free) and
+ * of the pieces' confidences); 0 otherwise, and at once (without the
+ * cost of cleaning the frame) with an expected count above 1 or a line of
+ * four pieces or more not cut from wider ones, each at least half the
+ * line's height and most of
+ * them taller than wide, more than three times as wide as tall (a
+ * string).  With 1 or 2, *ret_clean (free with nc_image_free) and
  * *ret_box (frame coordinates) are set.  -ENOMEM. */
 #define NC_SPLIT_ONE_ASPECT 1.1
 #define NC_SPLIT_MAYBE_ASPECT 1.8
