@@ -591,7 +591,7 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
         printf("%-16s %s\n", "backend", or_empty(s->backend));
         printf("%-16s %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "\n", "uptime",
                up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
-        printf("%-16s %u (+ %u for high priority only)\n", "workers", s->workers,
+        printf("%-16s %u (+ %u for high priority only) a model\n", "workers", s->workers,
                s->priority_workers);
         printf("%-16s %u\n", "connections", s->connections);
         printf("%-16s %u / %u images\n", "queue", s->queue_depth, s->queue_capacity);
