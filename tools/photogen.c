@@ -6,7 +6,7 @@
  *   neocog-photogen --data DIR --n N --out DIR [--truth FILE] [--append]
  *       [--set test|train] [--first K] [--count N] [--seed S]
  *       [--strings [--digits A-B] [--lines 1|2]] [--hand | --hand-share F]
- *       [--format jpeg|png|pgm] [--quality Q] [--prefix NAME]
+ *       [--format jpeg|png|pgm] [--quality Q] [--prefix NAME] [--patches PREFIX]
  *
  * DIR holds MNIST (t10k-images-idx3-ubyte[.gz] and its labels, or the
  * training files with --set train) or the repository's fixture (tests/data,
@@ -22,6 +22,15 @@
  * OUT/NAME-NNNN.jpg (NAME from --prefix, default "photo"; .png or .pgm with
  * --format) as TurboJPEG greyscale at the quality drawn per photo (50-90),
  * or at --quality Q.
+ *
+ * --patches PREFIX: each photo (single digits only) also goes through a
+ * JPEG round trip at its quality and the daemon's preparation
+ * (core/image_clean.h), then MNIST's layout (28x28, light ink, 20-pixel box,
+ * centre of mass in the middle), kept with its label in
+ * PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte: training digits as
+ * a network sees them from photos (`neocog-train cnn --extra PREFIX`).
+ * Refused with --set test: the test digits must stay unseen.  A photo the
+ * preparation finds no character in is left out (counted on stderr).
  *
  * Truth file (default OUT/truth.tsv; --append adds rows to an existing
  * one), tab-separated, one row per photo:
@@ -43,6 +52,7 @@
 
 #include "dataset.h"
 #include "fileio.h"
+#include "image_clean.h"
 #include "pgm.h"
 #include "photogen_render.h"
 #include "render_common.h"
@@ -58,7 +68,7 @@ static void usage(FILE *to)
         "usage: neocog-photogen --data DIR --n N --out DIR [--truth FILE] [--append]\n"
         "         [--set test|train] [--first K] [--count N] [--seed S]\n"
         "         [--strings [--digits A-B] [--lines 1|2]] [--hand | --hand-share F]\n"
-        "         [--format jpeg|png|pgm] [--quality Q] [--prefix NAME]\n"
+        "         [--format jpeg|png|pgm] [--quality Q] [--prefix NAME] [--patches PREFIX]\n"
         "Phone-photo-like pictures of MNIST digits (one a photo, or 2-8 with --strings)\n"
         "on lit paper, rotated, blurred, noisy, with shadows, rules, fingers and more,\n"
         "written to OUT/NAME-NNNN.jpg with a truth file (file, text, boxes, variations).\n");
@@ -157,9 +167,90 @@ static int write_photo(const char *path, int format, tjhandle tj, const nc_image
     return err;
 }
 
+/* --patches: MNIST-layout patches of the photos as the daemon prepares
+ * them, with their labels. */
+typedef struct patches {
+    uint8_t *pixels, *labels;
+    uint32_t count, cap, empty;
+} patches;
+
+/* The photo after a JPEG round trip at quality q (what the daemon gets),
+ * cleaned and laid out as MNIST; appended to ps with label. */
+static int patch_add(patches *ps, tjhandle tj, const nc_image *img, int q, uint8_t label)
+{
+    unsigned char *jpeg = NULL;
+    unsigned long len = 0;
+    nc_image *dec = NULL, *clean = NULL;
+    int err = 0;
+    if (tjCompress2(tj, img->pixels, (int)img->width, (int)img->stride, (int)img->height,
+                    TJPF_GRAY, &jpeg, &len, TJSAMP_GRAY, q, 0) != 0)
+        err = -EIO;
+    if (!err)
+        err = nc_image_new(img->width, img->height, &dec);
+    tjhandle dj = err ? NULL : tjInitDecompress();
+    if (!err && (!dj || tjDecompress2(dj, jpeg, len, dec->pixels, (int)dec->width, 0,
+                                      (int)dec->height, TJPF_GRAY, 0) != 0))
+        err = -EIO;
+    if (dj)
+        tjDestroy(dj);
+    tjFree(jpeg);
+    float f[28 * 28];
+    const nc_prep p = NC_PREP_MNIST_28;
+    if (!err)
+        err = nc_image_clean(dec, NC_POLARITY_AUTO, &clean, NULL);
+    if (!err)
+        err = nc_prep_apply(clean, &p, f);
+    nc_image_free(dec);
+    nc_image_free(clean);
+    if (err == -ENOENT) {
+        ps->empty++;
+        return 0;
+    }
+    if (err)
+        return err;
+    if (ps->count == ps->cap) {
+        uint32_t cap = ps->cap ? 2 * ps->cap : 1024;
+        uint8_t *px = realloc(ps->pixels, (size_t)cap * 28 * 28);
+        if (!px)
+            return -ENOMEM;
+        ps->pixels = px;
+        uint8_t *lb = realloc(ps->labels, cap);
+        if (!lb)
+            return -ENOMEM;
+        ps->labels = lb;
+        ps->cap = cap;
+    }
+    for (int i = 0; i < 28 * 28; i++)
+        ps->pixels[(size_t)ps->count * 784 + i] = (uint8_t)(f[i] * 255.0f + 0.5f);
+    ps->labels[ps->count++] = label;
+    return 0;
+}
+
+static int patches_write(const patches *ps, const char *prefix)
+{
+    nc_dataset d = { ps->count, 28, 28, ps->pixels, ps->labels };
+    uint8_t *img = NULL, *lab = NULL;
+    size_t il = 0, ll = 0;
+    char path[4096];
+    int err = nc_dataset_to_idx(&d, 0, ps->count, &img, &il, &lab, &ll);
+    if (!err) {
+        snprintf(path, sizeof path, "%s-images-idx3-ubyte", prefix);
+        err = nc_file_write_atomic(path, img, il);
+    }
+    if (!err) {
+        snprintf(path, sizeof path, "%s-labels-idx1-ubyte", prefix);
+        err = nc_file_write_atomic(path, lab, ll);
+    }
+    free(img);
+    free(lab);
+    return err;
+}
+
 int main(int argc, char **argv)
 {
     const char *data = NULL, *out_dir = NULL, *truth_path = NULL, *prefix = "photo";
+    const char *patch_prefix = NULL;
+    patches ps = { 0 };
     int train = 0, strings = 0, append = 0, format = FMT_JPEG;
     uint32_t n_photos = 0, first = 0, count = 0, quality = 0, dmin = 2, dmax = 8;
     uint64_t seed = 1;
@@ -186,6 +277,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--data")) data = v;
         else if (!strcmp(a, "--out")) out_dir = v;
         else if (!strcmp(a, "--truth")) truth_path = v;
+        else if (!strcmp(a, "--patches")) patch_prefix = v;
         else if (!strcmp(a, "--prefix")) bad = !*v || strchr(v, '/') || strchr(v, '\t');
         else if (!strcmp(a, "--set")) {
             if (!strcmp(v, "train")) train = 1;
@@ -239,6 +331,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (patch_prefix && (strings || !train)) {
+        fprintf(stderr, "neocog-photogen: --patches takes single digits of the training set "
+                        "(--set train, no --strings): the test digits stay unseen\n");
+        return 2;
+    }
     if (pp.lines == 2 && !strings) {
         fprintf(stderr, "neocog-photogen: --lines 2 needs --strings\n");
         return 2;
@@ -289,7 +386,7 @@ int main(int argc, char **argv)
     if (ftell(truth) == 0)
         fprintf(truth, "# neocog-photogen: file, text (reading order), digit ink boxes x,y,w,h, "
                        "variations\n# file\ttext\tboxes\tvariations\n");
-    if (format == FMT_JPEG && !(tj = tjInitCompress())) {
+    if ((format == FMT_JPEG || patch_prefix) && !(tj = tjInitCompress())) {
         fprintf(stderr, "neocog-photogen: %s\n", tjGetErrorStr());
         goto done;
     }
@@ -335,9 +432,13 @@ int main(int argc, char **argv)
         if (quality)
             t.quality = quality;
         nc_photo_describe(&t, img->width, img->height, desc, sizeof desc);
+        if (!err && patch_prefix)
+            err = patch_add(&ps, tj, img, (int)t.quality, t.labels[0]);
         nc_image_free(img);
-        if (err < 0)
+        if (err < 0) {
+            fprintf(stderr, "neocog-photogen: photo %u: %s\n", f, nc_strerror(err));
             goto done;
+        }
         fprintf(truth, "%s\t", name);
         for (uint32_t k = 0; k < t.count; k++)
             fputc('0' + t.labels[k] % 10, truth);
@@ -347,8 +448,19 @@ int main(int argc, char **argv)
                     t.boxes[k].width, t.boxes[k].height);
         fprintf(truth, "\t%s%s\n", desc, format == FMT_JPEG ? "" : ",lossless");
     }
+    if (patch_prefix) {
+        int err = patches_write(&ps, patch_prefix);
+        if (err < 0) {
+            fprintf(stderr, "neocog-photogen: %s: %s\n", patch_prefix, nc_strerror(err));
+            goto done;
+        }
+        fprintf(stderr, "neocog-photogen: %u patches in %s-*-idx?-ubyte (%u photos with no "
+                        "character found)\n", ps.count, patch_prefix, ps.empty);
+    }
     rc = 0;
 done:
+    free(ps.pixels);
+    free(ps.labels);
     if (truth && fclose(truth) != 0 && rc == 0) {
         fprintf(stderr, "neocog-photogen: %s: %s\n", truth_path, strerror(errno));
         rc = 1;

@@ -283,6 +283,10 @@ static void test_tool(const char *exe)
                            "--strings", NULL };
     const char *bad2[] = { exe, "--data", data, "--n", "1", "--out", d3, "--lines", "2", NULL };
     const char *bad3[] = { exe, "--data", data, "--out", d3, NULL };
+    /* patches are training data: never of the test digits */
+    const char *bad4[] = { exe, "--data", data, "--n", "1", "--out", d3, "--patches", d3, NULL };
+    CHECK_INT_EQ(nc_run_capture(bad4, NULL, &out), 2);
+    free(out);
     CHECK_INT_EQ(nc_run_capture(bad1, NULL, &out), 2);
     free(out);
     CHECK_INT_EQ(nc_run_capture(bad2, NULL, &out), 2);
