@@ -6,9 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef NC_CLEAN_DEBUG
-#include <stdio.h>
-#endif
 
 #define COARSE_SIDE 64u         /* shorter side of the paper estimate */
 #define RULE_PERCENTILE 0.10    /* a stroke never covers 90 % of a line */
@@ -200,12 +197,7 @@ static float quantile(const float *v, size_t n, size_t s, double q)
 static void median_mad(const float *v, size_t n, float *ret_med, float *ret_mad)
 {
     static const double scale = HBINS - 1;
-    uint32_t *hist = calloc(HBINS, sizeof *hist);
-    if (!hist) {
-        *ret_med = 0.0f;
-        *ret_mad = 0.0f;
-        return;
-    }
+    uint32_t hist[HBINS] = { 0 };       /* 16 KiB: no allocation to fail */
     for (size_t i = 0; i < n; i++)
         hist[(int)(v[i] * scale + 0.5)]++;
     size_t acc = 0, half = (n + 1) / 2;
@@ -223,7 +215,6 @@ static void median_mad(const float *v, size_t n, float *ret_med, float *ret_mad)
         if (m + d < HBINS)
             acc += hist[m + d];
     }
-    free(hist);
     *ret_med = (float)(m / scale);
     *ret_mad = (float)(d / scale);
 }
@@ -232,9 +223,7 @@ static void median_mad(const float *v, size_t n, float *ret_med, float *ret_mad)
  * HBINS histogram (linear in n). */
 static float upper_quantile(const float *v, size_t n, double q)
 {
-    uint32_t *hist = calloc(HBINS, sizeof *hist);
-    if (!hist)
-        return 1.0f;
+    uint32_t hist[HBINS] = { 0 };
     for (size_t i = 0; i < n; i++)
         hist[(int)(v[i] * (HBINS - 1) + 0.5)]++;
     size_t want = (size_t)(q * (double)n), acc = 0;
@@ -242,7 +231,6 @@ static float upper_quantile(const float *v, size_t n, double q)
     for (; b < HBINS - 1; b++)
         if ((acc += hist[b]) > want)
             break;
-    free(hist);
     return (float)b / (HBINS - 1);
 }
 
@@ -496,14 +484,6 @@ static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_ou
             peak[l - 1] = sm[i];
     }
     choose_components(comp, mass, count, w, h, keep);
-#ifdef NC_CLEAN_DEBUG
-    fprintf(stderr, "floor %.3f ink_ref %.3f strong %.3f\n", floor_, ink_ref, strong);
-    for (uint32_t c = 0; c < count; c++)
-        if (mass[c] > 5 || keep[c])
-            fprintf(stderr, "comp %u box %u,%u %ux%u mass %.1f keep %u border %d\n", c,
-                    comp[c].box.x, comp[c].box.y, comp[c].box.width, comp[c].box.height,
-                    mass[c], keep[c], touches_border(comp[c].box, w, h));
-#endif
     float ink = 0.0f;
     uint32_t side = 0;
     size_t head = 0, tail = 0;
