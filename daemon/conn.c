@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -16,6 +17,17 @@
 /* Unsent reply bytes above which a connection is not read any more: a
  * client that sends but never reads must not grow our memory. */
 #define NC_CONN_MAX_OUTPUT (4u << 20)
+
+/* Draining.  Closing a socket that the client may be writing to loses the
+ * request it is writing (the kernel answers it with a reset), and the
+ * client cannot tell whether it was run.  So an idle connection is not
+ * closed at once: every frame that arrives is answered UNAVAILABLE, and the
+ * connection waits for the client to close, or for DRAIN_GRACE of silence.
+ * Then it half closes (the client reads an orderly end of stream) and keeps
+ * reading for DRAIN_LINGER, so bytes still on the way never meet a closed
+ * socket.  drain_timeout_s bounds all of it. */
+#define NC_CONN_DRAIN_GRACE_MS 1000
+#define NC_CONN_DRAIN_LINGER_MS 500
 
 const char *nc_conn_state_text(nc_conn_state st)
 {
@@ -58,6 +70,9 @@ static void conn_close(nc_conn *c)
     if (c->frame_timer)
         event_free(c->frame_timer);
     c->frame_timer = NULL;
+    if (c->drain_timer)
+        event_free(c->drain_timer);
+    c->drain_timer = NULL;
     bufferevent_free(c->bev);
     c->bev = NULL;
     nc_server *s = c->srv;
@@ -87,10 +102,68 @@ static int conn_idle(nc_conn *c)
     return 1;
 }
 
-static void maybe_close_draining(nc_conn *c)
+static void drain_timer_arm(nc_conn *c, unsigned ms)
 {
-    if (c->srv->state == NC_SERVER_DRAINING && c->state != NC_CONN_CLOSED && conn_idle(c))
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(c->drain_timer, &tv);
+}
+
+static void on_drain_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    nc_conn *c = arg;
+    if (c->drain_shut || c->state == NC_CONN_CLOSED) {
         conn_close(c);
+        return;
+    }
+    if (!conn_idle(c)) {
+        /* A refusal still flushing or a frame half in: wait again (a frame
+         * that never completes meets frame_timeout_ms). */
+        drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
+        return;
+    }
+    if (shutdown(bufferevent_getfd(c->bev), SHUT_WR) < 0) {
+        conn_close(c);
+        return;
+    }
+    c->drain_shut = 1;
+    drain_timer_arm(c, NC_CONN_DRAIN_LINGER_MS);
+}
+
+/* Draining and the connection just went idle: everything it sent so far is
+ * answered.  From now on it is only refused (see NC_CONN_DRAIN_GRACE_MS). */
+static void maybe_drain_idle(nc_conn *c)
+{
+    if (c->srv->state != NC_SERVER_DRAINING || c->state == NC_CONN_CLOSED || c->drain_idle ||
+        !conn_idle(c))
+        return;
+    if (c->peer_eof) {      /* the client has finished too */
+        conn_close(c);
+        return;
+    }
+    c->drain_timer = evtimer_new(c->srv->base, on_drain_timer, c);
+    if (!c->drain_timer) {
+        conn_close(c);
+        return;
+    }
+    c->drain_idle = 1;
+    drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
+}
+
+/* A whole frame on a draining idle connection: answer it UNAVAILABLE with
+ * its id (id 0 when it does not even decode), and give the client another
+ * grace period to notice. */
+static void drain_refuse(nc_conn *c, const uint8_t *payload, size_t len)
+{
+    uint64_t id = 0;
+    nc_msg *m = NULL;
+    if (nc_msg_unpack(&neocog__request__descriptor, payload, len, 0, &m) == 0) {
+        id = nc_msg_request(m)->id;
+        nc_msg_free(m);
+    }
+    nc_handle_error(c, id, NEOCOG__CODE__UNAVAILABLE, "server is draining");
+    drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
 }
 
 /* A client that shut its sending side (shutdown(SHUT_WR), `nc -N`) still
@@ -159,11 +232,15 @@ static void drive_machine(nc_conn *c)
             return;
         struct evbuffer *in = bufferevent_get_input(c->bev);
         size_t avail = evbuffer_get_length(in);
+        if (c->drain_shut) {    /* half closed: nothing can be answered now */
+            evbuffer_drain(in, avail);
+            return;
+        }
         switch (c->state) {
         case NC_CONN_READ_HEADER: {
             if (avail == 0) {
                 evtimer_del(c->frame_timer);
-                maybe_close_draining(c);
+                maybe_drain_idle(c);
                 return;
             }
             if (!evtimer_pending(c->frame_timer, NULL))
@@ -206,7 +283,10 @@ static void drive_machine(nc_conn *c)
                 return;
             }
             /* The handler may queue work (in_flight++) or answer at once. */
-            nc_handle_frame(c, payload, c->hdr.length);
+            if (c->drain_idle)
+                drain_refuse(c, payload, c->hdr.length);
+            else
+                nc_handle_frame(c, payload, c->hdr.length);
             if (c->state == NC_CONN_CLOSED)
                 return;
             evbuffer_drain(in, c->hdr.length);
@@ -249,7 +329,7 @@ static void on_write(struct bufferevent *bev, void *arg)
     if (c->state == NC_CONN_BLOCKED)
         drive_machine(c);
     else
-        maybe_close_draining(c);
+        maybe_drain_idle(c);
     maybe_close_finished(c);
     nc_conn_unref(c);
 }
@@ -380,7 +460,7 @@ void nc_conn_request_done(nc_conn *c)
     if (c->state == NC_CONN_BLOCKED)
         drive_machine(c);
     else if (c->state != NC_CONN_CLOSED && c->state != NC_CONN_CLOSING)
-        maybe_close_draining(c);
+        maybe_drain_idle(c);
     maybe_close_finished(c);        /* usually waits for on_write's flush */
     nc_conn_unref(c);
 }
@@ -390,8 +470,10 @@ void nc_conn_drain_all(nc_server *s, int force)
     nc_conn *c = s->conns;
     while (c) {
         nc_conn *next = c->next;
-        if (force || conn_idle(c))
+        if (force)
             conn_close(c);
+        else
+            maybe_drain_idle(c);
         c = next;
     }
 }

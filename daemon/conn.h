@@ -42,6 +42,9 @@ struct nc_conn {
     atomic_int closed;          /* read by workers: skip work of a gone client */
     int peer_eof;               /* client shut its sending side: answer what it
                                    sent, then close */
+    int drain_idle;             /* draining and all answered: refuse new frames */
+    int drain_shut;             /* draining: our side half closed, close soon */
+    struct event *drain_timer;  /* draining: grace, then linger (conn.c) */
     char peer[80];
     nc_conn *prev, *next;
 };
@@ -62,8 +65,10 @@ void nc_conn_request_done(nc_conn *c);
 nc_conn *nc_conn_ref(nc_conn *c);
 void nc_conn_unref(nc_conn *c);
 
-/* Draining: close every connection that is idle now; the others close when
- * they become idle.  force: close all now. */
+/* Draining: every connection, once idle (all it sent answered), refuses
+ * whatever else arrives with UNAVAILABLE and closes after the client does
+ * or after a short silence, never under a request in flight (conn.c).
+ * force: close all now. */
 void nc_conn_drain_all(nc_server *s, int force);
 
 #endif
