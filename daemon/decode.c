@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <png.h>
@@ -136,6 +137,19 @@ static int decode_pgm(const uint8_t *d, size_t len, const nc_decode_limits *lim,
 
 /* ---- JPEG ------------------------------------------------------------------ */
 
+/* TurboJPEG's CMYK is Adobe's inverted form (255: no ink), and it turns
+ * CMYK into RGB as R = C * K / 255 (likewise G from M, B from Y); grey is
+ * then the luminance a YCbCr JPEG's Y channel holds (BT.601 weights). */
+static void cmyk_to_gray(const uint8_t *cmyk, size_t n_px, uint8_t *grey)
+{
+    for (size_t i = 0; i < n_px; i++) {
+        const uint8_t *p = cmyk + 4 * i;
+        uint32_t r = p[0] * p[3], g = p[1] * p[3], b = p[2] * p[3];   /* x 255 */
+        uint32_t y = 299 * r + 587 * g + 114 * b;                       /* x 255000 */
+        grey[i] = (uint8_t)((y + 127500) / 255000);
+    }
+}
+
 static int decode_jpeg(const uint8_t *d, size_t len, const nc_decode_limits *lim,
                        nc_image **ret, char *why, size_t n)
 {
@@ -146,6 +160,7 @@ static int decode_jpeg(const uint8_t *d, size_t len, const nc_decode_limits *lim
         return fail(why, n, -ENOMEM, "cannot start the JPEG decoder");
     int w = 0, h = 0, subsamp = 0, colorspace = 0, err = 0;
     nc_image *img = NULL;
+    uint8_t *cmyk = NULL;
     if (tjDecompressHeader3(tj, d, (unsigned long)len, &w, &h, &subsamp, &colorspace)) {
         err = fail(why, n, -EBADMSG, "corrupt JPEG header: %s", tjGetErrorStr2(tj));
         goto out;
@@ -163,14 +178,29 @@ static int decode_jpeg(const uint8_t *d, size_t len, const nc_decode_limits *lim
     /* STOPONWARNING: a truncated or damaged stream is an error, not a
      * half-grey image; LIMITSCANS: a progressive file with thousands of
      * scans would otherwise cost unbounded CPU. */
-    if (tjDecompress2(tj, d, (unsigned long)len, img->pixels, w, w, h, TJPF_GRAY,
-                      TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)) {
+    const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
+    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+        /* libjpeg converts CMYK to nothing but CMYK: decode the four
+         * channels and mix them to grey here. */
+        cmyk = malloc((size_t)w * (size_t)h * 4);
+        if (!cmyk) {
+            err = fail(why, n, -ENOMEM, "out of memory");
+            goto out;
+        }
+        if (tjDecompress2(tj, d, (unsigned long)len, cmyk, w, w * 4, h, TJPF_CMYK, flags)) {
+            err = fail(why, n, -EBADMSG, "corrupt or truncated JPEG: %s", tjGetErrorStr2(tj));
+            goto out;
+        }
+        cmyk_to_gray(cmyk, (size_t)w * (size_t)h, img->pixels);
+    } else if (tjDecompress2(tj, d, (unsigned long)len, img->pixels, w, w, h, TJPF_GRAY,
+                             flags)) {
         err = fail(why, n, -EBADMSG, "corrupt or truncated JPEG: %s", tjGetErrorStr2(tj));
         goto out;
     }
     *ret = img;
     img = NULL;
 out:
+    free(cmyk);
     nc_image_free(img);
     tjDestroy(tj);
     return err;
@@ -206,11 +236,25 @@ static void png_on_warning(png_structp png, png_const_charp msg)
     (void)msg;      /* warnings (bad ancillary chunks) do not stop decoding */
 }
 
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 static int decode_png(const uint8_t *d, size_t len, const nc_decode_limits *lim,
                       nc_image **ret, char *why, size_t n)
 {
     if (len < 8 || png_sig_cmp(d, 0, 8))
         return fail(why, n, -EBADMSG, "not a PNG file (bad signature)");
+    /* The size is judged from IHDR (always the first chunk: length 13,
+     * then width and height big-endian) before libpng sees it, so a PNG
+     * too large is told so in the words JPEG and PGM get, not as libpng's
+     * "Invalid IHDR data" from its user limits (which stay as a backstop). */
+    if (len >= 24 && !memcmp(d + 8, "\0\0\0\x0dIHDR", 8)) {
+        int e = check_dims(be32(d + 16), be32(d + 20), lim, why, n);
+        if (e)
+            return e;
+    }
     png_src src = { .data = d, .len = len, .pos = 0, .msg = "" };
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src,
                                              png_on_error, png_on_warning);

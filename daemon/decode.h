@@ -5,7 +5,10 @@
  * Every size is checked before anything is allocated: the header's
  * dimensions against the limits, raw byte counts against width x height.
  * Decoders never exit or abort on bad data: TurboJPEG treats warnings
- * (a truncated stream) as errors, libpng reports through setjmp.
+ * (a truncated stream) as errors, libpng reports through setjmp.  A PNG's
+ * size is judged from its IHDR before libpng reads it, so every format
+ * over the cap gets the same sentence.  Grey, YCbCr and CMYK/YCCK JPEGs
+ * all decode (CMYK mixed to its luminance).
  *
  * Errors: -EBADMSG corrupt or truncated data, -ERANGE zero or too large
  * dimensions, -ENOTSUP a format or variant not handled (16-bit PGM, P2),
