@@ -241,6 +241,7 @@ typedef struct worker {
     size_t cursor;                  /* next image */
     slot *slots;
     nc_hist *lat, *server;          /* ns */
+    uint64_t sent;                  /* requests written whole */
     uint64_t replies, req_failed, images_ok, images_failed, judged, correct, rejected;
     uint64_t req_by_code[N_CODES], img_by_code[N_CODES];
     uint64_t lost;                  /* sent, never answered (connection lost) */
@@ -329,10 +330,16 @@ static int send_one(worker *w, int64_t due, nc_client_image *batch)
     return 0;
 }
 
+/* The connection broke.  Replies that arrived before the break (the library
+ * keeps them, and hands them out before the error) are answers, not
+ * losses: take them, and count as lost only what stays unanswered. */
 static void fail_transport(worker *w, int err)
 {
     w->transport_err = err;
     snprintf(w->transport_msg, sizeof w->transport_msg, "%s", nc_client_errmsg(w->cl));
+    nc_msg *m;
+    while (nc_client_in_flight(w->cl) && nc_client_receive(w->cl, 0, &m) == 0)
+        take_reply(w, m, now_ns());
     w->lost += nc_client_in_flight(w->cl);
 }
 
@@ -363,6 +370,7 @@ static void *worker_main(void *arg)
                 break;
             }
             sent++;
+            w->sent++;
             continue;
         }
         nc_msg *m;
@@ -399,7 +407,7 @@ static void *worker_main(void *arg)
 
 typedef struct totals {
     nc_hist lat, server;
-    uint64_t replies, req_failed, images_ok, images_failed, judged, correct, rejected, lost;
+    uint64_t sent, replies, req_failed, images_ok, images_failed, judged, correct, rejected, lost;
     uint64_t req_by_code[N_CODES], img_by_code[N_CODES];
     int transport_failures;
     const char *first_transport_msg;
@@ -431,7 +439,8 @@ static void print_txt(const nc_cli_args *a, const char *addr, const source *src,
            a->batch_images, a->batch_images == 1 ? "" : "s", nc_client_model_name(a->model));
     printf("images from %s\n\n", src->desc);
     uint64_t errors = t->req_failed + t->lost;
-    printf("%-22s %" PRIu64 "\n", "requests", t->replies + t->lost);
+    printf("%-22s %" PRIu64 "\n", "requests", t->sent);
+    printf("%-22s %" PRIu64 "\n", "answered", t->replies);
     printf("%-22s %" PRIu64 "\n", "images", t->images_ok);
     printf("%-22s %" PRIu64 "\n", "errors", errors);
     for (int i = 0; i < N_CODES; i++)
@@ -481,8 +490,9 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
     printf(",\"connections\":%u,\"batch_images\":%u,\"model\":\"%s\",\"source\":", conns,
            a->batch_images, nc_client_model_name(a->model));
     nc_cli_json_string(stdout, src->desc);
-    printf(",\"requests\":%" PRIu64 ",\"images\":%" PRIu64 ",\"errors\":%" PRIu64
-           ",\"errors_by_code\":{", t->replies + t->lost, t->images_ok, t->req_failed + t->lost);
+    printf(",\"requests\":%" PRIu64 ",\"answered\":%" PRIu64 ",\"images\":%" PRIu64
+           ",\"errors\":%" PRIu64 ",\"errors_by_code\":{", t->sent, t->replies, t->images_ok,
+           t->req_failed + t->lost);
     int first = 1;
     for (int i = 0; i < N_CODES; i++)
         if (t->req_by_code[i]) {
@@ -609,6 +619,7 @@ int nc_bench_run(const nc_cli_args *a, const char *addr)
         const worker *w = &ws[i];
         nc_hist_merge(&t->lat, w->lat);
         nc_hist_merge(&t->server, w->server);
+        t->sent += w->sent;
         t->replies += w->replies;
         t->req_failed += w->req_failed;
         t->images_ok += w->images_ok;

@@ -513,10 +513,14 @@ static int read_some(nc_client *c)
             return 0;
         return set_broken(c, -errno, "reading from the daemon: %s", strerror(errno));
     }
-    if (n == 0)
-        return set_broken(c, -ECONNRESET, c->dec.hdr_have || c->dec.have
+    if (n == 0) {
+        /* The decoder keeps a completed frame's counts until the next feed:
+         * only a frame that has begun and not completed is cut short. */
+        int mid = !c->dec.complete && (c->dec.hdr_have || c->dec.have);
+        return set_broken(c, -ECONNRESET, mid
                           ? "the daemon closed the connection in the middle of a reply"
                           : "the daemon closed the connection");
+    }
     size_t pos = 0;
     while (pos < (size_t)n) {
         size_t used;

@@ -2,7 +2,8 @@
  * socketpair: replies out of order and dribbled one byte at a time, the
  * pipelining window, a request larger than the socket buffer, a timeout
  * that leaves the connection usable, signals interrupting waits, and the
- * ways a daemon can hang up (mid-frame, after a framing-error reply). */
+ * ways a daemon can hang up (mid-frame, between replies, after a
+ * framing-error reply). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -357,6 +358,55 @@ static void *serve_stranger(void *arg)
     return NULL;
 }
 
+/* Two requests, the first answered whole, then the daemon hangs up. */
+static void *serve_one_then_close(void *arg)
+{
+    fake *f = arg;
+    nc_msg *m1 = fake_read(f), *m2 = m1 ? fake_read(f) : NULL;
+    if (m2) {
+        uint8_t *fr;
+        size_t len;
+        reply_frame(nc_msg_request(m1)->id, 0, 4, NULL, &fr, &len);
+        write_all(f->fd, fr, len, 0);
+        free(fr);
+    }
+    shutdown(f->fd, SHUT_RDWR);
+    nc_msg_free(m1);
+    nc_msg_free(m2);
+    return NULL;
+}
+
+/* A hang-up right after a complete reply is not "in the middle of a reply":
+ * the first reply is handed out, the second request fails cleanly. */
+static void test_hangup_between_replies(void)
+{
+    fake f;
+    nc_client *cl;
+    nc_client_options o = { .max_in_flight = 4, .timeout_ms = 10000 };
+    REQUIRE(make_pair(&f, &cl, &o) == 0);
+    pthread_t th;
+    pthread_create(&th, NULL, serve_one_then_close, &f);
+    Neocog__Request rq = NEOCOG__REQUEST__INIT;
+    Neocog__HealthRequest hr = NEOCOG__HEALTH_REQUEST__INIT;
+    rq.kind_case = NEOCOG__REQUEST__KIND_HEALTH;
+    rq.health = &hr;
+    uint64_t id1 = 0, id2 = 0;
+    CHECK_INT_EQ(nc_client_send_request(cl, &rq, &id1), 0);
+    CHECK_INT_EQ(nc_client_send_request(cl, &rq, &id2), 0);
+    nc_msg *m = NULL;
+    CHECK_INT_EQ(nc_client_receive(cl, 10000, &m), 0);
+    CHECK(m && nc_msg_reply(m)->id == id1);
+    nc_msg_free(m);
+    m = NULL;
+    CHECK_INT_EQ(nc_client_receive(cl, 10000, &m), -ECONNRESET);
+    CHECK_MSG(strstr(nc_client_errmsg(cl), "closed the connection") &&
+              !strstr(nc_client_errmsg(cl), "middle"), "message '%s'", nc_client_errmsg(cl));
+    CHECK_INT_EQ(nc_client_in_flight(cl), 1);
+    pthread_join(th, NULL);
+    nc_client_free(cl);
+    fake_close(&f);
+}
+
 static void hangup_case(void *(*serve)(void *), int want_err, const char *want_msg)
 {
     fake f;
@@ -380,6 +430,7 @@ static void test_hangups(void)
     hangup_case(serve_half_then_close, -ECONNRESET, "in the middle of a reply");
     hangup_case(serve_framing_error, -EPROTO, "bad frame magic");
     hangup_case(serve_stranger, -EPROTO, "not outstanding");
+    test_hangup_between_replies();
 
     /* Nobody listening: a clean error and a sentence, no client. */
     char path[64];
