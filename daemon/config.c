@@ -56,7 +56,8 @@ static const key_def keys[] = {
                                 "default 1)"),
     U64(max_queue_delay_us, 0, 10000000, "longest a batch waits to fill, us; 0 = take what is "
                                          "queued (default 0)"),
-    U32(queue_capacity, 1, 10000000, "images queued at most; beyond: RESOURCE_EXHAUSTED "
+    U32(queue_capacity, 1, 10000000, "images queued at most, no fewer than "
+                                     "max_images_per_request; beyond: RESOURCE_EXHAUSTED "
                                      "(default 4096)"),
     U64(queue_max_bytes, 1024, UINT64_C(1) << 40, "request bytes held at most (default 256 MiB)"),
     U32(max_inflight_per_conn, 1, 1000000, "requests in flight per connection before it is no "
@@ -348,6 +349,29 @@ int nc_config_parse_args(nc_config *c, int argc, char **argv,
         int err = nc_config_set(c, key, value, why, why_len);
         if (err)
             return err;
+    }
+    return nc_config_check(c, why, why_len);
+}
+
+int nc_config_check(const nc_config *c, char *why, size_t why_len)
+{
+    /* A request is queued whole or not at all: one larger than the queue
+     * could never be taken, and "retry later" would be a lie. */
+    if (c->max_images_per_request > c->queue_capacity) {
+        if (why && why_len)
+            snprintf(why, why_len, "max_images_per_request (%" PRIu32 ") exceeds "
+                     "queue_capacity (%" PRIu32 "): such a request could never be queued; "
+                     "raise queue_capacity or lower max_images_per_request",
+                     c->max_images_per_request, c->queue_capacity);
+        return -EINVAL;
+    }
+    if ((uint64_t)c->max_frame_bytes > c->queue_max_bytes) {
+        if (why && why_len)
+            snprintf(why, why_len, "max_frame_bytes (%" PRIu32 ") exceeds queue_max_bytes "
+                     "(%" PRIu64 "): such a request could never be queued; raise "
+                     "queue_max_bytes or lower max_frame_bytes",
+                     c->max_frame_bytes, c->queue_max_bytes);
+        return -EINVAL;
     }
     return 0;
 }

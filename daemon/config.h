@@ -75,6 +75,11 @@ int nc_config_load_file(nc_config *c, const char *path, char *why, size_t why_le
 int nc_config_parse_args(nc_config *c, int argc, char **argv,
                          char *why, size_t why_len);
 
+/* Settings that contradict each other (nc_config_parse_args ends with
+ * this): -EINVAL, naming both, when a request within max_images_per_request
+ * or max_frame_bytes could never fit queue_capacity or queue_max_bytes. */
+int nc_config_check(const nc_config *c, char *why, size_t why_len);
+
 void nc_config_usage(FILE *to);
 
 /* Every key = value, for the startup log and `--print-config`. */

@@ -1111,7 +1111,7 @@ static void test_unix_and_queue(void)
     snprintf(sock, sizeof sock, "%s/d.sock", dir);
     const char *args[] = { "--cnn-model", model_path, "--listen-tcp", "none",
                            "--listen-unix", sock, "--http", "none", "--workers", "1",
-                           "--queue-capacity", "4", "--max-images-per-request", "64",
+                           "--queue-capacity", "4", "--max-images-per-request", "4",
                            "--models", dir, "--log-level", "4", NULL };
     nc_daemon d2;
     REQUIRE(nc_daemon_start(&d2, bin, dir, 0, args) == 0);
@@ -1127,13 +1127,41 @@ static void test_unix_and_queue(void)
     if (reply_code(m) == NEOCOG__CODE__OK)
         check_answer("unix", nc_msg_reply(m)->recognize->results[0], 4);
     nc_msg_free(m);
-    req_init(&b, 41, 5);
-    for (int i = 0; i < 5; i++)
-        set_raw(&b.im[i], digit(i));
-    m = nc_roundtrip(fd, &b.rq);
-    CHECK_MSG(reply_code(m) == NEOCOG__CODE__RESOURCE_EXHAUSTED, "full queue: %d", reply_code(m));
-    CHECK(m && strstr(nc_msg_reply(m)->message, "queue full"));
-    nc_msg_free(m);
+    /* Requests of 4 large images, sent back to back to one worker: while
+     * it prepares one, the next fills the queue and the ones after are
+     * refused as busy, not lost. */
+    enum { BIG = 512, N_FULL = 16 };
+    uint8_t *big = malloc(BIG * BIG);
+    REQUIRE(big);
+    for (int y = 0; y < BIG; y++)
+        for (int x = 0; x < BIG; x++)
+            big[y * BIG + x] = digit(4)[(y * H / BIG) * W + x * W / BIG];
+    for (int r = 0; r < N_FULL; r++) {
+        req_init(&b, 100 + (uint64_t)r, 4);
+        for (int i = 0; i < 4; i++) {
+            set_raw(&b.im[i], big);
+            b.im[i].data.len = BIG * BIG;
+            b.im[i].width = b.im[i].height = BIG;
+        }
+        CHECK_INT_EQ(nc_send_msg(fd, &b.rq.base), 0);
+    }
+    int ok = 0, full = 0;
+    for (int r = 0; r < N_FULL; r++) {
+        m = NULL;
+        if (nc_recv_reply(fd, 60000, &m))
+            break;
+        if (reply_code(m) == NEOCOG__CODE__OK)
+            ok++;
+        else if (reply_code(m) == NEOCOG__CODE__RESOURCE_EXHAUSTED &&
+                 strstr(nc_msg_reply(m)->message, "queue full"))
+            full++;
+        else
+            CHECK_MSG(0, "full queue: code %d (%s)", reply_code(m), nc_msg_reply(m)->message);
+        nc_msg_free(m);
+    }
+    CHECK_MSG(ok + full == N_FULL && ok >= 1 && full >= 1,
+              "%d requests to a full queue: %d answered, %d refused as busy", N_FULL, ok, full);
+    free(big);
     close(fd);
     /* A second daemon on the same path must refuse to start, not unlink
      * the live socket and take it over. */

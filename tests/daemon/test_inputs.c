@@ -4,7 +4,11 @@
  * The decoder alone (daemon/decode.h): a PNG whose IHDR claims more than
  * the pixel limit per side is refused in the words a JPEG or PGM of that
  * size gets; a CMYK JPEG (as TurboJPEG writes it, YCCK with Adobe's
- * inverted channels) decodes to the grey it shows. */
+ * inverted channels) decodes to the grey it shows.  The real binary
+ * (argv[1]): max_images_per_request above queue_capacity, or
+ * max_frame_bytes above queue_max_bytes, stops start-up with exit 2 and a
+ * sentence naming both settings, since such a request could never be
+ * queued. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -169,6 +173,54 @@ static void test_cmyk_jpeg(void)
     tjFree(jpeg);
 }
 
+/* ---- settings under which a request could never be queued ----------------------- */
+
+static int run_to_exit(const char *const *args, char **ret_log)
+{
+    static int runs;
+    char log[400];
+    snprintf(log, sizeof log, "%s/run-%d.log", dir, runs++);
+    nc_daemon d;
+    int status = -1;
+    if (nc_daemon_spawn(&d, bin, dir, 0, args, log) == 0) {
+        status = nc_daemon_wait_exit(&d, 10000);
+        nc_daemon_stop(&d, 1000);
+    }
+    *ret_log = nc_read_text(log);
+    if (!*ret_log)
+        *ret_log = strdup("");
+    return status;
+}
+
+static void test_unqueueable_settings(void)
+{
+    char *log;
+    const char *images[] = { "--queue-capacity", "4", "--max-images-per-request", "64",
+                             "--listen-tcp", "none", "--http", "none", NULL };
+    CHECK_INT_EQ(run_to_exit(images, &log), 2);
+    CHECK_MSG(strstr(log, "max_images_per_request (64) exceeds queue_capacity (4)"),
+              "max_images_per_request > queue_capacity said: %s", log);
+    free(log);
+
+    /* The same from a config file, the limits set on different lines. */
+    char conf[400];
+    snprintf(conf, sizeof conf, "%s/tight.conf", dir);
+    const char text[] = "queue_capacity = 100\nmax_images_per_request = 101\n";
+    REQUIRE(nc_write_file(conf, text, sizeof text - 1) == 0);
+    const char *file[] = { "--config", conf, "--listen-tcp", "none", "--http", "none", NULL };
+    CHECK_INT_EQ(run_to_exit(file, &log), 2);
+    CHECK_MSG(strstr(log, "max_images_per_request (101) exceeds queue_capacity (100)"),
+              "from a file said: %s", log);
+    free(log);
+
+    const char *bytes[] = { "--queue-max-bytes", "2048", "--max-frame-bytes", "4096",
+                            "--listen-tcp", "none", "--http", "none", NULL };
+    CHECK_INT_EQ(run_to_exit(bytes, &log), 2);
+    CHECK_MSG(strstr(log, "max_frame_bytes (4096) exceeds queue_max_bytes (2048)"),
+              "max_frame_bytes > queue_max_bytes said: %s", log);
+    free(log);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -183,6 +235,7 @@ int main(int argc, char **argv)
 
     test_png_too_large();
     test_cmyk_jpeg();
+    test_unqueueable_settings();
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
