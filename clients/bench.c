@@ -490,9 +490,8 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
     printf(",\"connections\":%u,\"batch_images\":%u,\"model\":\"%s\",\"source\":", conns,
            a->batch_images, nc_client_model_name(a->model));
     nc_cli_json_string(stdout, src->desc);
-    printf(",\"requests\":%" PRIu64 ",\"answered\":%" PRIu64 ",\"images\":%" PRIu64
-           ",\"errors\":%" PRIu64 ",\"errors_by_code\":{", t->sent, t->replies, t->images_ok,
-           t->req_failed + t->lost);
+    printf(",\"requests\":%" PRIu64 ",\"images\":%" PRIu64 ",\"errors\":%" PRIu64
+           ",\"errors_by_code\":{", t->sent, t->images_ok, t->req_failed + t->lost);
     int first = 1;
     for (int i = 0; i < N_CODES; i++)
         if (t->req_by_code[i]) {
@@ -501,7 +500,8 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
         }
     if (t->lost)
         printf("%s\"no_reply\":%" PRIu64, first ? "" : ",", t->lost);
-    printf("},\"image_errors\":%" PRIu64 ",\"image_errors_by_code\":{", t->images_failed);
+    printf("},\"answered\":%" PRIu64 ",\"image_errors\":%" PRIu64
+           ",\"image_errors_by_code\":{", t->replies, t->images_failed);
     first = 1;
     for (int i = 0; i < N_CODES; i++)
         if (t->img_by_code[i]) {
