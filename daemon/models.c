@@ -123,6 +123,10 @@ static int name_cmp(const void *a, const void *b)
 typedef struct scan_list {
     char *path[NC_SLOTS][SCAN_MAX];     /* malloc'd */
     size_t n[NC_SLOTS];
+    /* Files skipped as unreadable or unsound, and why: a reload whose
+     * serving file is among them says so rather than "file gone". */
+    char *bad[SCAN_MAX], *bad_why[SCAN_MAX];
+    size_t n_bad;
 } scan_list;
 
 static void scan_list_fini(scan_list *l)
@@ -130,6 +134,34 @@ static void scan_list_fini(scan_list *l)
     for (int s = 0; s < NC_SLOTS; s++)
         for (size_t i = 0; i < l->n[s]; i++)
             free(l->path[s][i]);
+    for (size_t i = 0; i < l->n_bad; i++) {
+        free(l->bad[i]);
+        free(l->bad_why[i]);
+    }
+}
+
+static void scan_list_bad(scan_list *l, const char *path, int err)
+{
+    nc_log(NC_LOG_WARNING, "models: skipped %s: %s", path, nc_strerror(err));
+    if (l->n_bad == SCAN_MAX)
+        return;
+    l->bad[l->n_bad] = strdup(path);
+    l->bad_why[l->n_bad] = strdup(nc_strerror(err));
+    if (l->bad[l->n_bad] && l->bad_why[l->n_bad]) {
+        l->n_bad++;
+    } else {
+        free(l->bad[l->n_bad]);
+        free(l->bad_why[l->n_bad]);
+    }
+}
+
+/* Why the folder's scan skipped path; NULL if it did not. */
+static const char *scan_list_why(const scan_list *l, const char *path)
+{
+    for (size_t i = 0; path[0] && i < l->n_bad; i++)
+        if (!strcmp(l->bad[i], path))
+            return l->bad_why[i];
+    return NULL;
 }
 
 /* Every *.ncm file in dir whose header says which slot it fills, by name.
@@ -182,11 +214,11 @@ static int scan_dir(const char *dir, const char *const named[NC_SLOTS], scan_lis
         nc_mf_reader *r = NULL;
         int err = read_file(path, &buf, &len);
         if (err) {
-            nc_log(NC_LOG_WARNING, "models: skipped %s: %s", path, nc_strerror(err));
+            scan_list_bad(ret, path, err);
             continue;
         }
         if ((err = nc_mf_open(buf, len, &r))) {
-            nc_log(NC_LOG_WARNING, "models: skipped %s: %s", path, nc_strerror(err));
+            scan_list_bad(ret, path, err);
             free(buf);
             continue;
         }
@@ -459,6 +491,7 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
     atomic_init(&g->refs, 1);
     const char *named[NC_SLOTS] = { cfg->cnn_model, cfg->neocog_model };
     const char *what[NC_SLOTS] = { "failed", "failed" };
+    char kept[NC_SLOTS][sizeof g->error[0] + 16];
     scan_list found = { 0 };
     int err = 0;
     if (summary_len)
@@ -484,7 +517,11 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
     for (int s = 0; s < NC_SLOTS; s++) {
         if (named[s][0])
             continue;
-        if (!found.n[s]) {
+        /* The file the slot serves from, when this scan found it broken:
+         * the slot keeps its model, and says why. */
+        const char *serving = prev && prev->slot[s] ? prev->slot[s]->path : "";
+        const char *serving_why = scan_list_why(&found, serving);
+        if (!found.n[s] && !serving_why) {
             if (scan_err)
                 say(g->error[s], sizeof g->error[s], "no %s model file: %s: %s",
                     nc_slot_name(s), cfg->models, strerror(-scan_err));
@@ -498,10 +535,12 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
          * A reload goes no further than the file the slot serves from: when
          * that file is broken now, the slot keeps its model rather than
          * bringing in the next file (cnn-column.ncm must not turn into
-         * cnn-committee.ncm by accident). */
-        const char *serving = prev && prev->slot[s] ? prev->slot[s]->path : "";
+         * cnn-committee.ncm by accident), be it broken so badly that the
+         * scan skipped it (it sorts among them by name all the same). */
         for (size_t i = 0; i < found.n[s] && !g->slot[s]; i++) {
             const char *p = found.path[s][i];
+            if (serving_why && strcmp(p, serving) > 0)
+                break;
             say(g->path[s], sizeof g->path[s], "%s", p);
             g->error[s][0] = '\0';
             if (load_one(cfg, p, s, &g->slot[s], g->error[s], sizeof g->error[s]) == 0) {
@@ -515,12 +554,21 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
                 nc_log(NC_LOG_WARNING, "models: skipped %s", g->error[s]);
             }
         }
+        if (!g->slot[s] && serving_why) {     /* none before it loaded */
+            say(g->path[s], sizeof g->path[s], "%s", serving);
+            say(g->error[s], sizeof g->error[s], "%s: %s", serving, serving_why);
+        }
     }
     size_t used = 0;
     for (int s = 0; s < NC_SLOTS; s++) {
         if (!g->slot[s] && prev && prev->slot[s]) {
             g->slot[s] = nc_model_ref(prev->slot[s]);
-            what[s] = !strcmp(what[s], "none") ? "kept (file gone)" : "kept the old model";
+            if (!strcmp(what[s], "none")) {
+                what[s] = "kept (file gone)";
+            } else {
+                say(kept[s], sizeof kept[s], "kept: %s", g->error[s]);
+                what[s] = kept[s];
+            }
         }
         if (summary_len > used) {
             int w = snprintf(summary + used, summary_len - used, "%s%s: %s", s ? "; " : "",
