@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -127,4 +128,32 @@ int nc_listen_unix(const char *path, uint32_t mode, int *ret_fd, char *why, size
     chmod(path, (mode_t)mode);
     *ret_fd = fd;
     return 0;
+}
+
+uint32_t nc_listen_fit_nofile(uint32_t max_conns, uint32_t reserve, uint64_t *ret_limit)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        *ret_limit = 0;
+        return max_conns;
+    }
+    const uint64_t need = (uint64_t)max_conns + reserve;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        struct rlimit up = rl;
+        up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) {
+        *ret_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+        return max_conns;
+    }
+    uint64_t lim = rl.rlim_cur;
+    *ret_limit = lim;
+    /* Below the reserve, half the descriptors still go to connections: a
+     * daemon that refuses every client would be no use either. */
+    uint64_t fit = lim > reserve ? lim - reserve : 0;
+    if (fit < lim / 2)
+        fit = lim / 2;
+    return fit ? (uint32_t)fit : 1;
 }

@@ -17,4 +17,12 @@ int nc_listen_tcp(const char *addr, int *ret_fd, char *why, size_t why_len);
  * other file there is an error. */
 int nc_listen_unix(const char *path, uint32_t mode, int *ret_fd, char *why, size_t why_len);
 
+/* Make room for max_conns connections and reserve other descriptors
+ * (listeners, the event loop, HTTP clients, model files being loaded): the
+ * soft RLIMIT_NOFILE is raised as far as needed, up to the hard one.
+ * Returns how many connections fit (max_conns when they all do; else the
+ * limit less the reserve, but at least half the limit); *ret_limit gets the
+ * soft limit now (UINT64_MAX: none, 0: unknown). */
+uint32_t nc_listen_fit_nofile(uint32_t max_conns, uint32_t reserve, uint64_t *ret_limit);
+
 #endif

@@ -91,11 +91,42 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
     nc_handle_done(arg);
 }
 
+/* Out of file descriptors (EMFILE, ENFILE): accept fails at once for as
+ * long as the condition lasts while the waiting connection keeps the
+ * listener readable, so retrying would spin a core.  Instead every protocol
+ * listener is disabled for ACCEPT_PAUSE_MS and tried again; the episode is
+ * logged when it starts and when an accept succeeds again. */
+#define ACCEPT_PAUSE_MS 100
+
+/* Descriptors kept free of connections: listeners, the event loop, the
+ * workers' and reloads' fds, HTTP clients, a model file being read. */
+#define NC_FD_RESERVE 32
+
+static struct event *accept_resume_ev;
+static uint64_t accept_paused_since;    /* 0: accepting normally */
+
+static int enable_listeners(nc_server *s);
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    nc_server *s = arg;
+    if (s->state == NC_SERVER_SERVING || s->state == NC_SERVER_RELOADING)
+        enable_listeners(s);    /* draining: the listeners are gone */
+}
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
 {
     (void)l;
     (void)salen;
+    nc_server *s = arg;
+    if (accept_paused_since) {
+        nc_log(NC_LOG_NOTICE, "accept: file descriptors free again after %" PRIu64 " ms",
+               (nc_now_us() - accept_paused_since) / 1000u);
+        accept_paused_since = 0;
+    }
     char peer[80] = "unix";
     if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
         char host[64] = "?";
@@ -107,19 +138,34 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         inet_ntop(sa->sa_family, a, host, sizeof host);
         snprintf(peer, sizeof peer, "%s:%u", host, port);
     }
-    nc_conn_accept(arg, fd, peer);
+    nc_conn_accept(s, fd, peer);
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
     (void)l;
-    (void)arg;
-    /* EMFILE and friends: the listener stays; say so at most once a second. */
+    nc_server *s = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        if (!accept_paused_since) {
+            accept_paused_since = nc_now_us();
+            nc_log(NC_LOG_WARNING, "accept: %s with %u connections open; not accepting "
+                   "for %d ms at a time until descriptors free up (max_connections, "
+                   "ulimit -n / LimitNOFILE=)", strerror(err), s->n_conns, ACCEPT_PAUSE_MS);
+        }
+        s->metrics.accept_pauses++;
+        for (int i = 0; i < s->n_listeners; i++)
+            evconnlistener_disable(s->listeners[i]);
+        struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
+        evtimer_add(accept_resume_ev, &tv);
+        return;
+    }
+    /* Anything else: the listener stays; say so at most once a second. */
     static uint64_t last;
     uint64_t now = nc_now_us();
     if (now - last > 1000000u) {
         last = now;
-        nc_log(NC_LOG_WARNING, "accept: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        nc_log(NC_LOG_WARNING, "accept: %s", evutil_socket_error_to_string(err));
     }
 }
 
@@ -149,6 +195,8 @@ static int enable_listeners(nc_server *s)
 
 static void close_listeners(nc_server *s)
 {
+    if (accept_resume_ev)
+        evtimer_del(accept_resume_ev);
     for (int i = 0; i < s->n_listeners; i++)
         evconnlistener_free(s->listeners[i]);
     s->n_listeners = 0;
@@ -497,6 +545,16 @@ int main(int argc, char **argv)
     s->reload_fd = -1;
     pthread_mutex_init(&s->reload_lock, NULL);
     nc_log(NC_LOG_INFO, "neocogd %s starting; models from %s", NC_VERSION, s->cfg.models);
+    uint64_t nofile = 0;
+    uint32_t fit = nc_listen_fit_nofile(s->cfg.max_connections, NC_FD_RESERVE, &nofile);
+    if (fit < s->cfg.max_connections) {
+        /* Past the limit accept fails and clients wait unanswered in the
+         * backlog; below it, the extra ones hear "too many connections". */
+        nc_log(NC_LOG_WARNING, "open files limited to %" PRIu64 " (ulimit -n, LimitNOFILE=): "
+               "max_connections lowered from %u to %u to keep %u for the rest", nofile,
+               s->cfg.max_connections, fit, NC_FD_RESERVE);
+        s->cfg.max_connections = fit;
+    }
     s->exit_code = 0;
     s->state = NC_SERVER_STARTING;
     s->base = event_base_new();
@@ -507,10 +565,11 @@ int main(int argc, char **argv)
     }
     s->reload_ev = event_new(s->base, s->reload_fd, EV_READ | EV_PERSIST, on_reload_done, s);
     s->drain_ev = evtimer_new(s->base, on_drain_timeout, s);
+    accept_resume_ev = evtimer_new(s->base, on_accept_resume, s);
     s->sig_hup = evsignal_new(s->base, SIGHUP, on_signal, s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    if (!s->reload_ev || !s->drain_ev || !s->sig_hup || !s->sig_term || !s->sig_int ||
+    if (!s->reload_ev || !s->drain_ev || !accept_resume_ev || !s->sig_hup || !s->sig_term || !s->sig_int ||
         event_add(s->reload_ev, NULL) || event_add(s->sig_hup, NULL) ||
         event_add(s->sig_term, NULL) || event_add(s->sig_int, NULL)) {
         nc_log(NC_LOG_ERR, "cannot set up the event loop");
@@ -562,6 +621,7 @@ int main(int argc, char **argv)
         event_free(s->done_ev);
     event_free(s->reload_ev);
     event_free(s->drain_ev);
+    event_free(accept_resume_ev);
     event_free(s->watchdog_ev);
     event_free(s->sig_hup);
     event_free(s->sig_term);

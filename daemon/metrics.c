@@ -111,6 +111,10 @@ int nc_metrics_render(const nc_metrics *m, const nc_metrics_gauges *g, char **re
     put(&s, "# HELP neocogd_connections_total Connections accepted.\n"
             "# TYPE neocogd_connections_total counter\nneocogd_connections_total %" PRIu64
             "\n", m->connections_total);
+    put(&s, "# HELP neocogd_accept_pauses_total Times accepting stopped for 100 ms because "
+            "the process was out of file descriptors.\n"
+            "# TYPE neocogd_accept_pauses_total counter\nneocogd_accept_pauses_total %" PRIu64
+            "\n", m->accept_pauses);
     put(&s, "# HELP neocogd_reloads_total Model reloads, by outcome.\n"
             "# TYPE neocogd_reloads_total counter\n"
             "neocogd_reloads_total{outcome=\"ok\"} %" PRIu64 "\n"

@@ -24,6 +24,7 @@ typedef struct nc_metrics {
     uint64_t images;                        /* images answered */
     uint64_t frame_errors;                  /* connections closed for bad framing */
     uint64_t connections_total;
+    uint64_t accept_pauses;                 /* accept paused: out of descriptors */
     uint64_t reloads_ok, reloads_failed;
     nc_histogram queue, compute, total;     /* microseconds */
 } nc_metrics;
