@@ -1,6 +1,7 @@
 /* daemon/http.c — see http.h. */
 #include "http.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
 #include "clock.h"
 
@@ -96,6 +98,33 @@ static void on_request(struct evhttp_request *r, void *arg)
     }
 }
 
+/* Out of file descriptors, evhttp's listener would retry accept at once
+ * and spin a core: pause it 100 ms at a time, as main.c does the protocol
+ * listeners. */
+static struct evconnlistener *http_listener;
+static struct event *http_resume_ev;
+
+static void on_http_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if (http_listener)
+        evconnlistener_enable(http_listener);
+}
+
+static void on_http_accept_error(struct evconnlistener *l, void *arg)
+{
+    nc_server *s = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        s->metrics.accept_pauses++;
+        evconnlistener_disable(l);
+        struct timeval tv = { 0, 100000 };
+        evtimer_add(http_resume_ev, &tv);
+    }
+}
+
 int nc_http_start(nc_server *s, int fd)
 {
     s->http = evhttp_new(s->base);
@@ -106,11 +135,15 @@ int nc_http_start(nc_server *s, int fd)
     evhttp_set_max_body_size(s->http, 0);
     evhttp_set_timeout(s->http, 10);
     evhttp_set_gencb(s->http, on_request, s);
-    if (!evhttp_accept_socket_with_handle(s->http, fd)) {
+    struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(s->http, fd);
+    http_resume_ev = b ? evtimer_new(s->base, on_http_resume, s) : NULL;
+    if (!http_resume_ev) {
         evhttp_free(s->http);
         s->http = NULL;
-        return -EINVAL;
+        return b ? -ENOMEM : -EINVAL;
     }
+    http_listener = evhttp_bound_socket_get_listener(b);
+    evconnlistener_set_error_cb(http_listener, on_http_accept_error);
     return 0;
 }
 
@@ -119,4 +152,8 @@ void nc_http_stop(nc_server *s)
     if (s->http)
         evhttp_free(s->http);
     s->http = NULL;
+    http_listener = NULL;
+    if (http_resume_ev)
+        event_free(http_resume_ev);
+    http_resume_ev = NULL;
 }

@@ -4,9 +4,9 @@
  * Runs the real binary (argv[1]) with the shipped models ($NC_SOURCE_ROOT/
  * models), on the CPU:
  * - out of descriptors (its limit lowered under it with prlimit), with
- *   connections waiting that it cannot accept: it does not spin (its CPU
- *   time over a second stays small), says so in the log and /metrics, and
- *   serves new connections once some close;
+ *   connections waiting that it cannot accept (protocol and HTTP): it does
+ *   not spin (its CPU time over a second stays small), says so in the log
+ *   and /metrics, and serves new connections once some close;
  * - started under `ulimit -n 64` with the default max_connections: it
  *   lowers max_connections to fit, so the extra clients hear "too many
  *   connections" instead of waiting unanswered;
@@ -110,11 +110,14 @@ static void test_emfile(void)
         held[i] = nc_connect_tcp(d.port);
         REQUIRE(held[i] >= 0);      /* the kernel's backlog takes what it cannot accept */
     }
+    int http = nc_connect_tcp(d.http_port);     /* its HTTP listener fails too */
+    REQUIRE(http >= 0);
     sleep_ms(300);
     long t0 = cpu_ticks(d.pid);
     sleep_ms(1000);
     long t1 = cpu_ticks(d.pid);
     long hz = sysconf(_SC_CLK_TCK);
+    close(http);
     CHECK(t0 >= 0 && t1 >= 0);
     /* Retrying accept at once spins a whole core (about hz ticks a second). */
     CHECK_MSG(t1 - t0 < hz / 5, "%ld ticks of CPU in 1 s (%ld a second) with accept failing",
