@@ -103,6 +103,7 @@ static void on_request(struct evhttp_request *r, void *arg)
  * listeners. */
 static struct evconnlistener *http_listener;
 static struct event *http_resume_ev;
+static nc_server *http_server;  /* the error callback's argument is evhttp's own */
 
 static void on_http_resume(evutil_socket_t fd, short what, void *arg)
 {
@@ -115,10 +116,11 @@ static void on_http_resume(evutil_socket_t fd, short what, void *arg)
 
 static void on_http_accept_error(struct evconnlistener *l, void *arg)
 {
-    nc_server *s = arg;
+    (void)arg;
     int err = EVUTIL_SOCKET_ERROR();
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-        s->metrics.accept_pauses++;
+        if (http_server)
+            http_server->metrics.accept_pauses++;
         evconnlistener_disable(l);
         struct timeval tv = { 0, 100000 };
         evtimer_add(http_resume_ev, &tv);
@@ -143,6 +145,7 @@ int nc_http_start(nc_server *s, int fd)
         return b ? -ENOMEM : -EINVAL;
     }
     http_listener = evhttp_bound_socket_get_listener(b);
+    http_server = s;
     evconnlistener_set_error_cb(http_listener, on_http_accept_error);
     return 0;
 }
@@ -153,6 +156,7 @@ void nc_http_stop(nc_server *s)
         evhttp_free(s->http);
     s->http = NULL;
     http_listener = NULL;
+    http_server = NULL;
     if (http_resume_ev)
         event_free(http_resume_ev);
     http_resume_ev = NULL;
