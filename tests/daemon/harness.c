@@ -499,7 +499,7 @@ void nc_direct_close(nc_direct *d)
 int nc_direct_run(nc_direct *d, const uint8_t *px, uint32_t w, uint32_t h, float *scores,
                   int32_t *ret_label)
 {
-    nc_image img, *clean = NULL;
+    nc_image img;
     int err = nc_image_view((uint8_t *)px, w, h, 0, &img);
     if (err)
         return err;
@@ -507,18 +507,50 @@ int nc_direct_run(nc_direct *d, const uint8_t *px, uint32_t w, uint32_t h, float
     if (!in)
         return -ENOMEM;
     /* the daemon's preparation: the clean character, then the model's prep */
-    nc_prep p = d->be->info.prep;
-    p.invert = 0;
-    err = nc_image_clean(&img, NC_POLARITY_AUTO, &clean, NULL);
-    if (!err)
-        err = nc_prep_apply(clean, &p, in);
-    nc_image_free(clean);
+    err = nc_image_clean_prep(&img, NC_POLARITY_AUTO, &d->be->info.prep, in);
     if (!err)
         err = d->be->ops->forward(d->be->impl, d->worker, in, 1, scores);
     if (!err)
         *ret_label = nc_backend_label(d->be->kind, scores, d->be->info.n_classes);
     free(in);
     return err;
+}
+
+int nc_truncated_copy(const char *from, const char *to, size_t keep)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int err = nc_file_read(from, 64u << 20, &buf, &len);
+    if (!err)
+        err = nc_write_file(to, buf, keep < len ? keep : len);
+    free(buf);
+    return err;
+}
+
+int nc_status_tcp(int port, Neocog__StatusReply **ret, nc_msg **ret_msg)
+{
+    Neocog__Request rq = NEOCOG__REQUEST__INIT;
+    Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
+    rq.id = 5;
+    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
+    rq.status = &sr;
+    int fd = nc_connect_tcp(port);
+    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
+    if (fd >= 0)
+        close(fd);
+    if (!m || !nc_msg_reply(m)->status) {
+        nc_msg_free(m);
+        return -1;
+    }
+    *ret = nc_msg_reply(m)->status;
+    *ret_msg = m;
+    return 0;
+}
+
+void nc_sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
+    nanosleep(&ts, NULL);
 }
 
 char *nc_read_text(const char *path)

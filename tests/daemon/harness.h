@@ -68,6 +68,13 @@ int nc_make_cnn_model_arch(const char *path, uint64_t seed, const char *arch);
 int nc_write_file(const char *path, const void *buf, size_t len);
 /* A whole text file, malloc'd and NUL-terminated; NULL if unreadable. */
 char *nc_read_text(const char *path);
+/* The first `keep` bytes of from (all of it: SIZE_MAX) written to to, e.g. a
+ * truncated model file.  0 or a negative errno. */
+int nc_truncated_copy(const char *from, const char *to, size_t keep);
+/* A status request over TCP: *ret points into *ret_msg (free that with
+ * nc_msg_free).  0, or -1 when no status reply came. */
+int nc_status_tcp(int port, Neocog__StatusReply **ret, nc_msg **ret_msg);
+void nc_sleep_ms(long ms);
 
 /* Core's direct answer for a light-ink image: raw scores and label. */
 typedef struct nc_direct {

@@ -119,12 +119,6 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
 static void round_once(const char *bin, const char *dir, const char *model, int round)
 {
     nc_daemon d;
@@ -148,7 +142,7 @@ static void round_once(const char *bin, const char *dir, const char *model, int 
         }
     }
     /* Under way for a while, at a different moment each round. */
-    sleep_ms(150 + 70 * round);
+    nc_sleep_ms(150 + 70 * round);
     kill(d.pid, SIGTERM);
     uint64_t sent = 0, ok = 0, unavailable = 0;
     for (int i = 0; i < started; i++) {

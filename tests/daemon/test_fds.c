@@ -31,12 +31,6 @@ static const char *bin;
 static char dir[256];
 static char cnn_column[1024], cnn_committee[1024];
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
 /* utime + stime of pid in clock ticks; -1 if unreadable. */
 static long cpu_ticks(pid_t pid)
 {
@@ -54,37 +48,6 @@ static long cpu_ticks(pid_t pid)
         ut = -1;
     free(text);
     return ut < 0 ? -1 : ut + st;
-}
-
-static int copy_file(const char *from, const char *to, size_t keep)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int err = nc_file_read(from, 64u << 20, &buf, &len);
-    if (!err)
-        err = nc_write_file(to, buf, keep < len ? keep : len);
-    free(buf);
-    return err;
-}
-
-static int status_request(int port, Neocog__StatusReply **ret, nc_msg **ret_msg)
-{
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
-    rq.id = 5;
-    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
-    rq.status = &sr;
-    int fd = nc_connect_tcp(port);
-    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
-    if (fd >= 0)
-        close(fd);
-    if (!m || !nc_msg_reply(m)->status) {
-        nc_msg_free(m);
-        return -1;
-    }
-    *ret = nc_msg_reply(m)->status;
-    *ret_msg = m;
-    return 0;
 }
 
 /* ---- out of descriptors ------------------------------------------------------------- */
@@ -112,9 +75,9 @@ static void test_emfile(void)
     }
     int http = nc_connect_tcp(d.http_port);     /* its HTTP listener fails too */
     REQUIRE(http >= 0);
-    sleep_ms(300);
+    nc_sleep_ms(300);
     long t0 = cpu_ticks(d.pid);
-    sleep_ms(1000);
+    nc_sleep_ms(1000);
     long t1 = cpu_ticks(d.pid);
     long hz = sysconf(_SC_CLK_TCK);
     close(http);
@@ -133,7 +96,7 @@ static void test_emfile(void)
         close(held[i]);
     Neocog__StatusReply *st;
     nc_msg *m = NULL;
-    int ok = status_request(d.port, &st, &m) == 0;
+    int ok = nc_status_tcp(d.port, &st, &m) == 0;
     text = ok ? NULL : nc_read_text(log);
     CHECK_MSG(ok, "no status once connections closed: %s", text ? text : "");
     free(text);
@@ -180,7 +143,7 @@ static void test_low_limit(void)
     int fd[N], refused = 0, served = 0;
     for (int i = 0; i < N; i++)
         REQUIRE((fd[i] = nc_connect_tcp(d.port)) >= 0);
-    sleep_ms(500);
+    nc_sleep_ms(500);
     for (int i = 0; i < N; i++) {
         nc_msg *m = NULL;
         if (nc_recv_reply(fd[i], 50, &m) == 0) {
@@ -220,7 +183,7 @@ static nc_msg *reload(nc_daemon *d, Neocog__StatusReply **st)
     if (nc_daemon_wait_notify(d, "READY=1", 30000))
         return NULL;
     nc_msg *m;
-    return status_request(d->port, st, &m) ? NULL : m;
+    return nc_status_tcp(d->port, st, &m) ? NULL : m;
 }
 
 static void check_kept(nc_daemon *d, const char *column, const char *when)
@@ -257,15 +220,15 @@ static void test_reload_corrupt(void)
     snprintf(committee, sizeof committee, "%s/cnn-committee.ncm", models);
     snprintf(log, sizeof log, "%s/reload.log", dir);
     REQUIRE(mkdir(models, 0755) == 0);
-    REQUIRE(copy_file(cnn_column, column, SIZE_MAX) == 0);
-    REQUIRE(copy_file(cnn_committee, committee, SIZE_MAX) == 0);
+    REQUIRE(nc_truncated_copy(cnn_column, column, SIZE_MAX) == 0);
+    REQUIRE(nc_truncated_copy(cnn_committee, committee, SIZE_MAX) == 0);
     const char *args[] = { "--models", models, "--gpus", "0", "--workers", "1", NULL };
     nc_daemon d;
     REQUIRE(nc_daemon_spawn(&d, bin, dir, 1, args, log) == 0);
     REQUIRE(nc_daemon_wait_notify(&d, "READY=1", 60000) == 0);
 
     /* Truncated inside its header: the folder's scan already refuses it. */
-    REQUIRE(copy_file(cnn_column, column, 1000) == 0);
+    REQUIRE(nc_truncated_copy(cnn_column, column, 1000) == 0);
     check_kept(&d, column, "committee beside it");
     /* The column the only CNN file. */
     REQUIRE(unlink(committee) == 0);

@@ -86,12 +86,6 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
 /* How many of reply r's n results carry the fixture's label (digits from
  * `first` on); every result must be OK. */
 static uint32_t n_right(const char *what, const Neocog__Reply *r, uint32_t first, size_t n)
@@ -140,7 +134,7 @@ static void isolation_on(const char *sock, int nfd, int cfd)
     req_init(&nb, 1, NEOCOG__MODEL__MODEL_NEOCOGNITRON, 0, N_NEOCOG);
     const uint64_t t_sent = now_us();
     REQUIRE(nc_send_msg(nfd, &nb.rq.base) == 0);
-    sleep_ms(100);      /* its two batches are on the workers by now */
+    nc_sleep_ms(100);      /* its two batches are on the workers by now */
 
     /* One digit at a time to the CNN, answered at once and right while the
        neocognitron computes: nothing queued (both its batches are on
@@ -166,7 +160,7 @@ static void isolation_on(const char *sock, int nfd, int cfd)
         nc_msg_free(m);
         if (us > worst)
             worst = us;
-        sleep_ms(20);
+        nc_sleep_ms(20);
     }
     /* The ensemble runs the neocognitron too, but on its own queue: one
        digit is answered (a fraction of a second of the neocognitron on a
@@ -221,7 +215,7 @@ static void isolation_on(const char *sock, int nfd, int cfd)
     /* On the CPU a worker takes only its share of what is queued: with the
        two CNN workers idle, a max_batch of images goes in batches of half
        of it or less, side by side, not in one on one core. */
-    sleep_ms(50);       /* both CNN workers back waiting */
+    nc_sleep_ms(50);       /* both CNN workers back waiting */
     static req_buf sb;
     req_init(&sb, 50, NEOCOG__MODEL__MODEL_CNN, 200, N_SPLIT);
     m = nc_roundtrip(cfd, &sb.rq);
@@ -303,7 +297,7 @@ static void test_delay(const char *bin, const char *dir)
                           r->recognize ? r->recognize->batch_size : 0, N_FULL / 2);
         }
         nc_msg_free(m);
-        sleep_ms(50);   /* both workers back waiting */
+        nc_sleep_ms(50);   /* both workers back waiting */
     }
     if (fd >= 0)
         close(fd);

@@ -59,18 +59,6 @@ static int run_to_exit(const char *const *args, int activate, int timeout_ms, ch
     return status;
 }
 
-/* The first `keep` bytes of from, written to to. */
-static int truncated_copy(const char *from, const char *to, size_t keep)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int err = nc_file_read(from, 64u << 20, &buf, &len);
-    if (!err)
-        err = nc_write_file(to, buf, keep < len ? keep : len);
-    free(buf);
-    return err;
-}
-
 static int listen_any(int *ret_port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -172,8 +160,8 @@ static void test_named_broken(void)
     snprintf(neo_bad, sizeof neo_bad, "%s/neocognitron-truncated.ncm", dir);
     snprintf(missing, sizeof missing, "%s/no-such-model.ncm", dir);
     snprintf(conf, sizeof conf, "%s/named.conf", dir);
-    REQUIRE(truncated_copy(cnn_good, cnn_bad, 100000) == 0);
-    REQUIRE(truncated_copy(neo_good, neo_bad, 65536) == 0);
+    REQUIRE(nc_truncated_copy(cnn_good, cnn_bad, 100000) == 0);
+    REQUIRE(nc_truncated_copy(neo_good, neo_bad, 65536) == 0);
 
     /* The folder holds a good neocognitron: before, the daemon served that
        alone and said nothing of the CNN it was asked for. */
@@ -197,26 +185,6 @@ static void test_named_broken(void)
 }
 
 /* ---- a folder scan skips broken files --------------------------------------------- */
-
-static int status_request(int port, Neocog__StatusReply **ret, nc_msg **ret_msg)
-{
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    Neocog__StatusRequest sr = NEOCOG__STATUS_REQUEST__INIT;
-    rq.id = 5;
-    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
-    rq.status = &sr;
-    int fd = nc_connect_tcp(port);
-    nc_msg *m = fd >= 0 ? nc_roundtrip(fd, &rq) : NULL;
-    if (fd >= 0)
-        close(fd);
-    if (!m || !nc_msg_reply(m)->status) {
-        nc_msg_free(m);
-        return -1;
-    }
-    *ret = nc_msg_reply(m)->status;
-    *ret_msg = m;
-    return 0;
-}
 
 /* A blank raw image through the default model: the reply's code. */
 static int recognize_blank(int port)
@@ -253,7 +221,7 @@ static char *reload(nc_daemon *d)
         return strdup("(no READY=1 after the reload)");
     Neocog__StatusReply *st;
     nc_msg *m;
-    if (status_request(d->port, &st, &m))
+    if (nc_status_tcp(d->port, &st, &m))
         return strdup("(no status)");
     char *r = strdup(st->last_reload);
     nc_msg_free(m);
@@ -271,9 +239,9 @@ static void test_scan_skips(void)
     REQUIRE(mkdir(scan, 0755) == 0);
     /* a: truncated (its header check fails); b: sound but not servable (a
        batch-normalised training net); c: good */
-    REQUIRE(truncated_copy(cnn_good, a, 100000) == 0);
+    REQUIRE(nc_truncated_copy(cnn_good, a, 100000) == 0);
     REQUIRE(nc_make_cnn_model_arch(b, 3, "1x29x29-6C4bn-MP2-10N") == 0);
-    REQUIRE(truncated_copy(cnn_good, c, SIZE_MAX) == 0);
+    REQUIRE(nc_truncated_copy(cnn_good, c, SIZE_MAX) == 0);
 
     const char *args[] = { "--models", scan, "--gpus", "0", "--workers", "1", NULL };
     nc_daemon d;
@@ -301,13 +269,13 @@ static void test_scan_skips(void)
         free(r);
 
         /* c broken too: the reload keeps the model c gave. */
-        REQUIRE(truncated_copy(cnn_good, c, 1000) == 0);
+        REQUIRE(nc_truncated_copy(cnn_good, c, 1000) == 0);
         r = reload(&d);
         CHECK_MSG(!strncmp(r, "partly failed", 13), "reload with c broken: %s", r);
         free(r);
         Neocog__StatusReply *st;
         nc_msg *m;
-        if (status_request(d.port, &st, &m) == 0) {
+        if (nc_status_tcp(d.port, &st, &m) == 0) {
             CHECK(st->n_models >= 1 && st->models[0]->loaded);
             nc_msg_free(m);
         } else {
