@@ -704,3 +704,19 @@ ok:
         *ret_info = info;
     return 0;
 }
+
+int nc_image_clean_prep(const nc_image *in, nc_polarity polarity, const nc_prep *p,
+                        float *out)
+{
+    if (!p)
+        return -EINVAL;
+    nc_image *clean = NULL;
+    int err = nc_image_clean(in, polarity, &clean, NULL);
+    if (!err) {
+        nc_prep light = *p;
+        light.invert = 0;
+        err = nc_prep_apply(clean, &light, out);
+    }
+    nc_image_free(clean);
+    return err;
+}

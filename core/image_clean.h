@@ -91,4 +91,13 @@ typedef struct nc_clean_info {
 int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
                    nc_clean_info *ret_info);
 
+/* One network's input from one character: nc_image_clean, then
+ * nc_prep_apply of p with invert 0 (the clean image is light ink), into
+ * nc_prep_out_len(p) floats.  -ENOENT when there is no character, other
+ * errors as those two give; out is written only on success.  (A caller
+ * with several networks cleans once and prepares for each, as the daemon
+ * does.) */
+int nc_image_clean_prep(const nc_image *in, nc_polarity polarity, const nc_prep *p,
+                        float *out);
+
 #endif

@@ -69,13 +69,10 @@ int train_open_model(const char *who, const char *path, nc_backend **ret_be,
 int train_open_model_on(const char *who, const char *path, int gpu, nc_backend **ret_be,
                         uint8_t **ret_buf, size_t *ret_len);
 
-/* One image prepared as the daemon prepares it: the clean character
- * (core/image_clean.h; an MNIST digit passes through unchanged), then prep
- * with invert 0.  -ENOENT when there is no ink, with out untouched. */
-int train_prepare(const nc_image *im, const nc_prep *prep, float *out);
-
-/* Raw scores of be on digits [first, first + count) of d, prepared by
- * train_prepare with the prep stored in the model, split over threads (each
+/* Raw scores of be on digits [first, first + count) of d, each prepared
+ * as the daemon prepares it (nc_image_clean_prep, core/image_clean.h: an
+ * MNIST digit passes through unchanged) with the prep stored in the model
+ * (its invert naming dark ink), split over threads (each
  * its own worker; OpenBLAS is held to one thread when there are several).
  * A digit with no ink runs as zeros and gets ok 0 (the daemon gives it no
  * opinion). */

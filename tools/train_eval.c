@@ -32,6 +32,7 @@
 #include "backend.h"
 #include "cnn.h"
 #include "fileio.h"
+#include "image_clean.h"
 #include "modelfile.h"
 #include "nc_config.h"
 #include "train_pool.h"
@@ -79,7 +80,8 @@ static void neo_task(void *arg, uint32_t part)
         const uint32_t k = run->first + i;
         nc_image im = { d->cols, d->rows, d->cols, d->pixels + (size_t)k * d->rows * d->cols };
         nc_neocog_result res;
-        err = train_prepare(&im, &run->prep, img);
+        err = nc_image_clean_prep(&im, run->prep.invert ? NC_POLARITY_DARK_INK
+                                                       : NC_POLARITY_AUTO, &run->prep, img);
         if (err == -ENOENT) {
             memset(img, 0, nc_prep_out_len(&run->prep) * sizeof(float));
             err = 0;

@@ -90,20 +90,6 @@ int train_labels_ok(const char *who, const nc_dataset *d, uint32_t first, uint32
     return 0;
 }
 
-int train_prepare(const nc_image *im, const nc_prep *prep, float *out)
-{
-    nc_image *clean = NULL;
-    int err = nc_image_clean(im, prep->invert ? NC_POLARITY_DARK_INK : NC_POLARITY_AUTO,
-                             &clean, NULL);
-    if (!err) {
-        nc_prep p = *prep;
-        p.invert = 0;           /* the clean image is light ink */
-        err = nc_prep_apply(clean, &p, out);
-    }
-    nc_image_free(clean);
-    return err;
-}
-
 typedef struct score_job {
     train_scores *s;
     uint32_t part, parts;
@@ -135,7 +121,8 @@ static void score_task(void *arg, uint32_t part)
             nc_image im = { d->cols, d->rows, d->cols,
                             d->pixels + (size_t)k * d->rows * d->cols };
             float *dst = in + (size_t)n * L;
-            int e = train_prepare(&im, prep, dst);
+            int e = nc_image_clean_prep(&im, prep->invert ? NC_POLARITY_DARK_INK : NC_POLARITY_AUTO,
+                                        prep, dst);
             s->ok[i] = e == 0;
             if (e == -ENOENT) {
                 memset(dst, 0, L * sizeof(float));
