@@ -30,4 +30,8 @@ struct nc_dataset;
 int nc_file_read_idx(const char *images_path, const char *labels_path, size_t max_bytes,
                      struct nc_dataset *ret);
 
+/* Write every image of d and its labels as PREFIX-images-idx3-ubyte and
+ * PREFIX-labels-idx1-ubyte (MNIST's layout), each atomically. */
+int nc_file_write_idx(const char *prefix, const struct nc_dataset *d);
+
 #endif

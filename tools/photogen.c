@@ -226,26 +226,6 @@ static int patch_add(patches *ps, tjhandle tj, const nc_image *img, int q, uint8
     return 0;
 }
 
-static int patches_write(const patches *ps, const char *prefix)
-{
-    nc_dataset d = { ps->count, 28, 28, ps->pixels, ps->labels };
-    uint8_t *img = NULL, *lab = NULL;
-    size_t il = 0, ll = 0;
-    char path[4096];
-    int err = nc_dataset_to_idx(&d, 0, ps->count, &img, &il, &lab, &ll);
-    if (!err) {
-        snprintf(path, sizeof path, "%s-images-idx3-ubyte", prefix);
-        err = nc_file_write_atomic(path, img, il);
-    }
-    if (!err) {
-        snprintf(path, sizeof path, "%s-labels-idx1-ubyte", prefix);
-        err = nc_file_write_atomic(path, lab, ll);
-    }
-    free(img);
-    free(lab);
-    return err;
-}
-
 int main(int argc, char **argv)
 {
     const char *data = NULL, *out_dir = NULL, *truth_path = NULL, *prefix = "photo";
@@ -449,7 +429,8 @@ int main(int argc, char **argv)
         fprintf(truth, "\t%s%s\n", desc, format == FMT_JPEG ? "" : ",lossless");
     }
     if (patch_prefix) {
-        int err = patches_write(&ps, patch_prefix);
+        nc_dataset pd = { ps.count, 28, 28, ps.pixels, ps.labels };
+        int err = nc_file_write_idx(patch_prefix, &pd);
         if (err < 0) {
             fprintf(stderr, "neocog-photogen: %s: %s\n", patch_prefix, nc_strerror(err));
             goto done;

@@ -88,21 +88,7 @@ int nc_patches_add(nc_segmenter *seg, const nc_image *frame, const nc_render_tru
 int nc_patches_write(const nc_patch_set *set, const char *prefix)
 {
     nc_dataset d = { set->count, PATCH, PATCH, set->pixels, set->labels };
-    uint8_t *img = NULL, *lab = NULL;
-    size_t il = 0, ll = 0;
-    char path[4096];
-    int err = nc_dataset_to_idx(&d, 0, set->count, &img, &il, &lab, &ll);
-    if (!err) {
-        snprintf(path, sizeof path, "%s-images-idx3-ubyte", prefix);
-        err = nc_file_write_atomic(path, img, il);
-    }
-    if (!err) {
-        snprintf(path, sizeof path, "%s-labels-idx1-ubyte", prefix);
-        err = nc_file_write_atomic(path, lab, ll);
-    }
-    free(img);
-    free(lab);
-    return err;
+    return nc_file_write_idx(prefix, &d);
 }
 
 void nc_patches_free(nc_patch_set *set)
