@@ -377,30 +377,27 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             /* a frame of one character is read as a plain request reads it */
             if (!err && (one = nc_split_one_character(img, &so, sr, &clean, &one_box)) < 0)
                 err = one;
-            if (!err && one == 1) {
-                sr->count = 1;
-                sr->alt_count = 0;
-            }
-            if (!err && sr->count &&
-                !(t->digits = calloc(sr->count + sr->alt_count + (one == 2),
-                                     sizeof *t->digits)))
+            /* one character: one piece, the clean frame; else the segmenter's
+             * digits, then the uncut pieces, then (maybe one) the clean frame */
+            const uint32_t pieces = err ? 0 : one == 1 ? 1 : sr->count;
+            const uint32_t alts = err || one == 1 ? 0 : sr->alt_count;
+            n_views = pieces + alts + (one == 2);
+            if (!err && pieces && !(t->digits = calloc(n_views, sizeof *t->digits)))
                 err = -ENOMEM;
             if (err) {
                 task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
                                             : NEOCOG__CODE__INVALID_ARGUMENT,
                           "image %u: %s", err == -ENOMEM ? "out of memory" : why);
                 nc_segment_result_free(sr);
+                nc_image_free(clean);
                 nc_image_free(img);
                 continue;
             }
-            /* the uncut pieces are read too, after the digits, and last the
-             * frame as one character when it may be one */
-            n_views = sr->count + sr->alt_count + (one == 2);
             if (one == 2)
-                t->one_whole = (uint8_t)(n_views);
-            t->n_digits = sr->count;
-            t->n_alts = sr->alt_count;
-            for (uint32_t a = 0; a < sr->alt_count; a++)
+                t->one_whole = (uint8_t)n_views;
+            t->n_digits = pieces;
+            t->n_alts = alts;
+            for (uint32_t a = 0; a < alts; a++)
                 t->alt_first[a] = (uint8_t)sr->alts[a].first;
         }
         /* Room for the new rows in every buffer. */
