@@ -1,5 +1,6 @@
 /* clients/client.c — libneocog: connections, framing over a non-blocking
- * socket, request ids and the pipelining window.  See neocog_client.h.
+ * socket, request ids, the pipelining window, and (when asked for)
+ * reconnecting and resending.  See neocog_client.h.
  *
  * Layer: clients.  Nothing printed, nothing exits; errors are negative
  * errno values with a sentence in c->errmsg.
@@ -8,23 +9,25 @@
  * until the call's deadline, so timeouts hold however the bytes trickle in
  * and EINTR only costs a retry.  Replies are read whenever we wait, also
  * while writing: a daemon that stops reading until we take its replies
- * (per-connection backpressure) must not deadlock against us. */
+ * (per-connection backpressure) must not deadlock against us.
+ *
+ * Retries: each request of the window is an entry that is either on the
+ * wire (written whole on the current connection, its reply awaited) or
+ * waiting (to be written at `due`, on this connection or the next one).
+ * Every wait of the library first runs service(): connect again when due,
+ * give up what may not be sent again, write what is due.  There is no
+ * thread: the library moves only while the caller is inside a call. */
 #include "neocog_client.h"
+#include "client_priv.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,13 +40,34 @@
  * (default 128) only buys memory; refuse silly values early. */
 #define MAX_MAX_IN_FLIGHT 65536u
 #define READ_CHUNK 65536
+#define DEFAULT_BACKOFF_INITIAL_MS 20
+#define DEFAULT_BACKOFF_MAX_MS 1000
 
-/* A reply read off the wire but not yet handed to the caller. */
+/* A reply read off the wire (or made here for a request given up) and not
+ * yet handed to the caller. */
 typedef struct stash_node {
     struct stash_node *next;
     uint64_t id;
     nc_msg *msg;
+    int gave_up;
+    nc_client_giveup info;      /* gave_up only */
 } stash_node;
+
+enum { ON_WIRE, WAITING };
+
+/* A request sent and not yet handed back. */
+typedef struct entry {
+    uint64_t id;
+    int state;                  /* ON_WIRE, WAITING (retries only) */
+    int done;                   /* its reply (or give-up) is in the stash */
+    /* retries only: */
+    uint8_t *frame;             /* the whole frame, to write it again */
+    size_t len;
+    uint32_t attempts;          /* times written whole */
+    int32_t refused_code;       /* waiting after this refusal; -1: after a loss */
+    nc_msg *last_refusal;       /* the daemon's last refusal of it */
+    int64_t first_ms, due_ms;
+} entry;
 
 struct nc_client {
     int fd;
@@ -52,14 +76,26 @@ struct nc_client {
     int connect_timeout_ms, timeout_ms;
     uint32_t max_in_flight, max_frame;
     uint64_t next_id;
-    /* Ids sent and not yet handed back, arrived or not: the window.  A
-     * plain array searched linearly: it holds at most max_in_flight ids,
-     * and a scan of a few dozen words is cheaper than any hash. */
-    uint64_t *outstanding;
-    uint32_t n_outstanding;
+    /* The window: a plain array searched linearly; it holds at most
+     * max_in_flight entries, and a scan of a few dozen is cheaper than any
+     * hash. */
+    entry *win;
+    uint32_t n_win;
     stash_node *stash_head, *stash_tail;
     nc_frame_decoder dec;
     uint8_t *rbuf;              /* READ_CHUNK bytes */
+    /* retries */
+    nc_client_retry retry;      /* max_attempts 0: off */
+    nc_client_addr addr;
+    int have_addr;
+    int draining;               /* an UNAVAILABLE came: send nothing more here */
+    uint32_t connect_fails;     /* in a row, for the reconnection backoff */
+    int64_t reconnect_at;       /* ms; valid while fd < 0 */
+    char loss[256];             /* why the last connection ended or failed */
+    uint64_t rng;
+    nc_client_stats stats;
+    nc_client_giveup last_giveup;
+    int have_giveup;
 };
 
 /* ---- errors and time ------------------------------------------------------ */
@@ -75,25 +111,79 @@ static int set_err(nc_client *c, int err, const char *fmt, ...)
     return err;
 }
 
-/* A transport failure: the stream is in an unknown state, so every later
- * call gets the same answer. */
-static int set_broken(nc_client *c, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int set_broken(nc_client *c, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
-    va_end(ap);
-    c->err = err;
-    return err;
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int retrying(const nc_client *c)
+{
+    return c->retry.max_attempts > 0;
+}
+
+static void conn_close(nc_client *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->draining = 0;
+    nc_frame_decoder_reset(&c->dec);
+}
+
+/* xorshift64*: jitter needs no quality, only no shared state. */
+static uint32_t rnd(nc_client *c)
+{
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return (uint32_t)((c->rng * UINT64_C(2685821657736338717)) >> 32);
+}
+
+/* The n-th wait (n >= 1): initial x 2^(n-1), at most max, then "equal
+ * jitter": a uniform pick in its upper half, so clients that failed
+ * together do not come back together. */
+static int64_t backoff_ms(nc_client *c, uint32_t n)
+{
+    int64_t base = c->retry.backoff_initial_ms;
+    for (uint32_t i = 1; i < n && base < c->retry.backoff_max_ms; i++)
+        base *= 2;
+    if (base > c->retry.backoff_max_ms)
+        base = c->retry.backoff_max_ms;
+    return base / 2 + rnd(c) % (uint32_t)(base / 2 + 1);
+}
+
+/* The connection is gone or unusable.  Without retries: broken for good,
+ * every later call gets err.  With them: every request on the wire waits
+ * for the next connection, which is tried after a backoff. */
+static int lose(nc_client *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int lose(nc_client *c, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    va_end(ap);
+    if (!retrying(c)) {
+        c->err = err;
+        return err;
+    }
+    snprintf(c->loss, sizeof c->loss, "%s", c->errmsg);
+    conn_close(c);
+    int64_t now = now_ms();
+    for (uint32_t i = 0; i < c->n_win; i++) {
+        entry *e = &c->win[i];
+        if (!e->done && e->state == ON_WIRE) {
+            e->state = WAITING;
+            e->due_ms = now;
+            e->refused_code = -1;
+        }
+    }
+    /* The first try at once (give or take the jitter): a daemon restarted
+     * under a balancer, or a proxy's dropped connection, is back at once. */
+    c->reconnect_at = now + (c->connect_fails ? backoff_ms(c, c->connect_fails)
+                                              : rnd(c) % (uint32_t)(c->retry.backoff_initial_ms + 1));
+    return err;
 }
 
 /* Deadline for a timeout: -1 for none. */
@@ -125,114 +215,23 @@ static int wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
-/* ---- addresses ------------------------------------------------------------ */
-
-int nc_client_addr_parse(const char *text, nc_client_addr *ret)
-{
-    if (!text || !ret || !*text)
-        return -EINVAL;
-    nc_client_addr a;
-    memset(&a, 0, sizeof a);
-    const char *rest = text;
-    int is_unix = 0;
-    if (!strncmp(text, "unix:", 5)) {
-        is_unix = 1;
-        rest = text + 5;
-    } else if (!strncmp(text, "tcp:", 4)) {
-        rest = text + 4;
-    } else if (strchr(text, '/')) {
-        is_unix = 1;
-    }
-    if (is_unix) {
-        size_t n = strlen(rest);
-        if (n == 0 || n >= sizeof a.path)
-            return -EINVAL;
-        a.kind = NC_CLIENT_ADDR_UNIX;
-        memcpy(a.path, rest, n + 1);
-        *ret = a;
-        return 0;
-    }
-    a.kind = NC_CLIENT_ADDR_TCP;
-    const char *host = rest, *port = NULL;
-    size_t host_len;
-    if (rest[0] == '[') {
-        /* [v6] or [v6]:port: colons inside the brackets are the address's. */
-        const char *close = strchr(rest, ']');
-        if (!close)
-            return -EINVAL;
-        host = rest + 1;
-        host_len = (size_t)(close - host);
-        if (close[1] == ':')
-            port = close + 2;
-        else if (close[1] != '\0')
-            return -EINVAL;
-    } else {
-        const char *colon = strchr(rest, ':');
-        if (colon && strchr(colon + 1, ':'))
-            return -EINVAL;     /* a bare IPv6 address needs brackets */
-        host_len = colon ? (size_t)(colon - rest) : strlen(rest);
-        if (colon)
-            port = colon + 1;
-    }
-    if (host_len == 0 || host_len >= sizeof a.host)
-        return -EINVAL;
-    memcpy(a.host, host, host_len);
-    a.host[host_len] = '\0';
-    if (port) {
-        char *end;
-        errno = 0;
-        if (*port < '0' || *port > '9')
-            return -EINVAL;
-        unsigned long p = strtoul(port, &end, 10);
-        if (errno || *end || p == 0 || p > 65535)
-            return -EINVAL;
-        a.port = (uint16_t)p;
-    } else {
-        a.port = NC_DEFAULT_TCP_PORT;
-    }
-    *ret = a;
-    return 0;
-}
-
-static int is_socket(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
-}
-
-void nc_client_default_addr(char *dst, size_t cap)
-{
-    if (!dst || !cap)
-        return;
-    const char *env = getenv("NEOCOG_SERVER");
-    if (env && *env) {
-        snprintf(dst, cap, "%s", env);
-        return;
-    }
-    if (is_socket(NC_DEFAULT_UNIX_PATH)) {
-        snprintf(dst, cap, "unix:%s", NC_DEFAULT_UNIX_PATH);
-        return;
-    }
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    if (xdg && *xdg) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/neocogd.sock", xdg);
-        if (is_socket(path)) {
-            snprintf(dst, cap, "unix:%s", path);
-            return;
-        }
-    }
-    snprintf(dst, cap, "tcp:%s:%d", NC_DEFAULT_TCP_HOST, NC_DEFAULT_TCP_PORT);
-}
 
 /* ---- connecting ----------------------------------------------------------- */
+
+static void entry_clear(entry *e)
+{
+    free(e->frame);
+    nc_msg_free(e->last_refusal);
+    memset(e, 0, sizeof *e);
+}
 
 static int client_new(const nc_client_options *opt, nc_client **ret)
 {
     nc_client_options o = { 0 };
     if (opt)
         o = *opt;
-    if (o.max_in_flight > MAX_MAX_IN_FLIGHT || o.max_frame_bytes > NC_FRAME_MAX_LIMIT)
+    if (o.max_in_flight > MAX_MAX_IN_FLIGHT || o.max_frame_bytes > NC_FRAME_MAX_LIMIT ||
+        o.retry.backoff_initial_ms < 0 || o.retry.backoff_max_ms < 0)
         return -EINVAL;
     nc_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -244,9 +243,22 @@ static int client_new(const nc_client_options *opt, nc_client **ret)
     c->max_in_flight = o.max_in_flight ? o.max_in_flight : DEFAULT_MAX_IN_FLIGHT;
     c->max_frame = o.max_frame_bytes ? o.max_frame_bytes : NC_FRAME_DEFAULT_MAX;
     c->next_id = 1;     /* id 0 is the daemon's "framing error" reply */
-    c->outstanding = calloc(c->max_in_flight, sizeof *c->outstanding);
+    c->retry = o.retry;
+    if (!c->retry.deadline_ms)
+        c->retry.deadline_ms = c->timeout_ms;
+    if (!c->retry.backoff_initial_ms)
+        c->retry.backoff_initial_ms = DEFAULT_BACKOFF_INITIAL_MS;
+    if (!c->retry.backoff_max_ms)
+        c->retry.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    if (c->retry.backoff_max_ms < c->retry.backoff_initial_ms)
+        c->retry.backoff_max_ms = c->retry.backoff_initial_ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    c->rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)c ^
+             ((uint64_t)getpid() << 40) ^ UINT64_C(0x9e3779b97f4a7c15);
+    c->win = calloc(c->max_in_flight, sizeof *c->win);
     c->rbuf = malloc(READ_CHUNK);
-    if (!c->outstanding || !c->rbuf || nc_frame_decoder_init(&c->dec, c->max_frame)) {
+    if (!c->win || !c->rbuf || nc_frame_decoder_init(&c->dec, c->max_frame)) {
         nc_client_free(c);
         return -ENOMEM;
     }
@@ -254,75 +266,13 @@ static int client_new(const nc_client_options *opt, nc_client **ret)
     return 0;
 }
 
-/* Non-blocking connect on a fresh socket with the client's connect timeout.
- * Returns 0 or a negative errno; fd stays open either way. */
-static int connect_fd(nc_client *c, int fd, const struct sockaddr *sa, socklen_t len)
+static int connect_addr(nc_client *c, const nc_client_addr *a)
 {
-    if (connect(fd, sa, len) == 0)
-        return 0;
-    if (errno != EINPROGRESS && errno != EAGAIN && errno != EINTR)
-        return -errno;
-    /* EINTR leaves the connect running in the background, like EINPROGRESS. */
-    int r = wait_fd(fd, POLLOUT, deadline_of(c->connect_timeout_ms));
-    if (r < 0)
-        return r;
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-        return -errno;
-    return -soerr;
-}
-
-static int connect_unix(nc_client *c, const nc_client_addr *a)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    memcpy(sa.sun_path, a->path, strlen(a->path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return set_err(c, -errno, "socket: %s", strerror(errno));
-    int r = connect_fd(c, fd, (struct sockaddr *)&sa, sizeof sa);
-    if (r < 0) {
-        close(fd);
-        return set_err(c, r, "cannot connect to unix:%s: %s", a->path, strerror(-r));
-    }
-    c->fd = fd;
-    return 0;
-}
-
-static int connect_tcp(nc_client *c, const nc_client_addr *a)
-{
-    char port[8];
-    snprintf(port, sizeof port, "%u", a->port);
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG };
-    struct addrinfo *res = NULL;
-    int g = getaddrinfo(a->host, port, &hints, &res);
-    if (g != 0)
-        return set_err(c, -EHOSTUNREACH, "cannot resolve %s: %s", a->host, gai_strerror(g));
-    int r = -EHOSTUNREACH;
-    /* Every address in turn: "localhost" may be ::1 first while the daemon
-     * listens on 127.0.0.1 only. */
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                        ai->ai_protocol);
-        if (fd < 0) {
-            r = -errno;
-            continue;
-        }
-        r = connect_fd(c, fd, ai->ai_addr, ai->ai_addrlen);
-        if (r == 0) {
-            /* Requests are small and latency is the point: no Nagle delay. */
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            c->fd = fd;
-            break;
-        }
-        close(fd);
-    }
-    freeaddrinfo(res);
-    if (r < 0)
-        return set_err(c, r, "cannot connect to tcp:%s:%u: %s", a->host, a->port,
-                       strerror(-r));
-    return 0;
+    int fd;
+    int r = nc_addr_connect(a, c->connect_timeout_ms, &fd, c->errmsg, sizeof c->errmsg);
+    if (r == 0)
+        c->fd = fd;
+    return r;
 }
 
 /* Connection errors go to the caller's *ret only through the return code,
@@ -351,12 +301,14 @@ int nc_client_connect(const char *addr, const nc_client_options *opt, nc_client 
         snprintf(connect_errmsg, sizeof connect_errmsg, "%s", strerror(-r));
         return r;
     }
-    r = a.kind == NC_CLIENT_ADDR_UNIX ? connect_unix(c, &a) : connect_tcp(c, &a);
+    r = connect_addr(c, &a);
     if (r < 0) {
         snprintf(connect_errmsg, sizeof connect_errmsg, "%s", c->errmsg);
         nc_client_free(c);
         return r;
     }
+    c->addr = a;
+    c->have_addr = 1;
     *ret = c;
     return 0;
 }
@@ -398,8 +350,10 @@ void nc_client_free(nc_client *c)
         nc_msg_free(n->msg);
         free(n);
     }
+    for (uint32_t i = 0; c->win && i < c->n_win; i++)
+        entry_clear(&c->win[i]);
     nc_frame_decoder_fini(&c->dec);
-    free(c->outstanding);
+    free(c->win);
     free(c->rbuf);
     free(c);
 }
@@ -416,82 +370,66 @@ int nc_client_fd(const nc_client *c)
 
 uint32_t nc_client_in_flight(const nc_client *c)
 {
-    return c ? c->n_outstanding : 0;
+    return c ? c->n_win : 0;
+}
+
+int nc_client_timeout(const nc_client *c)
+{
+    return c->timeout_ms;
+}
+
+void nc_client_stats_get(const nc_client *c, nc_client_stats *ret)
+{
+    if (!ret)
+        return;
+    if (c)
+        *ret = c->stats;
+    else
+        memset(ret, 0, sizeof *ret);
+}
+
+int nc_client_last_giveup(const nc_client *c, nc_client_giveup *ret)
+{
+    if (!c || !ret)
+        return -EINVAL;
+    if (!c->have_giveup)
+        return -ENOENT;
+    *ret = c->last_giveup;
+    return 0;
 }
 
 /* ---- the window ----------------------------------------------------------- */
 
-static int find_outstanding(const nc_client *c, uint64_t id)
+/* The entry of a request not yet handed back, or NULL. */
+static entry *find_entry(nc_client *c, uint64_t id)
 {
-    for (uint32_t i = 0; i < c->n_outstanding; i++)
-        if (c->outstanding[i] == id)
-            return (int)i;
-    return -1;
-}
-
-static void drop_outstanding(nc_client *c, uint64_t id)
-{
-    int i = find_outstanding(c, id);
-    if (i >= 0)
-        c->outstanding[i] = c->outstanding[--c->n_outstanding];
-}
-
-static int stash_has(const nc_client *c, uint64_t id)
-{
-    for (const stash_node *n = c->stash_head; n; n = n->next)
-        if (n->id == id)
-            return 1;
-    return 0;
-}
-
-/* Take the first stashed reply (any id when any is set), or NULL. */
-static nc_msg *stash_take(nc_client *c, int any, uint64_t id)
-{
-    stash_node **pp = &c->stash_head, *prev = NULL;
-    for (stash_node *n = c->stash_head; n; prev = n, pp = &n->next, n = n->next) {
-        if (!any && n->id != id)
-            continue;
-        *pp = n->next;
-        if (c->stash_tail == n)
-            c->stash_tail = prev;
-        nc_msg *m = n->msg;
-        drop_outstanding(c, n->id);
-        free(n);
-        return m;
-    }
+    for (uint32_t i = 0; i < c->n_win; i++)
+        if (c->win[i].id == id)
+            return &c->win[i];
     return NULL;
 }
 
-/* One frame's payload from the wire: unpack, check, keep. */
-static int accept_reply(nc_client *c, const uint8_t *payload, size_t len)
+static void drop_entry(nc_client *c, uint64_t id)
 {
-    nc_msg *m;
-    int r = nc_msg_unpack(&neocog__reply__descriptor, payload, len, 0, &m);
-    if (r < 0)
-        return set_broken(c, -EPROTO, "the daemon sent a malformed reply (%s)", strerror(-r));
-    Neocog__Reply *rp = nc_msg_reply(m);
-    if (rp->id == 0) {
-        /* The daemon's last word before closing: it could not read our
-         * stream.  Say what it said. */
-        r = set_broken(c, -EPROTO, "the daemon refused the stream: %s: %s",
-                       nc_msg_code_name(rp->code), rp->message ? rp->message : "");
-        nc_msg_free(m);
-        return r;
-    }
-    if (find_outstanding(c, rp->id) < 0 || stash_has(c, rp->id)) {
-        r = set_broken(c, -EPROTO, "the daemon answered request %llu, which is not outstanding",
-                       (unsigned long long)rp->id);
-        nc_msg_free(m);
-        return r;
-    }
-    stash_node *n = malloc(sizeof *n);
-    if (!n) {
-        nc_msg_free(m);
-        return set_broken(c, -ENOMEM, "out of memory keeping a reply");
-    }
-    n->next = NULL;
-    n->id = rp->id;
+    entry *e = find_entry(c, id);
+    if (!e)
+        return;
+    entry_clear(e);
+    *e = c->win[--c->n_win];
+    memset(&c->win[c->n_win], 0, sizeof c->win[c->n_win]);
+}
+
+static int stash_push(nc_client *c, uint64_t id, nc_msg *m, const nc_client_giveup *gu)
+{
+    stash_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    n->id = id;
     n->msg = m;
+    if (gu) {
+        n->gave_up = 1;
+        n->info = *gu;
+    }
     if (c->stash_tail)
         c->stash_tail->next = n;
     else
@@ -500,10 +438,154 @@ static int accept_reply(nc_client *c, const uint8_t *payload, size_t len)
     return 0;
 }
 
+/* Take the first stashed reply (any id when any is set): 0 an answer,
+ * NC_CLIENT_GAVE_UP a request given up, -ENOENT nothing there. */
+static int stash_take(nc_client *c, int any, uint64_t id, nc_msg **ret)
+{
+    stash_node **pp = &c->stash_head, *prev = NULL;
+    for (stash_node *n = c->stash_head; n; prev = n, pp = &n->next, n = n->next) {
+        if (!any && n->id != id)
+            continue;
+        *pp = n->next;
+        if (c->stash_tail == n)
+            c->stash_tail = prev;
+        *ret = n->msg;
+        int r = 0;
+        if (n->gave_up) {
+            r = NC_CLIENT_GAVE_UP;
+            c->last_giveup = n->info;
+            c->have_giveup = 1;
+            c->stats.gave_up++;
+            if (!n->info.from_daemon)
+                c->stats.lost++;
+            else if (n->info.code >= 0 && n->info.code < NC_CLIENT_CODES)
+                c->stats.gave_up_by_code[n->info.code]++;
+        } else {
+            c->stats.answered++;
+        }
+        drop_entry(c, n->id);
+        free(n);
+        return r;
+    }
+    return -ENOENT;
+}
+
+/* A reply made here for a request no daemon answered. */
+static nc_msg *made_reply(uint64_t id, int code, const char *why)
+{
+    Neocog__Reply rp = NEOCOG__REPLY__INIT;
+    rp.id = id;
+    rp.code = code;
+    rp.message = (char *)why;
+    size_t n = protobuf_c_message_get_packed_size(&rp.base);
+    uint8_t *buf = malloc(n ? n : 1);
+    nc_msg *m = NULL;
+    if (buf) {
+        protobuf_c_message_pack(&rp.base, buf);
+        if (nc_msg_unpack(&neocog__reply__descriptor, buf, n, 0, &m) < 0)
+            m = NULL;
+    }
+    free(buf);
+    return m;
+}
+
+/* Stop retrying e: stash its last refusal, or a reply saying why it got
+ * none.  -ENOMEM leaves e as it was (tried again on the next call). */
+static int give_up(nc_client *c, entry *e, int deadline_passed)
+{
+    nc_client_giveup gu = { .id = e->id, .attempts = e->attempts };
+    nc_msg *m = e->last_refusal;
+    if (m) {
+        const Neocog__Reply *rp = nc_msg_reply(m);
+        gu.from_daemon = 1;
+        gu.code = rp->code;
+        snprintf(gu.why, sizeof gu.why, "%s", rp->message ? rp->message : "");
+    } else {
+        gu.code = deadline_passed ? NEOCOG__CODE__DEADLINE_EXCEEDED : NEOCOG__CODE__UNAVAILABLE;
+        snprintf(gu.why, sizeof gu.why, "no reply: gave up after %u attempt%s in %lld ms%s%.180s",
+                 e->attempts, e->attempts == 1 ? "" : "s", (long long)(now_ms() - e->first_ms),
+                 c->loss[0] ? "; last: " : "", c->loss);
+        if (!(m = made_reply(e->id, gu.code, gu.why)))
+            return -ENOMEM;
+    }
+    if (stash_push(c, e->id, m, &gu) < 0) {
+        if (!e->last_refusal)
+            nc_msg_free(m);
+        return -ENOMEM;
+    }
+    e->last_refusal = NULL;
+    e->done = 1;
+    return 0;
+}
+
+static int past_deadline(const nc_client *c, const entry *e, int64_t now)
+{
+    return c->retry.deadline_ms >= 0 && now - e->first_ms >= c->retry.deadline_ms;
+}
+
+/* One frame's payload from the wire: unpack, check, keep (or, with
+ * retries, send again later). */
+static int accept_reply(nc_client *c, const uint8_t *payload, size_t len)
+{
+    nc_msg *m;
+    int r = nc_msg_unpack(&neocog__reply__descriptor, payload, len, 0, &m);
+    if (r < 0)
+        return lose(c, -EPROTO, "the daemon sent a malformed reply (%s)", strerror(-r));
+    Neocog__Reply *rp = nc_msg_reply(m);
+    if (rp->id == 0) {
+        /* The daemon's last word before closing: it could not read our
+         * stream, or it refuses connections (draining, too many).  Say what
+         * it said. */
+        if (rp->code == NEOCOG__CODE__UNAVAILABLE || rp->code == NEOCOG__CODE__RESOURCE_EXHAUSTED)
+            c->connect_fails++;     /* back off as from a failed connect */
+        r = lose(c, -EPROTO, "the daemon refused the stream: %s: %s",
+                 nc_msg_code_name(rp->code), rp->message ? rp->message : "");
+        nc_msg_free(m);
+        return r;
+    }
+    entry *e = find_entry(c, rp->id);
+    if (!e || e->done || e->state != ON_WIRE) {
+        r = lose(c, -EPROTO, "the daemon answered request %llu, which is not outstanding",
+                 (unsigned long long)rp->id);
+        nc_msg_free(m);
+        return r;
+    }
+    c->connect_fails = 0;
+    int refusal = rp->code == NEOCOG__CODE__UNAVAILABLE ||
+                  rp->code == NEOCOG__CODE__RESOURCE_EXHAUSTED;
+    if (retrying(c) && refusal) {
+        /* UNAVAILABLE: draining (or a model missing here): the next
+         * connection may reach a daemon that has it. */
+        if (rp->code == NEOCOG__CODE__UNAVAILABLE)
+            c->draining = 1;
+        nc_msg_free(e->last_refusal);
+        e->last_refusal = m;
+        e->refused_code = rp->code;
+        e->state = WAITING;
+        int64_t now = now_ms();
+        if (e->attempts >= c->retry.max_attempts || past_deadline(c, e, now)) {
+            if (give_up(c, e, 0) < 0)
+                return lose(c, -ENOMEM, "out of memory keeping a reply");
+            return 0;
+        }
+        e->due_ms = now + backoff_ms(c, e->attempts);
+        return 0;
+    }
+    if (stash_push(c, rp->id, m, NULL) < 0) {
+        nc_msg_free(m);
+        return lose(c, -ENOMEM, "out of memory keeping a reply");
+    }
+    e->done = 1;
+    return 0;
+}
+
 /* Read what the socket has (one read) and turn complete frames into stashed
- * replies.  1: progress, 0: nothing to read now, < 0: broken. */
+ * replies.  1: progress, 0: nothing to read now (or, retrying, the
+ * connection ended), < 0: broken. */
 static int read_some(nc_client *c)
 {
+    if (c->fd < 0)
+        return 0;
     ssize_t n;
     do
         n = read(c->fd, c->rbuf, READ_CHUNK);
@@ -511,42 +593,51 @@ static int read_some(nc_client *c)
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return 0;
-        return set_broken(c, -errno, "reading from the daemon: %s", strerror(errno));
+        int e = errno;
+        return retrying(c) ? (lose(c, -e, "reading from the daemon: %s", strerror(e)), 0)
+                           : lose(c, -e, "reading from the daemon: %s", strerror(e));
     }
     if (n == 0) {
         /* The decoder keeps a completed frame's counts until the next feed:
          * only a frame that has begun and not completed is cut short. */
         int mid = !c->dec.complete && (c->dec.hdr_have || c->dec.have);
-        return set_broken(c, -ECONNRESET, mid
-                          ? "the daemon closed the connection in the middle of a reply"
-                          : "the daemon closed the connection");
+        int r = lose(c, -ECONNRESET, mid
+                     ? "the daemon closed the connection in the middle of a reply"
+                     : "the daemon closed the connection");
+        return retrying(c) ? 0 : r;
     }
     size_t pos = 0;
-    while (pos < (size_t)n) {
+    while (pos < (size_t)n && c->fd >= 0) {
         size_t used;
         int f = nc_frame_decoder_feed(&c->dec, c->rbuf + pos, (size_t)n - pos, &used);
-        if (f < 0)
-            return set_broken(c, -EPROTO, "bad reply frame from the daemon: %s",
-                              nc_frame_strerror(f));
+        if (f < 0) {
+            int r = lose(c, -EPROTO, "bad reply frame from the daemon: %s", nc_frame_strerror(f));
+            return retrying(c) ? 0 : r;
+        }
         pos += used;
         if (f == 1) {
             const uint8_t *p;
             size_t len;
             nc_frame_decoder_payload(&c->dec, &p, &len);
             int r = accept_reply(c, p, len);
-            if (r < 0)
+            if (r < 0 && !retrying(c))
                 return r;
         }
     }
     return 1;
 }
 
-/* Write a whole frame, reading replies whenever the socket is full. */
+/* Write a whole frame, reading replies whenever the socket is full.  0, or
+ * a negative error; retrying, the connection may have ended meanwhile
+ * (c->fd < 0, and -ECONNRESET). */
 static int write_all(nc_client *c, const uint8_t *buf, size_t len, int64_t deadline)
 {
     size_t done = 0;
+    int fd = c->fd;
     while (done < len) {
-        ssize_t n = send(c->fd, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (c->fd != fd)
+            return -ECONNRESET;     /* lost while reading */
+        ssize_t n = send(fd, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             done += (size_t)n;
             continue;
@@ -556,21 +647,22 @@ static int write_all(nc_client *c, const uint8_t *buf, size_t len, int64_t deadl
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
             int e = errno;
             /* EPIPE/ECONNRESET: the daemon may have said why before closing. */
-            while (read_some(c) > 0)
+            while (c->fd == fd && read_some(c) > 0)
                 ;
             if (c->err)
                 return c->err;
-            return set_broken(c, -e, "writing to the daemon: %s", strerror(e));
+            if (c->fd != fd)
+                return -ECONNRESET;
+            return lose(c, -e, "writing to the daemon: %s", strerror(e));
         }
-        int ev = wait_fd(c->fd, POLLIN | POLLOUT, deadline);
+        int ev = wait_fd(fd, POLLIN | POLLOUT, deadline);
         if (ev == -ETIMEDOUT) {
             if (done == 0)      /* nothing sent: the stream is still whole */
                 return set_err(c, -ETIMEDOUT, "timed out waiting to send to the daemon");
-            return set_broken(c, -ETIMEDOUT,
-                              "timed out in the middle of sending a request");
+            return lose(c, -ETIMEDOUT, "timed out in the middle of sending a request");
         }
         if (ev < 0)
-            return set_broken(c, ev, "poll: %s", strerror(-ev));
+            return lose(c, ev, "poll: %s", strerror(-ev));
         if (ev & (POLLIN | POLLHUP | POLLERR)) {
             int r = read_some(c);
             if (r < 0)
@@ -578,6 +670,100 @@ static int write_all(nc_client *c, const uint8_t *buf, size_t len, int64_t deadl
         }
     }
     return 0;
+}
+
+/* ---- retries: the step every wait begins with ------------------------------ */
+
+static int reconnect(nc_client *c)
+{
+    int r = c->have_addr ? connect_addr(c, &c->addr)
+                         : set_err(c, -ENOTCONN, "no address to connect to again "
+                                   "(the client was made from a socket)");
+    if (r < 0) {
+        c->stats.connect_failures++;
+        c->connect_fails++;
+        snprintf(c->loss, sizeof c->loss, "%s", c->errmsg);
+        c->reconnect_at = now_ms() + backoff_ms(c, c->connect_fails);
+        return r;
+    }
+    c->stats.reconnects++;
+    return 0;
+}
+
+/* Connect again when due, give up what may not be sent again, write what is
+ * due.  Only transport trouble happens here, and retrying absorbs it: the
+ * return is 0, or a local error (-ENOMEM). */
+static int service(nc_client *c, int64_t deadline)
+{
+    if (!retrying(c) || c->err)
+        return 0;
+    int64_t now = now_ms();
+    int on_wire = 0, waiting = 0;
+    for (uint32_t i = 0; i < c->n_win; i++) {
+        entry *e = &c->win[i];
+        if (e->done)
+            continue;
+        on_wire += e->state == ON_WIRE;
+        if (e->state != WAITING)
+            continue;
+        int late = past_deadline(c, e, now);
+        if (late || e->attempts >= c->retry.max_attempts ||
+            (!c->have_addr && c->fd < 0)) {
+            if (give_up(c, e, late) < 0)
+                return set_err(c, -ENOMEM, "out of memory");
+            continue;
+        }
+        waiting++;
+    }
+    /* A draining connection that has answered all we sent it: leave it. */
+    if (c->fd >= 0 && c->draining && !on_wire) {
+        snprintf(c->loss, sizeof c->loss, "the daemon is draining");
+        conn_close(c);
+        c->reconnect_at = now;
+    }
+    if (c->fd < 0 && waiting && now >= c->reconnect_at && reconnect(c) < 0)
+        return 0;
+    if (c->fd < 0 || c->draining)
+        return 0;
+    for (uint32_t i = 0; i < c->n_win && c->fd >= 0 && !c->draining; i++) {
+        entry *e = &c->win[i];
+        if (e->done || e->state != WAITING || e->due_ms > now)
+            continue;
+        int r = write_all(c, e->frame, e->len, deadline);
+        if (r < 0)
+            break;          /* lost (waits for the next connection) or timed out */
+        if (e->attempts++) {
+            c->stats.resends++;
+            if (e->refused_code >= 0 && e->refused_code < NC_CLIENT_CODES)
+                c->stats.resent_by_code[e->refused_code]++;
+            else
+                c->stats.resent_after_loss++;
+        }
+        e->state = ON_WIRE;
+    }
+    return 0;
+}
+
+/* When service() next has something to do (ms), or -1. */
+static int64_t next_due(const nc_client *c)
+{
+    if (!retrying(c))
+        return -1;
+    int64_t t = -1;
+    for (uint32_t i = 0; i < c->n_win; i++) {
+        const entry *e = &c->win[i];
+        if (e->done || e->state != WAITING)
+            continue;
+        int64_t at = c->fd < 0 ? c->reconnect_at : c->draining ? -1 : e->due_ms;
+        if (c->retry.deadline_ms >= 0) {
+            int64_t end = e->first_ms + c->retry.deadline_ms;
+            if (at < 0 || end < at)
+                at = end;
+        }
+        if (at >= 0 && (t < 0 || at < t))
+            t = at;
+    }
+    return t;
 }
 
 /* ---- sending -------------------------------------------------------------- */
@@ -588,9 +774,8 @@ int nc_client_send_request(nc_client *c, Neocog__Request *rq, uint64_t *ret_id)
         return -EINVAL;
     if (c->err)
         return c->err;
-    if (c->n_outstanding >= c->max_in_flight)
-        return set_err(c, -EAGAIN, "%u requests outstanding: take a reply first",
-                       c->n_outstanding);
+    if (c->n_win >= c->max_in_flight)
+        return set_err(c, -EAGAIN, "%u requests outstanding: take a reply first", c->n_win);
     rq->id = c->next_id;
     uint8_t *frame;
     size_t len;
@@ -600,60 +785,29 @@ int nc_client_send_request(nc_client *c, Neocog__Request *rq, uint64_t *ret_id)
                        protobuf_c_message_get_packed_size(&rq->base), c->max_frame);
     if (r < 0)
         return set_err(c, r, "cannot pack the request: %s", strerror(-r));
-    r = write_all(c, frame, len, deadline_of(c->timeout_ms));
-    free(frame);
+    int64_t deadline = deadline_of(c->timeout_ms);
+    if (retrying(c)) {
+        /* Into the window first, written by service() now or later. */
+        entry *e = &c->win[c->n_win++];
+        *e = (entry){ .id = c->next_id, .state = WAITING, .frame = frame, .len = len,
+                      .refused_code = -1, .first_ms = now_ms() };
+        e->due_ms = e->first_ms;
+        /* Accepted whatever happens now: an error here (out of memory)
+         * leaves it in the window for the next call to send. */
+        service(c, deadline);
+    } else {
+        r = write_all(c, frame, len, deadline);
+        free(frame);
+        if (r == 0)
+            c->win[c->n_win++] = (entry){ .id = c->next_id, .state = ON_WIRE };
+    }
     if (r < 0)
         return r;
-    c->outstanding[c->n_outstanding++] = c->next_id;
+    c->stats.sent++;
     if (ret_id)
         *ret_id = c->next_id;
     c->next_id++;
     return 0;
-}
-
-int nc_client_send_recognize(nc_client *c, const nc_client_recognize_opts *opts,
-                             const nc_client_image *images, size_t n_images,
-                             uint64_t *ret_id)
-{
-    if (!c || (!images && n_images))
-        return -EINVAL;
-    /* Build the message around the caller's bytes: nothing is copied until
-     * protobuf-c packs it into the frame. */
-    Neocog__Image *im = calloc(n_images ? n_images : 1, sizeof *im);
-    Neocog__Image **ptrs = calloc(n_images ? n_images : 1, sizeof *ptrs);
-    if (!im || !ptrs) {
-        free(im);
-        free(ptrs);
-        return set_err(c, -ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n_images; i++) {
-        neocog__image__init(&im[i]);
-        im[i].format = images[i].format;
-        im[i].data.data = (uint8_t *)images[i].data;
-        im[i].data.len = images[i].len;
-        im[i].width = images[i].width;
-        im[i].height = images[i].height;
-        im[i].segment = images[i].segment != 0;
-        im[i].polarity = images[i].polarity;
-        ptrs[i] = &im[i];
-    }
-    Neocog__RecognizeRequest rr = NEOCOG__RECOGNIZE_REQUEST__INIT;
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    if (opts) {
-        rr.model = opts->model;
-        rr.top_k = opts->top_k;
-        rq.deadline_us = opts->deadline_us;
-        rq.priority = opts->priority;
-        rr.min_confidence = opts->min_confidence;
-    }
-    rr.n_images = n_images;
-    rr.images = ptrs;
-    rq.kind_case = NEOCOG__REQUEST__KIND_RECOGNIZE;
-    rq.recognize = &rr;
-    int r = nc_client_send_request(c, &rq, ret_id);
-    free(im);
-    free(ptrs);
-    return r;
 }
 
 /* ---- receiving ------------------------------------------------------------ */
@@ -662,32 +816,43 @@ static int receive(nc_client *c, int any, uint64_t id, int timeout_ms, nc_msg **
 {
     if (!c || !ret)
         return -EINVAL;
-    if (!any && find_outstanding(c, id) < 0)
+    if (!any && !find_entry(c, id))
         return set_err(c, -ENOENT, "request %llu is not outstanding", (unsigned long long)id);
-    if (any && c->n_outstanding == 0)
+    if (any && c->n_win == 0)
         return set_err(c, -ENOENT, "no request is outstanding");
     int64_t deadline = deadline_of(timeout_ms);
     for (;;) {
-        nc_msg *m = stash_take(c, any, id);
-        if (m) {
-            *ret = m;
-            return 0;
-        }
+        int t = stash_take(c, any, id, ret);
+        if (t >= 0)
+            return t;
         if (c->err)
             return c->err;
+        int r = service(c, deadline);
+        if (r < 0)
+            return r;
+        if ((t = stash_take(c, any, id, ret)) >= 0)
+            return t;
         /* Whatever is already readable first, so timeout 0 still sees it. */
-        int r = read_some(c);
+        r = read_some(c);
         if (r < 0)
             return r;
         if (r > 0)
             continue;
         if (timeout_ms == 0)
             return set_err(c, -EAGAIN, "no reply yet");
-        int ev = wait_fd(c->fd, POLLIN, deadline);
-        if (ev == -ETIMEDOUT)
-            return set_err(c, -ETIMEDOUT, "timed out waiting for the daemon's reply");
+        int64_t wake = deadline, due = next_due(c);
+        if (due >= 0 && (wake < 0 || due < wake))
+            wake = due;
+        if (c->fd < 0 && wake < 0)
+            return set_err(c, -ENOTCONN, "not connected and nothing to wait for");
+        int ev = wait_fd(c->fd, POLLIN, wake);
+        if (ev == -ETIMEDOUT) {
+            if (deadline >= 0 && now_ms() >= deadline)
+                return set_err(c, -ETIMEDOUT, "timed out waiting for the daemon's reply");
+            continue;
+        }
         if (ev < 0)
-            return set_broken(c, ev, "poll: %s", strerror(-ev));
+            return lose(c, ev, "poll: %s", strerror(-ev));
     }
 }
 
@@ -699,101 +864,4 @@ int nc_client_receive(nc_client *c, int timeout_ms, nc_msg **ret_reply)
 int nc_client_receive_id(nc_client *c, uint64_t id, int timeout_ms, nc_msg **ret_reply)
 {
     return receive(c, 0, id, timeout_ms, ret_reply);
-}
-
-/* ---- blocking calls ------------------------------------------------------- */
-
-/* Send and wait for that reply; the timeout covers both. */
-static int roundtrip(nc_client *c, Neocog__Request *rq, nc_msg **ret)
-{
-    uint64_t id;
-    int r = nc_client_send_request(c, rq, &id);
-    if (r < 0)
-        return r;
-    return receive(c, 0, id, c->timeout_ms, ret);
-}
-
-int nc_client_recognize(nc_client *c, const nc_client_recognize_opts *opts,
-                        const nc_client_image *images, size_t n_images,
-                        nc_msg **ret_reply)
-{
-    if (!c || !ret_reply)
-        return -EINVAL;
-    uint64_t id;
-    int r = nc_client_send_recognize(c, opts, images, n_images, &id);
-    if (r < 0)
-        return r;
-    return receive(c, 0, id, c->timeout_ms, ret_reply);
-}
-
-int nc_client_status(nc_client *c, nc_msg **ret_reply)
-{
-    Neocog__StatusRequest s = NEOCOG__STATUS_REQUEST__INIT;
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    rq.kind_case = NEOCOG__REQUEST__KIND_STATUS;
-    rq.status = &s;
-    return c && ret_reply ? roundtrip(c, &rq, ret_reply) : -EINVAL;
-}
-
-int nc_client_health(nc_client *c, nc_msg **ret_reply)
-{
-    Neocog__HealthRequest h = NEOCOG__HEALTH_REQUEST__INIT;
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    rq.kind_case = NEOCOG__REQUEST__KIND_HEALTH;
-    rq.health = &h;
-    return c && ret_reply ? roundtrip(c, &rq, ret_reply) : -EINVAL;
-}
-
-int nc_client_model_info(nc_client *c, nc_msg **ret_reply)
-{
-    Neocog__ModelInfoRequest mi = NEOCOG__MODEL_INFO_REQUEST__INIT;
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    rq.kind_case = NEOCOG__REQUEST__KIND_MODEL_INFO;
-    rq.model_info = &mi;
-    return c && ret_reply ? roundtrip(c, &rq, ret_reply) : -EINVAL;
-}
-
-/* ---- helpers -------------------------------------------------------------- */
-
-static const struct {
-    const char *name;
-    Neocog__Model model;
-} model_names[] = {
-    { "default", NEOCOG__MODEL__MODEL_DEFAULT },
-    { "cnn", NEOCOG__MODEL__MODEL_CNN },
-    { "neocognitron", NEOCOG__MODEL__MODEL_NEOCOGNITRON },
-    { "ensemble", NEOCOG__MODEL__MODEL_ENSEMBLE },
-};
-
-int nc_client_model_parse(const char *name, Neocog__Model *ret)
-{
-    if (!name || !ret)
-        return -EINVAL;
-    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
-        if (!strcmp(name, model_names[i].name)) {
-            *ret = model_names[i].model;
-            return 0;
-        }
-    return -EINVAL;
-}
-
-const char *nc_client_model_name(Neocog__Model m)
-{
-    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
-        if (model_names[i].model == m)
-            return model_names[i].name;
-    return "unknown";
-}
-
-const char *nc_client_reject_reason_text(Neocog__RejectReason r)
-{
-    switch (r) {
-    case NEOCOG__REJECT_REASON__REJECT_NONE: return "";
-    case NEOCOG__REJECT_REASON__REJECT_NO_INK: return "no ink";
-    case NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD: return "below threshold";
-    case NEOCOG__REJECT_REASON__REJECT_AMBIGUOUS_SEGMENTATION: return "ambiguous segmentation";
-    case NEOCOG__REJECT_REASON__REJECT_NO_RESPONSE: return "no response";
-    default: break;
-    }
-    return "unknown";
 }

@@ -37,6 +37,9 @@
  *   -ENOMEM, and the errno of a failed connect/read/write.
  * Once a transport error has happened the connection is broken for good:
  * every later call returns the same error; free the client and reconnect.
+ * Unless retries are on (nc_client_retry below): then the library
+ * reconnects by itself, resends what got no answer, and reports what it
+ * gave up on.
  *
  * The library never prints, exits or touches signal dispositions (writes
  * use MSG_NOSIGNAL, so a closed peer is -EPIPE, not SIGPIPE).  EINTR is
@@ -84,11 +87,51 @@ void nc_client_default_addr(char *dst, size_t cap);
 
 /* ---- connections --------------------------------------------------------- */
 
+/* Reconnecting and retrying, off when max_attempts is 0 (the default: a
+ * transport error breaks the client for good, as described above).
+ *
+ * With max_attempts > 0 the client keeps a copy of every request until it
+ * is answered and:
+ *   - when the connection breaks (the daemon stopped, was killed, a balancer
+ *     dropped it), connects again to the same address, after a jittered
+ *     exponential backoff that grows while connecting fails, and resends
+ *     every request that got no reply, with its id.  Recognition, status,
+ *     health and model info change nothing on the daemon, so a request
+ *     answered by one daemon and resent to another is harmless; ids are
+ *     ours, so a late duplicate cannot be mistaken for another request;
+ *   - when a reply says UNAVAILABLE (the daemon is draining, or lacks the
+ *     model) or RESOURCE_EXHAUSTED (its queue is full), resends that
+ *     request after a backoff; after an UNAVAILABLE nothing more is sent on
+ *     that connection: once it has answered what it holds, the client
+ *     connects again (behind a balancer: to another daemon);
+ *   - gives a request up when it has been sent max_attempts times, or when
+ *     deadline_ms have passed since it was first sent and it would have to
+ *     be sent again.  A request on the wire is waited for as long as the
+ *     caller waits (the receive timeout), not cut short by the deadline.
+ * A request given up is handed back by nc_client_receive / _receive_id
+ * (and the blocking calls) with the return value NC_CLIENT_GAVE_UP and a
+ * reply: the daemon's last refusal when there was one, else a reply made
+ * here whose code is UNAVAILABLE (DEADLINE_EXCEEDED when the deadline
+ * passed) and whose message says why; nc_client_last_giveup() tells which.
+ * So every request sent is handed back exactly once: answered or given up.
+ * Sending never fails for transport reasons while retrying: a request sent
+ * while disconnected waits in the window for the next connection.
+ * nc_client_fd() changes on each reconnection and is -1 between two. */
+typedef struct nc_client_retry {
+    uint32_t max_attempts;      /* sends of one request at most, the first
+                                   included; 0: no retries (the default) */
+    int deadline_ms;            /* from the first send; 0: the timeout_ms
+                                   option; < 0: none */
+    int backoff_initial_ms;     /* 0: 20 */
+    int backoff_max_ms;         /* 0: 1000 */
+} nc_client_retry;
+
 typedef struct nc_client_options {
     int connect_timeout_ms;     /* 0: 5000; < 0: none */
     int timeout_ms;             /* blocking calls; 0: 30000; < 0: none */
     uint32_t max_in_flight;     /* pipelining window; 0: 64 */
     uint32_t max_frame_bytes;   /* both ways; 0: NC_FRAME_DEFAULT_MAX */
+    nc_client_retry retry;      /* zeroed: no retries */
 } nc_client_options;
 
 /* Connect to addr (NULL or "": nc_client_default_addr).  opt may be NULL
@@ -109,7 +152,10 @@ void nc_client_free(nc_client *c);
 const char *nc_client_errmsg(const nc_client *c);
 
 /* The socket, for callers that poll several clients themselves: readable
- * means nc_client_receive(c, 0, ...) will make progress. */
+ * means nc_client_receive(c, 0, ...) will make progress.  With retries on it
+ * changes on each reconnection (-1 between two), and resends are due at
+ * times of their own: such callers should also call nc_client_receive(c, 0,
+ * ...) every few milliseconds. */
 int nc_client_fd(const nc_client *c);
 
 /* Requests sent whose replies have not been handed back yet (replies that
@@ -150,7 +196,8 @@ typedef struct nc_client_recognize_opts {
 
 /* Blocking calls: send, then wait up to the client's timeout_ms for the
  * reply to this request.  0 with *ret_reply set (free with nc_msg_free;
- * read it with nc_msg_reply()), or a negative error. */
+ * read it with nc_msg_reply()), NC_CLIENT_GAVE_UP (retries on: see
+ * nc_client_retry), or a negative error. */
 int nc_client_recognize(nc_client *c, const nc_client_recognize_opts *opts,
                         const nc_client_image *images, size_t n_images,
                         nc_msg **ret_reply);
@@ -172,12 +219,54 @@ int nc_client_send_request(nc_client *c, Neocog__Request *rq, uint64_t *ret_id);
 /* The next reply, whichever request it answers (its id is reply->id).
  * timeout_ms: < 0 wait for ever, 0 only what has already arrived (-EAGAIN
  * if none), > 0 at most that long (-ETIMEDOUT).  -ENOENT when nothing is
- * outstanding (waiting would never end). */
+ * outstanding (waiting would never end).  With retries on, it returns
+ * NC_CLIENT_GAVE_UP (with a reply) for a request given up. */
 int nc_client_receive(nc_client *c, int timeout_ms, nc_msg **ret_reply);
 
 /* The reply to request `id`; other replies arriving first are kept for
  * nc_client_receive.  Timeouts as above; -ENOENT if id is not outstanding. */
 int nc_client_receive_id(nc_client *c, uint64_t id, int timeout_ms, nc_msg **ret_reply);
+
+/* ---- retries: what happened ---------------------------------------------- */
+
+/* nc_client_receive, _receive_id and the blocking calls return this (> 0)
+ * for a request the library gave up on (see nc_client_retry); *ret_reply is
+ * set as for an answer and must be freed the same way. */
+#define NC_CLIENT_GAVE_UP 1
+
+/* The request last handed back with NC_CLIENT_GAVE_UP. */
+typedef struct nc_client_giveup {
+    uint64_t id;
+    uint32_t attempts;          /* times it was sent */
+    int from_daemon;            /* 1: the reply is the daemon's last refusal;
+                                   0: no daemon answered it (lost), the
+                                   reply was made here */
+    int32_t code;               /* the reply's code */
+    char why[256];              /* the reply's message */
+} nc_client_giveup;
+
+/* 0 and *ret filled, or -ENOENT when nothing was given up yet. */
+int nc_client_last_giveup(const nc_client *c, nc_client_giveup *ret);
+
+/* Counts over the client's life, exact: every request accepted by a send
+ * call is eventually counted once in answered or gave_up (or is still in
+ * flight: sent - answered - gave_up == nc_client_in_flight). */
+#define NC_CLIENT_CODES 17      /* gRPC codes 0..16 */
+typedef struct nc_client_stats {
+    uint64_t sent;              /* requests accepted by a send call */
+    uint64_t answered;          /* handed back with the daemon's reply, any code */
+    uint64_t gave_up;           /* handed back with NC_CLIENT_GAVE_UP */
+    uint64_t gave_up_by_code[NC_CLIENT_CODES]; /* of those, the daemon's last
+                                   refusal, by its code */
+    uint64_t lost;              /* of those, never answered by any daemon */
+    uint64_t resends;           /* writes of a request already written before */
+    uint64_t resent_after_loss; /* of those, after its connection broke */
+    uint64_t resent_by_code[NC_CLIENT_CODES]; /* of those, after a refusal */
+    uint64_t reconnects;        /* connections made after the first */
+    uint64_t connect_failures;  /* reconnection attempts that failed */
+} nc_client_stats;
+
+void nc_client_stats_get(const nc_client *c, nc_client_stats *ret);
 
 /* ---- small helpers ------------------------------------------------------- */
 
