@@ -87,8 +87,8 @@ int nc_split_one_character(const nc_image *frame, const nc_split_opts *o,
  * The worker reads all three and keeps the whole when its answer is the
  * likelier reading: 1 when the whole's confidence beats the chance that
  * both parts are right, taken as the product of theirs, by the factor
- * NC_SPLIT_WHOLE_ODDS (chosen on validation frames; docs/camera-notes.md,
- * session 9).  Confidences are calibrated probabilities in [0, 1]; a
+ * NC_SPLIT_WHOLE_ODDS (chosen on validation frames; docs/lessons.md,
+ * "Camera pipeline").  Confidences are calibrated probabilities in [0, 1]; a
  * rejected reading keeps its confidence, so the comparison is the same. */
 #define NC_SPLIT_WHOLE_ODDS 1.0f
 int nc_split_keep_whole(float whole, float left, float right);

@@ -6,7 +6,7 @@
  * mean first and then the variance about it, as core's cnn_norm.c does.
  * Rewriting every value is a second kernel over all of them, so it no longer
  * waits on one block a map (a quarter of the M3 shape's kernel time in a
- * profile, docs/gpu-cnn-notes.md).  The two kernels pass the map's
+ * profile, docs/lessons.md).  The two kernels pass the map's
  * doubles through the end of `stat`, so every value is computed by the same
  * expressions from the same operands as when one kernel did both: the
  * results are bit for bit those of before. */

@@ -13,7 +13,7 @@
  * The copying kernels run on a grid of rows (along y) by columns (along x),
  * so a thread divides only its own column index, in 32 bits: with a 64-bit
  * division and modulo and eight 32-bit ones a value, unrolling took a
- * quarter of the M3 shape's kernel time in a profile (docs/gpu-cnn-notes.md).
+ * quarter of the M3 shape's kernel time in a profile (docs/lessons.md).
  * They move the same values to the same places, and col2im sums in the same
  * order, as before. */
 #include "cnn_unroll.cuh"

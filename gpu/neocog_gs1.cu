@@ -22,7 +22,7 @@
  *     7 input cells and the plane's 6 weights are read once from shared
  *     memory for 24 multiply-adds (two positions, two chains each).  Core's
  *     s_finish, occupancy by ballot.
- * Measured on an H200 at batch 1 (session 14, docs/gpu-neocog-notes.md):
+ * Measured on an H200 at batch 1 (docs/lessons.md):
  * a thread a (position, plane) with no skip was bound by its shared-memory
  * reads (ncu at batch 8: L1 73 % busy; 8.9 us in a graph of its own); four
  * positions a lane in 128 threads by the chain of its few warps (7.6 us);

@@ -11,8 +11,8 @@
  * region in shared memory, computes that region's UG cells there (the
  * halo of 5 cells around the tile is computed by the neighbouring blocks
  * too: about 3.7 UG cells a position, against the 32 a cell that a UG
- * computed per tap of US1 cost when it was tried, docs/gpu-neocog-notes.md
- * session 13), then US1 from shared memory, two positions and one plane a
+ * computed per tap of US1 cost when it was tried, docs/lessons.md),
+ * then US1 from shared memory, two positions and one plane a
  * thread, skipping windows with no input.  Each block also writes the UG
  * cells it owns (rows and columns of its own tile, the last tiles taking
  * the plane's edge), so both layers' outputs and occupancy maps are those

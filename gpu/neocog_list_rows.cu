@@ -111,8 +111,7 @@ static __device__ __forceinline__ void rows_entry(float x, const float *w, float
 /* Block (x, y) takes characters x, x + gridDim.x, .. and planes y PL ..
  * of them; lane l owns planes l + 32 j, j < PL / 32.  (Lanes owning a
  * float2 or a float4 of planes, two or four entries at once, their sums
- * meeting at the end: fewer instructions, no faster; docs/gpu-neocog-notes.md,
- * session 17.) */
+ * meeting at the end: fewer instructions, no faster; docs/lessons.md.) */
 template <int WIN, int PL, bool WSM>
 static __global__ void __launch_bounds__(512)
 s_rows_kernel(const __grid_constant__ nc_gpu_neocog_s_args s, const float *__restrict__ wpad,

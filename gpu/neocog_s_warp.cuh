@@ -7,7 +7,7 @@
  * Why another S kernel: at batch 1 the sparse kernel of neocog_s.cuh is
  * bound by the fixed work of each block (occupancy masks, the staged union
  * window, tap lists, a barrier between each) rather than by its
- * multiply-adds (docs/gpu-neocog-notes.md, session 11).  Here a block stages
+ * multiply-adds (docs/lessons.md).  Here a block stages
  * nothing but the tap table: each position gets W warps (the team), warp w
  * takes the taps w, w + W, .. of its window, and for its occupied ones
  * (ballot over the previous layer's occupancy map, lane = tap), four at a

@@ -10,7 +10,7 @@
  *  3. `neocog camera --format jsonl STREAM` (a file: every frame is read,
  *     none dropped): digit accuracy (per string, 8 minus the edit distance
  *     to the truth), 8-digit string accuracy, per-frame latency p50/p99,
- *     printed, with modest floors asserted (docs/camera-notes.md has the
+ *     printed, with modest floors asserted (docs/benchmarks.md has the
  *     figures and the targets).
  *  4. The same frames as raw grey (--raw), y4m and a PGM folder give the
  *     same strings as each other (the same pixels); an ROI around the truth
@@ -307,7 +307,7 @@ static void test_accuracy(void)
     rc = camera(&out, NULL, "--format", "jsonl", stream, NULL);
     CHECK_INT_EQ(rc, 0);
     score(out, "plain", &digits_right, &strings_right, &p50, &p99, &sm);
-    /* Floors, not targets (those are 99% and 95%; see docs/camera-notes.md). */
+    /* Floors, not targets (those are 99% and 95%; see docs/benchmarks.md). */
     CHECK_MSG(digits_right * 100 >= 90 * FRAMES * DIGITS, "digit accuracy below 90%%");
     CHECK_MSG(strings_right * 100 >= 60 * FRAMES, "string accuracy below 60%%");
     CHECK_INT_EQ(sm.frames, FRAMES);

@@ -464,7 +464,7 @@ static void test_specks(void)
     nc_image_free(img);
 }
 
-/* The clutter that generated frames showed (docs/camera-notes.md): the
+/* The clutter that generated frames showed (docs/lessons.md): the
  * 1-pixel side of a box drawn around the string, at digit height, read as
  * a 1; a shadow's edge cut by the frame read as a digit; the detached bar
  * of a 5 overlapping its body in columns too little to merge. */
@@ -650,8 +650,8 @@ static void test_broad_five(void)
     nc_image_free(img);
 }
 
-/* A box drawn around the string whose sides touch digits (camera-notes,
- * session 8): the first digit touches the left side and the tallest one
+/* A box drawn around the string whose sides touch digits (docs/lessons.md,
+ * "Camera pipeline"): the first digit touches the left side and the tallest one
  * the top.  Both used to go with the box (one component, dropped as a box);
  * now the box's sides leave the mask and the digits come free.  Drawn
  * level, then turned by a pixel in 40 (a degree and a half). */
