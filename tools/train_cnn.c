@@ -69,7 +69,7 @@
  *    which still measures every epoch, so that the kept weights' validation
  *    error is an honest one (no epoch was picked on it).  Columns trained
  *    with deformations to the end and answered on several views gain from
- *    that: models/README.md, session 22.
+ *    that: models/README.md, `cnn-single.ncm`.
  *  - --checkpoint FILE is rewritten atomically after every epoch; --resume
  *    continues from it.  A checkpoint is a model-format container (kind CNN)
  *    whose sections hold the current and the best network as complete model
