@@ -164,7 +164,7 @@ typedef enum nc_prep_kind {
 /* Views: a neocognitron answers a digit better when it sees it at a few
  * heights, and a committee better when its members see it as each was
  * trained (sheared or not), with the scores averaged (models/README.md,
- * session 20); a CNN column likewise at a few fit boxes (session 21).  So a
+ * neocognitron.ncm); a CNN column likewise at a few fit boxes (cnn-single.ncm).  So a
  * model file may ask for several preparations of each digit, each with its
  * own box and deskew.  Engines run each view as an image and answer with
  * the mean of the scores: in a neocognitron committee each member answers

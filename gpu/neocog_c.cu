@@ -451,7 +451,7 @@ static int c_direct_forward(const nc_gpu_neocog_c_args *c, const float *in,
         n_items = (size_t)batch * c->g.n_out * n_strip;
     }
     /* warps per block: 8, fewer while that would leave SMs idle (batch 1);
-     * 8 beat 4, 2 and 1 at 1024 characters (H200, session 14: UC1 0.672 /
+     * 8 beat 4, 2 and 1 at 1024 characters (H200: UC1 0.672 /
      * 0.710 / 0.684 / 0.773 us a character) */
     uint32_t W = CD_MAX_WARPS;
     while (W > 1 && n_items < (size_t)W * 264u)

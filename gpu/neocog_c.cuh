@@ -51,7 +51,7 @@ int nc_gpu_neocog_c_forward(const nc_gpu_neocog_c_args *c, const float *in,
 
 /* The C-layer kernels (nc_gpu_neocog_c_forward_kind):
  * STAGED  a block per row chunk, the occupied cells of the union window
- *         staged in shared memory, lanes = planes (the second pass's);
+ *         staged in shared memory, lanes = planes;
  * DIRECT  a warp per strip of output positions: occupancy masks by ballot,
  *         empty strips / positions written as zeros, the occupied live taps
  *         listed per position, lanes = (tap slice, 4 planes) reading the

@@ -4,7 +4,7 @@
  * Layer: gpu.  At batch 1 the staged kernel gets one block per output row
  * chunk and the direct one a warp per strip, each running a long serial
  * chain (list the taps, then walk them); a block per output position
- * (session 8) re-reads every window from L2 and was slower still.  Here a
+ * (tried) re-reads every window from L2 and was slower still.  Here a
  * block owns a T x T tile of output positions and every plane of them (the
  * occupancy byte of a position needs all its planes, and a block can write
  * it only if it computed them all), so UC1 at batch 1 gives about 100

@@ -1132,9 +1132,9 @@ static int tune_c(nc_gpu_neocog *e, int v, uint32_t n)
 
 /* The batch-1 settings (knob[l] for l < n_knob: the sparse kernel's
  * splits, the warp teams, the small-batch C kernels) by the whole net: a
- * layer timed alone is not the layer in the net (on an H100 session 9's
+ * layer timed alone is not the layer in the net (on an H100 the
  * per-layer C picks made the net 3 us slower than the tile kernel
- * everywhere, and session 12's per-layer S picks up to 4 us slower than
+ * everywhere, and the per-layer S picks up to 4 us slower than
  * each stage's fastest), so from the defaults already in knob, stage by
  * stage, the settings so far and every candidate are timed in the whole
  * net at batch 1 under variant v (best of 10) and the fastest kept.

@@ -30,7 +30,7 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
  * once).  At least 1024 keeps the GEMM path's smallest layer, US4 at 25
  * rows per character, above the 132 SMs of an H200 in 64-row tiles; on an
  * H100 at 16,384 characters, chunks of 512 / 1024 gave 302,845 / 325,335
- * characters/s (session 16), each chunk's nine layers paying their ramp
+ * characters/s, each chunk's nine layers paying their ramp
  * and tail once. */
 #define NC_GPU_NEOCOG_CHUNK 4096
 /* Chunk buffers ("lanes"): a batch of more than one chunk runs its odd
@@ -40,7 +40,7 @@ typedef struct nc_gpu_neocog nc_gpu_neocog;
  * chunk buffers: about 4 GB for the seed's net at 4096 characters) and runs
  * with one lane where it cannot be.  On an H100 at 16,384 characters, two
  * engines on half the batch each gave 454,077 characters/s against one
- * engine's 439,097 (session 18). */
+ * engine's 439,097. */
 #define NC_GPU_NEOCOG_MAX_LANES 2
 /* The C kernel the engine picks per layer (DIRECT unless the tuner found
  * another faster) runs from this batch on; below it the small-batch kernel

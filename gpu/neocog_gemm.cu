@@ -9,8 +9,8 @@
  *                   input in the clipped window, v^2 = sum_t c(t) q(o +
  *                   nu_t) (the V-cell), occ_out = 0; an empty row is
  *                   written as 0 here (unless the caller reads the output
- *                   by its occupancy: fill 0) and never again.  (Until
- *                   session 18 a q pass and a flag pass over global
+ *                   by its occupancy: fill 0) and never again.  (As a q pass
+ *                   and a flag pass over global
  *                   memory: US1 at 4096 on an H100 spent 0.059 + 0.157 us
  *                   a character in them);
  *   2. cub::DeviceSelect::Flagged  the flagged rows, in ascending order
@@ -32,8 +32,8 @@
  *                   of weights, 16 FFMA.  Epilogue: u_S = s_finish(e, v^2, b)
  *                   written as 16-byte stores, occ_out = 1 where any plane
  *                   fired.  No atomics; every output cell written once.
- *                   Runs the stages with K_in > 2.  (Until session 14
- *                   every float4 of the patch took a division, three
+ *                   Runs the stages with K_in > 2.  (With a general
+ *                   gather every float4 of the patch took a division, three
  *                   shared-memory reads and its address arithmetic: at
  *                   1024 characters on an H200, US2 1.05 -> 0.88 and US3
  *                   1.56 -> 1.53 us a character.)
@@ -41,7 +41,7 @@
  *                   patch gathered straight into registers, zero taps
  *                   skipped per warp (0.60 -> 0.41 us per character at batch
  *                   1024 on an H200).  An 8 x 8-tile, cp.async version of
- *                   gemm_kernel was measured too (session 4): 3 % faster at
+ *                   gemm_kernel was measured too: 3 % faster at
  *                   batch >= 1024 but 1-22 % slower from 32 to 256, where the
  *                   daemon's batches are, so it was left out (git history). */
 #include "neocog_gemm.cuh"

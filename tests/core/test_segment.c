@@ -625,7 +625,7 @@ static void test_alternatives(void)
     nc_image_free(img);
 }
 
-/* A broad 5 whose top bar runs far to the right (session 8): one
+/* A broad 5 whose top bar runs far to the right (a validation frame): one
  * component 1.25 line heights wide, which step 7 cut in two at the gap
  * under the bar, so the bar alone was read as a digit.  A cut that leaves a
  * part shorter than half the line is not made. */

@@ -23,7 +23,7 @@
  * with that kernel and without.
  *
  * Large plane counts: the shipped model's first member (models/neocognitron.ncm,
- * a committee since session 19; K = 16/33/248/2240) runs the same layer parity on real digits at batches 1,
+ * a committee; K = 16/33/248/2240) runs the same layer parity on real digits at batches 1,
  * 33 and 200 in every variant that claims the layer (nc_gpu_neocog_s_check;
  * the sparse kernel splits US4's planes over blocks, T1-T3/T4/T5 refuse it
  * with -E2BIG), then the engine in every variant (a refused stage runs the
