@@ -49,19 +49,52 @@ static void sc_free(scratch *sc)
 
 /* ---- simple replies --------------------------------------------------------- */
 
-static void send_counted(nc_conn *c, const Neocog__Reply *r)
+static void send_counted(nc_server *s, const nc_origin *o, const Neocog__Reply *r)
 {
-    nc_metrics_count_reply(&c->srv->metrics, r->code);
-    nc_conn_send(c, r);
+    nc_metrics_count_reply(&s->metrics, r->code);
+    o->ops->send(o->owner, r);
 }
 
-void nc_handle_error(nc_conn *c, uint64_t id, int code, const char *message)
+static void origin_error(nc_server *s, const nc_origin *o, uint64_t id, int code,
+                         const char *message)
 {
     Neocog__Reply r = NEOCOG__REPLY__INIT;
     r.id = id;
     r.code = code;
     r.message = (char *)message;
-    send_counted(c, &r);
+    send_counted(s, o, &r);
+}
+
+/* A protocol connection as an origin: a queued request holds a reference
+ * and counts as in flight (backpressure, drain). */
+static void conn_send(void *owner, const Neocog__Reply *r)
+{
+    nc_conn_send(owner, r);
+}
+
+static void conn_hold(void *owner)
+{
+    nc_conn *c = owner;
+    c->in_flight++;
+    nc_conn_ref(c);
+}
+
+static void conn_done(void *owner)
+{
+    nc_conn_request_done(owner);
+}
+
+static const nc_origin_ops conn_ops = { conn_send, conn_hold, conn_done };
+
+static nc_origin conn_origin(nc_conn *c)
+{
+    return (nc_origin){ .ops = &conn_ops, .owner = c, .cancelled = &c->closed };
+}
+
+void nc_handle_error(nc_conn *c, uint64_t id, int code, const char *message)
+{
+    nc_origin o = conn_origin(c);
+    origin_error(c->srv, &o, id, code, message);
 }
 
 static void fill_health(const nc_server *s, Neocog__HealthReply *h)
@@ -140,9 +173,8 @@ static int fill_models(scratch *sc, const nc_server *s, Neocog__ModelInfo ***ret
     return 0;
 }
 
-static void handle_info(nc_conn *c, const Neocog__Request *req)
+static void handle_info(nc_server *s, const nc_origin *o, const Neocog__Request *req)
 {
-    nc_server *s = c->srv;
     scratch sc = { 0 };
     Neocog__Reply r = NEOCOG__REPLY__INIT;
     r.id = req->id;
@@ -198,12 +230,12 @@ static void handle_info(nc_conn *c, const Neocog__Request *req)
         r.kind_case = NEOCOG__REPLY__KIND_STATUS;
         r.status = &st;
     }
-    send_counted(c, &r);
+    send_counted(s, o, &r);
     sc_free(&sc);
     return;
 oom:
     sc_free(&sc);
-    nc_handle_error(c, req->id, NEOCOG__CODE__RESOURCE_EXHAUSTED, "out of memory");
+    origin_error(s, o, req->id, NEOCOG__CODE__RESOURCE_EXHAUSTED, "out of memory");
 }
 
 /* ---- recognition ------------------------------------------------------------- */
@@ -280,9 +312,8 @@ static uint32_t default_model(uint32_t want, int have_cnn, int have_neo)
     return have_cnn ? NEOCOG__MODEL__MODEL_CNN : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
 }
 
-static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
+static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m, size_t frame_len)
 {
-    nc_server *s = c->srv;
     const Neocog__Request *rq = nc_msg_request(m);
     const Neocog__RecognizeRequest *rr = rq->recognize;
     char why[320];
@@ -335,7 +366,7 @@ static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
         snprintf(why, sizeof why, "out of memory");
         goto fail;
     }
-    req->conn = c;
+    req->origin = *o;
     req->id = rq->id;
     req->model = model;
     req->top_k = rr->top_k ? rr->top_k : 1;
@@ -348,7 +379,7 @@ static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
         budget = UINT64_C(3600000000);      /* an hour is "no deadline" in practice */
     req->deadline = budget ? req->t_recv + budget : 0;
     req->bytes = frame_len;
-    req->cancelled = &c->closed;
+    req->cancelled = o->cancelled;
     req->msg = m;
     req->n_tasks = (uint32_t)rr->n_images;
     for (uint32_t i = 0; i < req->n_tasks; i++) {
@@ -369,43 +400,48 @@ static void handle_recognize(nc_conn *c, nc_msg *m, size_t frame_len)
         code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
         goto fail;
     }
-    c->in_flight++;
-    nc_conn_ref(c);
+    o->ops->hold(o->owner);
     s->requests_in_flight++;
     return;
 fail:
-    nc_handle_error(c, rq->id, code, why);
+    origin_error(s, o, rq->id, code, why);
     nc_msg_free(m);
 }
 
 void nc_handle_frame(nc_conn *c, const uint8_t *payload, size_t len)
+{
+    nc_origin o = conn_origin(c);
+    nc_handle_request(c->srv, &o, payload, len, NC_FRAME_HEADER_LEN + len);
+}
+
+void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload, size_t len,
+                       size_t bytes)
 {
     nc_msg *m = NULL;
     /* 16 x the frame plus 64 KiB covers any honest request; a hostile one
      * stops at the cap (see message.h). */
     int err = nc_msg_unpack(&neocog__request__descriptor, payload, len, 0, &m);
     if (err) {
-        nc_handle_error(c, 0, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+        origin_error(s, o, 0, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
                                              : NEOCOG__CODE__INVALID_ARGUMENT,
-                        err == -ENOMEM ? "request needs too much memory to decode"
-                                       : "malformed Request message (protobuf decoding "
-                                         "failed)");
+                     err == -ENOMEM ? "request needs too much memory to decode"
+                                    : "malformed Request message (protobuf decoding failed)");
         return;
     }
     const Neocog__Request *rq = nc_msg_request(m);
     switch (rq->kind_case) {
     case NEOCOG__REQUEST__KIND_RECOGNIZE:
-        handle_recognize(c, m, NC_FRAME_HEADER_LEN + len);
+        handle_recognize(s, o, m, bytes);
         return;     /* m now belongs to the request (or was freed) */
     case NEOCOG__REQUEST__KIND_STATUS:
     case NEOCOG__REQUEST__KIND_HEALTH:
     case NEOCOG__REQUEST__KIND_MODEL_INFO:
-        handle_info(c, rq);
+        handle_info(s, o, rq);
         break;
     default:
-        nc_handle_error(c, rq->id, NEOCOG__CODE__UNIMPLEMENTED,
-                        "request kind not set or not known to this server (set recognize, "
-                        "status, health or model_info)");
+        origin_error(s, o, rq->id, NEOCOG__CODE__UNIMPLEMENTED,
+                     "request kind not set or not known to this server (set recognize, "
+                     "status, health or model_info)");
         break;
     }
     nc_msg_free(m);
@@ -519,7 +555,7 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
 static void finish_request(nc_server *s, nc_request *req)
 {
     uint64_t now = nc_now_us();
-    nc_conn *c = req->conn;
+    const nc_origin o = req->origin;
     Neocog__Reply r = NEOCOG__REPLY__INIT;
     Neocog__Timing tm = NEOCOG__TIMING__INIT;
     Neocog__RecognizeReply rec = NEOCOG__RECOGNIZE_REPLY__INIT;
@@ -580,7 +616,7 @@ static void finish_request(nc_server *s, nc_request *req)
             r.recognize = &rec;
         }
     }
-    send_counted(c, &r);
+    send_counted(s, &o, &r);
     s->metrics.images += req->n_tasks;
     nc_histogram_add(&s->metrics.queue, queue_us);
     nc_histogram_add(&s->metrics.compute, compute_us);
@@ -595,7 +631,7 @@ static void finish_request(nc_server *s, nc_request *req)
     nc_msg_free(req->msg);
     free(req);
     s->requests_in_flight--;
-    nc_conn_request_done(c);
+    o.ops->done(o.owner);
     nc_server_check_drained(s);
 }
 

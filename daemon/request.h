@@ -17,8 +17,27 @@
 #include "models.h"
 #include "split.h"
 
-typedef struct nc_conn nc_conn;
 typedef struct nc_request nc_request;
+
+/* Where a request came from and where its reply goes: a protocol
+ * connection (conn.c) or an HTTP call (http_call.c).  The handler builds
+ * the same nc_request for both; only these three steps differ.  All run on
+ * the event thread. */
+typedef struct nc_origin_ops {
+    /* The reply (a request's, or an error with only id, code and message). */
+    void (*send)(void *owner, const Neocog__Reply *reply);
+    /* A request was queued: keep owner until its `done`. */
+    void (*hold)(void *owner);
+    /* That request's reply was sent (or dropped); owner may go. */
+    void (*done)(void *owner);
+} nc_origin_ops;
+
+typedef struct nc_origin {
+    const nc_origin_ops *ops;
+    void *owner;
+    const atomic_int *cancelled;    /* set once the client is gone: workers
+                                       skip the work */
+} nc_origin;
 
 /* One character found by segmentation. */
 typedef struct nc_digit {
@@ -87,7 +106,7 @@ typedef struct nc_task {
 } nc_task;
 
 struct nc_request {
-    nc_conn *conn;                  /* holds a reference on conn */
+    nc_origin origin;               /* held (ops->hold) until the reply */
     uint64_t id;
     uint32_t model;                 /* Neocog__Model, DEFAULT resolved */
     uint32_t top_k;                 /* candidates of a whole image, >= 1 */
@@ -99,7 +118,7 @@ struct nc_request {
     uint64_t t_recv;                /* monotonic us */
     uint64_t deadline;              /* monotonic us, 0 none */
     size_t bytes;                   /* frame bytes (queue accounting) */
-    const atomic_int *cancelled;    /* the connection's closed flag: skip work */
+    const atomic_int *cancelled;    /* origin.cancelled: skip work */
     nc_msg *msg;                    /* the Request; images point into it */
     uint32_t n_tasks, n_done;
     nc_task tasks[];
