@@ -35,7 +35,11 @@ static const key_def keys[] = {
                      "else /run/neocogd/neocogd.sock as root, else $XDG_RUNTIME_DIR/neocogd.sock)"),
     { "unix_mode", T_MODE, offsetof(nc_config, unix_mode), 0, 0, 0777,
       "permissions of the Unix socket, octal (default 0660)" },
-    STR(http, "metrics/health HTTP address host:port, or none (default 127.0.0.1:5518)"),
+    STR(http, "HTTP address host:port of the recognition API (/v1, /v2), metrics and health, "
+              "or none (default 127.0.0.1:5518)"),
+    STR(http_cors_origin, "origin the HTTP API allows in browsers (Access-Control-Allow-Origin, "
+                          "e.g. https://example.org or *), answering OPTIONS preflights; "
+                          "empty (default): no CORS"),
     STR(models, "folder of *.ncm model files (default: the installed data folder, or the "
                 "source tree's models/ when run from the build tree)"),
     STR(cnn_model, "CNN model file (overrides the folder)"),

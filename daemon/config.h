@@ -27,7 +27,9 @@ typedef struct nc_config {
     char listen_tcp[256];       /* host:port, [v6]:port, or "none" */
     char listen_unix[NC_CONFIG_PATH_MAX];   /* path or "none" */
     uint32_t unix_mode;         /* permission bits of the socket file */
-    char http[256];             /* metrics/health host:port, or "none" */
+    char http[256];             /* HTTP API and metrics host:port, or "none" */
+    char http_cors_origin[256]; /* Access-Control-Allow-Origin of the HTTP
+                                   API; "" (default): no CORS headers */
     char models[NC_CONFIG_PATH_MAX];        /* folder scanned for *.ncm */
     char cnn_model[NC_CONFIG_PATH_MAX];     /* explicit file, overrides scan */
     char neocog_model[NC_CONFIG_PATH_MAX];

@@ -1,0 +1,229 @@
+/* daemon/http_call.c — see http_call.h. */
+#include "http_call.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+
+#include "frame.h"
+#include "handler.h"
+#include "http_reply.h"
+#include "http_request.h"
+#include "log.h"
+#include "message.h"
+#include "request.h"
+
+typedef struct call {
+    nc_server *s;
+    struct evhttp_request *req;         /* NULL once evhttp freed it */
+    struct evhttp_connection *evcon;    /* valid while !gone */
+    atomic_int gone;                    /* the connection closed */
+    int held;                           /* a request of ours is queued */
+    int answered;
+    nc_http_api api;
+    char model_name[16];                /* /v2 */
+    nc_http_call_in in;                 /* names, /v2 id and outputs */
+} call;
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Internal Server Error";
+    }
+}
+
+void nc_http_add_cors(const nc_server *s, struct evhttp_request *r)
+{
+    if (!s->cfg.http_cors_origin[0])
+        return;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r);
+    evhttp_add_header(h, "Access-Control-Allow-Origin", s->cfg.http_cors_origin);
+    evhttp_add_header(h, "Vary", "Origin");
+}
+
+void nc_http_send_json(nc_server *s, struct evhttp_request *r, int status, char *body,
+                       size_t len)
+{
+    struct evbuffer *b = evbuffer_new();
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    if (status == 429 || status == 503)
+        evhttp_add_header(h, "Retry-After", "1");
+    if (s->state == NC_SERVER_DRAINING)
+        evhttp_add_header(h, "Connection", "close");
+    nc_http_add_cors(s, r);
+    if (b && body)
+        evbuffer_add(b, body, len);
+    free(body);
+    if (!b)
+        status = 500;
+    evhttp_send_reply(r, status, reason_phrase(status), b);
+    if (b)
+        evbuffer_free(b);
+}
+
+void nc_http_send_error(nc_server *s, struct evhttp_request *r, int status, const char *code,
+                        const char *message)
+{
+    size_t len = 0;
+    char *body = nc_http_error_json(message, code, &len);
+    nc_http_send_json(s, r, body ? status : 500, body, len);
+}
+
+/* ---- the call as the handler's origin ------------------------------------------ */
+
+static void call_free(call *c)
+{
+    nc_http_call_in_free(&c->in);
+    free(c);
+}
+
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    call *c = arg;
+    atomic_store(&c->gone, 1);
+    /* Still on the connection: evhttp frees it right after this callback.
+     * Detached (evhttp_connection_fail on a request not yet answered): it is
+     * ours, and the answer's evhttp_send_reply frees it. */
+    if (c->req && evhttp_request_get_connection(c->req))
+        c->req = NULL;
+}
+
+static void call_send(void *owner, const Neocog__Reply *reply)
+{
+    call *c = owner;
+    if (c->answered)
+        return;
+    c->answered = 1;
+    if (c->held && !atomic_load(&c->gone))
+        evhttp_connection_set_closecb(c->evcon, NULL, NULL);
+    if (!c->req)
+        return;         /* the client is gone */
+    int status = 500;
+    size_t len = 0;
+    char *body = c->api == NC_HTTP_API_V1
+               ? nc_http_v1_json(reply, c->in.name, &status, &len)
+               : nc_http_v2_json(reply, c->model_name, c->in.v2_id, c->in.v2_outputs, &status,
+                                 &len);
+    if (!body)
+        nc_http_send_error(c->s, c->req, 500, "RESOURCE_EXHAUSTED", "out of memory");
+    else
+        nc_http_send_json(c->s, c->req, status, body, len);
+    c->req = NULL;
+}
+
+static void call_hold(void *owner)
+{
+    call *c = owner;
+    c->held = 1;
+    evhttp_connection_set_closecb(c->evcon, on_close, c);
+}
+
+static void call_done(void *owner)
+{
+    call_free(owner);
+}
+
+static const nc_origin_ops call_ops = { call_send, call_hold, call_done };
+
+/* ---- recognition --------------------------------------------------------------- */
+
+/* An error before the handler: counted as the socket path counts its
+ * refusals. */
+static void refuse(nc_server *s, struct evhttp_request *r, int status, int code,
+                   const char *code_name, const char *why)
+{
+    nc_metrics_count_reply(&s->metrics, code);
+    nc_http_send_error(s, r, status, code_name ? code_name : nc_msg_code_name(code), why);
+}
+
+void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, int v2_model,
+                       const char *v2_name)
+{
+    static uint64_t next_id;
+    char why[320];
+    if (s->state == NC_SERVER_STARTING || !s->models || !s->batcher) {
+        refuse(s, r, 503, NEOCOG__CODE__UNAVAILABLE, NULL, "the models are still loading");
+        return;
+    }
+    if (s->state == NC_SERVER_DRAINING) {
+        refuse(s, r, 503, NEOCOG__CODE__UNAVAILABLE, NULL, "server is draining");
+        return;
+    }
+    struct evbuffer *input = evhttp_request_get_input_buffer(r);
+    size_t len = evbuffer_get_length(input);
+    if (len > s->cfg.max_frame_bytes) {     /* evhttp's max body size holds this */
+        snprintf(why, sizeof why, "body of %zu bytes exceeds the limit of %u (max_frame_bytes)",
+                 len, s->cfg.max_frame_bytes);
+        refuse(s, r, 413, NEOCOG__CODE__RESOURCE_EXHAUSTED, NULL, why);
+        return;
+    }
+    char empty[1] = { 0 };
+    char *body = len ? (char *)evbuffer_pullup(input, -1) : empty;
+    call *c = calloc(1, sizeof *c);
+    if (!body || !c) {
+        free(c);
+        refuse(s, r, 500, NEOCOG__CODE__RESOURCE_EXHAUSTED, NULL, "out of memory");
+        return;
+    }
+    c->s = s;
+    c->req = r;
+    c->evcon = evhttp_request_get_connection(r);
+    c->api = api;
+    atomic_init(&c->gone, 0);
+    snprintf(c->model_name, sizeof c->model_name, "%s", v2_name ? v2_name : "");
+    nc_http_opts_init(&c->in.opts);
+    const char *uri = evhttp_request_get_uri(r), *q = strchr(uri, '?');
+    int status = 0;
+    why[0] = '\0';
+    if (q && nc_http_opts_query(&c->in.opts, q + 1, why, sizeof why))
+        status = 400;
+    else if (api == NC_HTTP_API_V1)
+        status = nc_http_v1_parse(&c->in, evhttp_find_header(evhttp_request_get_input_headers(r),
+                                                             "Content-Type"),
+                                  body, len, why, sizeof why);
+    else
+        status = nc_http_v2_parse(&c->in, body, len, why, sizeof why);
+    if (api == NC_HTTP_API_V2)
+        c->in.opts.model = v2_model;    /* the path names it */
+    uint8_t *packed = NULL;
+    size_t n = 0;
+    if (!status && nc_http_pack(&c->in, ++next_id, &packed, &n)) {
+        status = 500;
+        snprintf(why, sizeof why, "out of memory");
+    }
+    if (!status && n > s->cfg.max_frame_bytes) {
+        status = 413;
+        snprintf(why, sizeof why, "request of %zu bytes exceeds the limit of %u "
+                 "(max_frame_bytes)", n, s->cfg.max_frame_bytes);
+    }
+    if (status) {
+        free(packed);
+        refuse(s, r, status, status == 413 || status == 500 ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                                            : NEOCOG__CODE__INVALID_ARGUMENT,
+               status == 415 ? "UNSUPPORTED_MEDIA_TYPE" : NULL, why);
+        call_free(c);
+        return;
+    }
+    nc_origin o = { .ops = &call_ops, .owner = c, .cancelled = &c->gone };
+    nc_handle_request(s, &o, packed, n, NC_FRAME_HEADER_LEN + n);
+    free(packed);
+    if (!c->held)
+        call_free(c);   /* answered at once */
+}

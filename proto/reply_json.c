@@ -1,0 +1,227 @@
+/* proto/reply_json.c — see reply_json.h. */
+#include "reply_json.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+/* A segmented image holds at most 64 characters (the daemon's limit). */
+#define MAX_LINES 64
+
+void nc_json_string(FILE *to, const char *s)
+{
+    if (!s) {
+        fputs("null", to);
+        return;
+    }
+    fputc('"', to);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", to); break;
+        case '\\': fputs("\\\\", to); break;
+        case '\b': fputs("\\b", to); break;
+        case '\f': fputs("\\f", to); break;
+        case '\n': fputs("\\n", to); break;
+        case '\r': fputs("\\r", to); break;
+        case '\t': fputs("\\t", to); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(to, "\\u%04x", *p);
+            else
+                fputc(*p, to);
+        }
+    }
+    fputc('"', to);
+}
+
+void nc_json_number(FILE *to, double v)
+{
+    if (!isfinite(v))
+        fputs("null", to);
+    else if (v == floor(v) && fabs(v) < 1e15)
+        fprintf(to, "%.0f", v);
+    else
+        fprintf(to, "%.9g", v);     /* round-trips a float exactly */
+}
+
+const char *nc_reject_reason_text(Neocog__RejectReason r)
+{
+    switch (r) {
+    case NEOCOG__REJECT_REASON__REJECT_NONE: return "";
+    case NEOCOG__REJECT_REASON__REJECT_NO_INK: return "no ink";
+    case NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD: return "below threshold";
+    case NEOCOG__REJECT_REASON__REJECT_AMBIGUOUS_SEGMENTATION: return "ambiguous segmentation";
+    case NEOCOG__REJECT_REASON__REJECT_NO_RESPONSE: return "no response";
+    default: break;
+    }
+    return "unknown";
+}
+
+size_t nc_result_lines(const Neocog__Result *res, nc_result_line *lines, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; res && i < res->n_digits; i++) {
+        const Neocog__Digit *d = res->digits[i];
+        if (i == 0 || d->line != res->digits[i - 1]->line) {
+            if (n < cap)
+                lines[n] = (nc_result_line){ .first = i, .x0 = UINT32_MAX, .y0 = UINT32_MAX,
+                                             .confidence = 1.0f };
+            n++;
+        }
+        if (n > cap)
+            continue;
+        nc_result_line *l = &lines[n - 1];
+        l->count++;
+        const Neocog__Box *b = d->box;
+        if (b) {
+            if (b->x < l->x0) l->x0 = b->x;
+            if (b->y < l->y0) l->y0 = b->y;
+            if (b->x + b->width > l->x1) l->x1 = b->x + b->width;
+            if (b->y + b->height > l->y1) l->y1 = b->y + b->height;
+        }
+        if (d->confidence < l->confidence)
+            l->confidence = d->confidence;
+        if (d->reject && !l->reject) {
+            l->reject = 1;
+            l->reject_reason = d->reject_reason;
+        }
+    }
+    for (size_t i = 0; i < n && i < cap; i++)
+        if (lines[i].x0 > lines[i].x1 || lines[i].y0 > lines[i].y1)
+            lines[i].x0 = lines[i].x1 = lines[i].y0 = lines[i].y1 = 0;   /* no boxes */
+    return n;
+}
+
+void nc_result_line_text(const Neocog__Result *res, const nc_result_line *line, char *dst,
+                         size_t cap)
+{
+    size_t used = 0;
+    if (!cap)
+        return;
+    for (size_t i = line->first; i < line->first + line->count && i < res->n_digits; i++) {
+        const char *t = res->digits[i]->text && *res->digits[i]->text ? res->digits[i]->text
+                                                                       : "?";
+        size_t l = strlen(t);
+        if (used + l >= cap)
+            break;
+        memcpy(dst + used, t, l);
+        used += l;
+    }
+    dst[used] = '\0';
+}
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+/* A rejected answer's reason in words (null when not rejected). */
+static const char *verdict_text(int reject, Neocog__RejectReason r)
+{
+    if (!reject)
+        return NULL;
+    return r == NEOCOG__REJECT_REASON__REJECT_NONE ? "rejected" : nc_reject_reason_text(r);
+}
+
+static void json_top(FILE *to, Neocog__Candidate *const *top, size_t n)
+{
+    fputs("\"top\":[", to);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(to, "%s{\"label\":%d,\"text\":", i ? "," : "", top[i]->label);
+        nc_json_string(to, or_empty(top[i]->text));
+        fputs(",\"score\":", to);
+        nc_json_number(to, top[i]->score);
+        fputc('}', to);
+    }
+    fputc(']', to);
+}
+
+/* ,"reject":B,"reject_reason":R,"threshold":T (R null when not rejected) */
+static void json_verdict(FILE *to, int reject, Neocog__RejectReason reason, float threshold)
+{
+    fprintf(to, ",\"reject\":%s,\"reject_reason\":", reject ? "true" : "false");
+    nc_json_string(to, verdict_text(reject, reason));
+    fputs(",\"threshold\":", to);
+    nc_json_number(to, threshold);
+}
+
+static void json_digits(FILE *to, const Neocog__Result *res)
+{
+    fputs(",\"digits\":[", to);
+    for (size_t i = 0; i < res->n_digits; i++) {
+        const Neocog__Digit *d = res->digits[i];
+        const Neocog__Box *b = d->box;
+        fprintf(to, "%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
+                i ? "," : "", b ? b->x : 0, b ? b->y : 0, b ? b->width : 0,
+                b ? b->height : 0, d->label);
+        nc_json_string(to, or_empty(d->text));
+        fputs(",\"confidence\":", to);
+        nc_json_number(to, d->confidence);
+        json_verdict(to, d->reject, d->reject_reason, d->threshold);
+        fprintf(to, ",\"line\":%u", d->line);
+        if (d->n_top) {
+            fputc(',', to);
+            json_top(to, d->top, d->n_top);
+        }
+        fputc('}', to);
+    }
+    fputc(']', to);
+    /* the text lines, top to bottom, with their boxes */
+    nc_result_line lines[MAX_LINES];
+    size_t n = nc_result_lines(res, lines, MAX_LINES);
+    fputs(",\"lines\":[", to);
+    for (size_t l = 0; l < n && l < MAX_LINES; l++) {
+        const nc_result_line *ln = &lines[l];
+        char text[MAX_LINES * 16 + 1];
+        nc_result_line_text(res, ln, text, sizeof text);
+        fprintf(to, "%s{\"line\":%zu,\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"text\":",
+                l ? "," : "", l, ln->x0, ln->y0, ln->x1 - ln->x0, ln->y1 - ln->y0);
+        nc_json_string(to, text);
+        fputs(",\"confidence\":", to);
+        nc_json_number(to, ln->confidence);
+        fprintf(to, ",\"reject\":%s,\"first_digit\":%zu,\"digits\":%zu}",
+                ln->reject ? "true" : "false", ln->first, ln->count);
+    }
+    fputc(']', to);
+}
+
+void nc_json_result_members(FILE *to, const Neocog__Reply *rp, const Neocog__Result *res)
+{
+    fputs("\"model\":", to);
+    nc_json_string(to, or_empty(rp->kind_case == NEOCOG__REPLY__KIND_RECOGNIZE
+                                ? rp->recognize->model : NULL));
+    fprintf(to, ",\"label\":%d,\"text\":", res->label);
+    nc_json_string(to, or_empty(res->text));
+    fputs(",\"confidence\":", to);
+    nc_json_number(to, res->confidence);
+    json_verdict(to, res->reject, res->reject_reason, res->threshold);
+    fputc(',', to);
+    json_top(to, res->top, res->n_top);
+    if (res->n_scores) {
+        fputs(",\"scores\":[", to);
+        for (size_t i = 0; i < res->n_scores; i++) {
+            if (i)
+                fputc(',', to);
+            nc_json_number(to, res->scores[i]);
+        }
+        fputc(']', to);
+    }
+    if (res->n_digits)
+        json_digits(to, res);
+    else if (res->text && !*res->text)
+        fputs(",\"digits\":[],\"lines\":[]", to);   /* segmented, nothing found */
+    if (rp->timing)
+        fprintf(to, ",\"timing_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
+                ",\"prepare\":%" PRIu64 ",\"forward\":%" PRIu64 ",\"total\":%" PRIu64 "}",
+                rp->timing->queue_us, rp->timing->compute_us, rp->timing->prepare_us,
+                rp->timing->forward_us, rp->timing->total_us);
+}
+
+void nc_json_error_members(FILE *to, const char *code, const char *message)
+{
+    fputs("\"error\":{\"code\":", to);
+    nc_json_string(to, code);
+    fputs(",\"message\":", to);
+    nc_json_string(to, message);
+    fputc('}', to);
+}
