@@ -21,7 +21,13 @@
  * also gives the accuracy of the answers.
  *
  * Latencies go into log-linear histograms (cli.h), one per thread, merged
- * at the end: fixed memory however long the run. */
+ * at the end: fixed memory however long the run.
+ *
+ * With --retries N each connection reconnects and resends (libneocog's
+ * nc_client_retry): a request is then answered (OK or refused with a
+ * code, after at most N resends), or lost (no daemon ever answered it), and
+ * the counts are exact: requests = answered + lost.  Latency counts from
+ * the first send, retries included. */
 #include "bench.h"
 
 #include <dirent.h>
@@ -45,6 +51,7 @@
 #define OPEN_LOOP_CONNECTIONS 4u
 #define N_CODES 18                  /* gRPC codes 0..16, then "other" */
 #define MAX_IDX_BYTES ((size_t)1 << 30)
+#define RETRY_POLL_NS 5000000       /* open loop with retries: look in every 5 ms */
 
 /* ---- images -------------------------------------------------------------------- */
 
@@ -245,6 +252,7 @@ typedef struct worker {
     uint64_t replies, req_failed, images_ok, images_failed, judged, correct, rejected;
     uint64_t req_by_code[N_CODES], img_by_code[N_CODES];
     uint64_t lost;                  /* sent, never answered (connection lost) */
+    nc_client_stats cs;             /* the library's counts, at the end */
     int transport_err;
     char transport_msg[256];
     int64_t last_reply;
@@ -260,6 +268,31 @@ static int64_t now_ns(void)
 static int code_index(int code)
 {
     return code >= 0 && code < N_CODES - 1 ? code : N_CODES - 1;
+}
+
+static void take_reply(worker *w, nc_msg *m, int64_t t);
+
+static void free_slot(worker *w, uint64_t id)
+{
+    for (uint32_t i = 0; i < w->window; i++)
+        if (w->slots[i].id == id) {
+            w->slots[i].id = 0;
+            return;
+        }
+}
+
+/* The library gave up on a request: refused (the daemon's last refusal is
+ * its answer) or lost (no daemon answered it). */
+static void take_giveup(worker *w, nc_msg *m, int64_t t)
+{
+    nc_client_giveup gu;
+    if (nc_client_last_giveup(w->cl, &gu) == 0 && gu.from_daemon) {
+        take_reply(w, m, t);
+        return;
+    }
+    free_slot(w, nc_msg_reply(m)->id);
+    w->lost++;
+    nc_msg_free(m);
 }
 
 static void take_reply(worker *w, nc_msg *m, int64_t t)
@@ -384,8 +417,13 @@ static void *worker_main(void *arg)
                 nanosleep(&ts, NULL);
                 continue;
             }
+            /* Retrying, the library has timers of its own (resends,
+             * reconnecting) and the socket may change: look in often. */
+            int retrying = p->args->retries > 0;
+            if (retrying && left > RETRY_POLL_NS)
+                ts = (struct timespec){ 0, RETRY_POLL_NS };
             struct pollfd pfd = { .fd = nc_client_fd(w->cl), .events = POLLIN };
-            if (ppoll(&pfd, 1, &ts, NULL) <= 0)
+            if (ppoll(&pfd, 1, &ts, NULL) <= 0 && !retrying)
                 continue;
             r = nc_client_receive(w->cl, 0, &m);
             if (r == -EAGAIN)
@@ -397,8 +435,12 @@ static void *worker_main(void *arg)
             fail_transport(w, r);
             break;
         }
-        take_reply(w, m, now_ns());
+        if (r == NC_CLIENT_GAVE_UP)
+            take_giveup(w, m, now_ns());
+        else
+            take_reply(w, m, now_ns());
     }
+    nc_client_stats_get(w->cl, &w->cs);
     free(batch);
     return NULL;
 }
@@ -409,6 +451,7 @@ typedef struct totals {
     nc_hist lat, server;
     uint64_t sent, replies, req_failed, images_ok, images_failed, judged, correct, rejected, lost;
     uint64_t req_by_code[N_CODES], img_by_code[N_CODES];
+    uint64_t resends, resent_after_loss, resent_by_code[N_CODES], reconnects;
     int transport_failures;
     const char *first_transport_msg;
     int64_t end;
@@ -441,6 +484,16 @@ static void print_txt(const nc_cli_args *a, const char *addr, const source *src,
     uint64_t errors = t->req_failed + t->lost;
     printf("%-22s %" PRIu64 "\n", "requests", t->sent);
     printf("%-22s %" PRIu64 "\n", "answered", t->replies);
+    if (a->retries) {
+        printf("%-22s %" PRIu64 "\n", "retried", t->resends);
+        if (t->resent_after_loss)
+            printf("  %-20s %" PRIu64 "\n", "after a lost reply", t->resent_after_loss);
+        for (int i = 0; i < N_CODES; i++)
+            if (t->resent_by_code[i])
+                printf("  %-20s %" PRIu64 "\n", code_label(i), t->resent_by_code[i]);
+        printf("%-22s %" PRIu64 "\n", "reconnects", t->reconnects);
+        printf("%-22s %" PRIu64 "\n", "lost", t->lost);
+    }
     printf("%-22s %" PRIu64 "\n", "images", t->images_ok);
     printf("%-22s %" PRIu64 "\n", "errors", errors);
     for (int i = 0; i < N_CODES; i++)
@@ -530,7 +583,17 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
         nc_cli_json_number(stdout, nc_hist_mean(rows[r]) / 1000.0);
         putchar('}');
     }
-    fputs("}\n", stdout);
+    /* Appended, so the fields above keep their order. */
+    printf(",\"lost\":%" PRIu64 ",\"retried\":%" PRIu64 ",\"retried_after_loss\":%" PRIu64
+           ",\"retried_by_code\":{", t->lost, t->resends, t->resent_after_loss);
+    first = 1;
+    for (int i = 0; i < N_CODES; i++)
+        if (t->resent_by_code[i]) {
+            printf("%s\"%s\":%" PRIu64, first ? "" : ",", code_label(i), t->resent_by_code[i]);
+            first = 0;
+        }
+    printf("},\"reconnects\":%" PRIu64 ",\"judged\":%" PRIu64 ",\"correct\":%" PRIu64 "}\n",
+           t->reconnects, t->judged, t->correct);
 }
 
 /* ---- run ----------------------------------------------------------------------- */
@@ -591,6 +654,9 @@ int nc_bench_run(const nc_cli_args *a, const char *addr)
         nc_hist_init(w->lat);
         nc_hist_init(w->server);
         nc_client_options o = { .timeout_ms = p.timeout_ms, .max_in_flight = w->window };
+        if (a->retries)
+            o.retry = (nc_client_retry){ .max_attempts = a->retries + 1,
+                                         .deadline_ms = a->retry_deadline_ms };
         if (nc_client_connect(addr, &o, &w->cl) < 0) {
             fprintf(stderr, "neocog: %s\n", nc_client_errmsg(NULL));
             goto out;
@@ -632,6 +698,11 @@ int nc_bench_run(const nc_cli_args *a, const char *addr)
             t->req_by_code[c] += w->req_by_code[c];
             t->img_by_code[c] += w->img_by_code[c];
         }
+        t->resends += w->cs.resends;
+        t->resent_after_loss += w->cs.resent_after_loss;
+        t->reconnects += w->cs.reconnects;
+        for (int c = 0; c < NC_CLIENT_CODES; c++)
+            t->resent_by_code[code_index(c)] += w->cs.resent_by_code[c];
         if (w->transport_err) {
             if (!t->transport_failures++)
                 t->first_transport_msg = w->transport_msg;

@@ -93,6 +93,11 @@ static const char usage_bench[] =
 "      --requests N         stop after N requests\n"
 "      --batch-images K     images per request (default 1)\n"
 "      --connections C      sockets (default: min(concurrency, 2 x cores); rate: 4)\n"
+"      --retries N          reconnect when a connection breaks and resend what got\n"
+"                           no reply, or UNAVAILABLE / RESOURCE_EXHAUSTED, up to N\n"
+"                           times a request (default 0: count such as errors)\n"
+"      --retry-deadline MS  no resend later than MS after the first send\n"
+"                           (default: --timeout, 30000)\n"
 "      --idx FILE           IDX images (plain or .gz), sent as raw grey\n"
 "      --labels FILE        IDX labels, to report accuracy (default: guessed\n"
 "                           from the images file name when it exists)\n"
@@ -162,7 +167,7 @@ enum {
     OPT_SERVER = 256, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
     OPT_DEADLINE, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION, OPT_REQUESTS, OPT_BATCH,
     OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_HELP, OPT_VERSION, OPT_PRIORITY,
-    OPT_MINCONF,
+    OPT_MINCONF, OPT_RETRIES, OPT_RETRY_DEADLINE,
 };
 
 /* One table for every command: an option that does not belong to the
@@ -186,6 +191,8 @@ static const struct option long_opts[] = {
     { "idx", required_argument, NULL, OPT_IDX },
     { "labels", required_argument, NULL, OPT_LABELS },
     { "dir", required_argument, NULL, OPT_DIR },
+    { "retries", required_argument, NULL, OPT_RETRIES },
+    { "retry-deadline", required_argument, NULL, OPT_RETRY_DEADLINE },
     { "help", no_argument, NULL, OPT_HELP },
     { "version", no_argument, NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -209,7 +216,8 @@ static const unsigned status_opts = COMMON | BIT(OPT_FORMAT);
 static const unsigned bench_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_FORMAT) |
     BIT(OPT_DEADLINE) | BIT(OPT_CONCURRENCY) | BIT(OPT_RATE) | BIT(OPT_DURATION) |
     BIT(OPT_REQUESTS) | BIT(OPT_BATCH) | BIT(OPT_CONNECTIONS) | BIT(OPT_IDX) |
-    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT) | BIT(OPT_PRIORITY) | BIT(OPT_MINCONF);
+    BIT(OPT_LABELS) | BIT(OPT_DIR) | BIT(OPT_SEGMENT) | BIT(OPT_PRIORITY) | BIT(OPT_MINCONF) |
+    BIT(OPT_RETRIES) | BIT(OPT_RETRY_DEADLINE);
 
 static int parse_format(const char *s, nc_cli_format *ret)
 {
@@ -332,6 +340,17 @@ static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allow
                 return usage_err(why, n, "--connections: '%s' is not a number in 1..4096",
                                  optarg);
             a->connections = (uint32_t)u;
+            break;
+        case OPT_RETRIES:
+            if (nc_cli_parse_u64(optarg, 0, 1000, &u))
+                return usage_err(why, n, "--retries: '%s' is not a number in 0..1000", optarg);
+            a->retries = (uint32_t)u;
+            break;
+        case OPT_RETRY_DEADLINE:
+            if (nc_cli_parse_u64(optarg, 1, 86400000, &u))
+                return usage_err(why, n, "--retry-deadline: '%s' is not milliseconds in "
+                                 "1..86400000", optarg);
+            a->retry_deadline_ms = (int)u;
             break;
         case OPT_IDX:
             a->idx = optarg;

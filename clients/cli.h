@@ -61,6 +61,9 @@ typedef struct nc_cli_args {
     uint64_t requests;          /* 0: until duration */
     uint32_t batch_images;      /* images per request */
     uint32_t connections;       /* 0: derived (see bench.c) */
+    uint32_t retries;           /* resends of a request at most; 0: none,
+                                   and no reconnecting */
+    int retry_deadline_ms;      /* no resend after; 0: --timeout's */
     const char *idx, *labels, *dir;
 } nc_cli_args;
 
