@@ -78,6 +78,9 @@ static const key_def keys[] = {
     U32(write_timeout_ms, 0, 3600000, "a client that takes none of its pending replies for "
                                       "this long is disconnected, ms; 0 = never (default 30000)"),
     U32(drain_timeout_s, 0, 86400, "SIGTERM: give in-flight work this long (default 30)"),
+    U32(drain_grace_ms, 0, 600000, "SIGTERM: before draining, keep serving this long with "
+                                   "/readyz answering 503, so a load balancer's health check "
+                                   "stops sending new connections first, ms (default 0)"),
     { "reject_threshold", T_DOUBLE, offsetof(nc_config, reject_threshold), 0, 0, 0,
       "confidence below which an answer is a reject, 0..1; 0 (default): the "
       "threshold the model file stores (fitted on validation digits), none if it has none" },

@@ -52,6 +52,7 @@ typedef struct nc_config {
     uint32_t frame_timeout_ms;  /* a started frame must complete within */
     uint32_t write_timeout_ms;  /* replies unread this long: disconnect; 0 never */
     uint32_t drain_timeout_s;   /* SIGTERM: force exit after */
+    uint32_t drain_grace_ms;    /* SIGTERM: serve on, not ready, this long first */
     double reject_threshold;    /* confidence below it: reject */
     uint32_t default_model;     /* nc_default_model: what MODEL_DEFAULT asks for */
     uint32_t log_level;         /* syslog priority, 0..7 */

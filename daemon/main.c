@@ -13,9 +13,12 @@
  * on the background thread; a slot whose new file fails keeps its old
  * model, and the new generation is swapped in between batches (no request
  * sees two).
- * SIGTERM/SIGINT: stop accepting, finish everything already received,
- * close each connection once it is idle, exit 0 (or after drain_timeout_s,
- * closing what is left). */
+ * SIGTERM/SIGINT: with drain_grace_ms, first serve on for that long with
+ * /readyz answering 503 (a load balancer's health check takes the daemon
+ * out of rotation meanwhile; a second signal cuts it short).  Then stop
+ * accepting, finish everything already received, refuse (UNAVAILABLE)
+ * what arrives after, close each connection once it is idle, exit 0 (or
+ * after drain_timeout_s, closing what is left). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -50,6 +53,7 @@ const char *nc_server_state_text(nc_server_state st)
     case NC_SERVER_SERVING: return "serving";
     case NC_SERVER_RELOADING: return "reloading";
     case NC_SERVER_DRAINING: return "draining";
+    case NC_SERVER_LEAVING: return "leaving";
     }
     return "?";
 }
@@ -112,7 +116,8 @@ static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     nc_server *s = arg;
-    if (s->state == NC_SERVER_SERVING || s->state == NC_SERVER_RELOADING)
+    if (s->state == NC_SERVER_SERVING || s->state == NC_SERVER_RELOADING ||
+        s->state == NC_SERVER_LEAVING)
         enable_listeners(s);    /* draining: the listeners are gone */
 }
 
@@ -305,8 +310,8 @@ static void on_loaded(nc_server *s, nc_models *g)
         return;
     }
     s->models = g;
-    if (s->state == NC_SERVER_DRAINING)      /* stopped meanwhile: never serve */
-        return;
+    if (s->state == NC_SERVER_DRAINING || s->state == NC_SERVER_LEAVING)
+        return;                 /* stopped meanwhile: never serve */
     log_models(g);
     snprintf(s->last_reload, sizeof s->last_reload, "none since start");
     if ((err = nc_batcher_new(&s->cfg, s->models, &s->batcher))) {
@@ -398,9 +403,39 @@ static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(s->base);
 }
 
+static void start_drain(nc_server *s);
+
+static void on_grace_over(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    start_drain(arg);
+}
+
+/* The first stop signal with drain_grace_ms and models serving: stay as we
+ * are but not ready, then drain. */
+static int start_leaving(nc_server *s)
+{
+    if (!s->cfg.drain_grace_ms || s->state == NC_SERVER_STARTING ||
+        s->state == NC_SERVER_LEAVING || s->state == NC_SERVER_DRAINING)
+        return 0;
+    struct timeval tv = { s->cfg.drain_grace_ms / 1000, (s->cfg.drain_grace_ms % 1000) * 1000 };
+    if (evtimer_add(s->grace_ev, &tv))
+        return 0;
+    nc_log(NC_LOG_NOTICE, "stopping: /readyz says 503 for %u ms (drain_grace_ms), then "
+           "draining", s->cfg.drain_grace_ms);
+    s->state = NC_SERVER_LEAVING;
+    nc_notify("STOPPING=1");
+    nc_server_notify_status(s);
+    return 1;
+}
+
 static void start_drain(nc_server *s)
 {
-    if (s->state == NC_SERVER_DRAINING) {
+    evtimer_del(s->grace_ev);
+    if (s->state == NC_SERVER_LEAVING) {
+        /* The grace is over (or a second signal cut it short). */
+    } else if (s->state == NC_SERVER_DRAINING) {
         nc_log(NC_LOG_WARNING, "second stop signal: exiting now");
         s->exit_code = 1;
         event_base_loopbreak(s->base);
@@ -423,7 +458,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     nc_server *s = arg;
     if (sig == SIGHUP) {
-        if (s->state == NC_SERVER_DRAINING)
+        if (s->state == NC_SERVER_DRAINING || s->state == NC_SERVER_LEAVING)
             return;
         nc_log(NC_LOG_NOTICE, s->models ? "SIGHUP: reloading models"
                                         : "SIGHUP while loading: the models load again after");
@@ -431,7 +466,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
             s->reload_again = 1;
         else
             start_reload(s);
-    } else {
+    } else if (!start_leaving(s)) {
         start_drain(s);
     }
 }
@@ -565,11 +600,12 @@ int main(int argc, char **argv)
     }
     s->reload_ev = event_new(s->base, s->reload_fd, EV_READ | EV_PERSIST, on_reload_done, s);
     s->drain_ev = evtimer_new(s->base, on_drain_timeout, s);
+    s->grace_ev = evtimer_new(s->base, on_grace_over, s);
     accept_resume_ev = evtimer_new(s->base, on_accept_resume, s);
     s->sig_hup = evsignal_new(s->base, SIGHUP, on_signal, s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    if (!s->reload_ev || !s->drain_ev || !accept_resume_ev || !s->sig_hup || !s->sig_term || !s->sig_int ||
+    if (!s->reload_ev || !s->drain_ev || !s->grace_ev || !accept_resume_ev || !s->sig_hup || !s->sig_term || !s->sig_int ||
         event_add(s->reload_ev, NULL) || event_add(s->sig_hup, NULL) ||
         event_add(s->sig_term, NULL) || event_add(s->sig_int, NULL)) {
         nc_log(NC_LOG_ERR, "cannot set up the event loop");
@@ -621,6 +657,7 @@ int main(int argc, char **argv)
         event_free(s->done_ev);
     event_free(s->reload_ev);
     event_free(s->drain_ev);
+    event_free(s->grace_ev);
     event_free(accept_resume_ev);
     event_free(s->watchdog_ev);
     event_free(s->sig_hup);

@@ -22,6 +22,9 @@ typedef enum nc_server_state {
     NC_SERVER_SERVING,
     NC_SERVER_RELOADING,
     NC_SERVER_DRAINING,
+    /* SIGTERM with drain_grace_ms: serving as before, but /readyz says 503
+     * so that load balancers stop sending; then DRAINING. */
+    NC_SERVER_LEAVING,
 } nc_server_state;
 
 typedef struct nc_conn nc_conn;
@@ -44,7 +47,7 @@ typedef struct nc_server {
     uint32_t n_conns;
     uint64_t requests_in_flight;
     /* events */
-    struct event *done_ev, *reload_ev, *watchdog_ev, *drain_ev;
+    struct event *done_ev, *reload_ev, *watchdog_ev, *drain_ev, *grace_ev;
     struct event *sig_hup, *sig_term, *sig_int;
     /* reload */
     int reload_fd;              /* eventfd: a reload finished */
