@@ -110,11 +110,13 @@ typedef struct nc_strokes_layout {
 } nc_strokes_layout;
 
 /* MNIST's layout at 28 (box 20) with a pen of 2.5 px; line layout at 28:
- * capital height 13 px, baseline at row 20, room for descenders below. */
+ * capital height 12 px, baseline at row 19: room for ascenders up to 1.5
+ * capital heights and descenders down to 0.65 (UNIPEN's g, p, y reach
+ * about 0.5). */
 #define NC_STROKES_LAYOUT_MNIST_28 \
     ((nc_strokes_layout){ NC_STROKES_BOX, 28, 2.5f, 20.0f, 0.0f, 0.0f })
 #define NC_STROKES_LAYOUT_LINE_28 \
-    ((nc_strokes_layout){ NC_STROKES_LINE, 28, 2.5f, 0.0f, 13.0f, 20.0f })
+    ((nc_strokes_layout){ NC_STROKES_LINE, 28, 2.5f, 0.0f, 12.0f, 19.0f })
 
 /* Flags nc_strokes_layout_apply reports. */
 #define NC_STROKES_SHRUNK 1u    /* LINE: too big at the reference scale */
