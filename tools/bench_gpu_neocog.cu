@@ -734,7 +734,7 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                 else
                     snprintf(name, sizeof name, "%s on every layer%s",
                              nc_gpu_neocog_c_kind_name(k),
-                             k == NC_GPU_NEOCOG_C_STAGED ? " (before session 9)" : "");
+                             k == NC_GPU_NEOCOG_C_STAGED ? " (the original default)" : "");
                 float mg = 0.0f, ml = 0.0f;
                 if ((err = time_batch1(e, reps * 10, &mg, &ml)) < 0)
                     goto out;
