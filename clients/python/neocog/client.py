@@ -14,10 +14,10 @@ closed it), the I/O thread reconnects with jittered exponential backoff and
 sends again every request that got no answer: recognition is idempotent
 and ids are the client's, so a request answered twice is impossible (the
 old connection is gone) and one sent twice costs only the work.  A request
-answered UNAVAILABLE (the daemon is draining) or RESOURCE_EXHAUSTED (its
-queue is full) is sent again after a backoff too; after UNAVAILABLE
-nothing more is sent on that connection, which the draining daemon is
-about to close.  Each call has a budget of attempts (sends, and connection
+answered UNAVAILABLE because the daemon is draining, or RESOURCE_EXHAUSTED
+(its queue is full), is sent again after a backoff too; after "draining"
+nothing more is sent on that connection, which the daemon is about to
+close.  UNAVAILABLE for a model that is not loaded is final.  Each call has a budget of attempts (sends, and connection
 attempts made while it waited) and a deadline; past either, it fails with
 an error that names the request, the attempts, the time spent and the last
 failure.  Anything else the daemon answers is final.
@@ -117,6 +117,9 @@ class _Engine:
         self._deadlines = []            # heap (deadline, seq, call), lazily cleaned
         self._conn_failures = 0
         self._reconnect_at = 0.0
+        # Written by the I/O thread only; Client.counters copies them.
+        self.counters = dict(sent=0, answered=0, resent=0, connections=0,
+                             connect_failures=0, gave_up=0)
         self._thread = threading.Thread(target=self._run, name="neocog-io", daemon=True)
         self._thread.start()
 
@@ -230,6 +233,7 @@ class _Engine:
         return base * random.uniform(0.5, 1.0)
 
     def _give_up(self, call, err, now, deadline_passed=False):
+        self.counters["gave_up"] += 1
         spent = now - call.started
         head = "request %d (%s)" % (call.id, call.what)
         if deadline_passed and call.attempts <= 1 and call.last_error is None:
@@ -307,6 +311,7 @@ class _Engine:
         except OSError as e:
             self._conn_failures += 1
             self._reconnect_at = time.monotonic() + self._backoff(self._conn_failures)
+            self.counters["connect_failures"] += 1
             err = Unavailable("cannot connect to %s: %s" % (a, e.strerror or e))
             # Each call waiting for the connection spent an attempt on it.
             waiting, self._waiting = self._waiting, collections.deque()
@@ -316,6 +321,7 @@ class _Engine:
                 call.attempts += 1
                 self._retry(call, err, now, at=self._reconnect_at)
             return
+        self.counters["connections"] += 1
         self._sock = s
         self._sock_events = 0
         self._decoder = FrameDecoder(self.max_frame)
@@ -365,6 +371,9 @@ class _Engine:
                 rq.deadline_us = max(1, int((call.deadline - now) * 1e6))
             self._out += frame(rq.SerializeToString())
             self._in_flight[call.id] = call
+            self.counters["sent"] += 1
+            if call.attempts:
+                self.counters["resent"] += 1
             call.attempts += 1
         if self._out:
             self._write()
@@ -458,7 +467,8 @@ class _Engine:
                                      % (self.address, rep.id)))
             return
         self._conn_failures = 0         # this connection works
-        if rep.code in _RETRYABLE:
+        self.counters["answered"] += 1
+        if rep.code == pb.RESOURCE_EXHAUSTED or _draining(rep):
             if rep.code == pb.UNAVAILABLE:
                 self._refusing = True
             self._retry(call, error_for_code(rep.code, rep.message), now)
@@ -475,6 +485,14 @@ class _Engine:
             self._finish(call, error=e)
         else:
             self._finish(call, result=result)
+
+
+def _draining(rep):
+    """UNAVAILABLE because the daemon is shutting down (daemon/conn.c says
+    "server is draining"), not because the model asked for is not loaded:
+    only the first is worth another attempt, elsewhere."""
+    return rep.code == pb.UNAVAILABLE and ("draining" in rep.message
+                                           or "shutting down" in rep.message)
 
 
 # ---- replies to results -------------------------------------------------------
@@ -517,8 +535,9 @@ class Client:
     timeout          seconds a call waits at most when it gives no deadline
     connect_timeout  seconds one connection attempt may take
     retries          attempts after the first, per call (resends after a
-                     broken connection, UNAVAILABLE or RESOURCE_EXHAUSTED, and
-                     connection attempts made while the call waited); 0: none
+                     broken connection, a draining daemon's UNAVAILABLE or a
+                     RESOURCE_EXHAUSTED, and connection attempts made while
+                     the call waited); 0: none
     backoff          (first, longest) wait in seconds between attempts,
                      doubling, each drawn between half and all of it
     max_in_flight    requests outstanding on the connection at once
@@ -557,6 +576,14 @@ class Client:
     def close(self):
         """Stop the I/O thread and close the connection; idempotent."""
         self._finalizer()
+
+    @property
+    def counters(self):
+        """What the connection has done so far, a dict: requests sent (resends
+        included), answered (any code), resent (after a broken connection,
+        UNAVAILABLE or RESOURCE_EXHAUSTED), connections made, connect_failures,
+        and gave_up (calls failed after their budget or deadline)."""
+        return dict(self._engine.counters)
 
     # ---- recognition --------------------------------------------------------
 
