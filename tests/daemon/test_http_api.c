@@ -1,0 +1,623 @@
+/* tests/daemon/test_http_api.c — the HTTP recognition API of the real
+ * neocogd (argv[1]) with the shipped CNN column, spoken to by a small
+ * HTTP/1.1 client over a socket.
+ *
+ * /v1/recognize with a PGM, PNG and JPEG body, multipart/form-data, JSON
+ * with base64 and query options; /v2 metadata, health, readiness and infer
+ * with BYTES and UINT8; every bad input of the socket path with its HTTP
+ * twin (garbage, a wrong type, a truncated JPEG, absurd dimensions, an
+ * oversized body, a client that stalls half way through its body, one that
+ * hangs up half way, one that hangs up before its answer) answered with a
+ * clear status while the daemon keeps serving; 405 for wrong methods; CORS
+ * only when configured; 503 once draining. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "test.h"
+
+enum { MAX_FRAME = 262144 };
+
+typedef struct response {
+    int status;
+    char *head;         /* status line and headers, NUL-terminated */
+    char *body;         /* NUL-terminated */
+    size_t body_len;
+} response;
+
+static void response_free(response *r)
+{
+    free(r->head);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+/* Read one response (Content-Length framed) from fd. */
+static int read_response(int fd, response *r)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    memset(r, 0, sizeof *r);
+    if (!buf)
+        return -1;
+    size_t need = 0;
+    char *hend = NULL;
+    for (;;) {
+        if (hend && len >= need)
+            break;
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 30000) != 1)
+            break;
+        if (len + 4096 > cap) {
+            char *q = realloc(buf, cap * 2);
+            if (!q)
+                break;
+            buf = q;
+            cap *= 2;
+            if (hend)
+                hend = NULL;    /* recomputed below */
+        }
+        ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
+            const char *cl = strcasestr(buf, "\r\nContent-Length:");
+            need = (size_t)(hend + 4 - buf) + (cl && cl < hend ? strtoul(cl + 17, NULL, 10) : 0);
+        }
+    }
+    buf[len] = '\0';
+    hend = strstr(buf, "\r\n\r\n");
+    if (!hend || sscanf(buf, "HTTP/1.%*d %d", &r->status) != 1) {
+        free(buf);
+        return -1;
+    }
+    size_t hl = (size_t)(hend - buf) + 2;
+    r->head = strndup(buf, hl);
+    r->body_len = len - hl - 2;
+    r->body = strndup(hend + 4, r->body_len);
+    free(buf);
+    return r->head && r->body ? 0 : -1;
+}
+
+/* One request on a new connection (closed after). */
+static int http(int port, const char *method, const char *path, const char *headers,
+                const void *body, size_t len, response *r)
+{
+    int fd = nc_connect_tcp(port);
+    if (fd < 0)
+        return -1;
+    char head[1024];
+    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: localhost\r\n%s"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n", method, path,
+                     headers ? headers : "", len);
+    int err = nc_send_all(fd, head, (size_t)n) || (len && nc_send_all(fd, body, len)) ||
+              read_response(fd, r);
+    close(fd);
+    return err ? -1 : 0;
+}
+
+static int post(int port, const char *path, const char *ctype, const void *body, size_t len,
+                response *r)
+{
+    char h[256];
+    snprintf(h, sizeof h, "Content-Type: %s\r\n", ctype);
+    return http(port, "POST", path, ctype ? h : NULL, body, len, r);
+}
+
+static int has(const response *r, const char *s)
+{
+    return r->body && strstr(r->body, s) != NULL;
+}
+
+/* ---- the sample images -------------------------------------------------------- */
+
+static uint8_t *pgm7, *pgm2;
+static size_t pgm7_len, pgm2_len;
+static uint8_t px7[84 * 84];
+
+static uint8_t *read_file(const char *name, size_t *len)
+{
+    char path[1024];
+    const char *data = getenv("NC_TEST_DATA");
+    snprintf(path, sizeof path, "%s/%s", data ? data : "tests/data", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *buf = malloc(1 << 20);
+    *len = buf ? fread(buf, 1, 1 << 20, f) : 0;
+    fclose(f);
+    return buf;
+}
+
+static char *base64(const uint8_t *p, size_t n)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc(4 * (n / 3 + 1) + 1), *q = o;
+    for (size_t i = 0; o && i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        *q++ = t[v >> 18];
+        *q++ = t[v >> 12 & 63];
+        *q++ = i + 1 < n ? t[v >> 6 & 63] : '=';
+        *q++ = i + 2 < n ? t[v & 63] : '=';
+    }
+    if (q)
+        *q = '\0';
+    return o;
+}
+
+/* ---- /v1 ----------------------------------------------------------------------- */
+
+static void test_v1_bodies(int port)
+{
+    response r;
+    REQUIRE(post(port, "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len, &r) == 0);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_MSG(has(&r, "\"label\":7,\"text\":\"7\"") && r.body[0] == '[', "%s", r.body);
+    CHECK(strstr(r.head, "application/json") != NULL);
+    CHECK(!strcasestr(r.head, "Access-Control-Allow-Origin"));     /* CORS off */
+    response_free(&r);
+
+    uint8_t *png = NULL, *jpg = NULL;
+    size_t png_len = 0, jpg_len = 0;
+    REQUIRE(nc_encode_png(px7, 84, 84, &png, &png_len) == 0);
+    REQUIRE(nc_encode_jpeg(px7, 84, 84, &jpg, &jpg_len) == 0);
+    REQUIRE(post(port, "/v1/recognize", "image/png", png, png_len, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"text\":\"7\""), "png: %d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize", "image/jpeg", jpg, jpg_len, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"text\":\"7\""), "jpeg: %d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize", "application/octet-stream", png, png_len, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"text\":\"7\""), "sniffed: %d %s", r.status, r.body);
+    response_free(&r);
+
+    /* the twin of a truncated JPEG frame */
+    REQUIRE(post(port, "/v1/recognize", "image/jpeg", jpg, jpg_len / 2, &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "\"code\":\"INVALID_ARGUMENT\""), "truncated: %d %s",
+              r.status, r.body);
+    response_free(&r);
+    free(png);
+    free(jpg);
+}
+
+static void test_v1_multipart(int port)
+{
+    static const char bd[] = "nc-boundary-x1";
+    size_t cap = pgm7_len + pgm2_len + 1024, len = 0;
+    char *body = malloc(cap);
+    REQUIRE(body);
+    len += (size_t)sprintf(body + len, "--%s\r\nContent-Disposition: form-data; name=\"image\"; "
+                           "filename=\"two.pgm\"\r\nContent-Type: application/octet-stream\r\n"
+                           "\r\n", bd);
+    memcpy(body + len, pgm2, pgm2_len);
+    len += pgm2_len;
+    len += (size_t)sprintf(body + len, "\r\n--%s\r\nContent-Disposition: form-data; "
+                           "name=\"image\"; filename=\"seven.pgm\"\r\n\r\n", bd);
+    memcpy(body + len, pgm7, pgm7_len);
+    len += pgm7_len;
+    len += (size_t)sprintf(body + len, "\r\n--%s\r\nContent-Disposition: form-data; "
+                           "name=\"top_k\"\r\n\r\n3\r\n--%s--\r\n", bd, bd);
+    char ct[128];
+    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s", bd);
+    response r;
+    REQUIRE(post(port, "/v1/recognize", ct, body, len, &r) == 0);
+    CHECK_INT_EQ(r.status, 200);
+    const char *two = strstr(r.body, "\"file\":\"two.pgm\""),
+               *seven = strstr(r.body, "\"file\":\"seven.pgm\"");
+    CHECK_MSG(two && seven && two < seven, "%s", r.body);
+    CHECK_MSG(two && strstr(two, "\"text\":\"2\"") && seven && strstr(seven, "\"text\":\"7\""),
+              "%s", r.body);
+    /* top_k=3 from the form: three candidates */
+    int scores = 0;
+    for (const char *p = seven; p && (p = strstr(p, "\"score\":")); p++)
+        scores++;
+    CHECK_INT_EQ(scores, 3);
+    response_free(&r);
+    /* no boundary, or a broken body */
+    REQUIRE(post(port, "/v1/recognize", "multipart/form-data", body, len, &r) == 0);
+    CHECK_INT_EQ(r.status, 400);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize", ct, body, len / 3, &r) == 0);
+    CHECK_INT_EQ(r.status, 400);
+    response_free(&r);
+    free(body);
+}
+
+static void test_v1_json(int port)
+{
+    char *b64 = base64(pgm7, pgm7_len);
+    REQUIRE(b64);
+    size_t cap = strlen(b64) + 512;
+    char *body = malloc(cap);
+    REQUIRE(body);
+    snprintf(body, cap, "{\"images\":[{\"data\":\"%s\",\"file\":\"seven\"}],\"model\":\"cnn\","
+             "\"top_k\":2}", b64);
+    response r;
+    REQUIRE(post(port, "/v1/recognize", "application/json", body, strlen(body), &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"file\":\"seven\"") && has(&r, "\"text\":\"7\""),
+              "%d %s", r.status, r.body);
+    response_free(&r);
+    /* segment per image: digits and lines */
+    snprintf(body, cap, "{\"images\":[{\"data\":\"%s\",\"segment\":true}]}", b64);
+    REQUIRE(post(port, "/v1/recognize", "application/json", body, strlen(body), &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"digits\":[{") && has(&r, "\"lines\":[{"), "%d %s",
+              r.status, r.body);
+    response_free(&r);
+    /* broken JSON, bad base64, a bad option */
+    REQUIRE(post(port, "/v1/recognize", "application/json", "{\"images\":[", 11, &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "JSON"), "%d %s", r.status, r.body);
+    response_free(&r);
+    static const char bad64[] = "{\"images\":[{\"data\":\"@@@\"}]}";
+    REQUIRE(post(port, "/v1/recognize", "application/json", bad64, strlen(bad64), &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "base64"), "%d %s", r.status, r.body);
+    response_free(&r);
+    static const char badopt[] = "{\"images\":[],\"top_k\":\"many\"}";
+    REQUIRE(post(port, "/v1/recognize", "application/json", badopt, strlen(badopt), &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "top_k"), "%d %s", r.status, r.body);
+    response_free(&r);
+    /* no images: the socket path's own sentence */
+    static const char none[] = "{\"images\":[]}";
+    REQUIRE(post(port, "/v1/recognize", "application/json", none, strlen(none), &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "no images in the request"), "%d %s", r.status, r.body);
+    response_free(&r);
+    free(body);
+    free(b64);
+}
+
+static void test_v1_query(int port)
+{
+    response r;
+    REQUIRE(post(port, "/v1/recognize?top_k=3&min_confidence=0.5&priority=high&deadline_ms=60000",
+                 "image/x-portable-graymap", pgm7, pgm7_len, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"threshold\":0.5"), "%d %s", r.status, r.body);
+    const char *top = strstr(r.body, "\"top\":[");
+    int n = 0;
+    for (const char *p = top; p && (p = strstr(p, "\"score\":")); p++)
+        n++;
+    CHECK_INT_EQ(n, 3);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize?segment=1", "image/x-portable-graymap", pgm7, pgm7_len,
+                 &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"digits\":[{"), "%d %s", r.status, r.body);
+    response_free(&r);
+    /* the socket path's checks: a model that is not loaded, min_confidence above 1,
+     * expected_digits without segment, an unknown option */
+    REQUIRE(post(port, "/v1/recognize?model=neocognitron", "image/x-portable-graymap", pgm7,
+                 pgm7_len, &r) == 0);
+    CHECK_MSG(r.status == 503 && has(&r, "not loaded") && strstr(r.head, "Retry-After"),
+              "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize?min_confidence=2", "image/x-portable-graymap", pgm7,
+                 pgm7_len, &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "above 1"), "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize?expected_digits=2", "image/x-portable-graymap", pgm7,
+                 pgm7_len, &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "segment"), "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize?colour=blue", "image/x-portable-graymap", pgm7, pgm7_len,
+                 &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "unknown option"), "%d %s", r.status, r.body);
+    response_free(&r);
+}
+
+/* ---- bad input, and the daemon serving on ------------------------------------------ */
+
+static void expect_seven(int port, const char *after)
+{
+    response r;
+    int err = post(port, "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len, &r);
+    CHECK_MSG(!err && r.status == 200 && has(&r, "\"text\":\"7\""), "after %s: %d", after,
+              err ? -1 : r.status);
+    response_free(&r);
+}
+
+static void test_bad_input(int port)
+{
+    response r;
+    static const char garbage[] = "this is not an image at all";
+    REQUIRE(post(port, "/v1/recognize", "image/png", garbage, sizeof garbage, &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "image 0"), "garbage: %d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize", "text/plain", garbage, sizeof garbage, &r) == 0);
+    CHECK_MSG(r.status == 415 && has(&r, "UNSUPPORTED_MEDIA_TYPE"), "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(post(port, "/v1/recognize", NULL, garbage, sizeof garbage, &r) == 0);
+    CHECK_INT_EQ(r.status, 415);
+    response_free(&r);
+    static const char huge[] = "P5\n100000 100000\n255\n\x01\x02\x03";
+    REQUIRE(post(port, "/v1/recognize", "image/x-portable-graymap", huge, sizeof huge - 1,
+                 &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "limit"), "absurd size: %d %s", r.status, r.body);
+    response_free(&r);
+    /* over the frame cap: refused by Content-Length, before the body */
+    char *big = calloc(1, MAX_FRAME + 100);
+    REQUIRE(big);
+    REQUIRE(post(port, "/v1/recognize", "image/png", big, MAX_FRAME + 100, &r) == 0);
+    CHECK_INT_EQ(r.status, 413);
+    response_free(&r);
+    free(big);
+    expect_seven(port, "bad input");
+}
+
+/* A client that sends half its body and stalls, one that hangs up half
+ * way, one that hangs up before its answer: the others are served. */
+static void test_slow_clients(int port)
+{
+    char head[256];
+    int n = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: image/x-portable-graymap\r\nContent-Length: %zu\r\n\r\n",
+                     pgm7_len);
+    int stalled = nc_connect_tcp(port), cut = nc_connect_tcp(port);
+    REQUIRE(stalled >= 0 && cut >= 0);
+    CHECK(!nc_send_all(stalled, head, (size_t)n) && !nc_send_all(stalled, pgm7, pgm7_len / 2));
+    CHECK(!nc_send_all(cut, head, (size_t)n) && !nc_send_all(cut, pgm7, pgm7_len / 2));
+    expect_seven(port, "a stalled body");
+    close(cut);
+    expect_seven(port, "a half-sent body");
+    /* whole requests whose clients leave before the answer */
+    for (int i = 0; i < 8; i++) {
+        int fd = nc_connect_tcp(port);
+        if (fd < 0)
+            continue;
+        CHECK(!nc_send_all(fd, head, (size_t)n) && !nc_send_all(fd, pgm7, pgm7_len));
+        close(fd);
+    }
+    expect_seven(port, "clients gone before their answers");
+    close(stalled);
+    expect_seven(port, "the stalled client left");
+}
+
+static void test_keep_alive_and_methods(int port)
+{
+    int fd = nc_connect_tcp(port);
+    REQUIRE(fd >= 0);
+    char head[256];
+    int n = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: image/x-portable-graymap\r\nContent-Length: %zu\r\n\r\n",
+                     pgm7_len);
+    for (int i = 0; i < 3; i++) {
+        response r;
+        CHECK(!nc_send_all(fd, head, (size_t)n) && !nc_send_all(fd, pgm7, pgm7_len));
+        REQUIRE(read_response(fd, &r) == 0);
+        CHECK_MSG(r.status == 200 && has(&r, "\"text\":\"7\""), "keep-alive %d: %d", i, r.status);
+        response_free(&r);
+    }
+    close(fd);
+    response r;
+    REQUIRE(http(port, "GET", "/v1/recognize", NULL, NULL, 0, &r) == 0);
+    CHECK_MSG(r.status == 405 && strstr(r.head, "Allow: POST") && has(&r, "METHOD_NOT_ALLOWED"),
+              "%d %s", r.status, r.head);
+    response_free(&r);
+    REQUIRE(post(port, "/metrics", "text/plain", "x", 1, &r) == 0);
+    CHECK_INT_EQ(r.status, 405);
+    response_free(&r);
+    REQUIRE(http(port, "DELETE", "/v2/models/cnn", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 405);
+    response_free(&r);
+    REQUIRE(http(port, "OPTIONS", "/v1/recognize", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 405);        /* no CORS configured: no preflight */
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/nowhere", NULL, NULL, 0, &r) == 0);
+    CHECK_MSG(r.status == 404 && has(&r, "NOT_FOUND"), "%d", r.status);
+    response_free(&r);
+}
+
+/* ---- /v2 ----------------------------------------------------------------------------- */
+
+static void test_v2_metadata(int port)
+{
+    response r;
+    REQUIRE(http(port, "GET", "/v2", NULL, NULL, 0, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"name\":\"neocogd\"") && has(&r, "\"extensions\":[]"),
+              "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/health/live", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 200);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/health/ready", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 200);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/models/cnn", NULL, NULL, 0, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"name\":\"cnn\"") &&
+              has(&r, "{\"name\":\"image\",\"datatype\":\"BYTES\",\"shape\":[-1]}") &&
+              has(&r, "{\"name\":\"scores\",\"datatype\":\"FP32\",\"shape\":[-1,10]}"),
+              "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/models/cnn/ready", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 200);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/models/neocognitron/ready", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 400);        /* not loaded here */
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/models/ensemble/ready", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 400);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/models/resnet", NULL, NULL, 0, &r) == 0);
+    CHECK_MSG(r.status == 404 && has(&r, "\"error\":"), "%d %s", r.status, r.body);
+    response_free(&r);
+}
+
+static void test_v2_infer(int port)
+{
+    char *b64 = base64(pgm7, pgm7_len);
+    REQUIRE(b64);
+    size_t cap = strlen(b64) + 84 * 84 * 4 + 512;
+    char *body = malloc(cap);
+    REQUIRE(body);
+    snprintf(body, cap, "{\"id\":\"req-1\",\"inputs\":[{\"name\":\"image\",\"shape\":[1],"
+             "\"datatype\":\"BYTES\",\"data\":[\"%s\"]}]}", b64);
+    response r;
+    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, strlen(body), &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"model_name\":\"cnn\"") && has(&r, "\"id\":\"req-1\"") &&
+              has(&r, "{\"name\":\"label\",\"datatype\":\"INT32\",\"shape\":[1],\"data\":[7]}") &&
+              has(&r, "{\"name\":\"text\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"7\"]}") &&
+              has(&r, "\"name\":\"confidence\",\"datatype\":\"FP32\",\"shape\":[1]") &&
+              has(&r, "\"name\":\"scores\",\"datatype\":\"FP32\",\"shape\":[1,10]"),
+              "%d %s", r.status, r.body);
+    response_free(&r);
+    /* only the outputs asked for */
+    snprintf(body, cap, "{\"inputs\":[{\"name\":\"image\",\"shape\":[1],\"datatype\":\"BYTES\","
+             "\"data\":[\"%s\"]}],\"outputs\":[{\"name\":\"text\"}]}", b64);
+    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, strlen(body), &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"text\"") && !has(&r, "\"label\""), "%s", r.body);
+    response_free(&r);
+    /* UINT8 [1,84,84]: the same digit as raw pixels */
+    size_t len = (size_t)snprintf(body, cap, "{\"inputs\":[{\"name\":\"pixels\","
+                                  "\"shape\":[1,84,84],\"datatype\":\"UINT8\",\"data\":[");
+    for (int i = 0; i < 84 * 84; i++)
+        len += (size_t)snprintf(body + len, cap - len, "%s%u", i ? "," : "", px7[i]);
+    len += (size_t)snprintf(body + len, cap - len, "]}]}");
+    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, len, &r) == 0);
+    CHECK_MSG(r.status == 200 && has(&r, "\"data\":[7]"), "uint8: %d %s", r.status, r.body);
+    response_free(&r);
+    /* a shape that does not match its data, absurd dimensions, a wrong datatype */
+    static const char *const bad[] = {
+        "{\"inputs\":[{\"name\":\"p\",\"shape\":[1,2,2],\"datatype\":\"UINT8\",\"data\":[1,2,3]}]}",
+        "{\"inputs\":[{\"name\":\"p\",\"shape\":[1,100000,100000],\"datatype\":\"UINT8\","
+        "\"data\":[1]}]}",
+        "{\"inputs\":[{\"name\":\"p\",\"shape\":[1],\"datatype\":\"FP32\",\"data\":[1.5]}]}",
+        "{\"inputs\":[]}",
+        "not json",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", bad[i], strlen(bad[i]),
+                      &r) == 0);
+        CHECK_MSG(r.status == 400 && has(&r, "\"error\":"), "bad %zu: %d %s", i, r.status,
+                  r.body);
+        response_free(&r);
+    }
+    /* a raw image over the size limit: the handler's own check */
+    static const char wide[] = "{\"inputs\":[{\"name\":\"p\",\"shape\":[1,1,5000],"
+                               "\"datatype\":\"UINT8\",\"data\":[";
+    len = (size_t)snprintf(body, cap, "%s", wide);
+    for (int i = 0; i < 5000; i++)
+        len += (size_t)snprintf(body + len, cap - len, "%s0", i ? "," : "");
+    len += (size_t)snprintf(body + len, cap - len, "]}]}");
+    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, len, &r) == 0);
+    CHECK_MSG(r.status == 400 && has(&r, "exceeds the size limit"), "wide: %d %s", r.status,
+              r.body);
+    response_free(&r);
+    /* a model that is not loaded */
+    snprintf(body, cap, "{\"inputs\":[{\"name\":\"image\",\"shape\":[1],\"datatype\":\"BYTES\","
+             "\"data\":[\"%s\"]}]}", b64);
+    REQUIRE(post(port, "/v2/models/neocognitron/infer", "application/json", body, strlen(body),
+                 &r) == 0);
+    CHECK_MSG(r.status == 503 && has(&r, "not loaded"), "%d %s", r.status, r.body);
+    response_free(&r);
+    REQUIRE(http(port, "GET", "/v2/models/cnn/infer", NULL, NULL, 0, &r) == 0);
+    CHECK_INT_EQ(r.status, 405);
+    response_free(&r);
+    free(body);
+    free(b64);
+}
+
+/* ---- CORS and drain, on a daemon of their own ------------------------------------------ */
+
+static void test_cors_and_drain(const char *bin, const char *const *base_args)
+{
+    const char *args[32];
+    int n = 0;
+    for (; base_args[n]; n++)
+        args[n] = base_args[n];
+    args[n++] = "--http-cors-origin";
+    args[n++] = "https://example.org";
+    args[n] = NULL;
+    char dir[] = "/tmp/nc-http-cors-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    nc_daemon d;
+    REQUIRE(nc_daemon_start(&d, bin, dir, 1, args) == 0);
+    response r;
+    REQUIRE(http(d.http_port, "OPTIONS", "/v1/recognize",
+                 "Origin: https://example.org\r\nAccess-Control-Request-Method: POST\r\n", NULL, 0,
+                 &r) == 0);
+    CHECK_MSG(r.status == 204 && strstr(r.head, "Access-Control-Allow-Origin: https://example.org")
+              && strstr(r.head, "Access-Control-Allow-Methods:"), "%d %s", r.status, r.head);
+    response_free(&r);
+    REQUIRE(post(d.http_port, "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len,
+                 &r) == 0);
+    CHECK_MSG(r.status == 200 && strstr(r.head, "Access-Control-Allow-Origin: https://example.org"),
+              "%d %s", r.status, r.head);
+    response_free(&r);
+
+    /* Draining: an idle protocol connection keeps the daemon in its drain
+     * for a grace period; an HTTP request then is refused. */
+    int held = nc_connect_tcp(d.port);
+    REQUIRE(held >= 0);
+    CHECK(kill(d.pid, SIGTERM) == 0);
+    int draining = 0;
+    for (int i = 0; i < 200 && !draining; i++) {
+        char *ready = nc_http_get(d.http_port, "/readyz");
+        draining = ready && strstr(ready, "draining");
+        free(ready);
+        if (!draining)
+            nc_sleep_ms(5);
+    }
+    CHECK(draining);
+    REQUIRE(post(d.http_port, "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len,
+                 &r) == 0);
+    CHECK_MSG(r.status == 503 && has(&r, "draining"), "%d %s", r.status, r.body);
+    response_free(&r);
+    close(held);
+    CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_http_api NEOCOGD\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    pgm7 = read_file("sample-7.pgm", &pgm7_len);
+    pgm2 = read_file("sample-2.pgm", &pgm2_len);
+    if (!pgm7 || !pgm2 || pgm7_len != 13 + 84 * 84 || memcmp(pgm7, "P5\n84 84\n255\n", 13)) {
+        fprintf(stderr, "tests/data/sample-7.pgm is not the 84x84 PGM expected\n");
+        return 1;
+    }
+    memcpy(px7, pgm7 + pgm7_len - 84 * 84, sizeof px7);
+    char cnn[1024], dir[] = "/tmp/nc-http-XXXXXX";
+    nc_test_model_path("cnn-column.ncm", cnn, sizeof cnn);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char frame[32];
+    snprintf(frame, sizeof frame, "%d", MAX_FRAME);
+    /* an empty models folder and the CNN by name: the neocognitron stays
+     * unloaded (and the start fast) */
+    const char *args[] = { "--models", dir, "--cnn-model", cnn, "--gpus", "0",
+                           "--listen-unix", "none", "--max-frame-bytes", frame,
+                           "--log-level", "4", NULL };
+    nc_daemon d;
+    if (nc_daemon_start(&d, argv[1], dir, 1, args)) {
+        fprintf(stderr, "neocogd did not start\n");
+        return 1;
+    }
+    test_v1_bodies(d.http_port);
+    test_v1_multipart(d.http_port);
+    test_v1_json(d.http_port);
+    test_v1_query(d.http_port);
+    test_bad_input(d.http_port);
+    test_slow_clients(d.http_port);
+    test_keep_alive_and_methods(d.http_port);
+    test_v2_metadata(d.http_port);
+    test_v2_infer(d.http_port);
+    CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
+    test_cors_and_drain(argv[1], args);
+    rmdir(dir);
+    free(pgm7);
+    free(pgm2);
+    return nc_test_finish();
+}
