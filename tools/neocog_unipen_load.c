@@ -77,9 +77,11 @@ static int intern_get(intern *t, const char *name, uint32_t *ret)
     }
     if (grow((void **)t->names, &t->names_cap, (size_t)*t->count + 1, sizeof(char *)))
         return -ENOMEM;
-    char *copy = strdup(name);
+    size_t len = strlen(name) + 1;
+    char *copy = malloc(len);
     if (!copy)
         return -ENOMEM;
+    memcpy(copy, name, len);
     (*t->names)[*t->count] = copy;
     t->slots[j] = ++*t->count;
     *ret = *t->count - 1;
