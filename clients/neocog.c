@@ -19,6 +19,7 @@
 #include "frame.h"
 #include "nc_config.h"
 #include "neocog_client.h"
+#include "reply_json.h"
 
 /* Requests kept in flight by `recognize`: enough to hide the round trip
  * behind the daemon's work, far below its per-connection limit (128). */
@@ -179,112 +180,24 @@ static void print_tsv(const input *in, int page, const Neocog__Result *res)
     }
 }
 
-static void json_key(const char *k)
-{
-    nc_cli_json_string(stdout, k);
-    putchar(':');
-}
-
-static void print_json_top(Neocog__Candidate *const *top, size_t n)
-{
-    fputs("\"top\":[", stdout);
-    for (size_t i = 0; i < n; i++) {
-        printf("%s{\"label\":%d,\"text\":", i ? "," : "", top[i]->label);
-        nc_cli_json_string(stdout, or_empty(top[i]->text));
-        fputs(",\"score\":", stdout);
-        nc_cli_json_number(stdout, top[i]->score);
-        putchar('}');
-    }
-    putchar(']');
-}
-
-/* ,"reject":B,"reject_reason":R,"threshold":T (R null when not rejected) */
-static void print_json_verdict(int reject, Neocog__RejectReason reason, float threshold)
-{
-    printf(",\"reject\":%s,\"reject_reason\":", reject ? "true" : "false");
-    nc_cli_json_string(stdout, reason_text(reject, reason));
-    fputs(",\"threshold\":", stdout);
-    nc_cli_json_number(stdout, threshold);
-}
-
+/* One file's object: its name and size, then the reply's members in the
+ * one schema neocogd's HTTP /v1/recognize answers with (proto/reply_json.h). */
 static void print_json(const input *in, const Neocog__Reply *rp, const Neocog__Result *res)
 {
-    putchar('{');
-    json_key("file"); nc_cli_json_string(stdout, in->name);
+    fputs("{\"file\":", stdout);
+    nc_json_string(stdout, in->name);
     printf(",\"width\":%u,\"height\":%u,", in->width, in->height);
-    json_key("model"); nc_cli_json_string(stdout, or_empty(rp->recognize->model));
-    printf(",\"label\":%d,", res->label);
-    json_key("text"); nc_cli_json_string(stdout, or_empty(res->text));
-    fputs(",\"confidence\":", stdout); nc_cli_json_number(stdout, res->confidence);
-    print_json_verdict(res->reject, res->reject_reason, res->threshold);
-    putchar(',');
-    print_json_top(res->top, res->n_top);
-    if (res->n_scores) {
-        fputs(",\"scores\":[", stdout);
-        for (size_t i = 0; i < res->n_scores; i++) {
-            if (i)
-                putchar(',');
-            nc_cli_json_number(stdout, res->scores[i]);
-        }
-        putchar(']');
-    }
-    if (res->n_digits) {
-        fputs(",\"digits\":[", stdout);
-        for (size_t i = 0; i < res->n_digits; i++) {
-            const Neocog__Digit *d = res->digits[i];
-            const Neocog__Box *b = d->box;
-            printf("%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
-                   i ? "," : "", b ? b->x : 0, b ? b->y : 0, b ? b->width : 0,
-                   b ? b->height : 0, d->label);
-            nc_cli_json_string(stdout, or_empty(d->text));
-            fputs(",\"confidence\":", stdout);
-            nc_cli_json_number(stdout, d->confidence);
-            print_json_verdict(d->reject, d->reject_reason, d->threshold);
-            printf(",\"line\":%u", d->line);
-            if (d->n_top) {
-                putchar(',');
-                print_json_top(d->top, d->n_top);
-            }
-            putchar('}');
-        }
-        putchar(']');
-        /* the text lines, top to bottom, with their boxes */
-        nc_cli_line lines[MAX_LINES];
-        size_t n = nc_cli_lines(res, lines, MAX_LINES);
-        fputs(",\"lines\":[", stdout);
-        for (size_t l = 0; l < n && l < MAX_LINES; l++) {
-            const nc_cli_line *ln = &lines[l];
-            char text[64 * 16 + 1];
-            nc_cli_line_text(res, ln, text, sizeof text);
-            printf("%s{\"line\":%zu,\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"text\":",
-                   l ? "," : "", l, ln->x0, ln->y0, ln->x1 - ln->x0, ln->y1 - ln->y0);
-            nc_cli_json_string(stdout, text);
-            fputs(",\"confidence\":", stdout);
-            nc_cli_json_number(stdout, ln->confidence);
-            printf(",\"reject\":%s,\"first_digit\":%zu,\"digits\":%zu}",
-                   ln->reject ? "true" : "false", ln->first, ln->count);
-        }
-        putchar(']');
-    } else if (res->text && !*res->text) {
-        fputs(",\"digits\":[],\"lines\":[]", stdout);   /* segmented, nothing found */
-    }
-    if (rp->timing)
-        printf(",\"timing_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
-               ",\"prepare\":%" PRIu64 ",\"forward\":%" PRIu64 ",\"total\":%" PRIu64 "}",
-               rp->timing->queue_us, rp->timing->compute_us, rp->timing->prepare_us,
-               rp->timing->forward_us, rp->timing->total_us);
+    nc_json_result_members(stdout, rp, res);
     putchar('}');
 }
 
 static void print_json_error(const input *in, const char *code, const char *msg)
 {
-    putchar('{');
-    json_key("file"); nc_cli_json_string(stdout, in->name);
-    fputs(",\"error\":{\"code\":", stdout);
-    nc_cli_json_string(stdout, code);
-    fputs(",\"message\":", stdout);
-    nc_cli_json_string(stdout, msg);
-    fputs("}}", stdout);
+    fputs("{\"file\":", stdout);
+    nc_json_string(stdout, in->name);
+    putchar(',');
+    nc_json_error_members(stdout, code, msg);
+    putchar('}');
 }
 
 /* Print file i (its reply or its failure) in the chosen format; 0 when it
