@@ -1,4 +1,5 @@
-/* core/common.c — error text for core's negative-errno codes. */
+/* core/common.c — error text for core's negative-errno codes, and small helpers
+ * more than one module uses. */
 #include "common.h"
 
 #include <string.h>
@@ -16,4 +17,18 @@ const char *nc_strerror(int err)
     case ENOTSUP:   return "unsupported variant";
     default:        return strerror(-err);
     }
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint32_t nc_median_u32(uint32_t *v, uint32_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_u32);
+    return v[n / 2];
 }

@@ -30,6 +30,10 @@ static inline int nc_size_mul(size_t a, size_t b, size_t *ret)
     return 0;
 }
 
+/* Median of n values, v[n / 2] after sorting v in place (the upper one of
+ * an even count); 0 for n = 0. */
+uint32_t nc_median_u32(uint32_t *v, uint32_t n);
+
 /* Human-readable text for a core error code (a negative errno). */
 const char *nc_strerror(int err);
 

@@ -127,20 +127,6 @@ static uint32_t ph(const piece *a) { return a->y1 - a->y0; }
 static uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-uint32_t nc_segment_median_u32(uint32_t *v, uint32_t n)
-{
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_u32);
-    return v[n / 2];
-}
-
 /* The component label at (x, y), 0 on paper. */
 static uint32_t label_at(const work *w, uint32_t x, uint32_t y)
 {
@@ -365,7 +351,7 @@ static uint32_t line_height(const work *w, uint32_t l, uint32_t *scratch)
     for (uint32_t i = 0; i < w->npc; i++)
         if (w->pc[i].alive && w->pc[i].line == l)
             scratch[k++] = ph(&w->pc[i]);
-    return nc_segment_median_u32(scratch, k);
+    return nc_median_u32(scratch, k);
 }
 
 /* Sort live pieces by (line, x0) into order; returns how many. */
@@ -404,7 +390,7 @@ static uint32_t line_stroke(const work *w, uint32_t l, uint32_t *scratch)
     for (uint32_t i = 0; i < w->npc; i++)
         if (w->pc[i].alive && w->pc[i].line == l)
             scratch[k++] = stroke_runs(w, &w->pc[i]);
-    return nc_segment_median_u32(scratch, k);
+    return nc_median_u32(scratch, k);
 }
 
 /* A digit broken by the binarisation (the detached bar of a 5, the open
@@ -548,7 +534,7 @@ static double typical_width(const work *w, uint32_t l, uint32_t height, uint32_t
         if (a->alive && a->line == l && pw(a) >= 0.3 * height && pw(a) <= 1.2 * height)
             scratch[k++] = pw(a);
     }
-    double t = k ? nc_segment_median_u32(scratch, k) : 0.65 * height;
+    double t = k ? nc_median_u32(scratch, k) : 0.65 * height;
     return fmin(fmax(t, 0.45 * height), 0.85 * height);
 }
 
@@ -765,7 +751,7 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
             if (best == NONE || best_u > 0.9) {
                 for (uint32_t i = 0; i < k; i++)
                     scratch[i] = w->pc[order[i]].area;
-                const uint32_t med = nc_segment_median_u32(scratch, k);
+                const uint32_t med = nc_median_u32(scratch, k);
                 /* a piece alone on its line while another line holds
                  * several: clutter beside the string (a texture's stroke,
                  * a shadow), not the string's own digit */
@@ -1072,7 +1058,7 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
             L->count++;
             scratch[k + L->count - 1] = ph(a);
         }
-        L->height = nc_segment_median_u32(scratch + k, L->count);
+        L->height = nc_median_u32(scratch + k, L->count);
         L->box = (nc_rect){ li[l].x0 + ox, li[l].y0 + oy, li[l].x1 - li[l].x0,
                             li[l].y1 - li[l].y0 };
     }

@@ -123,7 +123,7 @@ static uint32_t find_side(const comp_view *v, const nc_rect *b, int s, int32_t *
             runs[m++] = (uint32_t)depth[t];
     if (m < 2)
         return 0;
-    double a = nc_segment_median_u32(runs, m), c = 0;
+    double a = nc_median_u32(runs, m), c = 0;
     keep_near(depth, ok, n, a, c, 3 * SIDE_TOL + SIDE_MAX_SLOPE * n / 2);
     if (!fit_line(depth, ok, n, &a, &c))
         return 0;
@@ -152,7 +152,7 @@ static uint32_t find_side(const comp_view *v, const nc_rect *b, int s, int32_t *
         }
         runs[m++] = d - (uint32_t)depth[t];
     }
-    uint32_t thick = nc_segment_median_u32(runs, m);
+    uint32_t thick = nc_median_u32(runs, m);
     /* a side is thin against the box: a filled blob is no box */
     return thick * 4 <= reach ? thick : 0;
 }
@@ -192,7 +192,7 @@ static uint32_t digit_scale(const nc_component *comps, uint32_t ncomps,
             (uint64_t)comps[c].area * 5 >= (uint64_t)b->width * b->height)
             heights[m++] = b->height;
     }
-    return nc_segment_median_u32(heights, m);
+    return nc_median_u32(heights, m);
 }
 
 int nc_segment_strip_boxes(uint8_t *mask, const uint32_t *labels, uint32_t width,

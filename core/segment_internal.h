@@ -38,9 +38,6 @@ uint32_t nc_segment_block_side(uint32_t window);
 int nc_segment_binarise_roi(nc_segmenter *seg, const nc_image *roi,
                             const nc_segment_params *p, uint32_t *ret_polarity);
 
-/* Median of n values, v[n / 2] after sorting v in place; 0 for n = 0. */
-uint32_t nc_segment_median_u32(uint32_t *v, uint32_t n);
-
 /* Step 4a (segment_boxes.c): clear from mask (ROI-sized, stride = width)
  * the sides of boxes drawn around digits, among comps (labels valid where
  * mask is set, component c labelled c + 1).  *ret_stripped gets the number
