@@ -1,4 +1,6 @@
-/* daemon/http_request.c — see http_request.h. */
+/* daemon/http_request.c — see http_request.h.  Past 800 lines because the
+ * /v1 bodies (image, multipart, JSON) and /v2 share its image and option
+ * helpers, which no other file needs. */
 #include "http_request.h"
 
 #include <errno.h>
