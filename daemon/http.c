@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "http_call.h"
+#include "http_page.h"
 #include "nc_config.h"
 
 static int ready(const nc_server *s)
@@ -225,6 +226,10 @@ static void on_request(struct evhttp_request *r, void *arg)
     size_t plen = strcspn(uri, "?");
     if (method == EVHTTP_REQ_OPTIONS && s->cfg.http_cors_origin[0]) {
         send_preflight(s, r);
+        return;
+    }
+    if (plen == 1 && uri[0] == '/') {   /* the page in the browser */
+        nc_http_page(s, r);
         return;
     }
     if (plen == 13 && !strncmp(uri, "/v1/recognize", 13)) {
