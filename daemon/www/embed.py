@@ -19,10 +19,12 @@ import sys
 def inline_hashes(html, tag):
     """'sha256-...' of each <tag>...</tag> body without attributes."""
     out = []
-    for m in re.finditer(rb"<%s(\s[^>]*)?>(.*?)</%s>" % (tag, tag), html, re.S | re.I):
+    # Comments blanked out (same length) first: one may name a tag.
+    bare = re.sub(rb"<!--.*?-->", lambda c: b" " * len(c.group()), html, flags=re.S)
+    for m in re.finditer(rb"<%s(\s[^>]*)?>(.*?)</%s>" % (tag, tag), bare, re.S | re.I):
         if m.group(1) and re.search(rb"\bsrc\s*=", m.group(1)):
             sys.exit("embed.py: <%s src=...> is not allowed: the page is one file" % tag.decode())
-        digest = hashlib.sha256(m.group(2)).digest()
+        digest = hashlib.sha256(html[m.start(2):m.end(2)]).digest()
         out.append("'sha256-%s'" % base64.b64encode(digest).decode())
     return out
 
