@@ -8,7 +8,8 @@
 # models folder by default and through the installed config, and that it
 # starts with the installed config (its models and listen address pointed
 # into the DESTDIR), recognises tests/data/sample-7.pgm and sample-2.pgm
-# through the installed `neocog` as 7 and 2, and exits 0 on SIGTERM.
+# through the installed `neocog` as 7 and 2 (sample-2.pgm through the installed
+# Python client too, when it was built), and exits 0 on SIGTERM.
 #
 # usage: install.sh BUILD_DIR SOURCE_DIR
 # environment (tests/install/meson.build): NC_PREFIX_* the install paths
@@ -27,6 +28,8 @@ modelsdir=$NC_PREFIX_MODELSDIR
 docdir=$NC_PREFIX_DOCDIR
 unitdir=$NC_PREFIX_UNITDIR
 sysusersdir=$NC_PREFIX_SYSUSERSDIR
+# The Python client's folder, when it was built (a path no file has, else).
+pythondir=${NC_PREFIX_PYTHONDIR:-/nonexistent}
 
 meson=${NC_MESON:-}
 if [ -z "$meson" ]; then
@@ -87,6 +90,7 @@ find "$root" -type f | sed "s|^$root||" > "$tmp/files"
 while IFS= read -r f; do
     case "$f" in
         "$bindir"/*|"$sbindir"/*|"$mandir"/*|"$sysconfdir"/*|"$modelsdir"/*|"$docdir"/*|"$unitdir"/*|"$sysusersdir"/*) ;;
+        "$pythondir"/neocog/*) ;;
         *) fail "$f installed outside the expected folders" ;;
     esac
 done < "$tmp/files"
@@ -195,6 +199,13 @@ echo "$out"
 # txt output: "FILE: LABEL (confidence C)", one line per file in order.
 got=$(printf '%s\n' "$out" | sed -n 's/^.*sample-\([0-9]\)\.pgm: \([0-9]\) (.*/\1\2/p' | tr '\n' ' ')
 [ "$got" = "77 22 " ] || fail "recognised sample-7.pgm and sample-2.pgm as '$got' (file digit, answer), want '77 22 '"
+# The installed Python client, imported from where its Python looks.
+if [ -n "${NC_PYTHON:-}" ]; then
+    got=$(PYTHONPATH=$root$pythondir "$NC_PYTHON" -c 'import sys, neocog
+print(neocog.Client(sys.argv[1]).recognize(sys.argv[2]).text)' "unix:$sock" "$data/sample-2.pgm") ||
+        fail "the installed Python client (in $pythondir) failed"
+    [ "$got" = 2 ] || fail "the installed Python client read sample-2.pgm as '$got', want 2"
+fi
 
 kill -TERM "$pid"
 rc=0
