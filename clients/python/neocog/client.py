@@ -115,6 +115,7 @@ class _Engine:
         self._waiting = collections.deque()   # to send as soon as the window allows
         self._delayed = []              # heap (when, seq, call): retries after a backoff
         self._deadlines = []            # heap (deadline, seq, call), lazily cleaned
+        self._live = 0                  # calls taken in and not finished
         self._conn_failures = 0
         self._reconnect_at = 0.0
         # Written by the I/O thread only; Client.counters copies them.
@@ -189,6 +190,12 @@ class _Engine:
                 call.id = next(self._ids)
                 self._waiting.append(call)
                 heapq.heappush(self._deadlines, (call.deadline, next(self._seq), call))
+            self._live += len(new)
+            if len(self._deadlines) > 2 * self._live + 1024:
+                # Answered calls leave their entry behind until its deadline;
+                # under a steady stream drop them now and then.
+                self._deadlines = [e for e in self._deadlines if not e[2].finished]
+                heapq.heapify(self._deadlines)
             if closing:
                 for call in self._pending():
                     self._finish(call, error=Cancelled("the client was closed before "
@@ -220,6 +227,8 @@ class _Engine:
         if call.finished:
             return
         call.finished = True
+        call.request = call.convert = None      # the image's bytes can go now
+        self._live -= 1
         if error is not None:
             call.future.set_exception(error)
         else:
