@@ -14,10 +14,20 @@ says how to build, install and use it.
 from . import neocog_pb2 as pb
 from .aio import AsyncClient
 from .client import MODELS, Client
-from .errors import *  # noqa: F401,F403 — the exception classes are the API
-from .errors import __all__ as _errors_all
+from .errors import (CODE_NAMES, Aborted, AlreadyExists, Cancelled, DataLoss,
+                     DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument,
+                     NeocogError, NotFound, OutOfRange, PermissionDenied, ProtocolError,
+                     ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown,
+                     error_for_code)
 from .images import bgr_to_grey
 from .results import Box, Candidate, Digit, Health, Result, Timing
 
-__all__ = ["Client", "AsyncClient", "MODELS", "Result", "Digit", "Candidate", "Box",
-           "Timing", "Health", "bgr_to_grey", "pb"] + list(_errors_all)
+__all__ = [
+    "Client", "AsyncClient", "MODELS", "Result", "Digit", "Candidate", "Box", "Timing",
+    "Health", "bgr_to_grey", "pb",
+    "NeocogError", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded",
+    "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted",
+    "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal",
+    "Unavailable", "DataLoss", "Unauthenticated", "ProtocolError",
+    "CODE_NAMES", "error_for_code",
+]
