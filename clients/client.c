@@ -89,6 +89,7 @@ struct nc_client {
     nc_client_addr addr;
     int have_addr;
     int draining;               /* an UNAVAILABLE came: send nothing more here */
+    int answered_here;          /* a reply came on this connection */
     uint32_t connect_fails;     /* in a row, for the reconnection backoff */
     int64_t reconnect_at;       /* ms; valid while fd < 0 */
     char loss[256];             /* why the last connection ended or failed */
@@ -129,6 +130,7 @@ static void conn_close(nc_client *c)
         close(c->fd);
     c->fd = -1;
     c->draining = 0;
+    c->answered_here = 0;
     nc_frame_decoder_reset(&c->dec);
 }
 
@@ -169,6 +171,11 @@ static int lose(nc_client *c, int err, const char *fmt, ...)
         return err;
     }
     snprintf(c->loss, sizeof c->loss, "%s", c->errmsg);
+    /* A connection that ended before any reply counts as a failed connect:
+     * a balancer with no daemon behind it accepts and hangs up at once, and
+     * only a growing backoff keeps that from burning every attempt at once. */
+    if (!c->answered_here)
+        c->connect_fails++;
     conn_close(c);
     int64_t now = now_ms();
     for (uint32_t i = 0; i < c->n_win; i++) {
@@ -536,8 +543,8 @@ static int accept_reply(nc_client *c, const uint8_t *payload, size_t len)
         /* The daemon's last word before closing: it could not read our
          * stream, or it refuses connections (draining, too many).  Say what
          * it said. */
-        if (rp->code == NEOCOG__CODE__UNAVAILABLE || rp->code == NEOCOG__CODE__RESOURCE_EXHAUSTED)
-            c->connect_fails++;     /* back off as from a failed connect */
+        /* Nothing answered here yet, so lose() backs off as from a
+         * failed connect. */
         r = lose(c, -EPROTO, "the daemon refused the stream: %s: %s",
                  nc_msg_code_name(rp->code), rp->message ? rp->message : "");
         nc_msg_free(m);
@@ -551,6 +558,7 @@ static int accept_reply(nc_client *c, const uint8_t *payload, size_t len)
         return r;
     }
     c->connect_fails = 0;
+    c->answered_here = 1;
     int refusal = rp->code == NEOCOG__CODE__UNAVAILABLE ||
                   rp->code == NEOCOG__CODE__RESOURCE_EXHAUSTED;
     if (retrying(c) && refusal) {
