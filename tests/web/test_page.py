@@ -263,7 +263,8 @@ def cnn_answer(b):
     b.wait("(() => { const p = document.getElementById('pad'), c = document.getElementById('net-cnn');"
            " return !p.dataset.drawing && c.dataset.version === p.dataset.version; })()",
            "the CNN's answer to the finished drawing")
-    return b.js("document.getElementById('net-cnn').dataset.digit")
+    return b.js("document.getElementById('net-cnn').dataset.digit || "
+                "'(none: ' + document.querySelector('#net-cnn .note').textContent + ')'")
 
 
 def press_enter_on(b, element_id):
