@@ -30,16 +30,35 @@ typedef struct cpu_impl {
     nc_cnn_committee *cnn;
     nc_neocog_committee *neo;
     nc_neocog_iv **iv;      /* [members]; NULL: that member answers by max response */
+    nc_neocog_packs **packs;        /* [members]: form B's weights (neocog.h) */
+    uint32_t max_passes;            /* most views any member answers on */
     uint32_t n_inputs, n_classes;   /* n_inputs: floats of one view */
     uint32_t n_views;               /* nc_prep_views of the file's prep */
 } cpu_impl;
+
+/* Neocognitron digits a slice: each member runs its views of this many
+ * digits at once (nc_neocog_forward_many), so that its big last stage's
+ * weights are read once for all of them.  24 passes of the shipped file's
+ * members amortise the 150 MB well; each pass holds a state (~1.7 MB). */
+#define CPU_NEO_SLICE 8u
 
 typedef struct cpu_worker {
     const cpu_impl *impl;
     uint32_t max_batch;             /* CNN: digits a slice (their views fit the work) */
     nc_cnn_committee_work *work;
-    nc_neocog_state **state;        /* [members] */
+    uint32_t n_state;               /* neocognitron: slice x max_passes */
+    nc_neocog_state **state;        /* [n_state], re-fitted member by member */
+    float *score;                   /* [members][n_state][classes] */
 } cpu_worker;
+
+/* Views a member answers on: the set bits of its mask. */
+static uint32_t views_of(uint32_t mask)
+{
+    uint32_t n = 0;
+    for (; mask; mask &= mask - 1)
+        n++;
+    return n;
+}
 
 static void cpu_free(void *p)
 {
@@ -50,6 +69,9 @@ static void cpu_free(void *p)
     for (uint32_t m = 0; impl->iv && m < impl->neo->n_members; m++)
         nc_neocog_iv_free(impl->iv[m]);
     free(impl->iv);
+    for (uint32_t m = 0; impl->packs && m < impl->neo->n_members; m++)
+        nc_neocog_packs_free(impl->packs[m]);
+    free(impl->packs);
     nc_neocog_committee_free(impl->neo);
     free(impl);
 }
@@ -89,9 +111,17 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         const nc_neocog *net0 = impl->neo->member[0];
         impl->n_inputs = net0->arch.in_size * net0->arch.in_size;
         impl->n_classes = net0->arch.n_classes;
-        if (!(impl->iv = calloc(impl->neo->n_members, sizeof *impl->iv))) {
+        if (!(impl->iv = calloc(impl->neo->n_members, sizeof *impl->iv)) ||
+            !(impl->packs = calloc(impl->neo->n_members, sizeof *impl->packs))) {
             err = -ENOMEM;
             goto fail;
+        }
+        for (uint32_t m = 0; m < impl->neo->n_members; m++) {
+            const uint32_t views = views_of(impl->neo->view_mask[m]);
+            impl->max_passes = views > impl->max_passes ? views : impl->max_passes;
+            if ((err = nc_neocog_packs_new(impl->neo->member[m], NC_NEOCOG_PACK_MIN_BYTES,
+                                           &impl->packs[m])))
+                goto fail;
         }
         /* the Gram matrices are built once here and only read afterwards,
          * so every worker thread shares them */
@@ -126,9 +156,10 @@ static void cpu_worker_free(void *p)
     if (!w)
         return;
     nc_cnn_committee_work_free(w->work);
-    for (uint32_t m = 0; w->state && m < w->impl->neo->n_members; m++)
-        nc_neocog_state_free(w->state[m]);
+    for (uint32_t i = 0; w->state && i < w->n_state; i++)
+        nc_neocog_state_free(w->state[i]);
     free(w->state);
+    free(w->score);
     free(w);
 }
 
@@ -151,11 +182,28 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
                                                             : max_batch * V;
         w->max_batch = images / V;
         err = nc_cnn_committee_work_new(impl->cnn, images, &w->work);
-    } else if (!(w->state = calloc(impl->neo->n_members, sizeof *w->state))) {
-        err = -ENOMEM;
     } else {
-        for (uint32_t m = 0; !err && m < impl->neo->n_members; m++)
-            err = nc_neocog_state_new(impl->neo->member[m], &w->state[m]);
+        /* states made for the member with the most planes fit every other
+         * one within their allocation */
+        const nc_neocog_committee *c = impl->neo;
+        uint32_t big = 0;
+        size_t big_bytes = 0;
+        for (uint32_t m = 0; m < c->n_members && !err; m++) {
+            nc_neocog_state *st = NULL;
+            if (!(err = nc_neocog_state_new(c->member[m], &st)) && st->bytes_ > big_bytes) {
+                big = m;
+                big_bytes = st->bytes_;
+            }
+            nc_neocog_state_free(st);
+        }
+        const uint32_t slice = max_batch < CPU_NEO_SLICE ? max_batch : CPU_NEO_SLICE;
+        w->n_state = slice * impl->max_passes;
+        if (!err && (!(w->state = calloc(w->n_state, sizeof *w->state)) ||
+                     !(w->score = malloc((size_t)c->n_members * w->n_state * impl->n_classes *
+                                         sizeof *w->score))))
+            err = -ENOMEM;
+        for (uint32_t i = 0; !err && i < w->n_state; i++)
+            err = nc_neocog_state_new(c->member[big], &w->state[i]);
     }
     if (err) {
         cpu_worker_free(w);
@@ -184,29 +232,47 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
         }
         return 0;
     }
-    const uint32_t M = impl->neo->n_members, K = impl->n_classes, V = impl->n_views;
-    for (uint32_t i = 0; i < n; i++) {
-        float *o = out + (size_t)i * K;
-        memset(o, 0, K * sizeof *o);
+    /* Slices of digits: every member runs its views of the slice's digits
+     * in one nc_neocog_forward_many (the same scores, bit for bit, as one
+     * nc_neocog_forward each), then each digit's scores are summed in
+     * member order, each member's views in view order. */
+    const nc_neocog_committee *c = impl->neo;
+    const uint32_t M = c->n_members, K = impl->n_classes, V = impl->n_views;
+    const uint32_t slice = w->n_state / impl->max_passes;
+    const float *input[NC_NEOCOG_MANY_MAX];
+    nc_neocog_result res[NC_NEOCOG_MANY_MAX];
+    for (uint32_t i0 = 0; i0 < n; i0 += slice) {
+        const uint32_t d = n - i0 < slice ? n - i0 : slice;
         for (uint32_t m = 0; m < M; m++) {
-            const nc_neocog *net = impl->neo->member[m];
-            for (uint32_t v = 0; v < V; v++) {
-                if (!(impl->neo->view_mask[m] >> v & 1u))
-                    continue;
-                nc_neocog_result res;
-                int err = nc_neocog_forward(net, w->state[m],
-                                            in + ((size_t)i * V + v) * impl->n_inputs,
-                                            NC_NEOCOG_FORM_F, &res);
+            const nc_neocog *net = c->member[m];
+            uint32_t np = 0;
+            for (uint32_t i = i0; i < i0 + d; i++)
+                for (uint32_t v = 0; v < V; v++)
+                    if (c->view_mask[m] >> v & 1u)
+                        input[np++] = in + ((size_t)i * V + v) * impl->n_inputs;
+            int err = nc_neocog_forward_many(net, impl->packs[m], w->state, np, input, res);
+            for (uint32_t p = 0; !err && p < np; p++) {
                 /* the IV classifier reads the last S-layer the forward left
                  * in the state, so it needs no second pass */
-                if (!err && impl->iv[m])
-                    err = nc_neocog_iv_classify(impl->iv[m], net, w->state[m], &res);
-                if (err)
-                    return err;
-                nc_backend_member_add(o, res.score, K);
+                if (impl->iv[m])
+                    err = nc_neocog_iv_classify(impl->iv[m], net, w->state[p], &res[p]);
+                memcpy(w->score + ((size_t)m * w->n_state + p) * K, res[p].score,
+                       K * sizeof(float));
             }
+            if (err)
+                return err;
         }
-        nc_backend_member_mean(o, impl->neo->n_scores, K);
+        for (uint32_t i = i0; i < i0 + d; i++) {
+            float *o = out + (size_t)i * K;
+            memset(o, 0, K * sizeof *o);
+            for (uint32_t m = 0; m < M; m++) {
+                const uint32_t views = views_of(c->view_mask[m]);
+                for (uint32_t j = 0; j < views; j++)
+                    nc_backend_member_add(o, w->score + ((size_t)m * w->n_state +
+                                                         (i - i0) * views + j) * K, K);
+            }
+            nc_backend_member_mean(o, c->n_scores, K);
+        }
     }
     return 0;
 }

@@ -208,6 +208,7 @@ typedef struct nc_neocog_state {
     float score[NC_NEOCOG_MAX_CLASSES];     /* UC4: max response per class */
     size_t bytes_;
     void *block_;
+    size_t cap_;                            /* bytes of block_ (>= bytes_) */
 } nc_neocog_state;
 
 int nc_neocog_state_new(const nc_neocog *net, nc_neocog_state **ret_st);
@@ -227,6 +228,31 @@ typedef struct nc_neocog_result {
  * given form.  Every stage needs at least one plane (-EINVAL otherwise). */
 int nc_neocog_forward(const nc_neocog *net, nc_neocog_state *st,
                       const float *input, int form, nc_neocog_result *ret);
+/* Form B's packs (nc_neocog_s_pack_new) of a net's S-layers whose weights
+ * take at least min_bytes (NC_NEOCOG_PACK_MIN_BYTES: US4 of the shipped
+ * nets, 150 MB a member; the smaller layers stay in the caches as they
+ * are); s[l] NULL for the others.  Made once for a net whose planes no
+ * longer change; stale (-EINVAL from forward_many) after the net grows. */
+#define NC_NEOCOG_PACK_MIN_BYTES ((size_t)8 << 20)
+typedef struct nc_neocog_s_pack nc_neocog_s_pack;      /* below */
+typedef struct nc_neocog_packs {
+    nc_neocog_s_pack *s[NC_NEOCOG_MAX_STAGES];
+    size_t bytes;                           /* their weights, all together */
+} nc_neocog_packs;
+int nc_neocog_packs_new(const nc_neocog *net, size_t min_bytes, nc_neocog_packs **ret_pk);
+void nc_neocog_packs_free(nc_neocog_packs *pk);    /* NULL is fine */
+
+/* nc_neocog_forward of n images at once, input[p] into st[p] and ret[p] (ret
+ * may be NULL): the same states and results, bit for bit, as n calls with
+ * form F.  The S-layers with a pack in pk (may be NULL) run form B over the
+ * n (every weight read once for them all), the others form F image by
+ * image.  A state may have served another net: each is re-fitted to net,
+ * within its allocation when that is large enough.  n in
+ * 1..NC_NEOCOG_MANY_MAX. */
+#define NC_NEOCOG_MANY_MAX 256u
+int nc_neocog_forward_many(const nc_neocog *net, const nc_neocog_packs *pk,
+                           nc_neocog_state *const *st, uint32_t n,
+                           const float *const *input, nc_neocog_result *ret);
 /* Run one layer on the state (the input of the layer must already be there:
  * st->u0 for UG).  For timing and for training, which stops early. */
 int nc_neocog_run_layer(const nc_neocog *net, nc_neocog_state *st,
@@ -268,6 +294,18 @@ int nc_neocog_s_forward(const nc_neocog_s_args *s, const float *in,
  * ws as for nc_neocog_s_forward, one per concurrent call. */
 int nc_neocog_s_forward_planes(const nc_neocog_s_args *s, const float *in,
                                float *out, float *ws, uint32_t k0, uint32_t k1);
+/* Form B (core/neocog_batch.c): the S-layer of n inputs at once on one set
+ * of weights, in[p] -> out[p] (shapes as nc_neocog_s_forward), each out[p]
+ * bit-identical to nc_neocog_s_forward(s, in[p], out[p], ws, FORM_F).  Reads
+ * each weight once for all n (the CPU engine's passes of one member: a big
+ * last stage is bound by reading its weights), from a pack: a copy of the
+ * weights laid out in tiles of output planes, made once (pk NULL: made and
+ * freed in the call).  Scratch is allocated per call.  -EINVAL for bad
+ * arguments, n of 0 or a pack made for other sizes; -ENOMEM. */
+int nc_neocog_s_pack_new(const nc_neocog_s_args *s, nc_neocog_s_pack **ret_pk);
+void nc_neocog_s_pack_free(nc_neocog_s_pack *pk);  /* NULL is fine */
+int nc_neocog_s_forward_many(const nc_neocog_s_args *s, const nc_neocog_s_pack *pk,
+                             uint32_t n, const float *const *in, float *const *out);
 /* A layer's non-zero planes, position by position, as the GPU's list S
  * kernel reads its input (gpu/neocog_list.cuh): for each of n_pos positions
  * of in ([n_pos][stride], planes 0..k-1), cnt[p] = its planes with a

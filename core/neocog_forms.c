@@ -45,9 +45,9 @@ static inline int any8(const float *restrict x, uint32_t n)
  * 0 whatever b holds there, as b >= 0.  A position no non-zero input reached
  * (v2 = 0, hence e = 0) would give exactly 0 and is already 0: skipped. */
 NC_NEOCOG_HOT
-static void s_finish(float *restrict out, const float *restrict v2,
-                     const float *restrict b, float theta, uint32_t ks,
-                     uint32_t w, size_t n_o)
+void nc_neocog_s_finish_(float *restrict out, const float *restrict v2,
+                         const float *restrict b, float theta, uint32_t ks,
+                         uint32_t w, size_t n_o)
 {
     const float gain = theta / (1.0f - theta);
     for (size_t o = 0; o < n_o; o++) {
@@ -185,7 +185,7 @@ static void s_scatter(const nc_neocog_s_args *s, const float *restrict in,
                            np, w);
         }
     }
-    s_finish(out + k0, v2, s->b + k0, s->theta, ks, w, n_o);
+    nc_neocog_s_finish_(out + k0, v2, s->b + k0, s->theta, ks, w, n_o);
 }
 
 void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *in, float *out,
@@ -226,7 +226,7 @@ static void s_gather(const nc_neocog_s_args *s, const float *restrict in,
             }
             vv += s->c[t] * uu;
         }
-        s_finish(eo, &vv, s->b, s->theta, ks, ks, 1);
+        nc_neocog_s_finish_(eo, &vv, s->b, s->theta, ks, ks, 1);
     }
 }
 

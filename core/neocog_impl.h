@@ -71,6 +71,13 @@ void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float
  * [n_out^2][ks(k_out)] layer, of which only columns [k0, k1) are written;
  * v2: n_out^2 floats of scratch.  k0 and k1 multiples of 8, k0 < k1 <=
  * ks(k_out); arguments as nc_neocog_s_forward checks them. */
+/* Form F's last step (neocog_forms.c), shared with form B
+ * (neocog_batch.c): out[o][0..w) holds e(o, k) for w planes (a multiple of
+ * 8), rows ks apart, b the same planes' b; turns it into u_S given v2[o],
+ * the squared V-cell response of each of the n_o positions. */
+void nc_neocog_s_finish_(float *out, const float *v2, const float *b, float theta,
+                         uint32_t ks, uint32_t w, size_t n_o);
+
 void nc_neocog_s_slice_(const nc_neocog_s_args *s, const float *in, float *out,
                         float *v2, uint32_t k0, uint32_t k1);
 

@@ -329,15 +329,23 @@ static int state_fit(const nc_neocog *net, nc_neocog_state *st)
     }
     n_ws = al16(n_ws);
     total += n_ws;
-    float *block = aligned_alloc(64, total * sizeof(float));
-    if (!block)
-        return -ENOMEM;
-    memset(block, 0, total * sizeof(float));
+    float *block = st->block_;
+    if (!block || total * sizeof(float) > st->cap_) {
+        block = aligned_alloc(64, total * sizeof(float));
+        if (!block)
+            return -ENOMEM;
+        memset(block, 0, total * sizeof(float));
+        if (st->block_)     /* keep the input across a re-fit */
+            memcpy(block, st->u0, (size_t)A->in_size * A->in_size * sizeof(float));
+        free(st->block_);
+        st->block_ = block;
+        st->cap_ = total * sizeof(float);
+    }
+    /* Within the allocation (a state re-fitted to another committee
+     * member, as the CPU engine does) u0 stays where it was, and the rest
+     * need not be cleared: every layer writes all of its output, pad lanes
+     * included, before anything reads it. */
     float *cur = block;
-    if (st->block_)     /* keep the input across a re-fit */
-        memcpy(block, st->u0, (size_t)A->in_size * A->in_size * sizeof(float));
-    free(st->block_);
-    st->block_ = block;
     st->bytes_ = total * sizeof(float);
     st->u0 = cur; cur += n_u0;
     st->ug = cur; cur += n_ug;
@@ -465,6 +473,82 @@ int nc_neocog_forward(const nc_neocog *net, nc_neocog_state *st,
         memcpy(ret->score, st->score, sizeof(ret->score));
     }
     return 0;
+}
+
+int nc_neocog_packs_new(const nc_neocog *net, size_t min_bytes, nc_neocog_packs **ret_pk)
+{
+    if (!net || !ret_pk)
+        return -EINVAL;
+    nc_neocog_packs *pk = calloc(1, sizeof *pk);
+    if (!pk)
+        return -ENOMEM;
+    for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+        const size_t bytes = (size_t)nc_neocog_k_in(net, l) * net->s_ix[l]->n_live *
+                             nc_neocog_kstride(net->n_planes[l]) * sizeof(float);
+        if (net->n_planes[l] < 1 || bytes < min_bytes)
+            continue;
+        const nc_neocog_s_args s = nc_neocog_stage_s_args_(net, l, net->arch.stage[l].theta);
+        int r = nc_neocog_s_pack_new(&s, &pk->s[l]);
+        if (r < 0) {
+            nc_neocog_packs_free(pk);
+            return r;
+        }
+        pk->bytes += bytes;
+    }
+    *ret_pk = pk;
+    return 0;
+}
+
+void nc_neocog_packs_free(nc_neocog_packs *pk)
+{
+    if (!pk)
+        return;
+    for (uint32_t l = 0; l < NC_NEOCOG_MAX_STAGES; l++)
+        nc_neocog_s_pack_free(pk->s[l]);
+    free(pk);
+}
+
+int nc_neocog_forward_many(const nc_neocog *net, const nc_neocog_packs *pk,
+                           nc_neocog_state *const *st, uint32_t n,
+                           const float *const *input, nc_neocog_result *ret)
+{
+    if (!net || !st || !input || n == 0 || n > NC_NEOCOG_MANY_MAX)
+        return -EINVAL;
+    for (uint32_t l = 0; l < net->arch.n_stages; l++)
+        if (net->n_planes[l] < 1)
+            return -EINVAL;
+    for (uint32_t p = 0; p < n; p++)
+        if (!st[p] || !input[p])
+            return -EINVAL;
+    const float *in_l[NC_NEOCOG_MANY_MAX];
+    float *out_l[NC_NEOCOG_MANY_MAX];
+    int r = 0;
+    for (uint32_t p = 0; p < n && !r; p++) {
+        r = state_fit(net, st[p]);
+        if (!r)
+            memcpy(st[p]->u0, input[p],
+                   (size_t)net->arch.in_size * net->arch.in_size * sizeof(float));
+    }
+    for (int layer = 0; !r && layer <= 2 * (int)net->arch.n_stages; layer++) {
+        const uint32_t l = layer > 0 ? (uint32_t)(layer - 1) / 2 : 0;
+        if (layer % 2 == 0 || !pk || !pk->s[l]) {     /* UG, C-layers, unpacked S */
+            for (uint32_t p = 0; p < n && !r; p++)
+                r = nc_neocog_run_layer(net, st[p], layer, NC_NEOCOG_FORM_F);
+            continue;
+        }
+        const nc_neocog_s_args s = nc_neocog_stage_s_args_(net, l, net->arch.stage[l].theta);
+        for (uint32_t p = 0; p < n; p++) {
+            in_l[p] = l == 0 ? st[p]->ug : st[p]->uc[l - 1];
+            out_l[p] = st[p]->us[l];
+        }
+        r = nc_neocog_s_forward_many(&s, pk->s[l], n, in_l, out_l);
+    }
+    for (uint32_t p = 0; !r && ret && p < n; p++) {
+        ret[p].label = st[p]->label;
+        ret[p].n_classes = net->arch.n_classes;
+        memcpy(ret[p].score, st[p]->score, sizeof(ret[p].score));
+    }
+    return r;
 }
 
 int nc_neocog_layer_out(const nc_neocog *net, const nc_neocog_state *st,

@@ -253,6 +253,91 @@ static void test_s_forms(void)
     fprintf(stderr, "  S-layer forms: %d geometries\n", cases);
 }
 
+/* Form B (nc_neocog_s_forward_many): n inputs at once, each output bit for
+ * bit form F's on that input (and so within TOL of the reference), with a
+ * pack made once and with none; plane counts whose strides take every tile
+ * width (64, 32, 16, 8), an all-zero input among the n, awkward n. */
+static void test_s_many(void)
+{
+    const uint32_t sizes[] = { 1, 5, 13 }, kins[] = { 1, 3, 40 };
+    const uint32_t kouts[] = { 1, 83, 130, 17 }, wins[] = { 9, 6, 3 }, ns[] = { 1, 3, 4 };
+    int cases = 0;
+    for (size_t si = 0; si < NC_ARRAY_LEN(sizes); si++)
+        for (size_t wi = 0; wi < NC_ARRAY_LEN(wins); wi++)
+            for (size_t ki = 0; ki < NC_ARRAY_LEN(kouts); ki++) {
+                const uint32_t n_out = sizes[si], win = wins[wi], step = 1 + (cases % 3 == 2);
+                uint32_t pad = (uint32_t)(cases % win);
+                if ((n_out - 1) * step + win <= 2 * pad)
+                    pad = 0;
+                const uint32_t n_in = (n_out - 1) * step + win - 2 * pad;
+                const uint32_t k_in = kins[(ki + si) % 3], k_out = kouts[ki];
+                const uint32_t n = ns[(si + wi) % 3] + (cases % 2);
+                const float radius = win == 9 ? 4.9f : win * 0.5f + 0.4f;
+                nc_neocog_index *ix = NULL;
+                REQUIRE(nc_neocog_index_new(n_in, n_out, win, pad, step, radius, &ix) == 0);
+                const uint32_t in_stride = nc_neocog_kstride(k_in) + 8 * (cases % 2);
+                const uint32_t ks = nc_neocog_kstride(k_out);
+                const size_t n_i = (size_t)n_in * n_in, n_o = (size_t)n_out * n_out;
+                float *in = malloc(n * n_i * in_stride * sizeof(float));
+                float *a = calloc((size_t)k_in * ix->n_live * ks, sizeof(float));
+                float *b = calloc(ks, sizeof(float)), *c = malloc(ix->n_live * sizeof(float));
+                float *ws = malloc(nc_neocog_s_ws_floats(ix, k_out) * sizeof(float));
+                float *f_out = malloc(n_o * ks * sizeof(float)), *r_out = malloc(n_o * ks * sizeof(float));
+                float *outs = malloc(2 * n * n_o * ks * sizeof(float));
+                REQUIRE(in && a && b && c && ws && f_out && r_out && outs);
+                for (uint32_t p = 0; p < n; p++)     /* pass 1 all zero when n > 1 */
+                    fill_sparse(in + p * n_i * in_stride, n_i, k_in, in_stride,
+                                p == 1 ? 0.0 : p % 2 ? 0.05 : 0.3);
+                for (size_t i = 0; i < (size_t)k_in * ix->n_live; i++)
+                    for (uint32_t k = 0; k < k_out; k++)
+                        a[i * ks + k] = urand() < 0.7 ? 0.0f : urand() * 3.0f;
+                for (uint32_t k = 0; k < k_out; k++)
+                    b[k] = urand() * 4.0f;
+                nc_neocog_taps_vcell(ix, 0.7f, c);
+                nc_neocog_s_args s = { .ix = ix, .k_in = k_in, .in_stride = in_stride,
+                                       .k_out = k_out, .a = a, .b = b, .c = c,
+                                       .theta = 0.3f + 0.1f * (cases % 5) };
+                const float *inp[8];
+                float *outp[2][8];
+                for (uint32_t p = 0; p < n; p++) {
+                    inp[p] = in + p * n_i * in_stride;
+                    for (int v = 0; v < 2; v++) {
+                        outp[v][p] = outs + ((size_t)v * n + p) * n_o * ks;
+                        for (size_t i = 0; i < n_o * ks; i++)
+                            outp[v][p][i] = NAN;    /* all written? */
+                    }
+                }
+                nc_neocog_s_pack *pk = NULL;
+                REQUIRE(nc_neocog_s_pack_new(&s, &pk) == 0);
+                CHECK_INT_EQ(nc_neocog_s_forward_many(&s, pk, n, inp, outp[0]), 0);
+                CHECK_INT_EQ(nc_neocog_s_forward_many(&s, NULL, n, inp, outp[1]), 0);
+                for (uint32_t p = 0; p < n; p++) {
+                    CHECK_INT_EQ(nc_neocog_s_forward(&s, inp[p], f_out, ws, NC_NEOCOG_FORM_F), 0);
+                    CHECK_INT_EQ(nc_neocog_s_forward(&s, inp[p], r_out, ws, NC_NEOCOG_FORM_REF), 0);
+                    CHECK_MSG(!memcmp(outp[0][p], f_out, n_o * ks * sizeof(float)) &&
+                                  !memcmp(outp[1][p], f_out, n_o * ks * sizeof(float)),
+                              "form B pass %u of %u n=%u win=%u pad=%u step=%u k=%u->%u: "
+                              "not form F's bit for bit", p, n, n_out, win, pad, step, k_in,
+                              k_out);
+                    char what[96];
+                    snprintf(what, sizeof what, "S-layer B pass %u n=%u win=%u k=%u->%u", p,
+                             n_out, win, k_in, k_out);
+                    compare(what, outp[0][p], r_out, n_o * ks, TOL);
+                }
+                /* a pack made for other sizes is refused */
+                s.k_out = k_out + 8;
+                CHECK_INT_EQ(nc_neocog_s_forward_many(&s, pk, n, inp, outp[0]), -EINVAL);
+                s.k_out = k_out;
+                CHECK_INT_EQ(nc_neocog_s_forward_many(&s, pk, 0, inp, outp[0]), -EINVAL);
+                nc_neocog_s_pack_free(pk);
+                cases++;
+                free(in); free(a); free(b); free(c); free(ws); free(f_out); free(r_out);
+                free(outs);
+                nc_neocog_index_free(ix);
+            }
+    fprintf(stderr, "  S-layer form B: %d geometries\n", cases);
+}
+
 static void test_c_forms(void)
 {
     const uint32_t sizes[] = { 1, 3, 7, 13 }, ks_[] = { 1, 3, 17 };
@@ -986,6 +1071,32 @@ static void check_backend(const nc_neocog *net, const float *x, uint32_t n)
     free(out);
 }
 
+/* nc_neocog_forward_many(net, pk, st, n, x) against nc_neocog_forward with
+ * form F into ref, image by image: every layer's output and the result bit
+ * for bit. */
+static void check_many(const nc_neocog *net, const nc_neocog_packs *pk,
+                       nc_neocog_state *const *st, const float *const *x, uint32_t n,
+                       nc_neocog_state *ref)
+{
+    nc_neocog_result rm[8], rf;
+    REQUIRE(n <= 8);
+    CHECK_INT_EQ(nc_neocog_forward_many(net, pk, st, n, x, rm), 0);
+    for (uint32_t p = 0; p < n; p++) {
+        CHECK_INT_EQ(nc_neocog_forward(net, ref, x[p], NC_NEOCOG_FORM_F, &rf), 0);
+        CHECK_MSG(!memcmp(&rf, &rm[p], sizeof rf), "forward_many image %u: result", p);
+        for (int layer = 0; layer <= 2 * (int)net->arch.n_stages; layer++) {
+            const float *o, *want;
+            uint32_t size, planes, stride;
+            CHECK_INT_EQ(nc_neocog_layer_out(net, ref, layer, &want, &size, &planes, &stride), 0);
+            CHECK_INT_EQ(nc_neocog_layer_out(net, st[p], layer, &o, NULL, NULL, NULL), 0);
+            const size_t cells = layer == 2 * (int)net->arch.n_stages
+                                     ? planes : (size_t)size * size * stride;
+            CHECK_MSG(!memcmp(o, want, cells * sizeof(float)),
+                      "forward_many image %u layer %d: not form F's bit for bit", p, layer);
+        }
+    }
+}
+
 static void test_digits(void)
 {
     float *x = NULL;
@@ -1076,11 +1187,54 @@ static void test_digits(void)
 
     check_backend(net, x, n_check);
 
+    /* n forwards at once: every layer of every state as nc_neocog_forward's
+     * with form F, bit for bit, with every S-layer through form B (packs
+     * of any size) and with none */
+    enum { N_MANY = 5 };
+    nc_neocog_state *sm[N_MANY] = { 0 };
+    const float *xm[N_MANY];
+    nc_neocog_result rm[N_MANY];
+    nc_neocog_packs *pk = NULL;
+    for (int p = 0; p < N_MANY; p++) {
+        REQUIRE(nc_neocog_state_new(net, &sm[p]) == 0);
+        xm[p] = x + (size_t)(N_MANY - 1 - p) * 65 * 65;
+    }
+    REQUIRE(nc_neocog_packs_new(net, 0, &pk) == 0);
+    for (int l = 0; l < 4; l++)
+        CHECK(pk->s[l] != NULL);
+    check_many(net, pk, sm, xm, N_MANY, st[0]);
+    check_many(net, NULL, sm, xm, 3, st[0]);
+    CHECK_INT_EQ(nc_neocog_forward_many(net, pk, sm, 0, xm, rm), -EINVAL);
+    uint8_t *small = NULL;
+    size_t small_len = 0;
+    nc_model_info info;
+    fill_info(&info, 10);
+    REQUIRE(nc_neocog_save(net, &info, &small, &small_len) == 0);
+
     /* growth after a state was fitted: forward re-fits */
     CHECK_INT_EQ(nc_neocog_add_plane(net, 1, 0, NULL), 0);
     CHECK_INT_EQ(nc_neocog_forward(net, st[0], x, NC_NEOCOG_FORM_F, &rf), 0);
     CHECK_INT_EQ(nc_neocog_forward(net, st[2], x, NC_NEOCOG_FORM_G, &rr), 0);
     CHECK_INT_EQ(rf.label, rr.label);
+    /* ... and so does forward_many (a larger allocation); packs made
+     * before the growth are refused; then the smaller net again, within
+     * the larger states' allocation */
+    CHECK_INT_EQ(nc_neocog_forward_many(net, pk, sm, N_MANY, xm, rm), -EINVAL);
+    nc_neocog_packs_free(pk);
+    for (int i = 0; i < 8; i++)     /* a wider last stage: larger states */
+        CHECK_INT_EQ(nc_neocog_add_plane(net, 3, (uint32_t)i, NULL), 0);
+    check_many(net, NULL, sm, xm, N_MANY, st[0]);
+    nc_neocog *net_small = NULL;
+    REQUIRE(nc_neocog_load(small, small_len, &net_small, NULL) == 0);
+    REQUIRE(nc_neocog_packs_new(net_small, 0, &pk) == 0);
+    const size_t cap = sm[0]->cap_;
+    check_many(net_small, pk, sm, xm, N_MANY, st[0]);
+    CHECK(sm[0]->cap_ == cap && sm[0]->bytes_ < cap);
+    nc_neocog_packs_free(pk);
+    nc_neocog_free(net_small);
+    free(small);
+    for (int p = 0; p < N_MANY; p++)
+        nc_neocog_state_free(sm[p]);
 
     for (int f = 0; f < 4; f++)
         nc_neocog_state_free(st[f]);
@@ -1094,6 +1248,7 @@ int main(void)
     test_geometry();
     test_tables();
     test_s_forms();
+    test_s_many();
     test_c_forms();
     test_list();
     test_growth();
