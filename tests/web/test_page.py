@@ -376,8 +376,9 @@ def main():
         # a photo of a digit string, each picked through the file input.
         pick_photo(b, os.path.join(SOURCE, "tests", "data", "sample-2.pgm"))
         text = b.js("document.getElementById('photo-result').dataset.text")
-        if text != "2" or b.js("+document.getElementById('photo').width") < 84:
-            fail("sample-2.pgm: read %r, drawn %r px wide" % (text, b.js("document.getElementById('photo').width")))
+        width = b.js("document.getElementById('photo').width")
+        if text != "2" or width < 84:
+            fail("sample-2.pgm: read %r, drawn %r px wide" % (text, width))
         truth = truth_of(PHOTO)
         pick_photo(b, os.path.join(SOURCE, "tests", "data", "photos", PHOTO))
         text = b.js("document.getElementById('photo-result').dataset.text")
