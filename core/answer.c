@@ -13,16 +13,18 @@ double nc_answer_threshold(double configured, double requested)
 void nc_answer_rank(const float *prob, uint32_t n_classes, uint32_t k, uint8_t *top)
 {
     /* Selection over at most NC_MF_MAX_CLASSES classes: k passes, each
-     * taking the best class not yet taken. */
-    uint64_t taken = 0;
+     * taking the best class not yet taken (k is small: top-k candidates). */
+    uint8_t taken[NC_MF_MAX_CLASSES] = { 0 };
+    if (n_classes > NC_MF_MAX_CLASSES)
+        n_classes = NC_MF_MAX_CLASSES;
     if (k > n_classes)
         k = n_classes;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t best = n_classes;
         for (uint32_t j = 0; j < n_classes; j++)
-            if (!(taken >> j & 1) && (best == n_classes || prob[j] > prob[best]))
+            if (!taken[j] && (best == n_classes || prob[j] > prob[best]))
                 best = j;
-        taken |= UINT64_C(1) << best;
+        taken[best] = 1;
         top[i] = (uint8_t)best;
     }
 }

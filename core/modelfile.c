@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+_Static_assert(NC_MF_MAX_CLASSES <= 256, "class numbers are stored in uint8_t (labels, rankings)");
 _Static_assert(sizeof(float) == 4 && sizeof(double) == 8,
                "model files store IEEE-754 binary32 and binary64");
 

@@ -35,7 +35,12 @@
 
 #define NC_MF_VERSION 1u
 #define NC_MF_MAX_SECTIONS 256u
-#define NC_MF_MAX_CLASSES 64u
+/* Classes a model may have: room for the 94 printable ASCII characters
+ * and more.  Every per-class array in core, daemon and tools is sized by it
+ * (nc_model_info's labels: 2 KB; an answer's scores, probabilities and
+ * ranking; a segmented character's candidates), so it stays a small
+ * number; class numbers fit a uint8_t. */
+#define NC_MF_MAX_CLASSES 128u
 #define NC_MF_TAG(a, b, c, d) \
     ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 
@@ -56,7 +61,8 @@ typedef enum nc_mf_type {
  * provenance.  Strings are NUL-terminated and truncated to fit. */
 typedef struct nc_model_info {
     uint32_t n_classes;
-    char labels[NC_MF_MAX_CLASSES][16]; /* UTF-8 label of each class, "0".."9" */
+    char labels[NC_MF_MAX_CLASSES][16]; /* UTF-8 text of each class: MNIST's
+                                           "0".."9", or a character set's */
     nc_prep prep;
     char data[256];         /* training data, e.g. "MNIST train 0-49999" */
     char command[1024];     /* the command that produced the model */

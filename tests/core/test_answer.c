@@ -4,6 +4,7 @@
  * the candidates' order, and the refusals of bad arguments.  The backends
  * are built by hand: the rule only reads their kind, class count and
  * calibration. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -182,6 +183,48 @@ static void test_ensemble(void)
     CHECK_INT_EQ(a.reason, NC_ANSWER_REASON_NO_RESPONSE);
 }
 
+/* A character set's answer: 94 classes, more than a 64-bit mask holds; the
+ * candidates are the classes by probability, each once. */
+static void test_many_classes(void)
+{
+    enum { C = 94 };
+    nc_backend be;
+    memset(&be, 0, sizeof be);
+    be.kind = NC_MF_KIND_CNN;
+    be.info.n_classes = C;
+    float raw[C];
+    for (uint32_t k = 0; k < C; k++)      /* a permutation of levels; best class 77 */
+        raw[k] = -1.0f + 2.0f * (float)((k * 37u + 12u) % C) / (float)C;
+    nc_answer_in in = single(NC_ANSWER_MODEL_CNN, &be, raw, 1, NC_ANSWER_THRESHOLD_NONE);
+    in.top_k = C;
+    nc_answer a;
+    CHECK_INT_EQ(nc_answer_compute(&in, &a), 0);
+    CHECK_INT_EQ(a.n_classes, C);
+    CHECK_INT_EQ(a.n_top, C);
+    uint8_t seen[C] = { 0 };
+    for (uint32_t i = 0; i < C; i++) {
+        CHECK(a.top[i] < C && !seen[a.top[i]]);
+        seen[a.top[i] % C] = 1;
+        if (i)
+            CHECK(a.prob[a.top[i - 1]] >= a.prob[a.top[i]]);
+    }
+    CHECK_INT_EQ(a.best, a.top[0]);
+    CHECK_INT_EQ((raw[a.best] > 0.97f), 1);
+    CHECK_INT_EQ(a.label, a.best);
+    /* the cap itself */
+    be.info.n_classes = NC_MF_MAX_CLASSES;
+    float big[NC_MF_MAX_CLASSES];
+    for (uint32_t k = 0; k < NC_MF_MAX_CLASSES; k++)
+        big[k] = (float)k / NC_MF_MAX_CLASSES;
+    in = single(NC_ANSWER_MODEL_CNN, &be, big, 1, NC_ANSWER_THRESHOLD_NONE);
+    in.top_k = 3;
+    CHECK_INT_EQ(nc_answer_compute(&in, &a), 0);
+    CHECK(a.top[0] == NC_MF_MAX_CLASSES - 1 && a.top[1] == NC_MF_MAX_CLASSES - 2 &&
+          a.top[2] == NC_MF_MAX_CLASSES - 3);
+    be.info.n_classes = NC_MF_MAX_CLASSES + 1;
+    CHECK_INT_EQ(nc_answer_compute(&in, &a), -EINVAL);
+}
+
 static void test_rank(void)
 {
     const float p[5] = { 0.1f, 0.3f, 0.1f, 0.3f, 0.2f };
@@ -284,6 +327,7 @@ int main(void)
     test_neocog();
     test_ensemble();
     test_rank();
+    test_many_classes();
     test_args();
     test_conventions();
     return nc_test_finish();

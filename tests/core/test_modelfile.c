@@ -368,6 +368,43 @@ static void test_views(void)
     }
 }
 
+/* The 94 printable ASCII characters as a record's classes, and the cap:
+ * every label text comes back, one class over the cap is refused. */
+static void test_many_classes(void)
+{
+    nc_model_info in = sample_info(), got;
+    in.n_classes = 94;
+    for (int c = 0; c < 94; c++) {
+        in.labels[c][0] = (char)('!' + c);
+        in.labels[c][1] = '\0';
+    }
+    nc_mf_writer *w = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_mf_reader *r = NULL;
+    CHECK_INT_EQ(nc_mf_writer_new(NC_MF_KIND_CNN, &w), 0);
+    CHECK_INT_EQ(nc_mf_put_info(w, &in), 0);
+    CHECK_INT_EQ(nc_mf_finish(w, &buf, &len), 0);
+    CHECK_INT_EQ(nc_mf_open(buf, len, &r), 0);
+    memset(&got, 0, sizeof got);
+    CHECK_INT_EQ(nc_mf_get_info(r, &got), 0);
+    CHECK_INT_EQ(got.n_classes, 94);
+    CHECK(!memcmp(got.labels, in.labels, sizeof in.labels));
+    CHECK(!strcmp(got.labels[93], "~"));
+    nc_mf_close(r);
+    free(buf);
+    nc_mf_writer_free(w);
+
+    in.n_classes = NC_MF_MAX_CLASSES;
+    for (uint32_t c = 0; c < NC_MF_MAX_CLASSES; c++)
+        snprintf(in.labels[c], sizeof in.labels[c], "c%u", c);
+    CHECK_INT_EQ(nc_mf_writer_new(NC_MF_KIND_CNN, &w), 0);
+    CHECK_INT_EQ(nc_mf_put_info(w, &in), 0);
+    in.n_classes = NC_MF_MAX_CLASSES + 1;
+    CHECK_INT_EQ(nc_mf_put_info(w, &in), -EINVAL);
+    nc_mf_writer_free(w);
+}
+
 static void test_writer_rules(void)
 {
     nc_mf_writer *w = NULL;
@@ -707,6 +744,7 @@ int main(void)
     test_deskew_flag();
     test_views();
     test_writer_rules();
+    test_many_classes();
     test_truncation();
     test_bit_flips();
     test_hand_built();
