@@ -4,7 +4,9 @@
  * them (core/calib.h).
  *
  * Layer: tools.  Validation is MNIST training digits 50000-59999, which no
- * trainer here learns from; the test set is not read at all.  The output is
+ * trainer here learns from, or with --idx PREFIX another IDX set with its
+ * classes file (e.g. neocog-unipen's validation writers); the test set is
+ * not read at all.  The output is
  * the input file, every section copied byte for byte, minus any earlier
  * rule sections, plus the new ones; it is read back through the engine table
  * before it is written, so a file that the daemon would refuse never lands. */
@@ -34,10 +36,14 @@ static void usage(FILE *f)
         "  --model FILE      model file to calibrate (CNN, committee or neocognitron)\n"
         "  --out FILE        where to write the calibrated copy (may equal --model)\n"
         "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
+        "  --idx PREFIX      validate on this IDX set instead (PREFIX-images-idx3-ubyte,\n"
+        "                    PREFIX-labels-idx1-ubyte, PREFIX-classes.txt naming the\n"
+        "                    model's classes), from its first image\n"
         "  --ensemble FILE   the neocognitron file to fit the ensemble rule with\n"
         "  --reject-rate R   fraction of validation digits the thresholds reject\n"
         "                    (default 0.01; 0 for no threshold)\n"
-        "  --count N         validation digits to use from 50000 (default 10000)\n"
+        "  --count N         validation digits to use (MNIST: from 50000, default 10000;\n"
+        "                    --idx: default all)\n"
         "  --threads N       threads (default 1)\n"
         "  --gpu N           run neocognitron files (the model or --ensemble) on CUDA\n"
         "                    device N (a CUDA build; their scores agree with the\n"
@@ -74,7 +80,7 @@ static int rewrite(const uint8_t *buf, size_t len, const nc_calib *cal, const ch
 }
 
 typedef struct opts {
-    const char *model, *out, *data, *ensemble;
+    const char *model, *out, *data, *ensemble, *idx;
     float rate;
     uint32_t count, threads;
     int gpu;                    /* < 0: the CPU */
@@ -82,7 +88,7 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS, O_GPU };
+    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS, O_GPU, O_IDX };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "out", required_argument, NULL, O_OUT },
@@ -92,11 +98,11 @@ static int parse(int argc, char **argv, opts *o)
         { "count", required_argument, NULL, O_COUNT },
         { "threads", required_argument, NULL, O_THREADS },
         { "gpu", required_argument, NULL, O_GPU },
+        { "idx", required_argument, NULL, O_IDX },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    *o = (opts){ .rate = (float)NC_CALIB_REJECT_RATE, .count = TRAIN_VALID_COUNT, .threads = 1,
-                 .gpu = -1 };
+    *o = (opts){ .rate = (float)NC_CALIB_REJECT_RATE, .threads = 1, .gpu = -1 };
     uint32_t gpu = 0;
     int c, bad = 0;
     optind = 1;
@@ -107,6 +113,7 @@ static int parse(int argc, char **argv, opts *o)
         case O_OUT: o->out = optarg; break;
         case O_DATA: o->data = optarg; break;
         case O_ENS: o->ensemble = optarg; break;
+        case O_IDX: o->idx = optarg; break;
         case O_RATE: err = train_parse_float(optarg, &o->rate); break;
         case O_COUNT: err = train_parse_u32(optarg, &o->count); break;
         case O_THREADS: err = train_parse_u32(optarg, &o->threads); break;
@@ -126,13 +133,16 @@ static int parse(int argc, char **argv, opts *o)
         fprintf(stderr, WHO ": need --model IN and --out OUT\n");
         bad = 1;
     }
-    if (!bad && (!(o->rate >= 0.0f && o->rate <= 0.5f) || o->count == 0 ||
-                 o->count > TRAIN_VALID_COUNT || o->threads == 0 || o->threads > 64)) {
+    if (!bad && !o->idx && o->count == 0)
+        o->count = TRAIN_VALID_COUNT;
+    if (!bad && (!(o->rate >= 0.0f && o->rate <= 0.5f) ||
+                 (!o->idx && o->count > TRAIN_VALID_COUNT) || o->threads == 0 ||
+                 o->threads > 64)) {
         fprintf(stderr, WHO ": --reject-rate 0..0.5, --count 1..%u, --threads 1..64\n",
                 TRAIN_VALID_COUNT);
         bad = 1;
     }
-    if (!bad && !train_need_data_dir(WHO, o->data))
+    if (!bad && !o->idx && !train_need_data_dir(WHO, o->data))
         bad = 1;
     if (bad) {
         usage(stderr);
@@ -156,7 +166,9 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     uint8_t *ok = NULL, *ok_neo = NULL, *op_cnn = NULL, *op_neo = NULL;
     int32_t *ans = NULL;
     char command[1024], cal_note[2048], ens_note[2048] = "";
-    const uint32_t first = TRAIN_VALID_FIRST, n = o.count;
+    const uint32_t first = o.idx ? 0 : TRAIN_VALID_FIRST;
+    uint32_t n = o.count;
+    char vdesc[512];
 
     if (train_join_argv(cmd, command, sizeof command))
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
@@ -178,8 +190,20 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
             goto out;
         }
     }
-    if (train_load_mnist(train_data_dir(o.data), "train", &ds))
-        goto out;
+    train_classes classes;
+    if (o.idx) {
+        if (train_load_idx_set(WHO, o.idx, &ds, &classes) ||
+            train_classes_match(WHO, &classes, &be->info))
+            goto out;
+        if (n == 0 || n > ds.count)
+            n = ds.count;
+        snprintf(vdesc, sizeof vdesc, "%s 0-%u (%u images, validation)", o.idx, n - 1, n);
+    } else {
+        if (train_load_mnist(train_data_dir(o.data), "train", &ds))
+            goto out;
+        snprintf(vdesc, sizeof vdesc, "MNIST train %u-%u (%u digits, validation)", first,
+                 first + n - 1, n);
+    }
     if (ds.count < first + n) {
         fprintf(stderr, WHO ": the training set has %u digits; validation needs %u-%u\n",
                 ds.count, first, first + n - 1);
@@ -217,17 +241,16 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     const uint32_t errors = train_count_errors(ans, lab, n);
     cal.valid_error = (double)errors / n;
     printf("model       %s (%s)\n", o.model, kind == NC_MF_KIND_CNN ? "CNN" : "neocognitron");
-    printf("validation  MNIST train %u-%u (%u digits), %.1f digits/s\n", first, first + n - 1,
-           n, n / sc.seconds);
+    printf("validation  %s, %.1f digits/s\n", vdesc, n / sc.seconds);
     printf("error       %.2f%% (%u / %u)\n", 100.0 * cal.valid_error, errors, n);
     printf("rule        beta %.4g (plain %.4g): mean NLL %.5f -> %.5f\n", cal.beta, plain_beta,
            cal.nll_plain, cal.nll_fitted);
     train_report_threshold("validation ", cal.reject_threshold, ans, conf, lab, n);
     snprintf(cal_note, sizeof cal_note,
-             "fitted by: %s; data: MNIST train %u-%u (%u digits, validation); beta %.6g "
+             "fitted by: %s; data: %s; beta %.6g "
              "(plain %.6g), mean NLL %.5f -> %.5f; reject threshold %.6f for %.2f%% of "
              "validation; validation error %.4f%%",
-             command, first, first + n - 1, n, cal.beta, plain_beta, cal.nll_plain,
+             command, vdesc, cal.beta, plain_beta, cal.nll_plain,
              cal.nll_fitted, cal.reject_threshold, 100.0 * o.rate, 100.0 * cal.valid_error);
 
     /* ---- the ensemble's rule ---- */
@@ -274,12 +297,11 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
                100.0 * ens.valid_error, ens_errors, n, ens.nll_fitted);
         train_report_threshold("validation ", ens.reject_threshold, a2, conf, lab, n);
         snprintf(ens_note, sizeof ens_note,
-                 "fitted by: %s; partner: %s (CRC-32 %08x, %llu bytes); data: MNIST train "
-                 "%u-%u (%u digits, validation); p = w p_cnn + (1 - w) p_neo, w %.6f chosen "
+                 "fitted by: %s; partner: %s (CRC-32 %08x, %llu bytes); data: %s; p = w p_cnn + (1 - w) p_neo, w %.6f chosen "
                  "by mean NLL (%.5f; plain w 0.5: %.5f); reject threshold %.6f for %.2f%% "
                  "of validation; validation error %.4f%% (plain %.4f%%)",
-                 command, o.ensemble, neo->fp.crc, (unsigned long long)neo->fp.len, first,
-                 first + n - 1, n, ens.w_cnn, ens.nll_fitted, ens.nll_plain,
+                 command, o.ensemble, neo->fp.crc, (unsigned long long)neo->fp.len, vdesc,
+                 ens.w_cnn, ens.nll_fitted, ens.nll_plain,
                  ens.reject_threshold, 100.0 * o.rate, 100.0 * ens.valid_error,
                  100.0 * plain_errors / n);
     } else if (be->ens.fitted) {

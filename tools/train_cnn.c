@@ -1,5 +1,5 @@
 /* tools/train_cnn.c — `neocog-train cnn`: train one seed 000 CNN column on
- * MNIST and write it as a model file.
+ * MNIST (or another IDX character set) and write it as a model file.
  *
  * Layer: tools.  core/cnn does forward, back-propagation and SGD, core/deform
  * the distortions; this file owns the data split, the schedule, progress,
@@ -11,7 +11,11 @@
  *    part, the LAST V digits (--validation, default 10000).  The 10000 test
  *    digits are read and checked before training but measured only after
  *    it, on the chosen model, once; they never influence any choice (with
- *    --no-test they are not read).
+ *    --no-test they are not read).  Other character sets (--train, e.g.
+ *    neocog-unipen's 94 classes): the --train set is the training part,
+ *    --val's images are appended as the validation part, --test is the test
+ *    set; the classes file's labels go into the model file's record, and
+ *    --arch's last layer must have one output per class.
  *  - Input: every digit goes through nc_prep_apply with the prep the model
  *    file records, NC_PREP_CNN_29 (size 29, box 20, pad 0; NC_PREP_MNIST_28
  *    for a 1x28x28 input), once at load time, so the daemon later feeds the
@@ -159,6 +163,10 @@ typedef struct options {
     int adam;               /* Adam (nc_cnn_adam) instead of SGD */
     int unrolled;           /* --gpu: convolutions by unrolling + cuBLAS, not direct kernels */
     int no_test;            /* --no-test: the test digits are not measured */
+    const char *train_set;  /* --train PREFIX: an IDX set in place of MNIST's */
+    const char *val_set;    /* --val PREFIX: its validation set */
+    const char *test_set;   /* --test PREFIX: its test set */
+    const char *data_note;  /* --data-note: where --train's images came from */
 } options;
 
 /* One row of the per-epoch table. */
@@ -179,7 +187,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: neocog-train cnn --out FILE [OPTIONS]\n"
         "\n"
-        "Train a CNN column on MNIST (seed 000): SGD with affine + elastic\n"
+        "Train a CNN column on MNIST (seed 000), or on --train's characters: SGD\n"
+        "with affine + elastic\n"
         "deformations, best epoch chosen on held-out training digits, error\n"
         "measured once on the 10000 test digits and stored in the model file.\n"
         "\n"
@@ -188,6 +197,17 @@ static void usage(FILE *f)
         "                    20C4bn-... batch-normalises a layer (the file written\n"
         "                    holds the plain net with the statistics folded in)\n"
         "  --data DIR        folder with the 4 MNIST files (default $NC_MNIST_DIR)\n"
+        "  --train PREFIX    train on an IDX set other than MNIST: PREFIX-images-\n"
+        "                    idx3-ubyte, PREFIX-labels-idx1-ubyte (28x28) and\n"
+        "                    PREFIX-classes.txt (the labels the model file records,\n"
+        "                    one a line; --arch's last layer has as many outputs),\n"
+        "                    as neocog-unipen writes them\n"
+        "  --val PREFIX      with --train: the validation set (same classes file);\n"
+        "                    without it nothing is validated\n"
+        "  --test PREFIX     with --train: the test set, measured once at the end;\n"
+        "                    --train needs --test or --no-test\n"
+        "  --data-note TEXT  with --train: how the sets were made (e.g. the\n"
+        "                    renderer's options), recorded in the model's data field\n"
         "  --out FILE        model file to write (required)\n"
         "  --epochs N        epochs to train (default 10)\n"
         "  --batch N         mini-batch size (default 16; gradients are summed,\n"
@@ -297,7 +317,8 @@ static int parse_options(int argc, char **argv, options *o)
     enum { O_ARCH = 256, O_DATA, O_OUT, O_EPOCHS, O_BATCH, O_LR, O_DECAY, O_VALID, O_KEEPLAST,
            O_LIMIT, O_DEFORM, O_NODEFORM, O_SEED, O_THREADS, O_CKPT, O_RESUME, O_GPU,
            O_EXTRA, O_INIT, O_DSCALE, O_TEACHER, O_TWEIGHT, O_SOFTMAX, O_IGAIN, O_KERNELS,
-           O_AVERAGE, O_DPARAMS, O_MOMENTUM, O_ADAM, O_NOTEST };
+           O_AVERAGE, O_DPARAMS, O_MOMENTUM, O_ADAM, O_NOTEST, O_TRAINSET, O_VALSET,
+           O_TESTSET, O_NOTE };
     static const struct option longopts[] = {
         { "arch", required_argument, NULL, O_ARCH },
         { "data", required_argument, NULL, O_DATA },
@@ -312,6 +333,10 @@ static int parse_options(int argc, char **argv, options *o)
         { "keep-last", no_argument, NULL, O_KEEPLAST },
         { "average-last", required_argument, NULL, O_AVERAGE },
         { "no-test", no_argument, NULL, O_NOTEST },
+        { "train", required_argument, NULL, O_TRAINSET },
+        { "val", required_argument, NULL, O_VALSET },
+        { "test", required_argument, NULL, O_TESTSET },
+        { "data-note", required_argument, NULL, O_NOTE },
         { "limit", required_argument, NULL, O_LIMIT },
         { "deform", no_argument, NULL, O_DEFORM },
         { "no-deform", no_argument, NULL, O_NODEFORM },
@@ -383,6 +408,10 @@ static int parse_options(int argc, char **argv, options *o)
         case O_RESUME: o->resume = 1; break;
         case O_KEEPLAST: o->keep_last = 1; break;
         case O_NOTEST: o->no_test = 1; break;
+        case O_TRAINSET: o->train_set = optarg; break;
+        case O_VALSET: o->val_set = optarg; break;
+        case O_TESTSET: o->test_set = optarg; break;
+        case O_NOTE: o->data_note = optarg; break;
         case O_AVERAGE:
             name = "--average-last";
             err = train_parse_u32(optarg, &o->average_last);
@@ -481,7 +510,19 @@ static int parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "neocog-train cnn: need --lr > 0 and 0 < --lr-decay <= 1\n");
         bad = 1;
     }
-    if (!bad && o->validation >= MNIST_TRAIN) {
+    if (!bad && !o->train_set && (o->val_set || o->test_set || o->data_note)) {
+        fprintf(stderr, "neocog-train cnn: --val, --test and --data-note go with --train\n");
+        bad = 1;
+    }
+    if (!bad && o->train_set && !o->test_set == !o->no_test) {
+        fprintf(stderr, "neocog-train cnn: --train needs --test PREFIX or --no-test\n");
+        bad = 1;
+    }
+    if (!bad && o->train_set && o->teacher) {
+        fprintf(stderr, "neocog-train cnn: --teacher is for MNIST digits\n");
+        bad = 1;
+    }
+    if (!bad && !o->train_set && o->validation >= MNIST_TRAIN) {
         fprintf(stderr, "neocog-train cnn: --validation must leave training digits\n");
         bad = 1;
     }
@@ -507,7 +548,7 @@ static int parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "neocog-train cnn: --resume needs --checkpoint FILE\n");
         bad = 1;
     }
-    if (!bad && !train_need_data_dir("neocog-train cnn", o->data))
+    if (!bad && !o->train_set && !train_need_data_dir("neocog-train cnn", o->data))
         bad = 1;
     return bad ? -EINVAL : 0;
 }
@@ -596,7 +637,10 @@ static void config_string(const options *o, char *dst, size_t cap)
      * written before those options still resume; an average also fixes
      * --epochs, which places its window */
     char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "", avg[64] = "";
-    char dparams[160] = "", mom[48] = "";
+    char dparams[160] = "", mom[48] = "", sets[2048] = "";
+    if (o->train_set)
+        snprintf(sets, sizeof sets, " train=%s val=%s", o->train_set,
+                 o->val_set ? o->val_set : "-");
     if (o->momentum > 0.0f)
         snprintf(mom, sizeof(mom), " momentum=%.9g", (double)o->momentum);
     else if (o->adam)
@@ -618,12 +662,12 @@ static void config_string(const options *o, char *dst, size_t cap)
     if (o->average_last)
         snprintf(avg, sizeof(avg), " average_last=%u epochs=%u", o->average_last, o->epochs);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale, dparams,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
-             o->teacher ? o->teacher : "", teacher, softmax, gain, avg, mom);
+             o->teacher ? o->teacher : "", teacher, softmax, gain, avg, mom, sets);
 }
 
 static int write_checkpoint(const char *path, const options *o, const nc_cnn *net,
@@ -633,7 +677,7 @@ static int write_checkpoint(const char *path, const options *o, const nc_cnn *ne
     nc_mf_writer *mw = NULL;
     uint8_t *net_buf = NULL, *best_buf = NULL, *buf = NULL;
     size_t net_len = 0, best_len = 0, len = 0;
-    char conf[1024];
+    char conf[4096];
     uint32_t stat[2] = { st->epochs_done, st->best_epoch };
     uint32_t rng[2] = { (uint32_t)st->rng.state, (uint32_t)(st->rng.state >> 32) };
     config_string(o, conf, sizeof(conf));
@@ -719,7 +763,7 @@ static int read_checkpoint(const char *path, const options *o, nc_cnn *net,
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_mf_reader *r = NULL;
-    char conf[1024], want[1024];
+    char conf[4096], want[4096];
     uint32_t stat[2], rng[2];
     size_t n_hist = 0;
     config_string(o, want, sizeof(want));
@@ -798,7 +842,8 @@ typedef struct trainer {
     const options *o;
     const float *inputs;    /* [n_train][side * side], preprocessed */
     const uint8_t *labels;  /* [n_train] */
-    const float *targets;   /* [n_train][10] soft targets (--teacher), or NULL */
+    const float *targets;   /* [n_train][n_classes] soft targets (--teacher), or NULL */
+    uint32_t n_classes;     /* the net's outputs */
     uint32_t n_train;       /* the pool: MNIST digits 0.., then any --extra */
     uint32_t side;
     nc_cnn *net;
@@ -808,7 +853,7 @@ typedef struct trainer {
     uint32_t chunk;         /* images per chunk, a multiple of the batch */
     float *chunk_in[2];     /* [chunk][plane], one being filled, one trained */
     uint8_t *chunk_labels[2];
-    float *chunk_targets[2];    /* [chunk][10], with targets only */
+    float *chunk_targets[2];    /* [chunk][n_classes], with targets only */
     float *out, *d_out, *grads;
     run_state *st;          /* the optimiser's state: velocity, Adam's moments */
     void *gpu;              /* nc_gpu_cnn; NULL: train on the CPU */
@@ -849,8 +894,8 @@ static void *fill_run(void *arg)
         float *dst = j->in + (size_t)(pos - j->base) * plane;
         j->labels[pos - j->base] = t->labels[k];
         if (j->targets)
-            memcpy(j->targets + (size_t)(pos - j->base) * 10, t->targets + (size_t)k * 10,
-                   10 * sizeof(float));
+            memcpy(j->targets + (size_t)(pos - j->base) * t->n_classes,
+                   t->targets + (size_t)k * t->n_classes, t->n_classes * sizeof(float));
         if (j->deform) {
             nc_deform_rng r = image_rng(j->epoch_seed, pos);
             j->err = nc_deform_apply(j->deform, &r, src, dst);
@@ -913,7 +958,8 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
         const uint32_t nb = n - i < B ? n - i : B;
         const float *in = t->chunk_in[slot] + (size_t)i * plane;
         const uint8_t *labels = t->chunk_labels[slot] + i;
-        const float *targets = t->targets ? t->chunk_targets[slot] + (size_t)i * 10 : NULL;
+        const float *targets =
+            t->targets ? t->chunk_targets[slot] + (size_t)i * t->n_classes : NULL;
         /* nc_cnn_train_step without hiding the outputs, so the training
          * error comes for free. */
         double l = 0.0;
@@ -1065,9 +1111,9 @@ static int load_init(const char *path, nc_cnn *net)
 }
 
 /* --extra PREFIX: PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte, 28x28
- * digits with labels 0..9, as neocog-streamgen --patches writes them. */
+ * images with labels below n_classes, as neocog-streamgen --patches writes them. */
 #define EXTRA_MAX_BYTES ((size_t)1 << 31)
-static int load_extra(const char *prefix, nc_dataset *ret)
+static int load_extra(const char *prefix, uint32_t n_classes, nc_dataset *ret)
 {
     char pi[1024], pl[1024];
     snprintf(pi, sizeof(pi), "%s-images-idx3-ubyte", prefix);
@@ -1082,7 +1128,7 @@ static int load_extra(const char *prefix, nc_dataset *ret)
         return -EINVAL;
     }
     for (uint32_t i = 0; i < ret->count; i++)
-        if (ret->labels[i] > 9) {
+        if (ret->labels[i] >= n_classes) {
             fprintf(stderr, "neocog-train cnn: --extra %s: label %u is %u\n", prefix, i,
                     ret->labels[i]);
             return -EINVAL;
@@ -1117,6 +1163,71 @@ static int make_pool(trainer *t, const float *mnist_inputs, const uint8_t *mnist
     t->inputs = *ret_inputs = in;
     t->labels = *ret_labels = lab;
     return 0;
+}
+
+/* ---- sets other than MNIST -------------------------------------------------- */
+
+static int same_classes(const char *what, const train_classes *a, const train_classes *b)
+{
+    if (a->n == b->n && !memcmp(a->label, b->label, sizeof a->label))
+        return 0;
+    fprintf(stderr, "neocog-train cnn: %s's classes file differs from --train's\n", what);
+    return -EINVAL;
+}
+
+/* --train, --val and --test: the training images with the validation
+ * images appended (so that validation is the pool's last o->validation
+ * images, as MNIST's is), and the test set; their classes files must
+ * agree.  Sets o->validation to --val's count (0 without it). */
+static int load_sets(options *o, nc_dataset *train, nc_dataset *test, train_classes *classes)
+{
+    static const char who[] = "neocog-train cnn";
+    nc_dataset val = { 0 };
+    train_classes c2;
+    int err = train_load_idx_set(who, o->train_set, train, classes);
+    if (!err && o->val_set && !(err = train_load_idx_set(who, o->val_set, &val, &c2)) &&
+        !(err = same_classes("--val", classes, &c2))) {
+        const size_t plane = (size_t)train->rows * train->cols;
+        const uint32_t n = train->count + val.count;
+        uint8_t *px = realloc(train->pixels, n * plane), *lab = px ? realloc(train->labels, n)
+                                                                   : NULL;
+        if (px)
+            train->pixels = px;
+        if (lab)
+            train->labels = lab;
+        if (!px || !lab) {
+            err = -ENOMEM;
+        } else {
+            memcpy(px + (size_t)train->count * plane, val.pixels, (size_t)val.count * plane);
+            memcpy(lab + train->count, val.labels, val.count);
+            train->count = n;
+        }
+    }
+    o->validation = o->val_set ? val.count : 0;
+    nc_dataset_fini(&val);
+    if (!err && o->test_set && !(err = train_load_idx_set(who, o->test_set, test, &c2)))
+        err = same_classes("--test", classes, &c2);
+    if (err)
+        fprintf(stderr, "%s: %s\n", who, nc_strerror(err));
+    return err;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* The record's data field for --train: the note, the sets and their counts. */
+static void describe_sets(const options *o, uint32_t n_train, uint32_t n_valid,
+                          const char *extra_note, const char *deformed, char *dst, size_t cap)
+{
+    char valid[160] = " (no validation)";
+    if (o->val_set)
+        snprintf(valid, sizeof valid, " (validation %s, %u)", base_name(o->val_set), n_valid);
+    snprintf(dst, cap, "%s%s%s 0-%u%s%s%s", o->data_note ? o->data_note : "",
+             o->data_note ? ": " : "", base_name(o->train_set), n_train - 1, extra_note, valid,
+             deformed);
 }
 
 /* ---- the command ----------------------------------------------------------- */
@@ -1180,6 +1291,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
 {
     options o;
     int err = parse_options(argc, argv, &o);
+
     if (err > 0)
         return TRAIN_EXIT_OK;       /* --help */
     if (err) {
@@ -1212,9 +1324,9 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     }
     const nc_cnn_layer *in_layer = &net->layers[0];
     if (in_layer->maps != 1 || in_layer->height != in_layer->width ||
-        (in_layer->width != 28 && in_layer->width != 29) || net->n_outputs != 10) {
-        fprintf(stderr, "neocog-train cnn: --arch %s: MNIST needs a 1x28x28 or 1x29x29 "
-                "input and 10 outputs\n", o.arch);
+        (in_layer->width != 28 && in_layer->width != 29)) {
+        fprintf(stderr, "neocog-train cnn: --arch %s: 28x28 images need a 1x28x28 or 1x29x29 "
+                "input\n", o.arch);
         goto out;
     }
     if (o.teacher && net->width_norm) {
@@ -1227,25 +1339,42 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     t.side = in_layer->width;
     const uint32_t plane = t.side * t.side;
 
-    if (train_load_mnist_checked("cnn", dir, "train", MNIST_TRAIN, &train))
-        goto out;
+    /* The classes: MNIST's digits, or --train's classes file, which --val's
+     * and --test's must repeat; --arch's last layer has one output each. */
+    train_classes classes;
+    train_classes_digits(&classes);
     /* The test digits are read and checked now, so that a missing or bad
      * file is said before training rather than after it (the model would
      * not be written); they are measured only at the end. */
-    if (!o.no_test && train_load_mnist_checked("cnn", dir, "t10k", 0, &test))
+    if (o.train_set) {
+        if (load_sets(&o, &train, &test, &classes))
+            goto out;
+    } else {
+        if (train_load_mnist_checked("cnn", dir, "train", MNIST_TRAIN, &train))
+            goto out;
+        if (!o.no_test && train_load_mnist_checked("cnn", dir, "t10k", 0, &test))
+            goto out;
+    }
+    const uint32_t K = classes.n;
+    if (net->n_outputs != K) {
+        fprintf(stderr, "neocog-train cnn: --arch %s has %u outputs, the data %u classes\n",
+                o.arch, net->n_outputs, K);
         goto out;
-    const uint32_t valid_first = MNIST_TRAIN - o.validation;
+    }
+    /* the pool's training part first, validation last (load_sets appends
+     * --val's images after --train's) */
+    const uint32_t valid_first = train.count - o.validation;
     const uint32_t n_mnist = o.limit && o.limit < valid_first ? o.limit : valid_first;
-    if (o.extra && load_extra(o.extra, &extra))
+    if (o.extra && load_extra(o.extra, K, &extra))
         goto out;
     t.n_train = n_mnist + extra.count;
+    t.n_classes = K;
     t.net = net;
     t.live = isatty(STDERR_FILENO);
 
     /* Provenance; test_error is filled in at the end. */
-    info.n_classes = 10;
-    for (uint32_t k = 0; k < 10; k++)
-        snprintf(info.labels[k], sizeof(info.labels[k]), "%u", k);
+    info.n_classes = K;
+    memcpy(info.labels, classes.label, sizeof classes.label);
     info.prep = t.side == 29 ? NC_PREP_CNN_29 : NC_PREP_MNIST_28;
     char extra_note[160] = "";
     if (o.extra)
@@ -1270,7 +1399,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         snprintf(deformed, sizeof deformed, ", deformed");
     else if (o.deform && o.deform_scale > 0.0f)
         snprintf(deformed, sizeof deformed, ", deformed x %g", (double)o.deform_scale);
-    if (o.validation)
+    if (o.train_set)
+        describe_sets(&o, n_mnist, o.validation, extra_note, deformed, info.data,
+                      sizeof info.data);
+    else if (o.validation)
         snprintf(info.data, sizeof(info.data), "MNIST train 0-%u%s (validation %u-%u)%s",
                  n_mnist - 1, extra_note, valid_first, MNIST_TRAIN - 1, deformed);
     else
@@ -1296,8 +1428,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     t.w = w;
     t.chunk = (CHUNK_MIN + o.batch - 1) / o.batch * o.batch;
     t.order = malloc((size_t)t.n_train * sizeof(uint32_t));
-    t.out = malloc((size_t)max_batch * 10 * sizeof(float));
-    t.d_out = malloc((size_t)o.batch * 10 * sizeof(float));
+    t.out = malloc((size_t)max_batch * K * sizeof(float));
+    t.d_out = malloc((size_t)o.batch * K * sizeof(float));
     t.grads = malloc(net->n_params * sizeof(float));
     t.st = &st;
     if (o.momentum > 0.0f && !(st.velocity = calloc(net->n_params, sizeof(float)))) {
@@ -1313,7 +1445,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     for (int i = 0; i < 2; i++) {
         t.chunk_in[i] = malloc((size_t)t.chunk * plane * sizeof(float));
         t.chunk_labels[i] = malloc(t.chunk);
-        if (o.teacher && !(t.chunk_targets[i] = malloc((size_t)t.chunk * 10 * sizeof(float)))) {
+        if (o.teacher && !(t.chunk_targets[i] = malloc((size_t)t.chunk * K * sizeof(float)))) {
             err = -ENOMEM;
             goto fail;
         }
@@ -1345,7 +1477,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         goto fail;
     if (o.teacher) {
         /* the pool's order: MNIST digits 0.., then any --extra (make_pool) */
-        err = train_teacher_targets(o.teacher, &info.prep, plane, &train, n_mnist,
+        err = train_teacher_targets(o.teacher, &info.prep, plane, K, &train, n_mnist,
                                     o.extra ? &extra : NULL, extra.count, o.teacher_weight,
                                     o.threads, &teacher_targets);
         openblas_set_num_threads((int)o.threads);   /* train_scores_run held it to one */
@@ -1412,7 +1544,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     char arch[NC_CNN_ARCH_MAX];
     nc_cnn_arch_format(net, arch, sizeof(arch));
     fprintf(stderr, "neocog-train cnn: %s, %zu parameters\n", arch, net->n_params);
-    fprintf(stderr, "  data %s: %s\n", dir, info.data);
+    fprintf(stderr, "  data %s: %s\n", o.train_set ? o.train_set : dir, info.data);
     fprintf(stderr, "  epochs %u, batch %u, lr %g decay %g%s, seed %llu, %u thread%s, on %s\n",
             o.epochs, o.batch, (double)o.lr, (double)o.lr_decay,
             o.adam ? " (Adam)" : o.momentum > 0.0f ? " with momentum" : "",
@@ -1538,7 +1670,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         if (err)
             goto fail;
         info.test_error = (double)test_errors / test.count;
-        snprintf(info.test_set, sizeof(info.test_set), "MNIST t10k (%u)", test.count);
+        if (o.train_set)
+            snprintf(info.test_set, sizeof(info.test_set), "%s (%u)", o.test_set, test.count);
+        else
+            snprintf(info.test_set, sizeof(info.test_set), "MNIST t10k (%u)", test.count);
     }
     info.epochs = st.best_epoch;
     train_utc_iso(info.created, sizeof(info.created));

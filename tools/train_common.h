@@ -12,6 +12,7 @@
 
 #include "dataset.h"
 #include "image.h"
+#include "modelfile.h"
 #include "neocog.h"
 
 /* Exit statuses. */
@@ -98,6 +99,34 @@ int train_load_mnist(const char *dir, const char *which, nc_dataset *ret);
  * freed, or train_load_mnist's error. */
 int train_load_mnist_checked(const char *cmd, const char *dir, const char *which,
                              uint32_t count, nc_dataset *ret);
+
+/* ---- character sets other than MNIST ----------------------------------- */
+
+/* The classes of an IDX set, from PREFIX-classes.txt: one label a line (the
+ * text a model file records for each class, 1..15 bytes, label order), as
+ * neocog-unipen writes it.  MNIST has no such file: its labels are "0".."9"
+ * (train_classes_digits). */
+typedef struct train_classes {
+    uint32_t n;
+    char label[NC_MF_MAX_CLASSES][16];
+} train_classes;
+void train_classes_digits(train_classes *ret);
+/* Read PREFIX-classes.txt; prints what is wrong, prefixed with who, and
+ * returns -EBADMSG (an empty or over-long line, more than
+ * NC_MF_MAX_CLASSES lines, a label twice) or the read error. */
+int train_load_classes(const char *who, const char *prefix, train_classes *ret);
+
+/* An IDX set as neocog-unipen writes it: PREFIX-images-idx3-ubyte and
+ * PREFIX-labels-idx1-ubyte (either may be gzip'd) and PREFIX-classes.txt;
+ * checked to hold 28x28 images, at least one, every label below the
+ * classes' count.  Prints what is wrong, prefixed with who; on an error
+ * nothing is left to free. */
+int train_load_idx_set(const char *who, const char *prefix, nc_dataset *ret,
+                       train_classes *ret_classes);
+
+/* 0 when the classes are exactly the model record's (count and labels, in
+ * order); else prints the first difference and returns -EINVAL. */
+int train_classes_match(const char *who, const train_classes *c, const nc_model_info *info);
 
 /* "s" as "1h02m03s" / "2m03s" / "3s". */
 void train_format_duration(double s, char *dst, size_t cap);

@@ -18,7 +18,13 @@
  * the rule the file holds, else the plain one): error at 0.5 / 1 / 2 %
  * rejection of the least calibrated-confident answers, and what the stored
  * reject threshold does; with --ensemble NEOCOG (a CNN model) the same for
- * the CNN + neocognitron ensemble under the rule the daemon would pick. */
+ * the CNN + neocognitron ensemble under the rule the daemon would pick.
+ *
+ * --idx PREFIX measures an IDX set with its classes file (neocog-unipen's
+ * characters) instead of MNIST; a model of more than ten classes then gets
+ * the character report (train_eval_chars.c: per kind of character, top-3,
+ * the ambiguity groups of train_groups.h apart) and its most frequent
+ * confusions in place of the full confusion matrix. */
 #include "train_common.h"
 #include "train_calib.h"
 
@@ -35,6 +41,7 @@
 #include "image_clean.h"
 #include "modelfile.h"
 #include "nc_config.h"
+#include "train_groups.h"
 #include "train_pool.h"
 #if NC_HAVE_CUDA
 #include "backend_gpu.h"
@@ -172,10 +179,18 @@ static int png_write_rgb(const char *path, const uint8_t *rgb, uint32_t W, uint3
     return err;
 }
 
+/* The caption glyph of a class: its label when that is one digit, else the
+ * dash (a character set's captions are in the printed list). */
+static int glyph_of(const nc_model_info *info, int32_t cls)
+{
+    const char *t = cls >= 0 && (uint32_t)cls < info->n_classes ? info->labels[cls] : "";
+    return t[0] >= '0' && t[0] <= '9' && !t[1] ? t[0] - '0' : 10;
+}
+
 /* Tiles of the given digits (raw MNIST pixels, scaled 2x, ink dark on white)
  * with "true answer" captions: true in green, answer in red. */
-static int write_sheet(const char *path, const nc_dataset *d, const uint32_t *idx,
-                       const int32_t *answer, uint32_t n)
+static int write_sheet(const char *path, const nc_dataset *d, const nc_model_info *info,
+                       const uint32_t *idx, const int32_t *answer, uint32_t n)
 {
     const uint32_t S = 2, cols = 10, tw = d->cols * S + 8, th = d->rows * S + 16;
     const uint32_t rows = n ? (n + cols - 1) / cols : 1;
@@ -195,8 +210,8 @@ static int write_sheet(const char *path, const nc_dataset *d, const uint32_t *id
                 p[0] = p[1] = p[2] = v;
             }
         const uint32_t cy = y0 + d->rows * S + 2;
-        put_glyph(rgb, W, x0, cy, d->labels[idx[t]] % 10, 2, green);
-        put_glyph(rgb, W, x0 + 10, cy, answer[t] < 0 ? 10 : answer[t] % 10, 2, red);
+        put_glyph(rgb, W, x0, cy, glyph_of(info, d->labels[idx[t]]), 2, green);
+        put_glyph(rgb, W, x0 + 10, cy, glyph_of(info, answer[t]), 2, red);
     }
     int err = png_write_rgb(path, rgb, W, H);
     free(rgb);
@@ -217,6 +232,9 @@ static void usage(FILE *f)
         "  --model FILE      model file (required)\n"
         "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
         "  --set NAME        t10k (default) or train\n"
+        "  --idx PREFIX      measure an IDX set instead of MNIST: PREFIX-images-idx3-\n"
+        "                    ubyte, PREFIX-labels-idx1-ubyte and PREFIX-classes.txt\n"
+        "                    (neocog-unipen's; the classes must be the model's)\n"
         "  --first N         first digit of the set to use (0)\n"
         "  --count N         digits to use (all from --first)\n"
         "  --sheet FILE      write the most confident misrecognitions as PNG\n"
@@ -424,7 +442,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
     enum { O_MODEL = 256, O_DATA, O_SET, O_FIRST, O_COUNT, O_SHEET, O_SHEETMAX, O_MAXR,
-           O_THREADS, O_ENS, O_HEIGHTS, O_GPU, O_SAVE };
+           O_THREADS, O_ENS, O_HEIGHTS, O_GPU, O_SAVE, O_IDX };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "data", required_argument, NULL, O_DATA },
@@ -439,11 +457,12 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         { "heights", required_argument, NULL, O_HEIGHTS },
         { "gpu", required_argument, NULL, O_GPU },
         { "save-scores", required_argument, NULL, O_SAVE },
+        { "idx", required_argument, NULL, O_IDX },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL, *ensemble = NULL;
-    const char *save = NULL;
+    const char *save = NULL, *idx = NULL;
     uint32_t first = 0, count = 0, sheet_max = 100, threads = 1, gpu_u = 0;
     int gpu = -1;
     int max_resp = 0, c, bad = 0;
@@ -465,6 +484,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         case O_HEIGHTS: err = train_parse_heights(optarg, heights, MAX_HEIGHTS, &n_heights); break;
         case O_GPU: err = train_parse_u32(optarg, &gpu_u) || gpu_u > 64; gpu = (int)gpu_u; break;
         case O_SAVE: save = optarg; break;
+        case O_IDX: idx = optarg; break;
         case 'h': usage(stdout); return TRAIN_EXIT_OK;
         default: usage(stderr); return TRAIN_EXIT_USAGE;
         }
@@ -480,7 +500,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         bad = 1;
     }
     const char *dir = NULL;
-    if (!bad && !(dir = train_need_data_dir("neocog-train eval", data)))
+    if (!bad && !idx && !(dir = train_need_data_dir("neocog-train eval", data)))
         bad = 1;
     if (bad) {
         usage(stderr);
@@ -509,7 +529,10 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         goto out;
     }
     const uint32_t kind = nc_mf_kind_of(rd);
-    if (train_load_mnist(dir, set, &ds))
+    train_classes classes;
+    train_classes_digits(&classes);
+    if (idx ? train_load_idx_set("neocog-train eval", idx, &ds, &classes)
+            : train_load_mnist(dir, set, &ds))
         goto out;
     if (first >= ds.count) {
         fprintf(stderr, "neocog-train eval: --first %u: the set has %u digits\n", first,
@@ -635,6 +658,9 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             rule = "largest output";
     }
 
+    if (train_classes_match("neocog-train eval", &classes, &info))
+        goto out;
+
     /* ---- the numbers ---- */
     /* IDX labels may be any byte (dataset.h: checking them is the caller's
      * job).  One outside the model's classes would make the error count
@@ -670,7 +696,11 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         printf("recorded    test error %.2f%% on %s\n", 100.0 * info.test_error,
                info.test_set[0] ? info.test_set : "-");
     printf("command     %s\n", info.command);
-    printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
+    if (idx)
+        printf("data        %s %u-%u (%u images, %u classes)\n", idx, first, first + count - 1,
+               count, classes.n);
+    else
+        printf("data        MNIST %s %u-%u (%u digits)\n", set, first, first + count - 1, count);
     if (info.prep.n_views)                      /* the file's own views */
         train_print_views(&info.prep, kind);
     if (n_heights) {
@@ -702,10 +732,15 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
     if (be && (err = report_calibrated(be, rd, raw, ok, ds.labels + first, count, threads,
                                        ensemble, &ds, first, gpu)))
         goto fail;
-    printf("\nper class   digits  errors   error\n");
+    if (n_classes > 10 && raw && (err = train_report_chars(&info, ds.labels + first, ans, raw,
+                                                           count)))
+        goto fail;
+    printf("\nper class  samples  errors   error\n");
     for (uint32_t t = 0; t < n_classes; t++)
         printf("  %-8s %7u %7u  %5.2f%%\n", info.labels[t], per[t], per_err[t],
                per[t] ? 100.0 * per_err[t] / per[t] : 0.0);
+    if (n_classes > 16)                 /* the report's confusions instead */
+        goto sheet;
     printf("\nconfusion (rows: true, columns: answer, last: rejected)\n      ");
     for (uint32_t a = 0; a < n_classes; a++)
         printf("%6s", info.labels[a]);
@@ -717,6 +752,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         printf("\n");
     }
 
+sheet:
     if (sheet) {
         /* the worst: wrong answers given with the highest confidence */
         worst = malloc((errors ? errors : 1) * sizeof(uint32_t));
@@ -733,14 +769,15 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
                 worst_ans[n++] = ans[i];
             }
         }
-        if ((err = write_sheet(sheet, &ds, worst, worst_ans, n))) {
+        if ((err = write_sheet(sheet, &ds, &info, worst, worst_ans, n))) {
             fprintf(stderr, "neocog-train eval: writing %s: %s\n", sheet, nc_strerror(err));
             goto out;
         }
         printf("\nsheet       %s: %u most confident errors (green: true, red: answer)\n",
                sheet, n);
         for (uint32_t t = 0; t < n && t < 20; t++)
-            printf("  #%u true %u answer %d\n", worst[t], ds.labels[worst[t]], worst_ans[t]);
+            printf("  #%u true %s answer %s\n", worst[t], info.labels[ds.labels[worst[t]]],
+                   worst_ans[t] < 0 ? "-" : info.labels[worst_ans[t]]);
     }
     status = TRAIN_EXIT_OK;
     goto out;

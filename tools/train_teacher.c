@@ -11,7 +11,7 @@
 
 #include "train_calib.h"
 
-/* The teacher's raw outputs on digits [0, count) of d into raw[count][10]. */
+/* The teacher's raw outputs on digits [0, count) of d into raw[count][classes]. */
 static int teacher_scores(const nc_backend *be, const nc_dataset *d, uint32_t count,
                           uint32_t threads, float *raw)
 {
@@ -26,7 +26,7 @@ static int teacher_scores(const nc_backend *be, const nc_dataset *d, uint32_t co
 }
 
 int train_teacher_targets(const char *path, const nc_prep *prep, uint32_t plane,
-                          const nc_dataset *a, uint32_t n_a, const nc_dataset *b,
+                          uint32_t n_classes, const nc_dataset *a, uint32_t n_a, const nc_dataset *b,
                           uint32_t n_b, float weight, uint32_t threads, float **ret_targets)
 {
     static const char who[] = "neocog-train cnn: --teacher";
@@ -35,30 +35,30 @@ int train_teacher_targets(const char *path, const nc_prep *prep, uint32_t plane,
     int err = train_open_model(who, path, &be, NULL, NULL);
     if (err)
         return err;
-    if (be->kind != NC_MF_KIND_CNN || be->input_len != plane || be->info.n_classes != 10 ||
+    if (be->kind != NC_MF_KIND_CNN || be->input_len != plane || be->info.n_classes != n_classes ||
         memcmp(&be->info.prep, prep, sizeof *prep) != 0) {
         fprintf(stderr, "%s %s takes other inputs or outputs than the network trained (a CNN "
-                "with its prep, %u inputs and 10 outputs is needed)\n", who, path, plane);
+                "with its prep, %u inputs and %u outputs is needed)\n", who, path, plane, n_classes);
         err = -EINVAL;
         goto out;
     }
     const uint32_t n = n_a + (b ? n_b : 0);
     const uint8_t *const labels[2] = { a->labels, b ? b->labels : NULL };
-    if (!(out = malloc((size_t)n * 10 * sizeof *out))) {
+    if (!(out = malloc((size_t)n * n_classes * sizeof *out))) {
         err = -ENOMEM;
         goto out;
     }
     if ((err = teacher_scores(be, a, n_a, threads, out)) ||
-        (b && (err = teacher_scores(be, b, n_b, threads, out + (size_t)n_a * 10)))) {
+        (b && (err = teacher_scores(be, b, n_b, threads, out + (size_t)n_a * n_classes)))) {
         fprintf(stderr, "%s %s: %s\n", who, path, nc_strerror(err));
         goto out;
     }
     uint32_t agree = 0;
     for (uint32_t i = 0; i < n; i++) {
-        float *o = out + (size_t)i * 10;
+        float *o = out + (size_t)i * n_classes;
         const uint8_t label = i < n_a ? labels[0][i] : labels[1][i - n_a];
         uint32_t best = 0;
-        for (uint32_t k = 0; k < 10; k++) {
+        for (uint32_t k = 0; k < n_classes; k++) {
             if (o[k] > o[best])
                 best = k;
             const float t = k == label ? 1.0f : -1.0f;

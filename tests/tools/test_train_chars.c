@@ -1,0 +1,242 @@
+/* tests/tools/test_train_chars.c — a character set other than MNIST's
+ * digits through neocog-train, as a user runs it: twelve classes ("0".."9",
+ * "x", "X"; x and X are one of eval's ambiguity groups) in IDX files with
+ * a classes file, as neocog-unipen writes them.
+ *
+ * `cnn --train --val --no-test` trains a small column of 12 outputs a few
+ * epochs: the file records the 12 labels, the data note and no test error;
+ * its loss falls.  An --arch of 10 outputs, --train without --no-test or
+ * --test, and a --val whose classes differ are refused.  `calibrate --idx`
+ * fits the file's rule on the set and writes a file the engine opens with
+ * the labels kept; `eval --idx` prints the character report (kinds, top-3,
+ * the groups, the confusions) and refuses a set whose classes are not the
+ * model's.  Last the calibrated file answers an image through the engine
+ * table and core/answer with all 12 candidates, each once, best first.
+ * Usage: test_train_chars NEOCOG-TRAIN. */
+#include "fixture.h"
+#include "run_capture.h"
+#include "test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "answer.h"
+#include "backend.h"
+#include "dataset.h"
+#include "fileio.h"
+#include "image.h"
+#include "modelfile.h"
+
+#define C 12u
+#define ARCH12 "1x29x29-4C4-MP2-6C5-MP3-12N"
+
+/* prefix-*: the fixture's digits, every fourth one transposed and labelled
+ * "x" (from an even digit) or "X" (odd), and the classes file `classes`. */
+static int make_set(const char *prefix, uint32_t first, uint32_t count, const char *classes)
+{
+    nc_dataset fx = { 0 }, d = { 0 };
+    int err = nc_test_fixture(&fx);
+    if (err)
+        return err;
+    const size_t px = (size_t)fx.rows * fx.cols;
+    d = (nc_dataset){ count, fx.rows, fx.cols, malloc(count * px), malloc(count) };
+    if (!d.pixels || !d.labels)
+        err = -ENOMEM;
+    for (uint32_t i = 0; !err && i < count; i++) {
+        const uint32_t k = (first + i) % fx.count;
+        const uint8_t *src = fx.pixels + k * px;
+        uint8_t *dst = d.pixels + i * px;
+        const int odd = (first + i) % 4 == 0;
+        for (uint32_t y = 0; y < fx.rows; y++)
+            for (uint32_t x = 0; x < fx.cols; x++)
+                dst[y * fx.cols + x] = odd ? src[x * fx.cols + y] : src[y * fx.cols + x];
+        d.labels[i] = odd ? (uint8_t)(10 + fx.labels[k] % 2) : fx.labels[k];
+    }
+    if (!err)
+        err = nc_file_write_idx(prefix, &d);
+    char p[512];
+    snprintf(p, sizeof p, "%s-classes.txt", prefix);
+    if (!err)
+        err = nc_file_write_atomic(p, (const uint8_t *)classes, strlen(classes));
+    nc_dataset_fini(&d);
+    nc_dataset_fini(&fx);
+    return err;
+}
+
+/* Run the tool with stderr captured with stdout. */
+static int run(const char *tool, const char *const *args, char **ret_out)
+{
+    const char *argv[48] = { "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", tool };
+    int n = 4;
+    for (int i = 0; args[i] && n < 47; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    char *out = NULL;
+    int status = nc_run_capture(argv, NULL, &out);
+    fprintf(stderr, "%s", out ? out : "");
+    if (ret_out)
+        *ret_out = out;
+    else
+        free(out);
+    return status;
+}
+
+static nc_backend *open_file(const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_backend *be = NULL;
+    if (nc_file_read(path, 64u << 20, &buf, &len) == 0)
+        nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
+    free(buf);
+    return be;
+}
+
+/* The first and last "loss X" of the progress lines. */
+static int losses(const char *out, double *first, double *last)
+{
+    int n = 0;
+    for (const char *s = out; (s = strstr(s, "epoch ")) != NULL; s++) {
+        unsigned e, of;
+        const char *k = strstr(s, "loss ");
+        double x;
+        if (sscanf(s, "epoch %u/%u", &e, &of) != 2 || !k || sscanf(k + 5, "%lf", &x) != 1)
+            continue;
+        if (!n++)
+            *first = x;
+        *last = x;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s NEOCOG-TRAIN\n", argv[0]);
+        return 2;
+    }
+    const char *tool = argv[1];
+    char dir[] = "/tmp/nc-train-chars-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char tr[256], va[256], other[256], model[256], cal[256];
+    snprintf(tr, sizeof tr, "%s/chars-train", dir);
+    snprintf(va, sizeof va, "%s/chars-val", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(model, sizeof model, "%s/m12.ncm", dir);
+    snprintf(cal, sizeof cal, "%s/m12-cal.ncm", dir);
+    static const char classes[] = "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\nx\nX\n";
+    CHECK_INT_EQ(make_set(tr, 0, 600, classes), 0);
+    CHECK_INT_EQ(make_set(va, 600, 400, classes), 0);
+    CHECK_INT_EQ(make_set(other, 600, 400, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\ny\nY\n"), 0);
+
+    /* training */
+    char *out = NULL;
+    const char *train[] = { "cnn", "--train", tr, "--val", va, "--no-test", "--arch", ARCH12,
+                            "--epochs", "4", "--batch", "4", "--lr", "0.005", "--softmax", "3",
+                            "--lr-decay", "0.9", "--seed", "5", "--data-note", "twelve test classes",
+                            "--out", model, NULL };
+    CHECK_INT_EQ(run(tool, train, &out), 0);
+    double l0 = 0, l1 = 0;
+    CHECK_INT_EQ(losses(out ? out : "", &l0, &l1), 4);
+    CHECK_MSG(l1 < 0.8 * l0, "loss %g in the first epoch, %g in the last", l0, l1);
+    free(out);
+    nc_backend *be = open_file(model);
+    CHECK(be != NULL);
+    if (be) {
+        CHECK_INT_EQ(be->info.n_classes, C);
+        CHECK(!strcmp(be->info.labels[0], "0"));
+        CHECK(!strcmp(be->info.labels[10], "x"));
+        CHECK(!strcmp(be->info.labels[11], "X"));
+        CHECK(strstr(be->info.data, "twelve test classes: chars-train 0-599") != NULL);
+        CHECK(strstr(be->info.data, "validation chars-val, 400") != NULL);
+        CHECK(be->info.test_error < 0.0);
+        CHECK(strstr(be->info.command, "--train") != NULL);
+    }
+    nc_backend_close(be);
+
+    /* refusals */
+    const char *ten[] = { "cnn", "--train", tr, "--val", va, "--no-test", "--arch",
+                          "1x29x29-4C4-MP2-6C5-MP3-10N", "--epochs", "1", "--out", model, NULL };
+    CHECK_INT_EQ(run(tool, ten, NULL), 1);
+    const char *no_test[] = { "cnn", "--train", tr, "--arch", ARCH12, "--out", model, NULL };
+    CHECK_INT_EQ(run(tool, no_test, NULL), 2);
+    const char *mixed[] = { "cnn", "--train", tr, "--val", other, "--no-test", "--arch", ARCH12,
+                            "--epochs", "1", "--out", model, NULL };
+    CHECK_INT_EQ(run(tool, mixed, NULL), 1);
+
+    /* calibration on the validation set */
+    const char *calib[] = { "calibrate", "--model", model, "--idx", va, "--out", cal, NULL };
+    CHECK_INT_EQ(run(tool, calib, NULL), 0);
+    be = open_file(cal);
+    CHECK(be != NULL);
+    if (be) {
+        CHECK(be->calib.fitted);
+        CHECK(be->calib.n_valid == 400.0);
+        CHECK_INT_EQ(be->info.n_classes, C);
+        CHECK(!strcmp(be->info.labels[11], "X"));
+    }
+    const char *calib_other[] = { "calibrate", "--model", model, "--idx", other, "--out", cal,
+                                  NULL };
+    CHECK_INT_EQ(run(tool, calib_other, NULL), 1);
+
+    /* the character report */
+    const char *eval[] = { "eval", "--model", cal, "--idx", va, NULL };
+    CHECK_INT_EQ(run(tool, eval, &out), 0);
+    const char *o = out ? out : "";
+    CHECK(strstr(o, "characters  by kind") != NULL);
+    CHECK(strstr(o, "digits") && strstr(o, "upper case") && strstr(o, "lower case"));
+    CHECK(strstr(o, "top-3") != NULL);
+    CHECK(strstr(o, "\n  x X ") != NULL);       /* the group's row */
+    CHECK(strstr(o, "reject 1.0%") != NULL);
+    CHECK(strstr(o, "most frequent confusions") != NULL);
+    CHECK(strstr(o, "confusion (rows: true") != NULL);    /* 12 classes: the matrix too */
+    free(out);
+    const char *eval_other[] = { "eval", "--model", cal, "--idx", other, NULL };
+    CHECK_INT_EQ(run(tool, eval_other, NULL), 1);
+
+    /* an answer through the engine table: all 12 candidates, best first */
+    if (be) {
+        nc_dataset fx = { 0 };
+        CHECK_INT_EQ(nc_test_fixture(&fx), 0);
+        float *in = malloc(be->input_len * sizeof *in), raw[C];
+        void *w = NULL;
+        nc_image img = { fx.cols, fx.rows, fx.cols, fx.pixels };
+        CHECK(in != NULL);
+        CHECK_INT_EQ(nc_prep_apply(&img, &be->info.prep, in), 0);
+        CHECK_INT_EQ(be->ops->worker_new(be->impl, 1, &w), 0);
+        CHECK_INT_EQ(be->ops->forward(be->impl, w, in, 1, raw), 0);
+        nc_answer_in ai;
+        memset(&ai, 0, sizeof ai);
+        ai.model = NC_ANSWER_MODEL_CNN;
+        ai.be[NC_ANSWER_NET_CNN] = be;
+        ai.raw[NC_ANSWER_NET_CNN] = raw;
+        ai.ink[NC_ANSWER_NET_CNN] = 1;
+        ai.threshold = NC_ANSWER_THRESHOLD_NONE;
+        ai.top_k = C;
+        nc_answer a;
+        CHECK_INT_EQ(nc_answer_compute(&ai, &a), 0);
+        CHECK_INT_EQ(a.n_classes, C);
+        CHECK_INT_EQ(a.n_top, C);
+        CHECK_INT_EQ(a.top[0], a.best);
+        uint32_t seen = 0;
+        for (uint32_t k = 0; k < C; k++)
+            seen |= 1u << a.top[k];
+        CHECK_INT_EQ(seen, (1u << C) - 1);
+        be->ops->worker_free(w);
+        free(in);
+        nc_dataset_fini(&fx);
+    }
+    nc_backend_close(be);
+
+    const char *rm[] = { "/bin/rm", "-rf", dir, NULL };
+    char *ignored = NULL;
+    nc_run_capture(rm, NULL, &ignored);
+    free(ignored);
+    return nc_test_finish();
+}
