@@ -115,7 +115,27 @@ static uint32_t b_cells(const float *restrict ui, uint32_t k_in, uint32_t *restr
     return c;
 }
 
-/* Build the lists of n passes.  Returns 0 or -ENOMEM. */
+/* Terms of pass p: the non-zero cells each output position reads. */
+static size_t b_count(const nc_neocog_s_args *s, const float *in, uint32_t *nnz)
+{
+    const nc_neocog_index *ix = s->ix;
+    const size_t n_i = (size_t)ix->n_in * ix->n_in, n_o = (size_t)ix->n_out * ix->n_out;
+    for (size_t i = 0; i < n_i; i++) {
+        uint32_t c = 0;
+        for (uint32_t k = 0; k < s->k_in; k++)
+            c += in[i * s->in_stride + k] != 0.0f;
+        nnz[i] = c;
+    }
+    size_t need = 0;
+    for (size_t o = 0; o < n_o; o++)
+        for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++)
+            need += nnz[ix->gat_in[j]];
+    return need;
+}
+
+/* Build the lists of n passes.  Every buffer is allocated once, at its
+ * exact size (the same sizes call after call come back from the heap
+ * without new pages).  Returns 0 or -ENOMEM. */
 static int b_build(const nc_neocog_s_args *s, uint32_t n, const float *const *in,
                    b_lists *L)
 {
@@ -130,26 +150,16 @@ static int b_build(const nc_neocog_s_args *s, uint32_t n, const float *const *in
     L->v2 = malloc(n * n_o * sizeof *L->v2);
     L->term = NULL;
     int err = cptr && kap && val && uu && L->term_ptr && L->v2 ? 0 : -ENOMEM;
-    size_t cap = 0, used = 0;
+    size_t need = 0, used = 0;
+    for (uint32_t p = 0; !err && p < n; p++)
+        need += b_count(s, in[p], kap);
+    if (!err && !(L->term = malloc((need ? need : 1) * sizeof *L->term)))
+        err = -ENOMEM;
     for (uint32_t p = 0; !err && p < n; p++) {
         cptr[0] = 0;
         for (size_t i = 0; i < n_i; i++)
             cptr[i + 1] = cptr[i] + b_cells(in[p] + i * s->in_stride, s->k_in,
                                             kap + cptr[i], val + cptr[i], &uu[i]);
-        size_t need = 0;
-        for (size_t o = 0; o < n_o; o++)
-            for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++)
-                need += cptr[ix->gat_in[j] + 1] - cptr[ix->gat_in[j]];
-        if (used + need > cap) {
-            size_t ncap = 2 * cap > used + need ? 2 * cap : used + need;
-            b_term *t = realloc(L->term, (ncap ? ncap : 1) * sizeof *t);
-            if (!t) {
-                err = -ENOMEM;
-                break;
-            }
-            L->term = t;
-            cap = ncap;
-        }
         for (size_t o = 0; o < n_o; o++) {
             float v2 = 0.0f;
             L->term_ptr[p * n_o + o] = used;

@@ -36,6 +36,13 @@ static inline int any8(const float *restrict x, uint32_t n)
     return any;
 }
 
+/* Whole AVX2 vectors of 8 planes (two SSE2 halves in the default clone). */
+#if defined(__GNUC__)
+typedef float nc_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int32_t nc_v8i __attribute__((vector_size(32), aligned(4), may_alias));
+#define V8(p) (*(const nc_v8 *)(p))
+#endif
+
 /* ---- S-layer ------------------------------------------------------------- */
 
 /* out[o][k] holds e(o, k) on entry; turns it into u_S (seed eq. 1):
@@ -55,11 +62,19 @@ void nc_neocog_s_finish_(float *restrict out, const float *restrict v2,
             continue;
         float *restrict eo = out + o * ks;
         const float tv = theta * sqrtf(v2[o]);
-        for (size_t k = 0; k < w; k += 8)
+        for (size_t k = 0; k < w; k += 8) {
+#if defined(__GNUC__)
+            /* the same operations lane by lane, the choice by a mask (the
+             * scalar form's branch mispredicts on most planes) */
+            const nc_v8 x = (1.0f + V8(eo + k)) / (1.0f + tv * V8(b + k)) - 1.0f;
+            *(nc_v8 *)(eo + k) = (nc_v8)((nc_v8i)(gain * x) & (x > 0.0f));
+#else
             for (size_t i = 0; i < 8; i++) {
                 float x = (1.0f + eo[k + i]) / (1.0f + tv * b[k + i]) - 1.0f;
                 eo[k + i] = x > 0.0f ? gain * x : 0.0f;
             }
+#endif
+        }
     }
 }
 
@@ -70,44 +85,33 @@ void nc_neocog_s_finish_(float *restrict out, const float *restrict v2,
  * element summing p = 0, 1, .. in turn: the output row is loaded and stored
  * once for all the input planes of a batch, so a position with several
  * non-zero planes costs one read-modify-write per output it reaches.
- * Written with GNU vectors of 4 floats, native to SSE2 (the default clone)
- * and VEX-encoded in the AVX2 one; eight independent accumulators per block
- * of 32 planes hide the add latency.  Other compilers take the plain loop. */
+ * Written with GNU vectors of 8 floats, whole AVX2 registers in the AVX2
+ * clone (two SSE2 halves in the default one); eight independent
+ * accumulators per block of 64 planes hide the add latency, then blocks of
+ * 32 and 8.  Other compilers take the plain loop. */
 #if defined(__GNUC__)
-typedef float nc_v4 __attribute__((vector_size(16), aligned(4), may_alias));
-#define V4(p) (*(const nc_v4 *)(p))
+#define AXPY_BLOCK(NV)                                                          \
+    for (; k + 8 * NV <= ks; k += 8 * NV) {                                     \
+        nc_v8 acc[NV];                                                          \
+        for (int v = 0; v < NV; v++)                                            \
+            acc[v] = V8(eo + k + 8 * v);                                        \
+        for (uint32_t p = 0; p < np; p++) {                                     \
+            const float *wp = w + off[p] + k;                                   \
+            const float up = u[p];                                              \
+            for (int v = 0; v < NV; v++)                                        \
+                acc[v] += up * V8(wp + 8 * v);                                  \
+        }                                                                       \
+        for (int v = 0; v < NV; v++)                                            \
+            *(nc_v8 *)(eo + k + 8 * v) = acc[v];                                \
+    }
 static inline void axpy_multi(float *restrict eo, const float *restrict w,
                               const float *restrict u, const size_t *restrict off,
                               uint32_t np, uint32_t ks)
 {
     size_t k = 0;
-    for (; k + 32 <= ks; k += 32) {
-        nc_v4 a0 = V4(eo + k), a1 = V4(eo + k + 4), a2 = V4(eo + k + 8);
-        nc_v4 a3 = V4(eo + k + 12), a4 = V4(eo + k + 16), a5 = V4(eo + k + 20);
-        nc_v4 a6 = V4(eo + k + 24), a7 = V4(eo + k + 28);
-        for (uint32_t p = 0; p < np; p++) {
-            const float *wp = w + off[p] + k;
-            const float up = u[p];
-            a0 += up * V4(wp);      a1 += up * V4(wp + 4);
-            a2 += up * V4(wp + 8);  a3 += up * V4(wp + 12);
-            a4 += up * V4(wp + 16); a5 += up * V4(wp + 20);
-            a6 += up * V4(wp + 24); a7 += up * V4(wp + 28);
-        }
-        *(nc_v4 *)(eo + k) = a0;      *(nc_v4 *)(eo + k + 4) = a1;
-        *(nc_v4 *)(eo + k + 8) = a2;  *(nc_v4 *)(eo + k + 12) = a3;
-        *(nc_v4 *)(eo + k + 16) = a4; *(nc_v4 *)(eo + k + 20) = a5;
-        *(nc_v4 *)(eo + k + 24) = a6; *(nc_v4 *)(eo + k + 28) = a7;
-    }
-    for (; k < ks; k += 8) {
-        nc_v4 a0 = V4(eo + k), a1 = V4(eo + k + 4);
-        for (uint32_t p = 0; p < np; p++) {
-            const float *wp = w + off[p] + k;
-            a0 += u[p] * V4(wp);
-            a1 += u[p] * V4(wp + 4);
-        }
-        *(nc_v4 *)(eo + k) = a0;
-        *(nc_v4 *)(eo + k + 4) = a1;
-    }
+    AXPY_BLOCK(8)
+    AXPY_BLOCK(4)
+    AXPY_BLOCK(1)
 }
 #else
 static inline void axpy_multi(float *restrict eo, const float *restrict w,
@@ -285,11 +289,17 @@ static void c_finish(float *restrict out, uint32_t ks, size_t n_o)
             memset(eo, 0, ks * sizeof(float));
             continue;
         }
-        for (size_t k = 0; k < ks; k += 8)
+        for (size_t k = 0; k < ks; k += 8) {
+#if defined(__GNUC__)
+            const nc_v8 x = V8(eo + k);     /* masked as s_finish does */
+            *(nc_v8 *)(eo + k) = (nc_v8)((nc_v8i)(x / (1.0f + x)) & (x > 0.0f));
+#else
             for (size_t i = 0; i < 8; i++) {
                 float x = eo[k + i];
                 eo[k + i] = x > 0.0f ? x / (1.0f + x) : 0.0f;
             }
+#endif
+        }
     }
 }
 
