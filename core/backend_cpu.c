@@ -116,13 +116,6 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
             err = -ENOMEM;
             goto fail;
         }
-        for (uint32_t m = 0; m < impl->neo->n_members; m++) {
-            const uint32_t views = views_of(impl->neo->view_mask[m]);
-            impl->max_passes = views > impl->max_passes ? views : impl->max_passes;
-            if ((err = nc_neocog_packs_new(impl->neo->member[m], NC_NEOCOG_PACK_MIN_BYTES,
-                                           &impl->packs[m])))
-                goto fail;
-        }
         /* the Gram matrices are built once here and only read afterwards,
          * so every worker thread shares them */
         for (uint32_t m = 0; m < impl->neo->n_members; m++) {
@@ -131,6 +124,15 @@ static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
                 err = err == -ENOMEM ? err : -EBADMSG;
                 goto fail;
             }
+        }
+        /* then the big last stages' weights move into form B's packs (the
+         * Gram matrices above were their last other reader): held once */
+        for (uint32_t m = 0; m < impl->neo->n_members; m++) {
+            const uint32_t views = views_of(impl->neo->view_mask[m]);
+            impl->max_passes = views > impl->max_passes ? views : impl->max_passes;
+            if ((err = nc_neocog_packs_take(impl->neo->member[m], NC_NEOCOG_PACK_MIN_BYTES,
+                                            &impl->packs[m])))
+                goto fail;
         }
     }
     /* The stored preprocessing must produce exactly the network's input,

@@ -240,6 +240,13 @@ typedef struct nc_neocog_packs {
     size_t bytes;                           /* their weights, all together */
 } nc_neocog_packs;
 int nc_neocog_packs_new(const nc_neocog *net, size_t min_bytes, nc_neocog_packs **ret_pk);
+/* The same packs, then the net gives up its own copy of those stages'
+ * weights (a[l] = NULL; the rest moves to a smaller block), so a serving
+ * engine holds them once: the net then runs through nc_neocog_forward_many
+ * with these packs only (every other form refuses those stages with
+ * -EINVAL), and can neither grow nor be saved.  Its b, labels and fixed
+ * taps stay, so nc_neocog_iv_classify works; build an nc_neocog_iv first. */
+int nc_neocog_packs_take(nc_neocog *net, size_t min_bytes, nc_neocog_packs **ret_pk);
 void nc_neocog_packs_free(nc_neocog_packs *pk);    /* NULL is fine */
 
 /* nc_neocog_forward of n images at once, input[p] into st[p] and ret[p] (ret

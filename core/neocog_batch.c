@@ -252,7 +252,7 @@ static void b_tile(const nc_neocog_s_args *s, const float *a, uint32_t n, float 
 int nc_neocog_s_forward_many(const nc_neocog_s_args *s, const nc_neocog_s_pack *pk,
                              uint32_t n, const float *const *in, float *const *out)
 {
-    if (!s || !s->ix || !s->a || !s->b || !s->c || !in || !out || n == 0 ||
+    if (!s || !s->ix || (!s->a && !pk) || !s->b || !s->c || !in || !out || n == 0 ||
         s->k_in < 1 || s->k_in > s->in_stride || s->k_out < 1 ||
         s->k_out > NC_NEOCOG_MAX_PLANES || !(s->theta > 0.0f && s->theta < 1.0f) ||
         (pk && (pk->k_in != s->k_in || pk->n_live != s->ix->n_live || pk->k_out != s->k_out)))

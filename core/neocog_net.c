@@ -123,6 +123,9 @@ static int stage_floats(const nc_neocog *net, const uint32_t *planes,
 static int relayout(nc_neocog *net, const uint32_t *planes)
 {
     size_t na[NC_NEOCOG_MAX_STAGES], nb[NC_NEOCOG_MAX_STAGES], total = 0;
+    for (uint32_t l = 0; net->params && l < net->arch.n_stages; l++)
+        if (!net->a[l])
+            return -EINVAL;     /* weights handed to packs: the net cannot grow */
     for (uint32_t l = 0; l < net->arch.n_stages; l++) {
         int r = stage_floats(net, planes, l, &na[l], &nb[l]);
         if (r < 0)
@@ -246,6 +249,9 @@ int nc_neocog_add_plane(nc_neocog *net, uint32_t l, uint32_t label,
     uint32_t k = net->n_planes[l];
     if (k >= net->arch.stage[l].k_max)
         return -ERANGE;
+    for (uint32_t s = 0; net->params && s < net->arch.n_stages; s++)
+        if (!net->a[s])
+            return -EINVAL;     /* weights handed to packs: the net cannot grow */
     if (last) {
         uint32_t *lab = realloc(net->labels, (k + 1) * sizeof(*lab));
         if (!lab)
@@ -495,6 +501,41 @@ int nc_neocog_packs_new(const nc_neocog *net, size_t min_bytes, nc_neocog_packs 
         }
         pk->bytes += bytes;
     }
+    *ret_pk = pk;
+    return 0;
+}
+
+int nc_neocog_packs_take(nc_neocog *net, size_t min_bytes, nc_neocog_packs **ret_pk)
+{
+    nc_neocog_packs *pk = NULL;
+    int r = nc_neocog_packs_new(net, min_bytes, &pk);
+    if (r < 0)
+        return r;
+    /* a new block of the weights the packs do not hold */
+    size_t na[NC_NEOCOG_MAX_STAGES], nb[NC_NEOCOG_MAX_STAGES], total = 0;
+    for (uint32_t l = 0; l < net->arch.n_stages && !r; l++) {
+        r = stage_floats(net, net->n_planes, l, &na[l], &nb[l]);
+        total += (pk->s[l] ? 0 : na[l]) + nb[l];
+    }
+    float *block = r ? NULL : malloc((total ? total : 1) * sizeof(float));
+    if (!block) {
+        nc_neocog_packs_free(pk);
+        return r ? r : -ENOMEM;
+    }
+    float *cur = block;
+    for (uint32_t l = 0; l < net->arch.n_stages; l++) {
+        float *a = NULL;
+        if (!pk->s[l]) {
+            a = memcpy(cur, net->a[l], na[l] * sizeof(float));
+            cur += na[l];
+        }
+        net->b[l] = memcpy(cur, net->b[l], nb[l] * sizeof(float));
+        cur += nb[l];
+        net->a[l] = a;
+    }
+    free(net->params);
+    net->params = block;
+    net->n_params = total;
     *ret_pk = pk;
     return 0;
 }

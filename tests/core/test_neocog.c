@@ -1071,23 +1071,24 @@ static void check_backend(const nc_neocog *net, const float *x, uint32_t n)
     free(out);
 }
 
-/* nc_neocog_forward_many(net, pk, st, n, x) against nc_neocog_forward with
- * form F into ref, image by image: every layer's output and the result bit
- * for bit. */
-static void check_many(const nc_neocog *net, const nc_neocog_packs *pk,
-                       nc_neocog_state *const *st, const float *const *x, uint32_t n,
-                       nc_neocog_state *ref)
+/* nc_neocog_forward_many(net, pk, st, n, x) against nc_neocog_forward of
+ * ref_net (net itself, or the same net before it handed weights to packs)
+ * with form F into ref, image by image: every layer's output and the result
+ * bit for bit. */
+static void check_many_of(const nc_neocog *net, const nc_neocog_packs *pk,
+                          nc_neocog_state *const *st, const float *const *x, uint32_t n,
+                          const nc_neocog *ref_net, nc_neocog_state *ref)
 {
     nc_neocog_result rm[8], rf;
     REQUIRE(n <= 8);
     CHECK_INT_EQ(nc_neocog_forward_many(net, pk, st, n, x, rm), 0);
     for (uint32_t p = 0; p < n; p++) {
-        CHECK_INT_EQ(nc_neocog_forward(net, ref, x[p], NC_NEOCOG_FORM_F, &rf), 0);
+        CHECK_INT_EQ(nc_neocog_forward(ref_net, ref, x[p], NC_NEOCOG_FORM_F, &rf), 0);
         CHECK_MSG(!memcmp(&rf, &rm[p], sizeof rf), "forward_many image %u: result", p);
         for (int layer = 0; layer <= 2 * (int)net->arch.n_stages; layer++) {
             const float *o, *want;
             uint32_t size, planes, stride;
-            CHECK_INT_EQ(nc_neocog_layer_out(net, ref, layer, &want, &size, &planes, &stride), 0);
+            CHECK_INT_EQ(nc_neocog_layer_out(ref_net, ref, layer, &want, &size, &planes, &stride), 0);
             CHECK_INT_EQ(nc_neocog_layer_out(net, st[p], layer, &o, NULL, NULL, NULL), 0);
             const size_t cells = layer == 2 * (int)net->arch.n_stages
                                      ? planes : (size_t)size * size * stride;
@@ -1095,6 +1096,13 @@ static void check_many(const nc_neocog *net, const nc_neocog_packs *pk,
                       "forward_many image %u layer %d: not form F's bit for bit", p, layer);
         }
     }
+}
+
+static void check_many(const nc_neocog *net, const nc_neocog_packs *pk,
+                       nc_neocog_state *const *st, const float *const *x, uint32_t n,
+                       nc_neocog_state *ref)
+{
+    check_many_of(net, pk, st, x, n, net, ref);
 }
 
 static void test_digits(void)
@@ -1231,6 +1239,20 @@ static void test_digits(void)
     check_many(net_small, pk, sm, xm, N_MANY, st[0]);
     CHECK(sm[0]->cap_ == cap && sm[0]->bytes_ < cap);
     nc_neocog_packs_free(pk);
+    /* the packs take the weights over: the same answers, the net's own
+     * copy gone (its other forms, growth refused) */
+    nc_neocog *net_taken = NULL;
+    REQUIRE(nc_neocog_load(small, small_len, &net_taken, NULL) == 0);
+    const size_t all_params = net_taken->n_params;
+    REQUIRE(nc_neocog_packs_take(net_taken, (size_t)1 << 20, &pk) == 0);
+    CHECK(pk->s[3] && !pk->s[0] && !net_taken->a[3] && net_taken->a[0]);
+    CHECK(net_taken->n_params < all_params);
+    check_many_of(net_taken, pk, sm, xm, N_MANY, net_small, st[0]);
+    CHECK_INT_EQ(nc_neocog_forward(net_taken, sm[0], x, NC_NEOCOG_FORM_F, &rf), -EINVAL);
+    CHECK_INT_EQ(nc_neocog_forward_many(net_taken, NULL, sm, N_MANY, xm, rm), -EINVAL);
+    CHECK_INT_EQ(nc_neocog_add_plane(net_taken, 3, 0, NULL), -EINVAL);
+    nc_neocog_packs_free(pk);
+    nc_neocog_free(net_taken);
     nc_neocog_free(net_small);
     free(small);
     for (int p = 0; p < N_MANY; p++)
