@@ -163,8 +163,7 @@ static void drain_refuse(nc_conn *c, const uint8_t *payload, size_t len)
         nc_msg_free(m);
     }
     nc_handle_error(c, id, NEOCOG__CODE__UNAVAILABLE, "server is draining");
-    if (c->drain_timer)     /* none yet on a connection still busy */
-        drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
+    drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
 }
 
 /* A client that shut its sending side (shutdown(SHUT_WR), `nc -N`) still
@@ -284,11 +283,7 @@ static void drive_machine(nc_conn *c)
                 return;
             }
             /* The handler may queue work (in_flight++) or answer at once. */
-            /* Draining, a frame read now came after the stop: refused, or a
-             * client that keeps its window full would never let the
-             * connection go idle and the drain would end only at
-             * drain_timeout_s. */
-            if (c->drain_idle || c->srv->state == NC_SERVER_DRAINING)
+            if (c->drain_idle)
                 drain_refuse(c, payload, c->hdr.length);
             else
                 nc_handle_frame(c, payload, c->hdr.length);
