@@ -16,9 +16,9 @@
  * SIGTERM/SIGINT: with drain_grace_ms, first serve on for that long with
  * /readyz answering 503 (a load balancer's health check takes the daemon
  * out of rotation meanwhile; a second signal cuts it short).  Then stop
- * accepting, finish everything already received, refuse (UNAVAILABLE)
- * what arrives after, close each connection once it is idle, exit 0 (or
- * after drain_timeout_s, closing what is left). */
+ * accepting, finish everything already received, close each connection
+ * once it is idle (refusing UNAVAILABLE what arrives on it then), exit 0
+ * (or after drain_timeout_s, closing what is left). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
