@@ -69,8 +69,9 @@ typedef struct nc_backend_ops {
 /* The CPU engine over core/ (backend_cpu.c): CNN through
  * nc_cnn_committee_run (nc_cnn_forward_blas per column: one product per
  * layer over the whole batch),
- * neocognitron through nc_neocog_forward, one image after another (form F,
- * the fastest CPU form). */
+ * neocognitron through nc_neocog_forward_many, each member's views of up to
+ * 8 digits at once (form B for its big last stage, form F for the rest:
+ * the scores of form F image by image, bit for bit). */
 extern const nc_backend_ops nc_backend_cpu;
 
 /* An open model on an engine. */

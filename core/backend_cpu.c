@@ -2,7 +2,8 @@
  * score rules shared by every engine.
  *
  * Layer: core.  No threads of its own: each daemon worker thread owns one
- * worker (an nc_cnn_work or an nc_neocog_state).
+ * worker (an nc_cnn_work, or the neocognitron's states of one slice of
+ * digits).
  *
  * A neocognitron file that carries the interpolating-vector mark (NIVT,
  * core/neocog.h) is answered with that classifier: its per-class scores
@@ -38,8 +39,9 @@ typedef struct cpu_impl {
 
 /* Neocognitron digits a slice: each member runs its views of this many
  * digits at once (nc_neocog_forward_many), so that its big last stage's
- * weights are read once for all of them.  24 passes of the shipped file's
- * members amortise the 150 MB well; each pass holds a state (~1.7 MB). */
+ * weights are read once for all of them.  The shipped file's 24 passes a
+ * slice amortise its 150 MB a member (48 were no faster); each pass holds a
+ * state (~1.7 MB), so a worker holds ~42 MB. */
 #define CPU_NEO_SLICE 8u
 
 typedef struct cpu_worker {

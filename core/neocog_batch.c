@@ -25,13 +25,21 @@
  * (multiply then add, no fused multiply-add in any clone), starting from the
  * same 0, so the layer is bit-for-bit form F's: the engine's answers do not
  * move.  The lists cost 8 bytes per (non-zero input cell, output it
- * reaches), ~200 kB a US4 pass, allocated per call.
+ * reaches), ~200 kB a US4 pass, allocated per call.  A serving engine hands
+ * the dense weights over to the pack (nc_neocog_packs_take), so they are
+ * held once.
  *
  * Measured on the shipped file's member 0 (24 passes at once, one core of
- * the 2-core dev machine while others ran): US4 4.1 ms a pass against form
- * F's 13-15 ms.  What did not help there: splitting the planes kappa into
+ * the 2-core dev machine while others ran, thread CPU time): US4 4.1 ms a
+ * pass against form F's 12-15 ms.  The kernel is bound by moving each
+ * term's 256 B row slice from L2/L3 (~10 cycles a term where an L1-resident
+ * row takes 5).  What did not help there: splitting the input planes into
  * chunks whose rows fit L2 (the same time, and no longer form F's order),
- * 128-plane tiles (register spills), an AVX-512 clone. */
+ * 128-plane tiles (register spills), an AVX-512 clone, fused multiply-add,
+ * more passes at once (48), skipping terms whose row slice is all zero
+ * (a quarter of them; the compaction cost more than it saved), and an
+ * 8-plane block-sparse pack (the weights are 13 % non-zero but 43 % of
+ * 8-plane blocks are: 2x slower, read-modify-writes of the outputs). */
 #include "neocog_impl.h"
 
 #include <stdlib.h>
