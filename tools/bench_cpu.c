@@ -7,7 +7,12 @@
  * from the committed MNIST fixture.
  *
  *   neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]
- *                    [--cnn-arch ARCH]
+ *                    [--cnn-arch ARCH] [--neocog-model FILE]
+ *
+ * --neocog-model times that neocognitron file (models/neocognitron.ncm, the
+ * shipped committee) in place of the seeded network: one pass through form
+ * F and through nc_neocog_forward_many (form B) member by member, and the
+ * CPU engine in digits/s (tools/bench_cpu_model.c).
  *
  * --cnn-arch times another CNN with a 1x29x29 input than seed 000's column,
  * e.g. 1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-150N-10N, the deep column that
@@ -68,12 +73,12 @@ static int load_digits(const char *dir, nc_dataset *ret)
 static void usage(FILE *to)
 {
     fprintf(to, "usage: neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]\n"
-                "                        [--cnn-arch ARCH]\n");
+                "                        [--cnn-arch ARCH] [--neocog-model FILE]\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *net = "all";
+    const char *net = "all", *model = NULL;
     const char *dir = NC_SOURCE_ROOT "/tests/data";
     nc_bench_opts o = { .reps = 3, .batch = 256 };
     for (int i = 1; i < argc; i++) {
@@ -86,6 +91,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch")) o.batch = atoi(v);
         else if (!strcmp(a, "--data")) dir = v;
         else if (!strcmp(a, "--cnn-arch")) o.cnn_arch = v;
+        else if (!strcmp(a, "--neocog-model")) model = v;
         else { usage(stderr); return 2; }
         i++;
     }
@@ -100,8 +106,17 @@ int main(int argc, char **argv)
     o.digits = &digits;
     print_machine();
     int err = 0;
-    if (!strcmp(net, "all") || !strcmp(net, "neocog"))
+    if ((!strcmp(net, "all") || !strcmp(net, "neocog")) && model) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        if ((err = nc_file_read_model(model, (size_t)1 << 31, &buf, &len)) == 0)
+            err = bench_cpu_model(&o, buf, len);
+        else
+            fprintf(stderr, "neocog-bench-cpu: %s: %s\n", model, nc_strerror(err));
+        free(buf);
+    } else if (!strcmp(net, "all") || !strcmp(net, "neocog")) {
         err = bench_cpu_neocog(&o);
+    }
     if (!err && (!strcmp(net, "all") || !strcmp(net, "cnn")))
         err = bench_cpu_cnn(&o);
     if (err)

@@ -13,6 +13,9 @@ typedef struct nc_bench_opts {
 } nc_bench_opts;
 
 int bench_cpu_neocog(const nc_bench_opts *o);
+/* A neocognitron model file (buf, len: its bytes, unzipped) on the CPU:
+ * forms F and B per pass, member by member, and the CPU engine. */
+int bench_cpu_model(const nc_bench_opts *o, const uint8_t *buf, size_t len);
 int bench_cpu_cnn(const nc_bench_opts *o);
 
 /* Monotonic wall clock in seconds. */
