@@ -92,7 +92,11 @@ typedef float b_v8 __attribute__((vector_size(32), aligned(4), may_alias));
     }
 #endif
 B_KERNEL(8)
+B_KERNEL(7)
+B_KERNEL(6)
+B_KERNEL(5)
 B_KERNEL(4)
+B_KERNEL(3)
 B_KERNEL(2)
 B_KERNEL(1)
 
@@ -191,13 +195,14 @@ static int b_build(const nc_neocog_s_args *s, uint32_t n, const float *const *in
 }
 
 /* Tiles of a pack: planes [k0, k0 + w) with w = 64 while 64 remain, then
- * 32, 16, 8 (ks is a multiple of 8).  64: 8 vectors of accumulators, which
- * with the broadcast value fill AVX2's 16 registers (the weights are memory
- * operands). */
+ * the rest in one tile (ks is a multiple of 8): 8 vectors of accumulators
+ * at most, which with the broadcast value fill AVX2's 16 registers (the
+ * weights are memory operands), and as many as there are planes so that
+ * each list is walked once a tile (US3's 248 planes: 64, 64, 64, 56). */
 static uint32_t b_tile_width(uint32_t ks, uint32_t k0)
 {
     const uint32_t r = ks - k0;
-    return r >= 64 ? 64 : r >= 32 ? 32 : r >= 16 ? 16 : 8;
+    return r >= 64 ? 64 : r;
 }
 
 struct nc_neocog_s_pack {
@@ -250,7 +255,11 @@ static void b_tile(const nc_neocog_s_args *s, const float *a, uint32_t n, float 
         float *eo = out[q / n_o] + (q % n_o) * ks + k0;
         switch (w) {
         case 64: b_kernel_8(eo, a, tm, nt); break;
+        case 56: b_kernel_7(eo, a, tm, nt); break;
+        case 48: b_kernel_6(eo, a, tm, nt); break;
+        case 40: b_kernel_5(eo, a, tm, nt); break;
         case 32: b_kernel_4(eo, a, tm, nt); break;
+        case 24: b_kernel_3(eo, a, tm, nt); break;
         case 16: b_kernel_2(eo, a, tm, nt); break;
         default: b_kernel_1(eo, a, tm, nt); break;
         }
