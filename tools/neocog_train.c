@@ -37,9 +37,9 @@ typedef struct subcommand {
 } subcommand;
 
 static const subcommand subcommands[] = {
-    { "cnn", train_cnn_main, "train a CNN column (seed 000) on MNIST" },
+    { "cnn", train_cnn_main, "train a CNN column (seed 000) on MNIST or an IDX character set" },
     { "neocognitron", train_neocog_main, "train the neocognitron stage by stage on MNIST" },
-    { "eval", train_eval_main, "measure a model file (CNN or neocognitron) on MNIST" },
+    { "eval", train_eval_main, "measure a model file (CNN or neocognitron) on MNIST or an IDX set" },
     { "convert", train_convert_main, "rewrite a neocognitron file with compact (sparse) weights" },
     { "committee", train_committee_main, "bundle CNN column files into one committee file" },
     { "calibrate", train_calibrate_main,
