@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +12,7 @@
 #include <unistd.h>
 
 #include "cnn.h"
-#include "dataset.h"
+#include "fileio.h"
 #include "log.h"
 #include "modelfile.h"
 #include "neocog.h"
@@ -22,6 +21,8 @@
 #include "backend_gpu.h"
 #endif
 
+/* Model files are read whole (io/fileio.h: regular files only, gzip'd ones
+ * inflated), at most this much either way. */
 #define MAX_MODEL_BYTES (512u << 20)
 
 /* Engines.  Accelerator tables come first, each opened once per device it
@@ -45,54 +46,6 @@ static const accel accels[] = {
 const char *nc_slot_name(int slot)
 {
     return slot == NC_SLOT_CNN ? "cnn" : slot == NC_SLOT_NEOCOG ? "neocognitron" : "?";
-}
-
-static int read_file(const char *path, uint8_t **ret_buf, size_t *ret_len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    int err = 0;
-    uint8_t *buf = NULL;
-    if (fstat(fd, &st) < 0) {
-        err = -errno;
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        err = -EINVAL;
-        goto out;
-    }
-    if (st.st_size > MAX_MODEL_BYTES) {
-        err = -EFBIG;
-        goto out;
-    }
-    size_t len = (size_t)st.st_size, have = 0;
-    buf = malloc(len ? len : 1);
-    if (!buf) {
-        err = -ENOMEM;
-        goto out;
-    }
-    while (have < len) {
-        ssize_t n = read(fd, buf + have, len - have);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            err = n < 0 ? -errno : -EBADMSG;   /* shrank while reading */
-            goto out;
-        }
-        have += (size_t)n;
-    }
-    /* A model may be stored gzip'd as a whole (models/neocognitron.ncm). */
-    if ((err = nc_gunzip_replace(&buf, &len, MAX_MODEL_BYTES)))
-        goto out;
-    *ret_buf = buf;
-    *ret_len = len;
-    buf = NULL;
-out:
-    free(buf);
-    close(fd);
-    return err;
 }
 
 /* snprintf for messages that may be cut short on purpose: paths can be
@@ -212,7 +165,7 @@ static int scan_dir(const char *dir, const char *const named[NC_SLOTS], scan_lis
         uint8_t *buf = NULL;
         size_t len = 0;
         nc_mf_reader *r = NULL;
-        int err = read_file(path, &buf, &len);
+        int err = nc_file_read_model(path, MAX_MODEL_BYTES, &buf, &len);
         if (err) {
             scan_list_bad(ret, path, err);
             continue;
@@ -323,7 +276,7 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = read_file(path, &buf, &len);
+    int err = nc_file_read_model(path, MAX_MODEL_BYTES, &buf, &len);
     if (err) {
         say(why, n, "%s: %s", path, strerror(-err));
         return err;

@@ -1,7 +1,7 @@
 /* tests/cnn_file.h — CNN model files written by tests: the record every
  * test file of ten digits shares, and the save-and-write step.  One copy
  * for the test suites that make such files (daemon, tools) instead of one
- * each.  Header-only; link nc_cnn_lib, nc_modelfile_lib and nc_fileio_lib. */
+ * each.  Header-only; link nc_cnn_lib, nc_modelfile_lib and nc_io_lib. */
 #ifndef NC_TEST_CNN_FILE_H
 #define NC_TEST_CNN_FILE_H
 

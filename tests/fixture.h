@@ -1,6 +1,6 @@
 /* tests/fixture.h — the committed MNIST fixture (tests/data: the first 1,000
- * MNIST test digits and their labels), for the tests that link tools' file
- * reader (nc_fileio_lib).  One loader instead of a copy per test.
+ * MNIST test digits and their labels), for the tests that link io's file
+ * reader (nc_io_lib).  One loader instead of a copy per test.
  *
  * The folder is $NC_TEST_DATA (meson sets it), else tests/data from the
  * repository root.  0 or a negative errno; *ret is written only on success

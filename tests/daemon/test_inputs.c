@@ -1,7 +1,7 @@
 /* tests/daemon/test_inputs.c — inputs that are valid but unusual, and
  * settings that cannot work together.
  *
- * The decoder alone (daemon/decode.h): a PNG whose IHDR claims more than
+ * The decoder alone (io/decode.h): a PNG whose IHDR claims more than
  * the pixel limit per side is refused in the words a JPEG or PGM of that
  * size gets; a CMYK JPEG (as TurboJPEG writes it, YCCK with Adobe's
  * inverted channels) decodes to the grey it shows.  The real binary

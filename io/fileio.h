@@ -1,7 +1,9 @@
-/* tools/fileio.h — whole-file reading and atomic writing for tools and tests.
+/* io/fileio.h — whole-file reading and atomic writing, model files and IDX
+ * files, for the daemon, the clients, the tools and the tests.
  *
- * Layer: tools (core has no I/O; programs read bytes here and hand them to
- * core's parsers).  Errors are negative errno values like core's. */
+ * Layer: io, above core (core has no I/O: programs read bytes here and hand
+ * them to core's parsers) and below everything that runs.  Nothing here
+ * prints or exits; errors are negative errno values like core's. */
 #ifndef NC_FILEIO_H
 #define NC_FILEIO_H
 
@@ -9,14 +11,23 @@
 #include <stdint.h>
 
 /* Read all of path (at most max_bytes, else -EFBIG) into a malloc'd buffer.
- * A trailing NUL is added (not counted in *ret_len) so text can be parsed. */
+ * A trailing NUL is added (not counted in *ret_len) so text can be parsed.
+ * A regular file larger than max_bytes is refused before anything is read;
+ * pipes and devices are read until the cap. */
 int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len);
+
+/* As nc_file_read, for a regular file only: a directory, device, FIFO or
+ * socket is -EINVAL (what a server reads from a folder must not block or
+ * stream forever). */
+int nc_file_read_regular(const char *path, size_t max_bytes, uint8_t **ret_buf,
+                         size_t *ret_len);
 
 /* Read a model file: as nc_file_read, and a file stored gzip'd as a whole
  * (gzip -n9 of the trainer's file, e.g. models/neocognitron.ncm) comes back
  * inflated, at most max_bytes either way.  A corrupt or truncated gzip stream
- * is -EBADMSG; the bytes are the model file image nc_mf_open checks.
- * (fileio_model.c: links core's gunzip, as fileio_idx.c does.) */
+ * is -EBADMSG; the bytes are the model file image nc_mf_open checks.  A model
+ * is a regular file (nc_file_read_regular).  (fileio_model.c: links core's
+ * gunzip, as fileio_idx.c does.) */
 int nc_file_read_model(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len);
 
 /* Write buf to path atomically: a temporary file beside it, fsync, rename. */

@@ -1,7 +1,8 @@
-/* daemon/decode.h — untrusted image bytes to an 8-bit grey nc_image.
+/* io/decode.h — untrusted image bytes to an 8-bit grey nc_image.
  *
- * Layer: daemon (the only layer that touches libjpeg/libpng).  No logging:
- * a failure returns a negative errno and a sentence in `why` for the client.
+ * Layer: io (the daemon decodes requests with it, neocog-classify files, so
+ * both answer an image the same way).  No logging: a failure returns a
+ * negative errno and a sentence in `why` for the client.
  * Every size is checked before anything is allocated: the header's
  * dimensions against the limits, raw byte counts against width x height.
  * Decoders never exit or abort on bad data: TurboJPEG treats warnings

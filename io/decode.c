@@ -1,4 +1,4 @@
-/* daemon/decode.c — JPEG (TurboJPEG), PNG (libpng), binary PGM and raw grey
+/* io/decode.c — JPEG (TurboJPEG), PNG (libpng), binary PGM and raw grey
  * decoding with caps.  See decode.h. */
 #include "decode.h"
 

@@ -1,4 +1,4 @@
-/* tools/fileio_model.c — nc_file_read_model (see fileio.h). */
+/* io/fileio_model.c — nc_file_read_model (see fileio.h). */
 #include "fileio.h"
 
 #include <stdlib.h>
@@ -9,7 +9,7 @@ int nc_file_read_model(const char *path, size_t max_bytes, uint8_t **ret_buf, si
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = nc_file_read(path, max_bytes, &buf, &len);
+    int err = nc_file_read_regular(path, max_bytes, &buf, &len);
     if (!err)
         err = nc_gunzip_replace(&buf, &len, max_bytes);
     if (err) {

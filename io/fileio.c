@@ -1,4 +1,4 @@
-/* tools/fileio.c — see fileio.h. */
+/* io/fileio.c — see fileio.h. */
 #include "fileio.h"
 
 #include <errno.h>
@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len)
+static int read_path(const char *path, size_t max_bytes, int regular_only, uint8_t **ret_buf,
+                     size_t *ret_len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -17,26 +18,43 @@ int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *
     int err = 0;
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        err = -errno;
+        goto out;
+    }
+    if (regular_only && !S_ISREG(st.st_mode)) {
+        err = -EINVAL;
+        goto out;
+    }
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
+        err = -EFBIG;           /* refused before a byte is read */
+        goto out;
+    }
+    /* A regular file is read into one buffer of its size (and the NUL);
+     * anything else, or a file that grows meanwhile, by doubling. */
+    const size_t size_hint = S_ISREG(st.st_mode) ? (size_t)st.st_size : 0;
     for (;;) {
-        if (len == cap && cap >= max_bytes && buf) {
-            /* Full at the cap: only a further byte makes the file too big
-             * (a file of exactly max_bytes is allowed).  Probe into the
-             * spare byte kept for the NUL. */
+        if (len == cap && buf) {
+            /* Full: probe into the spare byte kept for the NUL.  Only a
+             * further byte means more to read (a file of exactly
+             * max_bytes is allowed). */
             ssize_t n = read(fd, buf + len, 1);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) { err = -errno; goto out; }
             if (n == 0) break;
-            err = -EFBIG;
-            goto out;
-        }
-        if (len == cap) {
             if (cap >= max_bytes) { err = -EFBIG; goto out; }
-            size_t ncap = cap ? cap * 2 : 65536;
+            len++;
+        }
+        if (len >= cap) {
+            size_t ncap = cap ? cap * 2 : size_hint ? size_hint : 65536;
             if (ncap > max_bytes) ncap = max_bytes;
             uint8_t *nb = realloc(buf, ncap + 1);
             if (!nb) { err = -ENOMEM; goto out; }
             buf = nb;
             cap = ncap;
+            if (len == cap)
+                continue;       /* grown to the cap: probe for more */
         }
         ssize_t n = read(fd, buf + len, cap - len);
         if (n < 0) {
@@ -56,6 +74,16 @@ out:
     free(buf);
     close(fd);
     return err;
+}
+
+int nc_file_read(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len)
+{
+    return read_path(path, max_bytes, 0, ret_buf, ret_len);
+}
+
+int nc_file_read_regular(const char *path, size_t max_bytes, uint8_t **ret_buf, size_t *ret_len)
+{
+    return read_path(path, max_bytes, 1, ret_buf, ret_len);
 }
 
 int nc_file_write_atomic(const char *path, const uint8_t *buf, size_t len)

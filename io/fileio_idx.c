@@ -1,4 +1,4 @@
-/* tools/fileio_idx.c — nc_file_read_idx and nc_file_write_idx (see fileio.h). */
+/* io/fileio_idx.c — nc_file_read_idx and nc_file_write_idx (see fileio.h). */
 #include "fileio.h"
 
 #include <stdio.h>
