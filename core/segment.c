@@ -18,7 +18,6 @@
 #include <math.h>
 #include <string.h>
 
-#define NONE UINT32_MAX
 /* More candidate pieces than this after filtering is a frame of noise:
  * line building is quadratic in them, so stop before it. */
 #define MAX_PIECES 4096u
@@ -26,28 +25,6 @@
  * broad 0, 3 or 5 reaches about 1.15 to 1.25; touching pairs are mostly
  * broader): steps 7 to 9 keep, join or offer whole what is no broader. */
 #define BROAD_DIGIT 1.3
-
-typedef struct piece {
-    uint32_t group;
-    uint32_t x0, x1, y0, y1;    /* box, half-open, ROI coordinates */
-    uint32_t area;
-    uint32_t line;
-    uint32_t flags;
-    uint32_t alive;
-} piece;
-
-typedef struct work {
-    const nc_image *roi;
-    const nc_segment_params *p;
-    const uint32_t *labels;     /* ROI-sized, valid where mask is set */
-    const uint8_t *mask;        /* ROI-sized, non-zero = ink */
-    nc_component *comps;
-    uint32_t ncomps;
-    uint32_t *group_of;         /* per component; NONE = dropped */
-    piece *pc;
-    uint32_t npc, cap_pc;
-    uint32_t nlines;
-} work;
 
 void nc_segment_params_default(nc_segment_params *ret_params)
 {
@@ -75,6 +52,8 @@ void nc_segment_params_default(nc_segment_params *ret_params)
         .roi = { 0, 0, 0, 0 },
         .prep = NULL,
         .alternatives = 0,
+        .charset = NC_SEGMENT_CHARSET_DIGITS,
+        .word_gap = 2.5f,
     };
 }
 
@@ -113,7 +92,10 @@ int nc_segment_params_check(const nc_segment_params *p)
         return -ERANGE;
     if (p->expected_count > NC_SEGMENT_MAX_DIGITS)
         return -ERANGE;
-    if (p->use_roi > 1 || p->drop_edge > 1 || p->alternatives > 1)
+    if (p->use_roi > 1 || p->drop_edge > 1 || p->alternatives > 1 ||
+        p->charset > NC_SEGMENT_CHARSET_TEXT)
+        return -EINVAL;
+    if (p->charset == NC_SEGMENT_CHARSET_TEXT && !(p->word_gap > 1 && p->word_gap < 100))
         return -EINVAL;
     if (p->prep)
         return nc_prep_check(p->prep);
@@ -122,10 +104,6 @@ int nc_segment_params_check(const nc_segment_params *p)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static uint32_t pw(const piece *a) { return a->x1 - a->x0; }
-static uint32_t ph(const piece *a) { return a->y1 - a->y0; }
-static uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
-static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 /* The component label at (x, y), 0 on paper. */
 static uint32_t label_at(const work *w, uint32_t x, uint32_t y)
@@ -176,7 +154,7 @@ static int push_piece(work *w, piece a)
 }
 
 /* Fold b into a: b's components join a's group, boxes unite. */
-static void piece_merge(work *w, piece *a, piece *b)
+void nc_seg_piece_merge(work *w, piece *a, piece *b)
 {
     if (a->group != b->group)
         for (uint32_t c = 0; c < w->ncomps; c++)
@@ -195,11 +173,14 @@ static int collect(work *w)
 {
     const nc_segment_params *p = w->p;
     uint32_t max_h = p->max_height ? p->max_height : umax(1, w->roi->height * 3 / 4);
+    /* characters: a thin pen's period is judged against its line later */
+    uint32_t min_area = p->charset == NC_SEGMENT_CHARSET_TEXT ? umin(p->min_area, 4)
+                                                               : p->min_area;
     for (uint32_t c = 0; c < w->ncomps; c++) {
         const nc_component *k = &w->comps[c];
         uint32_t bw = k->box.width, bh = k->box.height;
         w->group_of[c] = NONE;
-        if (k->area < p->min_area || bh > max_h)
+        if (k->area < min_area || bh > max_h)
             continue;
         /* Cut by the edge of the view: shadows, vignetting, the paper's
          * edge; a digit cut in part cannot be read anyway. */
@@ -345,7 +326,7 @@ static void assign_lines(work *w, uint32_t *order, double *best_dx, uint32_t *be
 }
 
 /* Median height of the live pieces of line l (scratch: n entries). */
-static uint32_t line_height(const work *w, uint32_t l, uint32_t *scratch)
+uint32_t nc_seg_line_height(const work *w, uint32_t l, uint32_t *scratch)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->npc; i++)
@@ -355,7 +336,7 @@ static uint32_t line_height(const work *w, uint32_t l, uint32_t *scratch)
 }
 
 /* Sort live pieces by (line, x0) into order; returns how many. */
-static uint32_t sorted_live(const work *w, uint32_t *order)
+uint32_t nc_seg_sorted_live(const work *w, uint32_t *order)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->npc; i++)
@@ -368,7 +349,7 @@ static uint32_t sorted_live(const work *w, uint32_t *order)
 
 /* Mean horizontal run length of a's pixels, x16 (fixed point): the pen's
  * width for upright strokes, more for slanted or horizontal ones. */
-static uint32_t stroke_runs(const work *w, const piece *a)
+uint32_t nc_seg_stroke_runs(const work *w, const piece *a)
 {
     uint32_t area = 0, runs = 0;
     for (uint32_t y = a->y0; y < a->y1; y++) {
@@ -384,12 +365,12 @@ static uint32_t stroke_runs(const work *w, const piece *a)
 }
 
 /* The line's pen width: median of its pieces' stroke_runs (scratch: npc). */
-static uint32_t line_stroke(const work *w, uint32_t l, uint32_t *scratch)
+uint32_t nc_seg_line_stroke(const work *w, uint32_t l, uint32_t *scratch)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->npc; i++)
         if (w->pc[i].alive && w->pc[i].line == l)
-            scratch[k++] = stroke_runs(w, &w->pc[i]);
+            scratch[k++] = nc_seg_stroke_runs(w, &w->pc[i]);
     return nc_median_u32(scratch, k);
 }
 
@@ -403,7 +384,7 @@ static void attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
 {
     for (int changed = 1; changed;) {
         changed = 0;
-        uint32_t k = sorted_live(w, order);
+        uint32_t k = nc_seg_sorted_live(w, order);
         for (uint32_t i = 0; i < k && !changed; i++) {
             piece *a = &w->pc[order[i]];
             double H = heights[a->line];
@@ -427,7 +408,7 @@ static void attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
                 }
             }
             if (best) {
-                piece_merge(w, best, a);
+                nc_seg_piece_merge(w, best, a);
                 changed = 1;
             }
         }
@@ -435,11 +416,11 @@ static void attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
 }
 
 /* Cut lines at wide gaps, then merge overlapping pieces (steps 5-6). */
-static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights)
+static int cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights)
 {
     for (uint32_t l = 0; l < w->nlines; l++)
-        heights[l] = line_height(w, l, scratch);
-    uint32_t k = sorted_live(w, order);
+        heights[l] = nc_seg_line_height(w, l, scratch);
+    uint32_t k = nc_seg_sorted_live(w, order);
     uint32_t cur_line = NONE, new_id = NONE, right = 0;
     for (uint32_t i = 0; i < k; i++) {
         piece *a = &w->pc[order[i]];
@@ -457,9 +438,12 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
         a->line = new_id;
     }
 
+    if (w->p->charset == NC_SEGMENT_CHARSET_TEXT)
+        return nc_seg_chars_merge(w, order, scratch);
+
     /* Merge: walk each line left to right, folding a piece into the one
      * before it when their column ranges overlap enough. */
-    k = sorted_live(w, order);
+    k = nc_seg_sorted_live(w, order);
     piece *cur = NULL;
     for (uint32_t i = 0; i < k; i++) {
         piece *a = &w->pc[order[i]];
@@ -467,7 +451,7 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
             uint32_t lo = umax(cur->x0, a->x0), hi = umin(cur->x1, a->x1);
             uint32_t narrow = umin(pw(cur), pw(a));
             if (hi > lo && (double)(hi - lo) >= w->p->merge_overlap * narrow) {
-                piece_merge(w, cur, a);
+                nc_seg_piece_merge(w, cur, a);
                 continue;
             }
         }
@@ -475,14 +459,14 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
     }
 
     for (uint32_t l = 0; l < w->nlines; l++)
-        heights[l] = line_height(w, l, scratch);
+        heights[l] = nc_seg_line_height(w, l, scratch);
     attach_fragments(w, order, heights);
 
     /* Drop what is too short for its line. */
     for (uint32_t l = 0; l < w->nlines; l++)
-        heights[l] = line_height(w, l, scratch);
+        heights[l] = nc_seg_line_height(w, l, scratch);
     for (uint32_t l = 0; l < w->nlines; l++)
-        scratch[l] = line_stroke(w, l, scratch + w->nlines);
+        scratch[l] = nc_seg_line_stroke(w, l, scratch + w->nlines);
     /* The main line (most pieces): a piece alone on another line is judged
      * by the main line's height and pen when the main line holds at least
      * four (one string in view; what stands alone beside it is a texture's
@@ -515,9 +499,10 @@ static void cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t 
          * side or a ruled column drawn with another pen, even at digit
          * height.  On generated frames box sides measure under 0.2 of the
          * line's median run, upright 1s 0.4 or more. */
-        if (pw(a) * 4 < ph(a) && 4 * stroke_runs(w, a) < scratch[ref])
+        if (pw(a) * 4 < ph(a) && 4 * nc_seg_stroke_runs(w, a) < scratch[ref])
             a->alive = 0;
     }
+    return 0;
 }
 
 /* ---- step 7: splitting --------------------------------------------------- */
@@ -542,7 +527,7 @@ static double typical_width(const work *w, uint32_t l, uint32_t height, uint32_t
  * the cut is not made when a part would be shorter than min_h: a broad
  * digit's own long stroke (the bar of a 5) is not a digit of its own,
  * while touching digits cut apart are each about as tall as their line. */
-static int split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof, uint32_t min_h)
+int nc_seg_split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof, uint32_t min_h)
 {
     piece a = w->pc[idx];
     uint32_t width = pw(&a);
@@ -605,7 +590,7 @@ static int split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *p
 {
     uint32_t n0 = w->npc;
     for (uint32_t l = 0; l < w->nlines; l++)
-        heights[l] = line_height(w, l, scratch);
+        heights[l] = nc_seg_line_height(w, l, scratch);
     double *tw = malloc((size_t)w->nlines * sizeof *tw + 1);
     if (!tw)
         return -ENOMEM;
@@ -632,7 +617,7 @@ static int split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *p
          * keep it whole if a part would be too short to be a digit */
         uint32_t min_h = pw(a) <= BROAD_DIGIT * heights[a->line]
                              ? (uint32_t)ceil(w->p->min_rel_height * heights[a->line]) : 0;
-        err = split_piece(w, i, (uint32_t)n, prof, min_h);
+        err = nc_seg_split_piece(w, i, (uint32_t)n, prof, min_h);
     }
     free(tw);
     return err;
@@ -701,7 +686,7 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
         if (have == want || have == 0)
             break;
         for (uint32_t l = 0; l < w->nlines; l++)
-            heights[l] = line_height(w, l, scratch);
+            heights[l] = nc_seg_line_height(w, l, scratch);
         if (have < want) {
             /* widest relative to its line's height */
             uint32_t best = NONE;
@@ -719,13 +704,13 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
             if (best == NONE)
                 break;
             uint32_t before = w->npc;
-            int err = split_piece(w, best, 2, prof, 0);
+            int err = nc_seg_split_piece(w, best, 2, prof, 0);
             if (err < 0)
                 return err;
             if (w->npc == before)
                 break;          /* could not cut it: give up */
         } else {
-            uint32_t k = sorted_live(w, order);
+            uint32_t k = nc_seg_sorted_live(w, order);
             uint32_t best = NONE;
             double best_u = INFINITY;
             for (uint32_t i = 0; i + 1 < k; i++) {
@@ -809,7 +794,7 @@ static int fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
                     a->area += b->area;
                     b->alive = 0;
                 } else
-                    piece_merge(w, a, b);
+                    nc_seg_piece_merge(w, a, b);
             } else {
                 w->pc[small].alive = 0;
             }
@@ -998,7 +983,7 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
         return -ENOMEM;
     r->polarity = polarity;
     r->components = w->ncomps;
-    uint32_t k = sorted_live(w, order);
+    uint32_t k = nc_seg_sorted_live(w, order);
     if (k > NC_SEGMENT_MAX_DIGITS) {
         err = -ERANGE;
         goto fail;
@@ -1120,6 +1105,8 @@ static int build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy,
                                   r->alt_inputs + (size_t)j * r->input_len, r->input_len)) < 0)
                 goto fail;
     }
+    if (w->p->charset == NC_SEGMENT_CHARSET_TEXT)
+        nc_seg_chars_words(r, w->p->word_gap);
     free(wholes);
     free(li);
     free(line_pos);
@@ -1282,8 +1269,11 @@ int nc_segment_frame(nc_segmenter *seg, const nc_image *frame,
     if (!order || !scratch || !heights || !best_dx || !prof)
         goto out;
     assign_lines(&w, order, best_dx, scratch, heights);
-    cut_and_merge(&w, order, scratch, heights);
-    if ((err = split_wide(&w, scratch, heights, prof)) < 0 ||
+    if ((p.charset == NC_SEGMENT_CHARSET_TEXT && (err = nc_seg_chars_rehome(&w)) < 0) ||
+        (err = cut_and_merge(&w, order, scratch, heights)) < 0)
+        goto out;
+    if ((err = p.charset == NC_SEGMENT_CHARSET_TEXT ? nc_seg_chars_split(&w, scratch, heights, prof)
+                                                     : split_wide(&w, scratch, heights, prof)) < 0 ||
         (err = fit_count(&w, order, scratch, heights, prof)) < 0)
         goto out;
     err = build_result(&w, pol, p.use_roi ? p.roi.x : 0,

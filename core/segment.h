@@ -77,6 +77,41 @@
  *     are masked out.  With params.prep set, each patch goes through
  *     nc_prep_apply (invert forced to 0: patches are already light ink).
  *
+ * Characters (charset = NC_SEGMENT_CHARSET_TEXT; segment_chars.c): letters,
+ * digits and punctuation bring pieces that digits do not — the dots of i
+ * and j, ! ? : ; = % " in several pieces, marks at the baseline or the top
+ * (. , ' -), ascenders and descenders, and gaps between words.  Steps 1 to
+ * 5 are the same, except that components down to min(min_area, 4) pixels
+ * are kept for now (a period of a thin pen); then:
+ *  5b. a line made only of small pieces (no piece half as tall as the
+ *     tallest of a line beside it) joins that line when its pieces lie
+ *     within half that line's height above or below it and along it: the
+ *     dot of an i, a quote or a comma that started a line of its own;
+ *  6'. per line, with S the line's scale (the 3rd quartile of its pieces'
+ *     heights: capitals, ascenders, or the x-height of a line of small
+ *     letters), pen its median stroke run, and baseline the median bottom
+ *     of its pieces at least S / 2 tall, repeatedly until nothing changes:
+ *     pieces stacked one above the other (vertical overlap at most a
+ *     quarter of the shorter, gap at most 0.7 S, the narrower's centre
+ *     over the wider's columns within 3/4 pen) merge (i j ! ? : ; =); pieces
+ *     overlapping in columns by merge_overlap of the narrower merge unless
+ *     the narrower is a dot (at most 2.5 pens both ways), so % and broken
+ *     letters join while a period tucked under a T stays a period; two
+ *     marks (at most S / 2 both ways) side by side above the line's middle,
+ *     at most max(1.5 pen, S / 4) apart, merge (").  Then specks (area
+ *     below 0.4 pen^2, or both sides below 0.7 pen), pieces taller than
+ *     2.2 S, strokes thinner than a quarter of the pen and taller than 4
+ *     times their width, and lines whose tallest piece is under
+ *     min_height or under 0.3 of the frame's tallest are dropped.  Marks
+ *     are kept as characters of their own (flag MARK).
+ *  7'. a piece is cut only when broader than 3 S (several touching
+ *     characters), into round(width / (0.75 S)) parts.
+ *  10b. word gaps: per line, the gaps between neighbours' boxes; a gap
+ *     above word_gap times their median (with at least 2 gaps) and above
+ *     0.35 of the line's median height marks the next character
+ *     SPACE_BEFORE.
+ * Digit mode (the default) is untouched by all of this.
+ *
  * Caps: frames up to NC_SEGMENT_MAX_DIM per side (-ERANGE beyond, before
  * anything is allocated); at most max_components components (-ERANGE: a
  * frame of pure noise); at most NC_SEGMENT_MAX_DIGITS digits (-ERANGE).
@@ -102,12 +137,23 @@ typedef enum nc_segment_polarity {
     NC_SEGMENT_POLARITY_LIGHT_INK = 2,  /* light ink on dark ground */
 } nc_segment_polarity;
 
+/* What the frame's characters are (nc_segment_params.charset). */
+typedef enum nc_segment_charset {
+    NC_SEGMENT_CHARSET_DIGITS = 0,      /* digit strings (meters, codes) */
+    NC_SEGMENT_CHARSET_TEXT = 1,        /* letters, digits, punctuation and
+                                           spaces between words */
+} nc_segment_charset;
+
 /* nc_segment_digit.flags */
 enum {
     NC_SEGMENT_DIGIT_MERGED = 1u << 0,  /* built from several components */
     NC_SEGMENT_DIGIT_SPLIT = 1u << 1,   /* cut out of a wider component */
     NC_SEGMENT_DIGIT_NOPREP = 1u << 2,  /* nc_prep_apply found no ink; its
                                            input is all zeros */
+    NC_SEGMENT_DIGIT_SPACE_BEFORE = 1u << 3,  /* TEXT: a word gap before it
+                                           (never on a line's first) */
+    NC_SEGMENT_DIGIT_MARK = 1u << 4,    /* TEXT: a small mark (. , ' - and
+                                           the like), kept as a character */
 };
 
 typedef struct nc_segment_params {
@@ -157,6 +203,9 @@ typedef struct nc_segment_params {
     uint32_t alternatives;  /* 1: step 9 (result->alts); ignored with an
                                expected_count, whose step 8 has already
                                chosen.  Default 0 */
+    uint32_t charset;       /* nc_segment_charset; default DIGITS */
+    float word_gap;         /* TEXT: a gap above this times the line's
+                               median gap is a space (> 1); default 2.5 */
 } nc_segment_params;
 
 /* The defaults listed above. */

@@ -47,7 +47,6 @@
 #include "strokes.h"
 
 #define MAX_GZ_BYTES (256u << 20)
-#define VAL_PER_MILLE 150u
 
 typedef struct options {
     const char *data, *out, *sheet;
@@ -66,14 +65,6 @@ static int usage(void)
             "  [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
             "  [--sheet FILE.pgm] [--sheet-cols N]\n");
     return 2;
-}
-
-static int is_val_writer(const char *name)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-    return h % 1000u < VAL_PER_MILLE;
 }
 
 /* Label of class cls (character - 33) in the chosen class set, or -1. */
@@ -209,23 +200,19 @@ static int parse_options(int argc, char **argv, options *o)
 
 static int load(const char *path, nc_unipen *u)
 {
-    uint8_t *gz = NULL, *text = NULL;
-    size_t gz_len = 0, text_len = 0, line = 0;
+    uint8_t *gz = NULL;
+    size_t gz_len = 0, line = 0;
     int err = nc_file_read(path, MAX_GZ_BYTES, &gz, &gz_len);
     if (err) {
         fprintf(stderr, "neocog-unipen: %s: %s\n", path, strerror(-err));
         return err;
     }
-    err = nc_gunzip(gz, gz_len, NC_GUNZIP_MAX_OUT, &text, &text_len);
+    err = nc_unipen_parse_gz(gz, gz_len, u, &line);
     free(gz);
-    if (err) {
-        fprintf(stderr, "neocog-unipen: %s: %s\n", path, nc_strerror(err));
-        return err;
-    }
-    err = nc_unipen_parse((const char *)text, text_len, u, &line);
-    free(text);
-    if (err)
+    if (err && line)
         fprintf(stderr, "neocog-unipen: %s: line %zu: %s\n", path, line, nc_strerror(err));
+    else if (err)
+        fprintf(stderr, "neocog-unipen: %s: %s\n", path, nc_strerror(err));
     return err;
 }
 
@@ -233,10 +220,10 @@ static void print_counts(const nc_unipen *u, const char *classes)
 {
     uint32_t n[NC_UNIPEN_CLASSES][2] = { { 0 } }, writers[2] = { 0 }, tot[2] = { 0 };
     for (uint32_t w = 0; w < u->n_writers; w++)
-        writers[is_val_writer(u->writer_names[w])]++;
+        writers[nc_unipen_is_val_writer(u->writer_names[w])]++;
     for (uint32_t i = 0; i < u->n_samples; i++) {
         const nc_unipen_sample *s = &u->samples[i];
-        n[s->cls][is_val_writer(u->writer_names[s->writer])]++;
+        n[s->cls][nc_unipen_is_val_writer(u->writer_names[s->writer])]++;
     }
     printf("writers: train %u, val %u\n", writers[0], writers[1]);
     printf("label\tchar\ttrain\tval\theight\tdrop\n");
@@ -356,10 +343,6 @@ int main(int argc, char **argv)
     uint32_t *jobs = NULL;
     nc_dataset d = { 0 };
     work w = { NULL, NULL };
-    if (nc_unipen_reference(&u)) {
-        fprintf(stderr, "neocog-unipen: out of memory\n");
-        goto out;
-    }
     if (o.counts_only) {
         print_counts(&u, o.classes);
         rc = 0;
@@ -370,7 +353,7 @@ int main(int argc, char **argv)
     uint32_t n_sel = 0, max_strokes = 0;
     for (uint32_t i = 0; i < u.n_samples; i++) {
         const nc_unipen_sample *s = &u.samples[i];
-        int val = is_val_writer(u.writer_names[s->writer]);
+        int val = nc_unipen_is_val_writer(u.writer_names[s->writer]);
         if (label_of(o.classes, s->cls) < 0 || (!strcmp(o.split, "train") && val) ||
             (!strcmp(o.split, "val") && !val))
             continue;
@@ -392,7 +375,7 @@ int main(int argc, char **argv)
     uint64_t j = 0;
     for (uint32_t i = 0; i < u.n_samples; i++) {
         const nc_unipen_sample *s = &u.samples[i];
-        int val = is_val_writer(u.writer_names[s->writer]);
+        int val = nc_unipen_is_val_writer(u.writer_names[s->writer]);
         if (label_of(o.classes, s->cls) < 0 || (!strcmp(o.split, "train") && val) ||
             (!strcmp(o.split, "val") && !val))
             continue;

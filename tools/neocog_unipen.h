@@ -66,5 +66,16 @@ void nc_unipen_fini(nc_unipen *u);
  * section of tools/README.md for the rule).  0 or -ENOMEM. */
 int nc_unipen_reference(nc_unipen *u);
 
+/* nc_unipen_parse of the gzip'd file's bytes gz[0..len), then
+ * nc_unipen_reference: the set as every tool uses it.  0, -ENOMEM,
+ * nc_gunzip's errors, or -EBADMSG with *ret_line set. */
+int nc_unipen_parse_gz(const uint8_t *gz, size_t len, nc_unipen *ret, size_t *ret_line);
+
+/* The fixed writer-disjoint split: 1 when the writer ("contrib/writer")
+ * is a validation writer (FNV-1a 64 of the name, modulo 1000, below 150),
+ * 0 when a training writer. */
+#define NC_UNIPEN_VAL_PER_MILLE 150u
+int nc_unipen_is_val_writer(const char *name);
+
 
 #endif

@@ -7,6 +7,8 @@
  * is negated here so everything after works with y down. */
 #include "neocog_unipen.h"
 
+#include "dataset.h"    /* nc_gunzip */
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -398,4 +400,29 @@ void nc_unipen_fini(nc_unipen *u)
     free(u->stroke_start);
     free(u->xy);
     memset(u, 0, sizeof *u);
+}
+
+int nc_unipen_parse_gz(const uint8_t *gz, size_t len, nc_unipen *ret, size_t *ret_line)
+{
+    uint8_t *text = NULL;
+    size_t text_len = 0;
+    *ret_line = 0;
+    int err = nc_gunzip(gz, len, NC_GUNZIP_MAX_OUT, &text, &text_len);
+    if (err)
+        return err;
+    err = nc_unipen_parse((const char *)text, text_len, ret, ret_line);
+    free(text);
+    if (err)
+        return err;
+    if ((err = nc_unipen_reference(ret)))
+        nc_unipen_fini(ret);
+    return err;
+}
+
+int nc_unipen_is_val_writer(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+    return h % 1000u < NC_UNIPEN_VAL_PER_MILLE;
 }

@@ -7,6 +7,8 @@
  *       [--heights 24-60] [--touch P] [--no-clutter]
  *       [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]
  *       [--time-pause MS [--time-spin]]
+ *   neocog-streamgen --unipen FILE.jsonl.gz --frames N [--text codes|words|phrases|mixed]
+ *       [--writers train|val|all] [--chars C] [the frame options above]
  *
  * DIR holds the MNIST test set (t10k-images-idx3-ubyte[.gz] and its labels)
  * or the repository's fixture (tests/data, mnist-t1k-*).  By default only
@@ -37,11 +39,30 @@
  * `ffmpeg -f mjpeg` reads) at --quality, or at a per-frame quality drawn
  * from 60..90 like a camera's; --pgm-dir writes frame_NNNNNN.pgm too.
  *
+ * --unipen FILE renders strings of characters instead of digits
+ * (streamgen_chars.h): codes like AB-1294-XK, words, or short phrases with
+ * punctuation (--text, default mixed, drawn per string), at most C
+ * characters besides spaces (--chars, default 16), from the pen strokes of
+ * FILE (shared/data/unipen's), each string by one writer of the fixed split
+ * (--writers, default val: writers no model or setting was chosen on;
+ * tune on train).  --heights is then the capital height.  --digits,
+ * --data, --set, --first, --count and --patches are for digits only.
+ *
+ * --check: every frame also goes through a JPEG round trip and core/segment
+ * with the daemon's parameters for a whole frame, in character mode with
+ * --unipen (digit mode without), and is compared with its truth
+ * (streamgen_check.h): the share of characters found by kind, of gaps
+ * judged right, of strings entirely right, as a table on stderr.
+ *
  * Truth file, tab-separated, one row per string, strings top to bottom:
  *   frame  string  text  polarity  box  digit_boxes
  * box is x,y,w,h; digit_boxes is one x,y,w,h per digit separated by ';'
  * (each the box of the digit's source pixels above 64, as mapped into the
- * frame).  Lines starting with '#' are comments.
+ * frame).  With --unipen, text is the string's characters with a space
+ * at each word gap and the boxes are one per character, spaces not
+ * counted: each the box of the character's ink where the pen covers more
+ * than a quarter of a pixel, as mapped into the frame.
+ * Lines starting with '#' are comments.
  * Exit status: 0 done, 1 failure, 2 usage. */
 #include <errno.h>
 #include <stdio.h>
@@ -53,6 +74,8 @@
 #include "fileio.h"
 #include "pgm.h"
 #include "segment.h"
+#include "streamgen_chars.h"
+#include "streamgen_check.h"
 #include "streamgen_patches.h"
 #include "streamgen_render.h"
 
@@ -66,7 +89,10 @@ static void usage(void)
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
         "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n"
         "         [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]\n"
-        "         [--time-pause MS [--time-spin]]\n");
+        "         [--time-pause MS [--time-spin]] [--check]\n"
+        "       neocog-streamgen --unipen FILE.jsonl.gz --frames N\n"
+        "         [--text codes|words|phrases|mixed] [--writers train|val|all] [--chars C]\n"
+        "         [the frame options]\n");
 }
 
 /* Read the first of names[] found in dir. */
@@ -116,6 +142,31 @@ out:
     return err;
 }
 
+/* The stroke set of FILE and its index of the chosen writers. */
+static int load_strokes(const char *path, uint32_t writers, nc_unipen *u, nc_text_source *src)
+{
+    uint8_t *gz = NULL;
+    size_t len = 0, line = 0;
+    int err = nc_file_read(path, 256u << 20, &gz, &len);
+    if (err < 0) {
+        fprintf(stderr, "neocog-streamgen: %s: %s\n", path, strerror(-err));
+        return err;
+    }
+    err = nc_unipen_parse_gz(gz, len, u, &line);
+    free(gz);
+    if (err < 0) {
+        fprintf(stderr, "neocog-streamgen: %s: line %zu: %s\n", path, line, nc_strerror(err));
+        return err;
+    }
+    if ((err = nc_text_source_init(src, u, writers)) < 0) {
+        fprintf(stderr, "neocog-streamgen: %s: %s\n", path,
+                err == -ENOENT ? "these writers lack a character the texts use"
+                               : nc_strerror(err));
+        nc_unipen_fini(u);
+    }
+    return err;
+}
+
 static int parse_u32(const char *s, uint32_t *v)
 {
     char *end;
@@ -155,8 +206,9 @@ static void print_tail(nc_stage_times *t)
 int main(int argc, char **argv)
 {
     const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
-    const char *patches = NULL;
-    int train = 0, timing = 0;
+    const char *patches = NULL, *unipen = NULL;
+    uint32_t text_kind = NC_TEXT_MIXED, writers = NC_TEXT_WRITERS_VAL, max_chars = 16;
+    int train = 0, timing = 0, check = 0;
     uint32_t time_pause = 0;
     int time_spin = 0;
     uint32_t frames = 0, W = 640, H = 480, quality = 0, count = 0, first = 0;
@@ -168,6 +220,7 @@ int main(int argc, char **argv)
         int bad = 0;
         if (!strcmp(a, "--no-clutter")) { rp.clutter = 0; continue; }
         if (!strcmp(a, "--time")) { timing = 1; continue; }
+        if (!strcmp(a, "--check")) { check = 1; continue; }
         if (!strcmp(a, "--time-spin")) { time_spin = 1; continue; }
         if (!strcmp(a, "--time-pause") && v) {
             timing = 1;
@@ -187,6 +240,22 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--truth")) truth_path = v;
         else if (!strcmp(a, "--pgm-dir")) pgm_dir = v;
         else if (!strcmp(a, "--patches")) patches = v;
+        else if (!strcmp(a, "--unipen")) unipen = v;
+        else if (!strcmp(a, "--text")) {
+            if (!strcmp(v, "codes")) text_kind = NC_TEXT_CODES;
+            else if (!strcmp(v, "words")) text_kind = NC_TEXT_WORDS;
+            else if (!strcmp(v, "phrases")) text_kind = NC_TEXT_PHRASES;
+            else if (!strcmp(v, "mixed")) text_kind = NC_TEXT_MIXED;
+            else bad = 1;
+        }
+        else if (!strcmp(a, "--writers")) {
+            if (!strcmp(v, "train")) writers = NC_TEXT_WRITERS_TRAIN;
+            else if (!strcmp(v, "val")) writers = NC_TEXT_WRITERS_VAL;
+            else if (!strcmp(v, "all")) writers = NC_TEXT_WRITERS_ALL;
+            else bad = 1;
+        }
+        else if (!strcmp(a, "--chars"))
+            bad = parse_u32(v, &max_chars) || max_chars < 4 || max_chars > NC_RENDER_MAX_CHARS;
         else if (!strcmp(a, "--set")) {
             if (!strcmp(v, "train")) train = 1;
             else if (!strcmp(v, "test")) train = 0;
@@ -214,9 +283,14 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!data || !frames || (!out_path && !pgm_dir && !patches && !timing) || W < 64 ||
+    if (!(data || unipen) || (data && unipen) || !frames ||
+        (!out_path && !pgm_dir && !patches && !timing && !check) || W < 64 ||
         H < 64 || W > 8192 || H > 8192) {
         usage();
+        return 2;
+    }
+    if (unipen && patches) {
+        fprintf(stderr, "neocog-streamgen: --patches is for digit strings (--data)\n");
         return 2;
     }
     if (patches && !train) {
@@ -226,9 +300,16 @@ int main(int argc, char **argv)
     }
 
     nc_dataset d = { 0 };
-    if (load_digits(data, train, &d) < 0)
+    nc_unipen u = { 0 };
+    nc_text_source ts = { 0 };
+    if (unipen) {
+        if (load_strokes(unipen, writers, &u, &ts) < 0)
+            return 1;
+        ts.kind = text_kind;
+        ts.max_chars = max_chars;
+    } else if (load_digits(data, train, &d) < 0)
         return 1;
-    if (first >= d.count) {
+    if (!unipen && first >= d.count) {
         fprintf(stderr, "neocog-streamgen: --first %u: the set has %u digits\n", first, d.count);
         nc_dataset_fini(&d);
         return 2;
@@ -262,11 +343,12 @@ int main(int argc, char **argv)
             goto done;
         }
     }
-    if ((out || patches || timing) && !(tj = tjInitCompress())) {
+    nc_seg_check chk = { 0 };
+    if ((out || patches || timing || check) && !(tj = tjInitCompress())) {
         fprintf(stderr, "neocog-streamgen: %s\n", tjGetErrorStr());
         goto done;
     }
-    if ((patches || timing) &&
+    if ((patches || timing || check) &&
         (nc_segmenter_new(&seg) < 0 || nc_image_new(W, H, &decoded) < 0 ||
          !(tjd = tjInitDecompress()))) {
         fprintf(stderr, "neocog-streamgen: out of memory\n");
@@ -277,9 +359,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "neocog-streamgen: %s: %s\n", truth_path, strerror(errno));
             goto done;
         }
-        fprintf(truth, "# neocog-streamgen %ux%u frames=%u strings=%u digits=%u seed=%llu\n"
-                       "# frame\tstring\ttext\tpolarity\tbox\tdigit_boxes\n",
-                W, H, frames, rp.strings, rp.digits, (unsigned long long)seed);
+        if (unipen)
+            fprintf(truth, "# neocog-streamgen %ux%u frames=%u strings=%u text=%s writers=%s "
+                           "chars=%u seed=%llu\n"
+                           "# frame\tstring\ttext\tpolarity\tbox\tchar_boxes\n",
+                    W, H, frames, rp.strings,
+                    (const char *[]){ "codes", "words", "phrases", "mixed" }[text_kind],
+                    (const char *[]){ "train", "val", "all" }[writers], max_chars,
+                    (unsigned long long)seed);
+        else
+            fprintf(truth, "# neocog-streamgen %ux%u frames=%u strings=%u digits=%u seed=%llu\n"
+                           "# frame\tstring\ttext\tpolarity\tbox\tdigit_boxes\n",
+                    W, H, frames, rp.strings, rp.digits, (unsigned long long)seed);
     }
     nc_render_source src = { d.pixels, d.labels, d.count, d.rows, d.cols };
     /* xorshift needs a non-zero state */
@@ -288,7 +379,8 @@ int main(int argc, char **argv)
         rng = 1;
     for (uint32_t f = 0; f < frames; f++) {
         nc_render_truth t;
-        int err = nc_render_frame(&rp, &src, &rng, frame, &t);
+        int err = unipen ? nc_render_text_frame(&rp, &ts, &rng, frame, &t)
+                         : nc_render_frame(&rp, &src, &rng, frame, &t);
         if (err < 0) {
             fprintf(stderr, "neocog-streamgen: frame %u: %s (frame too small for "
                             "--strings/--digits/--heights?)\n", f, nc_strerror(err));
@@ -316,6 +408,16 @@ int main(int argc, char **argv)
                         err < 0 ? nc_strerror(err) : tjGetErrorStr());
                 goto done;
             }
+            if (check &&
+                (tjDecompress2(tjd, jbuf, jlen, decoded->pixels, (int)W, 0, (int)H, TJPF_GRAY,
+                               0) < 0 ||
+                 (err = nc_seg_check_frame(seg, decoded, &t,
+                                           unipen ? NC_SEGMENT_CHARSET_TEXT
+                                                  : NC_SEGMENT_CHARSET_DIGITS, &chk)) < 0)) {
+                fprintf(stderr, "neocog-streamgen: frame %u: check: %s\n", f,
+                        err < 0 ? nc_strerror(err) : tjGetErrorStr());
+                goto done;
+            }
             if (timing && (err = nc_stage_time(seg, jbuf, jlen, decoded, &times)) < 0) {
                 fprintf(stderr, "neocog-streamgen: frame %u: timing: %s\n", f, nc_strerror(err));
                 goto done;
@@ -337,8 +439,11 @@ int main(int argc, char **argv)
         for (uint32_t s = 0; truth && s < t.string_count; s++) {
             const nc_render_string *st = &t.strings[s];
             fprintf(truth, "%u\t%u\t", f, s);
-            for (uint32_t k = 0; k < st->count; k++)
-                fputc('0' + st->digits[k].label % 10, truth);
+            for (uint32_t k = 0; k < st->count; k++) {
+                if (unipen && st->digits[k].space_before)
+                    fputc(' ', truth);
+                fputc(unipen ? st->digits[k].label : '0' + st->digits[k].label % 10, truth);
+            }
             fprintf(truth, "\t%s\t%u,%u,%u,%u\t", t.polarity ? "light" : "dark",
                     st->box.x, st->box.y, st->box.width, st->box.height);
             for (uint32_t k = 0; k < st->count; k++) {
@@ -359,6 +464,8 @@ int main(int argc, char **argv)
                         "%s-labels-idx1-ubyte\n", ps.count, ps.frames, ps.digits, ps.unmatched,
                 patches, patches);
     }
+    if (check)
+        nc_seg_check_print(stderr, &chk);
     if (timing && times.frames) {
         double n = times.frames;
         fprintf(stderr, "neocog-streamgen: per frame (%ux%u, %u frames, fastest of 5 runs): "
@@ -391,5 +498,7 @@ done:
     tjFree(jbuf);
     nc_image_free(frame);
     nc_dataset_fini(&d);
+    nc_text_source_fini(&ts);
+    nc_unipen_fini(&u);
     return rc;
 }

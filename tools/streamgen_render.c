@@ -56,12 +56,11 @@ static void draw_rect_outline(nc_fimg *f, double x0, double y0, double x1, doubl
         }
 }
 
-/* Lay out, render and warp string si into the coverage map cov. */
-static int render_string(const nc_render_params *p, const nc_render_source *src,
-                         uint64_t *rng, uint32_t band_y0, uint32_t band_h, nc_fimg *cov,
-                         nc_render_string *ts)
+/* Lay out and render the digits of one string into a local canvas (ls). */
+static int render_digits(const nc_render_params *p, const nc_render_source *src,
+                         uint64_t *rng, uint32_t band_h, uint32_t W, nc_local_string *ls)
 {
-    const uint32_t W = cov->w, H = cov->h, n = p->digits;
+    const uint32_t n = p->digits;
     placed pl[NC_RENDER_MAX_DIGITS];
     double theta = nc_rng_range(rng, -p->max_rotate_deg, p->max_rotate_deg) * PI / 180.0;
     double h = nc_rng_range(rng, p->min_height, p->max_height);
@@ -132,22 +131,45 @@ static int render_string(const nc_render_params *p, const nc_render_source *src,
                 if (val > *d) *d = (float)val;
             }
     }
+    *ls = (nc_local_string){ .canvas = loc, .theta = theta, .h = h, .margin = margin, .lh = lh,
+                             .vc = vc, .x_end = x - gaps[n - 1] * h, .count = n };
+    /* Truth: each digit's > 64 box, in the canvas. */
+    for (uint32_t i = 0; i < n; i++) {
+        ls->box[i][0] = pl[i].x + (pl[i].t[0] - pl[i].b[0]) * pl[i].s;
+        ls->box[i][2] = pl[i].x + (pl[i].t[2] - pl[i].b[0]) * pl[i].s;
+        ls->box[i][1] = pl[i].y + (pl[i].t[1] - pl[i].b[1]) * pl[i].s;
+        ls->box[i][3] = pl[i].y + (pl[i].t[3] - pl[i].b[1]) * pl[i].s;
+        ls->label[i] = src->labels ? src->labels[pl[i].src] : 0;
+        ls->source[i] = pl[i].src;
+        ls->space_before[i] = 0;
+    }
+    return 0;
+}
+
+int nc_render_place_string(const nc_render_params *p, uint64_t *rng, nc_local_string *ls,
+                           uint32_t band_y0, uint32_t band_h, nc_fimg *cov,
+                           nc_render_string *ts)
+{
+    const uint32_t W = cov->w, H = cov->h, n = ls->count, cw = ls->canvas.w,
+                   ch = ls->canvas.h;
+    const double h = ls->h, margin = ls->margin, vc = ls->vc, lh = ls->lh;
+    nc_fimg *loc = &ls->canvas;
     /* A box around the string (a meter window, a form field). */
     if (p->clutter && nc_rng_uniform(rng) < 0.4) {
         /* solid enough to stay one component through blur and JPEG, as a
          * printed window or field border is */
         double g = nc_rng_range(rng, 0.3, 0.45) * h, th = nc_rng_range(rng, 1.5, 3.0);
-        double bx0 = margin - g, bx1 = x - gaps[n - 1] * h + g;
-        double by0 = vc - 0.65 * h - g, by1 = vc + 0.65 * h + g;
+        double bx0 = margin - g, bx1 = ls->x_end + g;
+        double by0 = vc - ls->box_up * h - g, by1 = vc + ls->box_down * h + g;
         if (bx0 > 0 && by0 > 0 && bx1 < cw && by1 < ch)
-            draw_rect_outline(&loc, bx0, by0, bx1, by1, th, (float)nc_rng_range(rng, 0.75, 1.0));
+            draw_rect_outline(loc, bx0, by0, bx1, by1, th, (float)nc_rng_range(rng, 0.75, 1.0));
     }
     /* Place it: centre of the band, random x where it fits. */
     nc_warp wp;
     wp.uc = cw / 2.0;
     wp.vc = ch / 2.0;
-    wp.c = cos(theta);
-    wp.s = sin(theta);
+    wp.c = cos(ls->theta);
+    wp.s = sin(ls->theta);
     double persp = nc_rng_range(rng, -p->perspective, p->perspective);
     wp.px = persp / cw;
     wp.py = nc_rng_range(rng, -p->perspective, p->perspective) * 0.5 / ch;
@@ -165,30 +187,40 @@ static int render_string(const nc_render_params *p, const nc_render_source *src,
             double u, v;
             nc_warp_inv(&wp, xx, y, &u, &v);
             /* canvas pixel (i, j) has its centre at (i + 0.5, j + 0.5) */
-            float val = nc_fimg_bilinear(&loc, u - 0.5, v - 0.5);
+            float val = nc_fimg_bilinear(loc, u - 0.5, v - 0.5);
             float *d = &cov->v[(size_t)y * W + xx];
             if (val > *d) *d = val;
         }
-    /* Truth: each digit's > 64 box, mapped. */
+    /* Truth: each character's box, mapped. */
     ts->count = n;
     ts->height = (uint32_t)lround(h);
     uint32_t X0 = UINT32_MAX, Y0 = UINT32_MAX, X1 = 0, Y1 = 0;
     for (uint32_t i = 0; i < n; i++) {
-        double u0 = pl[i].x + (pl[i].t[0] - pl[i].b[0]) * pl[i].s;
-        double u1 = pl[i].x + (pl[i].t[2] - pl[i].b[0]) * pl[i].s;
-        double v0 = pl[i].y + (pl[i].t[1] - pl[i].b[1]) * pl[i].s;
-        double v1 = pl[i].y + (pl[i].t[3] - pl[i].b[1]) * pl[i].s;
-        nc_rect r = nc_warp_box(&wp, u0, v0, u1, v1, W, H);
-        ts->digits[i] = (nc_render_digit){ src->labels ? src->labels[pl[i].src] : 0,
-                                           pl[i].src, r };
+        nc_rect r = nc_warp_box(&wp, ls->box[i][0], ls->box[i][1], ls->box[i][2],
+                                ls->box[i][3], W, H);
+        ts->digits[i] = (nc_render_digit){ ls->label[i], ls->source[i], r,
+                                           ls->space_before[i] };
         if (r.x < X0) X0 = r.x;
         if (r.y < Y0) Y0 = r.y;
         if (r.x + r.width > X1) X1 = r.x + r.width;
         if (r.y + r.height > Y1) Y1 = r.y + r.height;
     }
     ts->box = (nc_rect){ X0, Y0, X1 - X0, Y1 - Y0 };
-    free(loc.v);
     return 0;
+}
+
+static int render_string(const nc_render_params *p, const nc_render_source *src,
+                         uint64_t *rng, uint32_t band_y0, uint32_t band_h, nc_fimg *cov,
+                         nc_render_string *ts)
+{
+    nc_local_string ls;
+    int err = render_digits(p, src, rng, band_h, cov->w, &ls);
+    if (err < 0)
+        return err;
+    ls.box_up = ls.box_down = 0.65;
+    err = nc_render_place_string(p, rng, &ls, band_y0, band_h, cov, ts);
+    free(ls.canvas.v);
+    return err;
 }
 
 /* ---- clutter, shading, blur, noise ---------------------------------------- */
@@ -243,16 +275,30 @@ static void clutter(const nc_render_params *p, uint64_t *rng, nc_fimg *cov,
     (void)p;
 }
 
+/* The digit strings' renderer for nc_render_frame_with. */
+static int digit_string(void *ctx, const nc_render_params *p, uint64_t *rng, uint32_t band_y0,
+                        uint32_t band_h, nc_fimg *cov, nc_render_string *ts)
+{
+    return render_string(p, ctx, rng, band_y0, band_h, cov, ts);
+}
+
 int nc_render_frame(const nc_render_params *p, const nc_render_source *src,
                     uint64_t *rng, nc_image *frame, nc_render_truth *ret_truth)
 {
-    if (!p || !src || !rng || !frame || !ret_truth || !src->pixels || !src->count ||
-        !src->rows || !src->cols)
+    if (!p || !src || !src->pixels || !src->count || !src->rows || !src->cols ||
+        !p->digits || p->digits > NC_RENDER_MAX_DIGITS)
+        return -EINVAL;
+    return nc_render_frame_with(p, digit_string, (void *)src, rng, frame, ret_truth);
+}
+
+int nc_render_frame_with(const nc_render_params *p, nc_render_string_fn string_fn, void *ctx,
+                         uint64_t *rng, nc_image *frame, nc_render_truth *ret_truth)
+{
+    if (!p || !string_fn || !rng || !frame || !ret_truth)
         return -EINVAL;
     if (nc_image_check(frame) < 0 || frame->width < 64 || frame->height < 64)
         return -EINVAL;
-    if (!p->strings || p->strings > NC_RENDER_MAX_STRINGS || !p->digits ||
-        p->digits > NC_RENDER_MAX_DIGITS || p->min_height < 10 ||
+    if (!p->strings || p->strings > NC_RENDER_MAX_STRINGS || p->min_height < 10 ||
         p->max_height < p->min_height || p->polarity > NC_RENDER_MIXED)
         return -EINVAL;
     const uint32_t W = frame->width, H = frame->height;
@@ -268,7 +314,7 @@ int nc_render_frame(const nc_render_params *p, const nc_render_source *src,
     t.polarity = p->polarity == NC_RENDER_MIXED ? (uint32_t)(nc_rng_next(rng) & 1) : p->polarity;
     uint32_t band = H / p->strings;
     for (uint32_t s = 0; s < p->strings; s++) {
-        if ((err = render_string(p, src, rng, s * band, band, &cov, &t.strings[s])) < 0)
+        if ((err = string_fn(ctx, p, rng, s * band, band, &cov, &t.strings[s])) < 0)
             goto out;
         t.string_count++;
     }
