@@ -151,6 +151,46 @@ static void maybe_drain_idle(nc_conn *c)
     drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
 }
 
+/* The connection as a request's origin (request.h): a queued request holds
+ * a reference and counts as in flight (backpressure, drain). */
+static void origin_send(void *owner, const Neocog__Reply *r)
+{
+    nc_conn_send(owner, r);
+}
+
+static void origin_hold(void *owner)
+{
+    nc_conn *c = owner;
+    c->in_flight++;
+    nc_conn_ref(c);
+}
+
+static void origin_done(void *owner)
+{
+    nc_conn_request_done(owner);
+}
+
+static const nc_origin_ops conn_origin_ops = { origin_send, origin_hold, origin_done };
+
+static nc_origin conn_origin(nc_conn *c)
+{
+    return (nc_origin){ .ops = &conn_origin_ops, .owner = c, .cancelled = &c->closed };
+}
+
+static void conn_error(nc_conn *c, uint64_t id, int code, const char *message)
+{
+    nc_origin o = conn_origin(c);
+    nc_handle_error(c->srv, &o, id, code, message);
+}
+
+/* A whole frame's payload: a Request for the handler.  It holds the
+ * frame's bytes against the queue's budget. */
+static void conn_request(nc_conn *c, const uint8_t *payload, size_t len)
+{
+    nc_origin o = conn_origin(c);
+    nc_handle_request(c->srv, &o, payload, len, NC_FRAME_HEADER_LEN + len);
+}
+
 /* A whole frame on a draining idle connection: answer it UNAVAILABLE with
  * its id (id 0 when it does not even decode), and give the client another
  * grace period to notice. */
@@ -162,7 +202,7 @@ static void drain_refuse(nc_conn *c, const uint8_t *payload, size_t len)
         id = nc_msg_request(m)->id;
         nc_msg_free(m);
     }
-    nc_handle_error(c, id, NEOCOG__CODE__UNAVAILABLE, "server is draining");
+    conn_error(c, id, NEOCOG__CODE__UNAVAILABLE, "server is draining");
     drain_timer_arm(c, NC_CONN_DRAIN_GRACE_MS);
 }
 
@@ -195,7 +235,7 @@ static void frame_error(nc_conn *c, int err)
         snprintf(msg, sizeof msg, "%s", nc_frame_strerror(err));
     /* Too big and out of memory (a failed pullup) are resource problems,
      * not a malformed stream. */
-    nc_handle_error(c, 0, err == -EMSGSIZE || err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+    conn_error(c, 0, err == -EMSGSIZE || err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
                                                               : NEOCOG__CODE__INVALID_ARGUMENT,
                     msg);
     bufferevent_disable(c->bev, EV_READ);
@@ -213,7 +253,7 @@ static void frame_timeout(evutil_socket_t fd, short what, void *arg)
     char msg[128];
     snprintf(msg, sizeof msg, "frame not completed within %u ms", c->srv->cfg.frame_timeout_ms);
     c->srv->metrics.frame_errors++;
-    nc_handle_error(c, 0, NEOCOG__CODE__DEADLINE_EXCEEDED, msg);
+    conn_error(c, 0, NEOCOG__CODE__DEADLINE_EXCEEDED, msg);
     bufferevent_disable(c->bev, EV_READ);
     conn_set_state(c, NC_CONN_CLOSING);
 }
@@ -286,7 +326,7 @@ static void drive_machine(nc_conn *c)
             if (c->drain_idle)
                 drain_refuse(c, payload, c->hdr.length);
             else
-                nc_handle_frame(c, payload, c->hdr.length);
+                conn_request(c, payload, c->hdr.length);
             if (c->state == NC_CONN_CLOSED)
                 return;
             evbuffer_drain(in, c->hdr.length);

@@ -55,46 +55,14 @@ static void send_counted(nc_server *s, const nc_origin *o, const Neocog__Reply *
     o->ops->send(o->owner, r);
 }
 
-static void origin_error(nc_server *s, const nc_origin *o, uint64_t id, int code,
-                         const char *message)
+void nc_handle_error(nc_server *s, const nc_origin *o, uint64_t id, int code,
+                     const char *message)
 {
     Neocog__Reply r = NEOCOG__REPLY__INIT;
     r.id = id;
     r.code = code;
     r.message = (char *)message;
     send_counted(s, o, &r);
-}
-
-/* A protocol connection as an origin: a queued request holds a reference
- * and counts as in flight (backpressure, drain). */
-static void conn_send(void *owner, const Neocog__Reply *r)
-{
-    nc_conn_send(owner, r);
-}
-
-static void conn_hold(void *owner)
-{
-    nc_conn *c = owner;
-    c->in_flight++;
-    nc_conn_ref(c);
-}
-
-static void conn_done(void *owner)
-{
-    nc_conn_request_done(owner);
-}
-
-static const nc_origin_ops conn_ops = { conn_send, conn_hold, conn_done };
-
-static nc_origin conn_origin(nc_conn *c)
-{
-    return (nc_origin){ .ops = &conn_ops, .owner = c, .cancelled = &c->closed };
-}
-
-void nc_handle_error(nc_conn *c, uint64_t id, int code, const char *message)
-{
-    nc_origin o = conn_origin(c);
-    origin_error(c->srv, &o, id, code, message);
 }
 
 static void fill_health(const nc_server *s, Neocog__HealthReply *h)
@@ -235,7 +203,7 @@ static void handle_info(nc_server *s, const nc_origin *o, const Neocog__Request 
     return;
 oom:
     sc_free(&sc);
-    origin_error(s, o, req->id, NEOCOG__CODE__RESOURCE_EXHAUSTED, "out of memory");
+    nc_handle_error(s, o, req->id, NEOCOG__CODE__RESOURCE_EXHAUSTED, "out of memory");
 }
 
 /* ---- recognition ------------------------------------------------------------- */
@@ -404,14 +372,8 @@ static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m, size_t
     s->requests_in_flight++;
     return;
 fail:
-    origin_error(s, o, rq->id, code, why);
+    nc_handle_error(s, o, rq->id, code, why);
     nc_msg_free(m);
-}
-
-void nc_handle_frame(nc_conn *c, const uint8_t *payload, size_t len)
-{
-    nc_origin o = conn_origin(c);
-    nc_handle_request(c->srv, &o, payload, len, NC_FRAME_HEADER_LEN + len);
 }
 
 void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload, size_t len,
@@ -422,10 +384,10 @@ void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload,
      * stops at the cap (see message.h). */
     int err = nc_msg_unpack(&neocog__request__descriptor, payload, len, 0, &m);
     if (err) {
-        origin_error(s, o, 0, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
-                                             : NEOCOG__CODE__INVALID_ARGUMENT,
-                     err == -ENOMEM ? "request needs too much memory to decode"
-                                    : "malformed Request message (protobuf decoding failed)");
+        nc_handle_error(s, o, 0, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                                : NEOCOG__CODE__INVALID_ARGUMENT,
+                        err == -ENOMEM ? "request needs too much memory to decode"
+                                       : "malformed Request message (protobuf decoding failed)");
         return;
     }
     const Neocog__Request *rq = nc_msg_request(m);
@@ -439,9 +401,9 @@ void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload,
         handle_info(s, o, rq);
         break;
     default:
-        origin_error(s, o, rq->id, NEOCOG__CODE__UNIMPLEMENTED,
-                     "request kind not set or not known to this server (set recognize, "
-                     "status, health or model_info)");
+        nc_handle_error(s, o, rq->id, NEOCOG__CODE__UNIMPLEMENTED,
+                        "request kind not set or not known to this server (set recognize, "
+                        "status, health or model_info)");
         break;
     }
     nc_msg_free(m);

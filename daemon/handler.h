@@ -11,16 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conn.h"
 #include "request.h"
 #include "server.h"
 
-/* One complete frame payload from c. */
-void nc_handle_frame(nc_conn *c, const uint8_t *payload, size_t len);
-
-/* One serialized Request from any origin (a frame's payload, or what an
- * HTTP call was translated to): the one way into the batcher, with every
- * check above.  bytes: what the request holds of the queue's byte budget.
+/* One serialized Request from any origin (a frame's payload from conn.c,
+ * or what an HTTP call was translated to): the one way into the batcher,
+ * with every check above.  bytes: what the request holds of the queue's byte budget.
  * The reply, or an error, goes to o->ops->send, at once or when the work is
  * done. */
 void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload, size_t len,
@@ -29,7 +25,8 @@ void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload,
 /* Collect finished tasks from the batcher and answer completed requests. */
 void nc_handle_done(nc_server *s);
 
-/* A reply with only id, code and message. */
-void nc_handle_error(nc_conn *c, uint64_t id, int code, const char *message);
+/* A reply with only id, code and message to o, counted in the metrics. */
+void nc_handle_error(nc_server *s, const nc_origin *o, uint64_t id, int code,
+                     const char *message);
 
 #endif
