@@ -17,6 +17,7 @@
  * pixels), baseline (median bottom of pieces at least S / 2 tall). */
 typedef struct line_metrics {
     double S, pen, base;
+    double tall;                /* 9th decile of heights: capitals, ascenders */
     uint32_t tallest;
 } line_metrics;
 
@@ -45,6 +46,7 @@ static void measure_line(const work *w, uint32_t l, uint32_t *scratch, line_metr
         }
     m->tallest = tallest;
     m->S = quantile(scratch, k, 0.75);
+    m->tall = fmax(m->S, quantile(scratch, k, 0.9));
     m->pen = nc_seg_line_stroke(w, l, scratch) / 16.0;
     if (m->pen < 1)
         m->pen = 1;
@@ -121,10 +123,26 @@ static int is_mark(const piece *a, const line_metrics *m)
     return 2.0 * pw(a) <= m->S && 2.0 * ph(a) <= m->S;
 }
 
+/* The baseline near piece a: the median bottom of the pieces of its line
+ * at least S / 2 tall within 3 tall of it along the line (a tilted line's
+ * baseline changes along it); the line's own where there are none. */
+static double local_base(const work *w, const piece *a, const line_metrics *m)
+{
+    uint32_t v[64], k = 0;
+    const double cx = 0.5 * (a->x0 + a->x1);
+    for (uint32_t i = 0; i < w->npc && k < 64; i++) {
+        const piece *b = &w->pc[i];
+        if (b->alive && b->line == a->line && 2 * ph(b) >= m->S &&
+            fabs(0.5 * (b->x0 + b->x1) - cx) <= 3 * m->tall)
+            v[k++] = b->y1;
+    }
+    return k ? quantile(v, k, 0.5) : m->base;
+}
+
 /* Whether a and b (the same line, a.x0 <= b.x0) are pieces of one
  * character (segment.h step 6'). */
-static int belong_together(const piece *a, const piece *b, const line_metrics *m,
-                           float merge_overlap)
+static int belong_together(const work *w, const piece *a, const piece *b,
+                           const line_metrics *m, float merge_overlap)
 {
     const double col = (double)umin(a->x1, b->x1) - umax(a->x0, b->x0);     /* < 0: apart */
     const double row = (double)umin(a->y1, b->y1) - umax(a->y0, b->y0);
@@ -133,9 +151,12 @@ static int belong_together(const piece *a, const piece *b, const line_metrics *m
     /* stacked: i j ! ? : ; = (the lower piece no lower than a comma
      * reaches: dust under a letter is not its dot) */
     const piece *lower = a->y0 + a->y1 > b->y0 + b->y1 ? a : b;
-    if (row <= 0.25 * shorter && -row <= 0.7 * m->S &&
-        0.5 * (lower->y0 + lower->y1) <= m->base + 0.15 * m->S) {
-        const double c = 0.5 * (narrow->x0 + narrow->x1), tol = 0.75 * m->pen;
+    if (row <= 0.25 * shorter && -row <= 0.8 * m->tall &&
+        0.5 * (lower->y0 + lower->y1) <= local_base(w, lower, m) + 0.15 * m->S) {
+        /* slanted writing and dots written off to the right: the upper
+         * piece may stand aside by almost half the distance between them */
+        const double c = 0.5 * (narrow->x0 + narrow->x1);
+        const double tol = 0.75 * m->pen + 0.45 * fmax(0.0, -row);
         if (c >= wide->x0 - tol && c <= wide->x1 + tol)
             return 1;
     }
@@ -143,9 +164,11 @@ static int belong_together(const piece *a, const piece *b, const line_metrics *m
     if (col > 0 && col >= merge_overlap * pw(narrow) && !is_dot(narrow, m) && row > 0)
         return 1;
     /* two ticks side by side above the middle of the line: " */
-    if (is_mark(a, m) && is_mark(b, m) && row >= 0.3 * shorter &&
-        a->y1 < m->base - 0.4 * m->S && b->y1 < m->base - 0.4 * m->S &&
-        -col <= fmax(1.5 * m->pen, 0.25 * m->S))
+    const double base = local_base(w, a, m);
+    if (2 * pw(a) <= m->tall && 2 * ph(a) <= m->tall && 2 * pw(b) <= m->tall &&
+        2 * ph(b) <= m->tall && row >= 0.3 * shorter &&
+        a->y1 < base - 0.4 * m->S && b->y1 < base - 0.4 * m->S &&
+        -col <= fmax(2.5 * m->pen, 0.4 * m->S))
         return 1;
     return 0;
 }
@@ -178,12 +201,12 @@ int nc_seg_chars_merge(work *w, uint32_t *order, uint32_t *scratch)
         for (uint32_t i = 0; i < k && !changed; i++) {
             piece *a = &w->pc[order[i]];
             const line_metrics *m = &lm[a->line];
-            const double reach = fmax(1.5 * m->pen, 0.25 * m->S) + m->pen;
+            const double reach = fmax(2.5 * m->pen, 0.4 * m->S) + m->pen;
             for (uint32_t j = i + 1; j < k; j++) {
                 piece *b = &w->pc[order[j]];
                 if (b->line != a->line || b->x0 > a->x1 + reach)
                     break;
-                if (belong_together(a, b, m, p->merge_overlap)) {
+                if (belong_together(w, a, b, m, p->merge_overlap)) {
                     nc_seg_piece_merge(w, a, b);
                     changed = 1;
                     break;
@@ -221,7 +244,8 @@ int nc_seg_chars_merge(work *w, uint32_t *order, uint32_t *scratch)
             continue;
         }
         /* a dot wholly under the line or far above it is dust, not a mark */
-        if (is_dot(a, m) && (a->y0 > m->base + 0.15 * m->S || a->y1 + 1.6 * m->S < m->base)) {
+        if (is_dot(a, m) && (a->y0 > local_base(w, a, m) + 0.15 * m->S ||
+                             a->y1 + 1.6 * m->S < local_base(w, a, m))) {
             a->alive = 0;
             continue;
         }

@@ -67,6 +67,7 @@ int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_spli
     p.expected_count = o->expected_digits;
     p.use_roi = o->use_roi ? 1 : 0;
     p.alternatives = o->alternatives ? 1 : 0;
+    p.charset = o->text ? NC_SEGMENT_CHARSET_TEXT : NC_SEGMENT_CHARSET_DIGITS;
     p.roi = o->roi;
     if (!*seg && (err = nc_segmenter_new(seg)) < 0) {
         snprintf(why, why_len, "out of memory");
@@ -99,6 +100,15 @@ int nc_split_frame(nc_segmenter **seg, const nc_image *frame, int polarity,
 int nc_split_keep_whole(float whole, float left, float right)
 {
     return whole > NC_SPLIT_WHOLE_ODDS * left * right;
+}
+
+const char *nc_split_separator(uint32_t i, uint32_t line, uint32_t prev_line, uint32_t flags)
+{
+    if (!i)
+        return "";
+    if (line != prev_line)
+        return "\n";
+    return flags & NC_SEGMENT_DIGIT_SPACE_BEFORE ? " " : "";
 }
 
 /* A line of at least four pieces (not cut from a wider one), each at least

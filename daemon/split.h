@@ -37,6 +37,11 @@ typedef struct nc_split_opts {
     nc_rect roi;                /* image coordinates */
     int alternatives;           /* core/segment's step 9: ask for the cuts
                                    the worker may undo (nc_split_keep_whole) */
+    int text;                   /* 1: the request expects letters or
+                                   punctuation, not digits only: core/segment's
+                                   character mode (NC_SEGMENT_CHARSET_TEXT:
+                                   dots and pieces merged, marks kept, word
+                                   gaps flagged SPACE_BEFORE) */
 } nc_split_opts;
 
 /* Each ROI side at least this many pixels: less cannot hold a digit. */
@@ -92,5 +97,11 @@ int nc_split_one_character(const nc_image *frame, const nc_split_opts *o,
  * rejected reading keeps its confidence, so the comparison is the same. */
 #define NC_SPLIT_WHOLE_ODDS 1.0f
 int nc_split_keep_whole(float whole, float left, float right);
+
+/* What goes before piece i of a segmented answer's text, given its flags
+ * (core/segment's NC_SEGMENT_DIGIT_*) and its and the previous piece's
+ * lines: "\n" at a new line, " " at a word gap (Digit.space_before), ""
+ * otherwise and for the first piece. */
+const char *nc_split_separator(uint32_t i, uint32_t line, uint32_t prev_line, uint32_t flags);
 
 #endif

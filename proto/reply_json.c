@@ -102,8 +102,11 @@ void nc_result_line_text(const Neocog__Result *res, const nc_result_line *line, 
         const char *t = res->digits[i]->text && *res->digits[i]->text ? res->digits[i]->text
                                                                        : "?";
         size_t l = strlen(t);
-        if (used + l >= cap)
+        const int space = i > line->first && res->digits[i]->space_before;
+        if (used + space + l >= cap)
             break;
+        if (space)
+            dst[used++] = ' ';
         memcpy(dst + used, t, l);
         used += l;
     }
@@ -159,6 +162,8 @@ static void json_digits(FILE *to, const Neocog__Result *res)
         nc_json_number(to, d->confidence);
         json_verdict(to, d->reject, d->reject_reason, d->threshold);
         fprintf(to, ",\"line\":%u", d->line);
+        if (d->space_before)
+            fputs(",\"space_before\":true", to);
         if (d->n_top) {
             fputc(',', to);
             json_top(to, d->top, d->n_top);

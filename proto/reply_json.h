@@ -41,7 +41,8 @@ typedef struct nc_result_line {
  * or one without digits. */
 size_t nc_result_lines(const Neocog__Result *res, nc_result_line *lines, size_t cap);
 /* The text of digits [first, first + count) of res into dst (each digit's
- * text, "?" when it has none), cut to fit cap. */
+ * text, "?" when it has none, a space before each one with space_before),
+ * cut to fit cap. */
 void nc_result_line_text(const Neocog__Result *res, const nc_result_line *line, char *dst,
                          size_t cap);
 

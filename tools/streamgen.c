@@ -53,6 +53,7 @@
  * --unipen (digit mode without), and is compared with its truth
  * (streamgen_check.h): the share of characters found by kind, of gaps
  * judged right, of strings entirely right, as a table on stderr.
+ * --check-digits: the same in digit mode whatever the strings (to compare).
  *
  * Truth file, tab-separated, one row per string, strings top to bottom:
  *   frame  string  text  polarity  box  digit_boxes
@@ -89,7 +90,7 @@ static void usage(void)
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
         "         [--heights MIN-MAX] [--touch P] [--no-clutter]\n"
         "         [--set test|train] [--first K] [--count N] [--patches PREFIX] [--time]\n"
-        "         [--time-pause MS [--time-spin]] [--check]\n"
+        "         [--time-pause MS [--time-spin]] [--check | --check-digits]\n"
         "       neocog-streamgen --unipen FILE.jsonl.gz --frames N\n"
         "         [--text codes|words|phrases|mixed] [--writers train|val|all] [--chars C]\n"
         "         [the frame options]\n");
@@ -208,7 +209,7 @@ int main(int argc, char **argv)
     const char *data = NULL, *out_path = NULL, *truth_path = NULL, *pgm_dir = NULL;
     const char *patches = NULL, *unipen = NULL;
     uint32_t text_kind = NC_TEXT_MIXED, writers = NC_TEXT_WRITERS_VAL, max_chars = 16;
-    int train = 0, timing = 0, check = 0;
+    int train = 0, timing = 0, check = 0, check_digits = 0;
     uint32_t time_pause = 0;
     int time_spin = 0;
     uint32_t frames = 0, W = 640, H = 480, quality = 0, count = 0, first = 0;
@@ -221,6 +222,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--no-clutter")) { rp.clutter = 0; continue; }
         if (!strcmp(a, "--time")) { timing = 1; continue; }
         if (!strcmp(a, "--check")) { check = 1; continue; }
+        if (!strcmp(a, "--check-digits")) { check = check_digits = 1; continue; }
         if (!strcmp(a, "--time-spin")) { time_spin = 1; continue; }
         if (!strcmp(a, "--time-pause") && v) {
             timing = 1;
@@ -412,8 +414,9 @@ int main(int argc, char **argv)
                 (tjDecompress2(tjd, jbuf, jlen, decoded->pixels, (int)W, 0, (int)H, TJPF_GRAY,
                                0) < 0 ||
                  (err = nc_seg_check_frame(seg, decoded, &t,
-                                           unipen ? NC_SEGMENT_CHARSET_TEXT
-                                                  : NC_SEGMENT_CHARSET_DIGITS, &chk)) < 0)) {
+                                           unipen && !check_digits
+                                               ? NC_SEGMENT_CHARSET_TEXT
+                                               : NC_SEGMENT_CHARSET_DIGITS, &chk)) < 0)) {
                 fprintf(stderr, "neocog-streamgen: frame %u: check: %s\n", f,
                         err < 0 ? nc_strerror(err) : tjGetErrorStr());
                 goto done;

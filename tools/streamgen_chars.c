@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -408,7 +409,10 @@ static int text_string(void *ctx, const nc_render_params *p, uint64_t *rng, uint
     const nc_text_source *src = ctx;
     const nc_unipen *u = src->u;
     char text[4 * NC_RENDER_MAX_CHARS];
-    nc_text_make(src->kind, src->max_chars, rng, text, sizeof text);
+    if (src->text)
+        snprintf(text, sizeof text, "%s", src->text);
+    else
+        nc_text_make(src->kind, src->max_chars, rng, text, sizeof text);
     glyph g[NC_RENDER_MAX_CHARS];
     uint8_t label[NC_RENDER_MAX_CHARS], space[NC_RENDER_MAX_CHARS];
     uint32_t src_idx[NC_RENDER_MAX_CHARS], n = 0;

@@ -43,6 +43,10 @@ typedef struct nc_text_source {
     uint32_t *writers;                      /* the split's writers */
     uint32_t n_writers;
     uint32_t max_strokes;                   /* most strokes of one sample */
+    const char *text;                       /* non-NULL: every string says
+                                               this (printable ASCII and
+                                               single spaces), not a drawn
+                                               text; for tests */
 } nc_text_source;
 
 /* Index u's samples of the chosen writers (NC_TEXT_WRITERS_*); u must

@@ -135,7 +135,7 @@ int nc_seg_check_frame(struct nc_segmenter *seg, const nc_image *frame,
             for (uint32_t d = 0; d < r->count; d++) {
                 nc_rect b = r->digits[d].box, sb = truth->strings[s].box;
                 if (b.y + b.height >= sb.y && b.y <= sb.y + sb.height && !used[d])
-                    fprintf(stderr, " [%u,%u %ux%u f%u]", b.x, b.y, b.width, b.height, r->digits[d].flags);
+                    fprintf(stderr, " [%u,%u %ux%u f%u l%u]", b.x, b.y, b.width, b.height, r->digits[d].flags, r->digits[d].line);
             }
             fprintf(stderr, "\n");
         }
