@@ -16,7 +16,6 @@
 #include "camera.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,6 +30,7 @@
 #include "cli.h"
 #include "frame.h"
 #include "neocog_client.h"
+#include "opts.h"
 
 #define N_BUFFERS 3
 #define MAX_DIGITS 256          /* per frame, after the daemon's own cap (64) */
@@ -58,50 +58,6 @@ typedef struct cam_opts {
                                    high: a camera is real-time) */
     uint64_t max_frames;        /* 0: all */
 } cam_opts;
-
-static void usage(FILE *to)
-{
-    fputs(
-"usage: neocog [--server ADDR] [--timeout MS] camera [OPTIONS] [SOURCE]\n"
-"\n"
-"Reads digit strings from a camera stream: each frame is one request to neocogd\n"
-"with segmentation on, and its answer is written and flushed as it comes.\n"
-"SOURCE (default '-', stdin):\n"
-"  -, FILE or FIFO   MJPEG (concatenated JPEGs: ffmpeg -f mjpeg -), YUV4MPEG2 (its\n"
-"                    Y plane), or raw grey frames with --raw WxH\n"
-"  DIR or 'GLOB'     an image sequence of PGM/PNG/JPEG files, in name order\n"
-"  /dev/videoN       a V4L2 camera (MJPEG, else YUYV; --size WxH)\n"
-"Every frame is read and answered, in order, except from a live source, which\n"
-"keeps only the newest frame when recognition falls behind and counts the\n"
-"others as dropped: /dev/videoN, a source paced with --fps, or any with --live.\n"
-"So a pipe is read whole unless --live says it comes from a camera:\n"
-"  cat frames/*.jpg | neocog camera                          every frame\n"
-"  ffmpeg -i /dev/video0 -f mjpeg - | neocog camera --live   keeps up\n"
-"Options:\n"
-"  --raw WxH         raw 8-bit grey frames of W x H\n"
-"  --size WxH        V4L2 capture size (default 640x480)\n"
-"  --v4l2-format mjpeg|yuyv   insist on one pixel format\n"
-"  --format txt|jsonl  output per frame (default txt); jsonl ends with a summary\n"
-"  --roi X,Y,W,H     only look inside this rectangle (sent to the daemon, which\n"
-"                    segments only there); boxes stay in frame coordinates\n"
-"  --digits N        N digits expected (sent to the daemon, which cuts or joins\n"
-"                    pieces to fit); a frame with fewer is flagged\n"
-"  --min-conf C      digits less confident than C (0..1) are rejected ('?'), looser\n"
-"                    or tighter than the server's threshold; 0: no threshold\n"
-"  --fps F           pace the source at F frames/s, as a camera would\n"
-"  --live            the source is live (see above); --drop is the same\n"
-"  --no-drop         read every frame, even from a device or with --fps\n"
-"  --frames N        stop after N frames\n"
-"  --stats           p50/p99 latency and fps on stderr every second (default when\n"
-"                    stderr is a terminal)\n"
-"  --priority P      scheduling class of the frames: high (default: a camera is\n"
-"                    real-time, so the daemon batches its frames before normal\n"
-"                    requests), normal, background, or a number\n"
-"  --model M, --deadline-us US   as for recognize\n"
-"Latency is from sending a frame to its reply.  A frame that cannot be read or\n"
-"decoded is reported, counted and skipped.  Exit status: 0 the stream ended (or\n"
-"SIGINT/SIGTERM), 1 the daemon or the source failed, 2 usage.\n", to);
-}
 
 int nc_camera_command_index(int argc, char **argv)
 {
@@ -159,32 +115,66 @@ static int parse_roi(const char *s, cam_opts *o)
 }
 
 enum {
-    O_SERVER = 256, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
+    O_SERVER, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
     O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_PRIORITY,
-    O_LIVE, O_HELP,
+    O_LIVE, O_END,
 };
 
-static const struct option cam_long[] = {
-    { "server", required_argument, NULL, O_SERVER },
-    { "timeout", required_argument, NULL, O_TIMEOUT },
-    { "raw", required_argument, NULL, O_RAW },
-    { "size", required_argument, NULL, O_SIZE },
-    { "v4l2-format", required_argument, NULL, O_V4L2FMT },
-    { "format", required_argument, NULL, O_FORMAT },
-    { "roi", required_argument, NULL, O_ROI },
-    { "digits", required_argument, NULL, O_DIGITS },
-    { "min-conf", required_argument, NULL, O_MINCONF },
-    { "fps", required_argument, NULL, O_FPS },
-    { "drop", no_argument, NULL, O_DROP },
-    { "no-drop", no_argument, NULL, O_NODROP },
-    { "frames", required_argument, NULL, O_FRAMES },
-    { "stats", no_argument, NULL, O_STATS },
-    { "model", required_argument, NULL, O_MODEL },
-    { "deadline-us", required_argument, NULL, O_DEADLINE },
-    { "priority", required_argument, NULL, O_PRIORITY },
-    { "live", no_argument, NULL, O_LIVE },
-    { "help", no_argument, NULL, O_HELP },
-    { NULL, 0, NULL, 0 },
+static const nc_opt cam_opts_table[] = {
+    [O_SERVER] = { "server", "ADDR", NULL },        /* neocog's, before or after */
+    [O_TIMEOUT] = { "timeout", "MS", NULL },
+    [O_RAW] = { "raw", "WxH", "raw 8-bit grey frames of W x H" },
+    [O_SIZE] = { "size", "WxH", "V4L2 capture size (default 640x480)" },
+    [O_V4L2FMT] = { "v4l2-format", "mjpeg|yuyv", "insist on one pixel format" },
+    [O_FORMAT] = { "format", "txt|jsonl", "output per frame (default txt); jsonl ends with\n"
+                                          "a summary" },
+    [O_ROI] = { "roi", "X,Y,W,H", "only look inside this rectangle (sent to the daemon,\n"
+                                  "which segments only there); boxes stay in frame\n"
+                                  "coordinates" },
+    [O_DIGITS] = { "digits", "N", "N digits expected (sent to the daemon, which cuts or\n"
+                                  "joins pieces to fit); a frame with fewer is flagged" },
+    [O_MINCONF] = { "min-conf", "C", "digits less confident than C (0..1) are rejected\n"
+                                     "('?'), looser or tighter than the server's\n"
+                                     "threshold; 0: no threshold" },
+    [O_FPS] = { "fps", "F", "pace the source at F frames/s, as a camera would" },
+    [O_DROP] = { "drop", NULL, NULL },              /* --live's old name */
+    [O_NODROP] = { "no-drop", NULL, "read every frame, even from a device or with --fps" },
+    [O_FRAMES] = { "frames", "N", "stop after N frames" },
+    [O_STATS] = { "stats", NULL, "p50/p99 latency and fps on stderr every second\n"
+                                 "(default when stderr is a terminal)" },
+    [O_MODEL] = { "model", "M", "as for recognize" },
+    [O_DEADLINE] = { "deadline-us", "US", "as for recognize" },
+    [O_PRIORITY] = { "priority", "P", "scheduling class of the frames: high (default: a\n"
+                                      "camera is real-time, so the daemon batches its\n"
+                                      "frames before normal requests), normal,\n"
+                                      "background, or a number" },
+    [O_LIVE] = { "live", NULL, "the source is live (see above); --drop is the same" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const nc_opts cam_opts_help = {
+    .prog = "neocog camera",
+    .usage =
+"usage: neocog [--server ADDR] [--timeout MS] camera [OPTIONS] [SOURCE]\n"
+"\n"
+"Reads digit strings from a camera stream: each frame is one request to neocogd\n"
+"with segmentation on, and its answer is written and flushed as it comes.\n"
+"SOURCE (default '-', stdin):\n"
+"  -, FILE or FIFO   MJPEG (concatenated JPEGs: ffmpeg -f mjpeg -), YUV4MPEG2 (its\n"
+"                    Y plane), or raw grey frames with --raw WxH\n"
+"  DIR or 'GLOB'     an image sequence of PGM/PNG/JPEG files, in name order\n"
+"  /dev/videoN       a V4L2 camera (MJPEG, else YUYV; --size WxH)\n"
+"Every frame is read and answered, in order, except from a live source, which\n"
+"keeps only the newest frame when recognition falls behind and counts the\n"
+"others as dropped: /dev/videoN, a source paced with --fps, or any with --live.\n"
+"So a pipe is read whole unless --live says it comes from a camera:\n"
+"  cat frames/*.jpg | neocog camera                          every frame\n"
+"  ffmpeg -i /dev/video0 -f mjpeg - | neocog camera --live   keeps up\n",
+    .notes =
+"Latency is from sending a frame to its reply.  A frame that cannot be read or\n"
+"decoded is reported, counted and skipped.  Exit status: 0 the stream ended (or\n"
+"SIGINT/SIGTERM), 1 the daemon or the source failed, 2 usage.\n",
+    .table = cam_opts_table,
 };
 
 /* 0 parsed, 1 --help, -1 usage error (printed). */
@@ -217,13 +207,20 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
     }
     int sub_argc = argc - cmd;
     char **sub_argv = argv + cmd;
-    optind = 0;
-    opterr = 0;
+    nc_opts p = cam_opts_help;
     for (;;) {
-        int c = getopt_long(sub_argc, sub_argv, "h", cam_long, NULL);
-        if (c == -1)
+        int c = nc_opts_next(&p, sub_argc, sub_argv);
+        if (c == NC_OPTS_END)
             break;
-        const char *v = optarg;
+        if (c == NC_OPTS_HELP) {
+            nc_opts_usage(&p, stdout);
+            return 1;
+        }
+        if (c == NC_OPTS_ERROR) {
+            nc_opts_fail(&p);
+            return -1;
+        }
+        const char *v = p.value;
         uint64_t u;
         double d;
         int bad = 0;
@@ -282,31 +279,18 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
             o->deadline_us = u;
             break;
         case O_PRIORITY: bad = nc_cli_parse_priority(v, &o->priority) < 0; break;
-        case 'h':
-        case O_HELP:
-            usage(stdout);
-            return 1;
-        default: {
-            const char *arg = sub_argv[optind - 1];
-            if (optopt >= 256)
-                fprintf(stderr, "neocog: camera: option %s needs a value\n", arg);
-            else
-                fprintf(stderr, "neocog: camera: unknown option '%s'\n", arg);
-            fprintf(stderr, "Try 'neocog camera --help'.\n");
-            return -1;
-        }
         }
         if (bad) {
-            fprintf(stderr, "neocog: camera: bad value for --%s: '%s'\n",
-                    cam_long[c - O_SERVER].name, v);
-            fprintf(stderr, "Try 'neocog camera --help'.\n");
+            nc_opts_bad_value(&p, c, NULL);
+            nc_opts_fail(&p);
             return -1;
         }
     }
-    if (optind < sub_argc)
-        o->src.path = sub_argv[optind++];
-    if (optind < sub_argc) {
-        fprintf(stderr, "neocog: camera: one source only ('%s' is extra)\n", sub_argv[optind]);
+    if (p.next < sub_argc)
+        o->src.path = sub_argv[p.next++];
+    if (p.next < sub_argc) {
+        nc_opts_error(&p, "one source only ('%s' is extra)", sub_argv[p.next]);
+        nc_opts_fail(&p);
         return -1;
     }
     o->src.max_frame = NC_FRAME_DEFAULT_MAX - 4096;     /* leaves room for the message */

@@ -5,7 +5,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 
 #include "image.h"            /* nc_pgm_number */
 #include "neocog_client.h"
+#include "opts.h"
 
 /* ---- numbers ----------------------------------------------------------------- */
 
@@ -163,51 +163,50 @@ static int usage_err(char *why, size_t n, const char *fmt, ...)
     return -EINVAL;
 }
 
+/* Codes of the options: their index in cli_opts; OPT_HELP (io/opts.h's
+ * NC_OPTS_HELP, -h and --help) comes after the table's end. */
 enum {
-    OPT_SERVER = 256, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
+    OPT_SERVER, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
     OPT_DEADLINE, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION, OPT_REQUESTS, OPT_BATCH,
-    OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_HELP, OPT_VERSION, OPT_PRIORITY,
-    OPT_MINCONF, OPT_RETRIES, OPT_RETRY_DEADLINE,
+    OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_VERSION, OPT_PRIORITY,
+    OPT_MINCONF, OPT_RETRIES, OPT_RETRY_DEADLINE, OPT_END, OPT_HELP,
 };
 
 /* One table for every command: an option that does not belong to the
- * command at hand is refused after parsing, with a sentence naming it. */
-static const struct option long_opts[] = {
-    { "server", required_argument, NULL, OPT_SERVER },
-    { "timeout", required_argument, NULL, OPT_TIMEOUT },
-    { "model", required_argument, NULL, OPT_MODEL },
-    { "top", required_argument, NULL, OPT_TOP },
-    { "format", required_argument, NULL, OPT_FORMAT },
-    { "segment", no_argument, NULL, OPT_SEGMENT },
-    { "deadline-us", required_argument, NULL, OPT_DEADLINE },
-    { "priority", required_argument, NULL, OPT_PRIORITY },
-    { "min-conf", required_argument, NULL, OPT_MINCONF },
-    { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
-    { "rate", required_argument, NULL, OPT_RATE },
-    { "duration", required_argument, NULL, OPT_DURATION },
-    { "requests", required_argument, NULL, OPT_REQUESTS },
-    { "batch-images", required_argument, NULL, OPT_BATCH },
-    { "connections", required_argument, NULL, OPT_CONNECTIONS },
-    { "idx", required_argument, NULL, OPT_IDX },
-    { "labels", required_argument, NULL, OPT_LABELS },
-    { "dir", required_argument, NULL, OPT_DIR },
-    { "retries", required_argument, NULL, OPT_RETRIES },
-    { "retry-deadline", required_argument, NULL, OPT_RETRY_DEADLINE },
-    { "help", no_argument, NULL, OPT_HELP },
-    { "version", no_argument, NULL, OPT_VERSION },
-    { NULL, 0, NULL, 0 },
+ * command at hand is refused after parsing, with a sentence naming it.
+ * Their help is the usage blocks above, which group them by command. */
+static const nc_opt cli_opts[] = {
+    [OPT_SERVER] = { "server", "ADDR", NULL },
+    [OPT_TIMEOUT] = { "timeout", "MS", NULL },
+    [OPT_MODEL] = { "model", "M", NULL },
+    [OPT_TOP] = { "top", "K", NULL },
+    [OPT_FORMAT] = { "format", "F", NULL },
+    [OPT_SEGMENT] = { "segment", NULL, NULL },
+    [OPT_DEADLINE] = { "deadline-us", "US", NULL },
+    [OPT_PRIORITY] = { "priority", "P", NULL },
+    [OPT_MINCONF] = { "min-conf", "C", NULL },
+    [OPT_CONCURRENCY] = { "concurrency", "N", NULL },
+    [OPT_RATE] = { "rate", "R", NULL },
+    [OPT_DURATION] = { "duration", "S", NULL },
+    [OPT_REQUESTS] = { "requests", "N", NULL },
+    [OPT_BATCH] = { "batch-images", "K", NULL },
+    [OPT_CONNECTIONS] = { "connections", "C", NULL },
+    [OPT_IDX] = { "idx", "FILE", NULL },
+    [OPT_LABELS] = { "labels", "FILE", NULL },
+    [OPT_DIR] = { "dir", "DIR", NULL },
+    [OPT_RETRIES] = { "retries", "N", NULL },
+    [OPT_RETRY_DEADLINE] = { "retry-deadline", "MS", NULL },
+    [OPT_VERSION] = { "version", NULL, NULL },
+    [OPT_END] = { NULL, NULL, NULL },
 };
 
 static const char *opt_name(int code)
 {
-    for (const struct option *o = long_opts; o->name; o++)
-        if (o->val == code)
-            return o->name;
-    return "?";
+    return code == OPT_HELP ? "help" : cli_opts[code].name;
 }
 
-/* Which options each command takes (bit per OPT_ code - OPT_SERVER). */
-#define BIT(o) (1u << ((o) - OPT_SERVER))
+/* Which options each command takes (bit per OPT_ code). */
+#define BIT(o) (1u << (o))
 #define COMMON (BIT(OPT_SERVER) | BIT(OPT_TIMEOUT) | BIT(OPT_HELP) | BIT(OPT_VERSION))
 static const unsigned recognize_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_TOP) |
     BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE) | BIT(OPT_PRIORITY) |
@@ -232,30 +231,23 @@ static int parse_format(const char *s, nc_cli_format *ret)
     return 0;
 }
 
-/* getopt over argv from argv[0] (a program or command name, skipped).
- * stop_at_command: "+" mode, stopping at the first non-option (the command
- * word) for the global options. */
-static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allowed,
-                      const char *cmd, nc_cli_args *a, unsigned *seen, char *why, size_t n)
+/* The options of argv from argv[1] (argv[0], a program or command name, is
+ * skipped); *next: the first operand.  stop_at_command: stop at the first
+ * operand (the command word) for the global options. */
+static int parse_options(int argc, char **argv, int stop_at_command, unsigned allowed,
+                      const char *cmd, nc_cli_args *a, unsigned *seen, int *next, char *why,
+                      size_t n)
 {
-    optind = 0;         /* glibc: 0 re-initialises fully (parse may run twice) */
-    opterr = 0;         /* we word the errors ourselves */
+    nc_opts p = { .prog = "neocog", .table = cli_opts, .stop_at_operand = stop_at_command };
     for (;;) {
-        int li = -1;
-        int c = getopt_long(argc, argv, stop_at_command ? "+h" : "h", long_opts, &li);
-        if (c == -1)
+        int c = nc_opts_next(&p, argc, argv);
+        if (c == NC_OPTS_END)
             break;
-        if (c == 'h')
+        if (c == NC_OPTS_ERROR)
+            return usage_err(why, n, "%s", p.why);
+        if (c == NC_OPTS_HELP)
             c = OPT_HELP;
-        if (c == '?' || c == ':') {
-            const char *bad = argv[optind - 1];
-            if (optopt && optopt < 256 && optopt != '?')
-                return usage_err(why, n, "unknown option -%c", optopt);
-            for (const struct option *o = long_opts; o->name; o++)
-                if (optopt == o->val)
-                    return usage_err(why, n, "option --%s needs a value", o->name);
-            return usage_err(why, n, "unknown option '%s'", bad);
-        }
+        const char *v = p.value;
         if (!(allowed & BIT(c)))
             return usage_err(why, n, "option --%s does not apply to %s", opt_name(c),
                              cmd ? cmd : "neocog (put it after the command)");
@@ -264,102 +256,102 @@ static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allow
         double d;
         switch (c) {
         case OPT_SERVER:
-            a->server = optarg;
+            a->server = v;
             break;
         case OPT_TIMEOUT:
-            if (nc_cli_parse_u64(optarg, 1, 86400000, &u))
+            if (nc_cli_parse_u64(v, 1, 86400000, &u))
                 return usage_err(why, n, "--timeout: '%s' is not milliseconds in 1..86400000",
-                                 optarg);
+                                 v);
             a->timeout_ms = (int)u;
             break;
         case OPT_MODEL:
-            if (nc_client_model_parse(optarg, &a->model))
+            if (nc_client_model_parse(v, &a->model))
                 return usage_err(why, n, "--model: '%s' is not cnn, neocognitron, ensemble "
-                                 "or default", optarg);
+                                 "or default", v);
             break;
         case OPT_TOP:
-            if (nc_cli_parse_u64(optarg, 1, 1000, &u))
-                return usage_err(why, n, "--top: '%s' is not a number in 1..1000", optarg);
+            if (nc_cli_parse_u64(v, 1, 1000, &u))
+                return usage_err(why, n, "--top: '%s' is not a number in 1..1000", v);
             a->top_k = (uint32_t)u;
             break;
         case OPT_FORMAT:
-            if (parse_format(optarg, &a->format))
-                return usage_err(why, n, "--format: '%s' is not txt, tsv or json", optarg);
+            if (parse_format(v, &a->format))
+                return usage_err(why, n, "--format: '%s' is not txt, tsv or json", v);
             break;
         case OPT_SEGMENT:
             a->segment = 1;
             break;
         case OPT_DEADLINE:
-            if (nc_cli_parse_u64(optarg, 1, UINT64_C(3600000000), &u))
+            if (nc_cli_parse_u64(v, 1, UINT64_C(3600000000), &u))
                 return usage_err(why, n, "--deadline-us: '%s' is not microseconds in "
-                                 "1..3600000000", optarg);
+                                 "1..3600000000", v);
             a->deadline_us = u;
             break;
         case OPT_PRIORITY:
-            if (nc_cli_parse_priority(optarg, &a->priority))
+            if (nc_cli_parse_priority(v, &a->priority))
                 return usage_err(why, n, "--priority: '%s' is not high, normal, background "
-                                 "or a number in -1000..1000", optarg);
+                                 "or a number in -1000..1000", v);
             break;
         case OPT_MINCONF:
-            if (nc_cli_parse_double(optarg, 0.0, 1.0, &d))
+            if (nc_cli_parse_double(v, 0.0, 1.0, &d))
                 return usage_err(why, n, "--min-conf: '%s' is not a confidence in 0..1 "
-                                 "(0: no threshold)", optarg);
+                                 "(0: no threshold)", v);
             a->min_confidence = nc_cli_min_confidence(d);
             break;
         case OPT_CONCURRENCY:
-            if (nc_cli_parse_u64(optarg, 1, 65536, &u))
+            if (nc_cli_parse_u64(v, 1, 65536, &u))
                 return usage_err(why, n, "--concurrency: '%s' is not a number in 1..65536",
-                                 optarg);
+                                 v);
             a->concurrency = (uint32_t)u;
             break;
         case OPT_RATE:
-            if (nc_cli_parse_double(optarg, 1e-3, 1e8, &d))
+            if (nc_cli_parse_double(v, 1e-3, 1e8, &d))
                 return usage_err(why, n, "--rate: '%s' is not requests/s in 0.001..1e8",
-                                 optarg);
+                                 v);
             a->rate = d;
             break;
         case OPT_DURATION:
-            if (nc_cli_parse_double(optarg, 1e-3, 1e6, &d))
+            if (nc_cli_parse_double(v, 1e-3, 1e6, &d))
                 return usage_err(why, n, "--duration: '%s' is not seconds in 0.001..1e6",
-                                 optarg);
+                                 v);
             a->duration_s = d;
             break;
         case OPT_REQUESTS:
-            if (nc_cli_parse_u64(optarg, 1, UINT64_C(1) << 48, &u))
-                return usage_err(why, n, "--requests: '%s' is not a positive count", optarg);
+            if (nc_cli_parse_u64(v, 1, UINT64_C(1) << 48, &u))
+                return usage_err(why, n, "--requests: '%s' is not a positive count", v);
             a->requests = u;
             break;
         case OPT_BATCH:
-            if (nc_cli_parse_u64(optarg, 1, 65536, &u))
+            if (nc_cli_parse_u64(v, 1, 65536, &u))
                 return usage_err(why, n, "--batch-images: '%s' is not a number in 1..65536",
-                                 optarg);
+                                 v);
             a->batch_images = (uint32_t)u;
             break;
         case OPT_CONNECTIONS:
-            if (nc_cli_parse_u64(optarg, 1, 4096, &u))
+            if (nc_cli_parse_u64(v, 1, 4096, &u))
                 return usage_err(why, n, "--connections: '%s' is not a number in 1..4096",
-                                 optarg);
+                                 v);
             a->connections = (uint32_t)u;
             break;
         case OPT_RETRIES:
-            if (nc_cli_parse_u64(optarg, 0, 1000, &u))
-                return usage_err(why, n, "--retries: '%s' is not a number in 0..1000", optarg);
+            if (nc_cli_parse_u64(v, 0, 1000, &u))
+                return usage_err(why, n, "--retries: '%s' is not a number in 0..1000", v);
             a->retries = (uint32_t)u;
             break;
         case OPT_RETRY_DEADLINE:
-            if (nc_cli_parse_u64(optarg, 1, 86400000, &u))
+            if (nc_cli_parse_u64(v, 1, 86400000, &u))
                 return usage_err(why, n, "--retry-deadline: '%s' is not milliseconds in "
-                                 "1..86400000", optarg);
+                                 "1..86400000", v);
             a->retry_deadline_ms = (int)u;
             break;
         case OPT_IDX:
-            a->idx = optarg;
+            a->idx = v;
             break;
         case OPT_LABELS:
-            a->labels = optarg;
+            a->labels = v;
             break;
         case OPT_DIR:
-            a->dir = optarg;
+            a->dir = v;
             break;
         case OPT_HELP:
             a->cmd = NC_CLI_CMD_HELP;
@@ -369,6 +361,7 @@ static int run_getopt(int argc, char **argv, int stop_at_command, unsigned allow
             break;
         }
     }
+    *next = p.next;
     return 0;
 }
 
@@ -381,7 +374,8 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
     a.cmd = NC_CLI_CMD_HELP;
     unsigned seen = 0;
     /* Global options first, up to the command word. */
-    int r = run_getopt(argc, argv, 1, COMMON, NULL, &a, &seen, why, why_len);
+    int at = 0;
+    int r = parse_options(argc, argv, 1, COMMON, NULL, &a, &seen, &at, why, why_len);
     if (r < 0)
         return r;
     if (a.cmd == NC_CLI_CMD_HELP && seen & BIT(OPT_HELP)) {
@@ -392,7 +386,6 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
         *ret = a;
         return 0;
     }
-    int at = optind;
     if (at >= argc)
         return usage_err(why, why_len, "no command given (recognize, status, bench or camera)");
     const char *cmd = argv[at];
@@ -428,7 +421,8 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
     nc_cli_cmd chosen = a.cmd;
     int sub_argc = argc - at;
     char **sub_argv = argv + at;
-    r = run_getopt(sub_argc, sub_argv, 0, allowed, cmd, &a, &seen, why, why_len);
+    int first_file = 0;
+    r = parse_options(sub_argc, sub_argv, 0, allowed, cmd, &a, &seen, &first_file, why, why_len);
     if (r < 0)
         return r;
     if (a.cmd == NC_CLI_CMD_HELP || a.cmd == NC_CLI_CMD_VERSION) {
@@ -437,8 +431,8 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
         return 0;
     }
     a.cmd = chosen;
-    a.files = sub_argv + optind;
-    a.n_files = sub_argc - optind;
+    a.files = sub_argv + first_file;
+    a.n_files = sub_argc - first_file;
 
     switch (a.cmd) {
     case NC_CLI_CMD_RECOGNIZE: {

@@ -67,9 +67,10 @@ typedef struct nc_cli_args {
     const char *idx, *labels, *dir;
 } nc_cli_args;
 
-/* Parse argv (argv[0] is the program) into *ret.  Uses getopt_long, which
- * permutes argv in place, so argv must be writable.  0, or -EINVAL with a
- * sentence in why (the caller prints it and exits NC_CLI_EXIT_USAGE). */
+/* Parse argv (argv[0] is the program) into *ret.  io/opts.h's parser
+ * (getopt_long) permutes argv in place, so argv must be writable.  0, or
+ * -EINVAL with a sentence in why (the caller prints it and exits
+ * NC_CLI_EXIT_USAGE). */
 int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_len);
 
 /* The usage text: every command (NC_CLI_CMD_HELP) or one command's

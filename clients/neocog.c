@@ -543,7 +543,7 @@ int main(int argc, char **argv)
     nc_cli_args a;
     char why[256];
     if (nc_cli_parse(argc, argv, &a, why, sizeof why) < 0) {
-        fprintf(stderr, "neocog: %s\nTry 'neocog --help'.\n", why);
+        fprintf(stderr, "neocog: %s (try --help)\n", why);
         return NC_CLI_EXIT_USAGE;
     }
     if (a.cmd == NC_CLI_CMD_HELP) {

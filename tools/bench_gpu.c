@@ -23,6 +23,7 @@
 #include "device.h"
 #include "fileio.h"
 #include "nc_config.h"
+#include "opts.h"
 
 static int load_digits(const char *dir, nc_dataset *ret)
 {
@@ -35,38 +36,54 @@ static int load_digits(const char *dir, nc_dataset *ret)
     return err;
 }
 
-static void usage(FILE *to)
-{
-    fprintf(to, "usage: neocog-bench-gpu [--net all|neocog|cnn] [--device N] [--reps N]\n"
-                "                        [--max-batch N] [--quick] [--data DIR]\n"
-                "                        [--neocog-model FILE] [--cnn-arch ARCH]\n");
-}
+enum { O_NET, O_DEVICE, O_REPS, O_MAX_BATCH, O_QUICK, O_DATA, O_NEOCOG_MODEL, O_CNN_ARCH, O_END };
+
+static const nc_opt opt_table[] = {
+    [O_NET] = { "net", "all|neocog|cnn", "the networks timed (default all)" },
+    [O_DEVICE] = { "device", "N", "the CUDA device (default 0)" },
+    [O_REPS] = { "reps", "N", "timing repetitions, the median reported (default 20)" },
+    [O_MAX_BATCH] = { "max-batch", "N", "the throughput sweep's largest batch (default 16384)" },
+    [O_QUICK] = { "quick", NULL, "fewer sizes, for a smoke run" },
+    [O_DATA] = { "data", "DIR", "the MNIST fixture's folder (default tests/data)" },
+    [O_NEOCOG_MODEL] = { "neocog-model", "FILE", "time a trained neocognitron (a committee's\n"
+                                                 "first member)" },
+    [O_CNN_ARCH] = { "cnn-arch", "ARCH", "time another 1x29x29 CNN (random weights)" },
+    [O_END] = { NULL, NULL, NULL },
+};
 
 int main(int argc, char **argv)
 {
     const char *net = "all";
     const char *dir = NC_SOURCE_ROOT "/tests/data";
     nc_bench_gpu_opts o = { .reps = 20, .max_batch = 16384 };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--quick")) { o.quick = 1; continue; }
-        const char *v = i + 1 < argc ? argv[++i] : NULL;
-        if (!v) { usage(stderr); return 2; }
-        if (!strcmp(a, "--net")) net = v;
-        else if (!strcmp(a, "--device")) o.device = atoi(v);
-        else if (!strcmp(a, "--reps")) o.reps = atoi(v);
-        else if (!strcmp(a, "--max-batch")) o.max_batch = atoi(v);
-        else if (!strcmp(a, "--data")) dir = v;
-        else if (!strcmp(a, "--neocog-model")) o.neocog_model = v;
-        else if (!strcmp(a, "--cnn-arch")) o.cnn_arch = v;
-        else { usage(stderr); return 2; }
+    nc_opts p = {
+        .prog = "neocog-bench-gpu",
+        .usage = "usage: neocog-bench-gpu [OPTIONS]\n"
+                 "GPU timings of both networks: per-stage kernel times, batch-1 latency and\n"
+                 "the throughput sweep.\n",
+        .table = opt_table,
+    };
+    for (int k; (k = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
+        switch (k) {
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&p);
+        case O_NET: net = p.value; break;
+        case O_DEVICE: o.device = atoi(p.value); break;
+        case O_REPS: o.reps = atoi(p.value); break;
+        case O_MAX_BATCH: o.max_batch = atoi(p.value); break;
+        case O_QUICK: o.quick = 1; break;
+        case O_DATA: dir = p.value; break;
+        case O_NEOCOG_MODEL: o.neocog_model = p.value; break;
+        case O_CNN_ARCH: o.cnn_arch = p.value; break;
+        }
     }
-    if (o.reps < 1 || o.max_batch < 1 || o.max_batch > (1 << 20) ||
-        (strcmp(net, "all") && strcmp(net, "neocog") && strcmp(net, "cnn"))) {
-        usage(stderr);
-        return 2;
-    }
+    if (p.next < argc)
+        nc_opts_error(&p, "unexpected argument '%s'", argv[p.next]);
+    else if (o.reps < 1 || o.max_batch < 1 || o.max_batch > (1 << 20) ||
+             (strcmp(net, "all") && strcmp(net, "neocog") && strcmp(net, "cnn")))
+        nc_opts_error(&p, "--reps, --max-batch or --net out of range");
+    if (p.why[0])
+        return nc_opts_fail(&p);
     int n = 0;
     if (nc_gpu_device_count(&n) || n <= o.device) {
         fprintf(stderr, "neocog-bench-gpu: no CUDA device %d (%s)\n", o.device,

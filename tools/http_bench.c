@@ -17,7 +17,6 @@
  * blocking sockets, one thread a connection, no HTTP library.  It parses
  * only what neocogd sends (Content-Length framing, "label": members). */
 #include <errno.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -32,6 +31,7 @@
 
 #include "dataset.h"
 #include "fileio.h"
+#include "opts.h"
 
 #define BOUNDARY "ncbench7d1f0e"
 #define MAX_BATCH 1024
@@ -272,51 +272,57 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void usage(FILE *to)
-{
-    fprintf(to,
-            "usage: neocog-http-bench --idx IMAGES [--labels LABELS] [--host ADDR] [--port P]\n"
-            "                         [--model M] [--concurrency C] [--duration S]\n"
-            "                         [--batch-images N]\n"
-            "  closed-loop POST /v1/recognize on keep-alive connections; IMAGES an IDX\n"
-            "  file (gzip or plain) with LABELS beside it (default: the name with\n"
-            "  images-idx3 replaced by labels-idx1); one table row on stdout\n"
-            "  defaults: --host 127.0.0.1 --port 5518 --model cnn --concurrency 1\n"
-            "            --duration 5 --batch-images 1 (N > 1: multipart, N parts)\n");
-}
+enum { O_IDX, O_LABELS, O_HOST, O_PORT, O_MODEL, O_CONCURRENCY, O_DURATION, O_BATCH, O_END };
+
+static const nc_opt opt_table[] = {
+    [O_IDX] = { "idx", "IMAGES", "an IDX file of images, gzip or plain (required)" },
+    [O_LABELS] = { "labels", "LABELS", "its labels (default: the name with images-idx3\n"
+                                       "replaced by labels-idx1)" },
+    [O_HOST] = { "host", "ADDR", "the daemon's HTTP address (default 127.0.0.1)" },
+    [O_PORT] = { "port", "P", "its port (default 5518)" },
+    [O_MODEL] = { "model", "M", "the model asked for (default cnn)" },
+    [O_CONCURRENCY] = { "concurrency", "C", "connections, one request in flight each\n"
+                                            "(1..1024, default 1)" },
+    [O_DURATION] = { "duration", "S", "seconds of load (default 5)" },
+    [O_BATCH] = { "batch-images", "N", "images a request (default 1; N > 1: multipart)" },
+    [O_END] = { NULL, NULL, NULL },
+};
 
 int main(int argc, char **argv)
 {
     bench_cfg c = { .host = "127.0.0.1", .model = "cnn", .port = 5518, .concurrency = 1,
                     .batch = 1, .duration_s = 5.0 };
     const char *idx = NULL, *labels = NULL;
-    static const struct option opts[] = {
-        { "idx", required_argument, NULL, 'i' },     { "labels", required_argument, NULL, 'l' },
-        { "host", required_argument, NULL, 'H' },    { "port", required_argument, NULL, 'p' },
-        { "model", required_argument, NULL, 'm' },   { "concurrency", required_argument, NULL, 'c' },
-        { "duration", required_argument, NULL, 'd' }, { "batch-images", required_argument, NULL, 'b' },
-        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+    nc_opts p = {
+        .prog = "neocog-http-bench",
+        .usage = "usage: neocog-http-bench --idx IMAGES [OPTIONS]\n"
+                 "Closed-loop POST /v1/recognize on keep-alive connections; one table row on\n"
+                 "stdout.\n",
+        .table = opt_table,
     };
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    for (int o; (o = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
         switch (o) {
-        case 'i': idx = optarg; break;
-        case 'l': labels = optarg; break;
-        case 'H': c.host = optarg; break;
-        case 'p': c.port = atoi(optarg); break;
-        case 'm': c.model = optarg; break;
-        case 'c': c.concurrency = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'd': c.duration_s = strtod(optarg, NULL); break;
-        case 'b': c.batch = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&p);
+        case O_IDX: idx = p.value; break;
+        case O_LABELS: labels = p.value; break;
+        case O_HOST: c.host = p.value; break;
+        case O_PORT: c.port = atoi(p.value); break;
+        case O_MODEL: c.model = p.value; break;
+        case O_CONCURRENCY: c.concurrency = (uint32_t)strtoul(p.value, NULL, 10); break;
+        case O_DURATION: c.duration_s = strtod(p.value, NULL); break;
+        case O_BATCH: c.batch = (uint32_t)strtoul(p.value, NULL, 10); break;
         }
     }
-    if (!idx || optind != argc || c.port <= 0 || c.port > 65535 || c.concurrency < 1 ||
-        c.concurrency > 1024 || c.batch < 1 || c.batch > MAX_BATCH || !(c.duration_s > 0)) {
-        usage(stderr);
-        return 2;
-    }
+    if (p.next != argc)
+        nc_opts_error(&p, "unexpected argument '%s'", argv[p.next]);
+    else if (!idx)
+        nc_opts_error(&p, "--idx is required");
+    else if (c.port <= 0 || c.port > 65535 || c.concurrency < 1 || c.concurrency > 1024 ||
+             c.batch < 1 || c.batch > MAX_BATCH || !(c.duration_s > 0))
+        nc_opts_error(&p, "--port, --concurrency, --batch-images or --duration out of range");
+    if (p.why[0])
+        return nc_opts_fail(&p);
     char lab[4096];
     if (!labels) {
         const char *s = strstr(idx, "images-idx3");

@@ -53,6 +53,7 @@
 #include "dataset.h"
 #include "fileio.h"
 #include "image_clean.h"
+#include "opts.h"
 #include "pgm.h"
 #include "photogen_render.h"
 #include "render_common.h"
@@ -62,17 +63,44 @@
 
 enum { FMT_JPEG, FMT_PNG, FMT_PGM };
 
-static void usage(FILE *to)
-{
-    fprintf(to,
-        "usage: neocog-photogen --data DIR --n N --out DIR [--truth FILE] [--append]\n"
-        "         [--set test|train] [--first K] [--count N] [--seed S]\n"
-        "         [--strings [--digits A-B] [--lines 1|2]] [--hand | --hand-share F]\n"
-        "         [--format jpeg|png|pgm] [--quality Q] [--prefix NAME] [--patches PREFIX]\n"
+enum {
+    O_DATA, O_N, O_OUT, O_TRUTH, O_APPEND, O_SET, O_FIRST, O_COUNT, O_SEED, O_STRINGS,
+    O_DIGITS, O_LINES, O_HAND, O_HAND_SHARE, O_FORMAT, O_QUALITY, O_PREFIX, O_PATCHES,
+    O_END,
+};
+
+static const nc_opt opt_table[] = {
+    [O_DATA] = { "data", "DIR", "MNIST (t10k-* or train-* IDX files) or tests/data" },
+    [O_N] = { "n", "N", "photos to write (required)" },
+    [O_OUT] = { "out", "DIR", "the folder they go to (required)" },
+    [O_TRUTH] = { "truth", "FILE", "the truth file (default OUT/truth.tsv)" },
+    [O_APPEND] = { "append", NULL, "add rows to an existing truth file" },
+    [O_SET] = { "set", "test|train", "which MNIST set the digits come from (default test)" },
+    [O_FIRST] = { "first", "K", "draw from the set's digits K.. only" },
+    [O_COUNT] = { "count", "N", "and from N of them" },
+    [O_SEED] = { "seed", "S", "the random seed (default 1)" },
+    [O_STRINGS] = { "strings", NULL, "2-8 digits a photo instead of one" },
+    [O_DIGITS] = { "digits", "A-B", "digits a string, drawn per photo (default 2-8)" },
+    [O_LINES] = { "lines", "1|2", "lines a string photo holds (default 1)" },
+    [O_HAND] = { "hand", NULL, "every photo's digits as marker or pen strokes" },
+    [O_HAND_SHARE] = { "hand-share", "F", "a share F (0..1) of them" },
+    [O_FORMAT] = { "format", "jpeg|png|pgm", "the photos' format (default jpeg)" },
+    [O_QUALITY] = { "quality", "Q", "JPEG quality 1..100 (default: drawn per photo, 50-90)" },
+    [O_PREFIX] = { "prefix", "NAME", "file names NAME-NNNN (default photo)" },
+    [O_PATCHES] = { "patches", "PREFIX", "also each digit as the daemon prepares it, as IDX\n"
+                                         "training data (--set train, single digits)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static nc_opts opts = {
+    .prog = "neocog-photogen",
+    .usage =
+        "usage: neocog-photogen --data DIR --n N --out DIR [OPTIONS]\n"
         "Phone-photo-like pictures of MNIST digits (one a photo, or 2-8 with --strings)\n"
         "on lit paper, rotated, blurred, noisy, with shadows, rules, fingers and more,\n"
-        "written to OUT/NAME-NNNN.jpg with a truth file (file, text, boxes, variations).\n");
-}
+        "written to OUT/NAME-NNNN.jpg with a truth file (file, text, boxes, variations).\n",
+    .table = opt_table,
+};
 
 /* The set's images and labels: the first pair of names found in dir. */
 static int load_digits(const char *dir, int train, nc_dataset *d)
@@ -236,80 +264,72 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     nc_photo_params pp;
     nc_photo_params_default(&pp);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    for (int o; (o = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
+        const char *v = opts.value;
         int bad = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--strings")) { strings = 1; continue; }
-        if (!strcmp(a, "--hand")) { pp.hand_share = 1.0f; continue; }
-        if (!strcmp(a, "--append")) { append = 1; continue; }
-        if (a[0] != '-' || a[1] != '-') {
-            fprintf(stderr, "neocog-photogen: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (!v) {
-            fprintf(stderr, "neocog-photogen: %s wants a value\n", a);
-            usage(stderr);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--data")) data = v;
-        else if (!strcmp(a, "--out")) out_dir = v;
-        else if (!strcmp(a, "--truth")) truth_path = v;
-        else if (!strcmp(a, "--patches")) patch_prefix = v;
-        else if (!strcmp(a, "--prefix")) bad = !*v || strchr(v, '/') || strchr(v, '\t');
-        else if (!strcmp(a, "--set")) {
+        switch (o) {
+        case NC_OPTS_HELP: nc_opts_usage(&opts, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&opts);
+        case O_DATA: data = v; break;
+        case O_OUT: out_dir = v; break;
+        case O_TRUTH: truth_path = v; break;
+        case O_APPEND: append = 1; break;
+        case O_PATCHES: patch_prefix = v; break;
+        case O_STRINGS: strings = 1; break;
+        case O_HAND: pp.hand_share = 1.0f; break;
+        case O_PREFIX:
+            bad = !*v || strchr(v, '/') || strchr(v, '\t');
+            prefix = v;
+            break;
+        case O_SET:
             if (!strcmp(v, "train")) train = 1;
             else if (!strcmp(v, "test")) train = 0;
             else bad = 1;
-        }
-        else if (!strcmp(a, "--n")) bad = parse_u32(v, &n_photos) || !n_photos || n_photos > MAX_PHOTOS;
-        else if (!strcmp(a, "--first")) bad = parse_u32(v, &first);
-        else if (!strcmp(a, "--count")) bad = parse_u32(v, &count) || !count;
-        else if (!strcmp(a, "--quality")) bad = parse_u32(v, &quality) || quality < 1 || quality > 100;
-        else if (!strcmp(a, "--lines")) bad = parse_u32(v, &pp.lines) || pp.lines < 1 || pp.lines > 2;
-        else if (!strcmp(a, "--seed")) {
+            break;
+        case O_N: bad = parse_u32(v, &n_photos) || !n_photos || n_photos > MAX_PHOTOS; break;
+        case O_FIRST: bad = parse_u32(v, &first); break;
+        case O_COUNT: bad = parse_u32(v, &count) || !count; break;
+        case O_QUALITY: bad = parse_u32(v, &quality) || quality < 1 || quality > 100; break;
+        case O_LINES: bad = parse_u32(v, &pp.lines) || pp.lines < 1 || pp.lines > 2; break;
+        case O_SEED: {
             char *end;
             errno = 0;
             seed = strtoull(v, &end, 0);
             bad = errno || end == v || *end || *v == '-';
+            break;
         }
-        else if (!strcmp(a, "--hand-share")) {
+        case O_HAND_SHARE: {
             char *end;
             pp.hand_share = strtof(v, &end);
             bad = end == v || *end || !(pp.hand_share >= 0 && pp.hand_share <= 1);
+            break;
         }
-        else if (!strcmp(a, "--digits")) {
+        case O_DIGITS: {
             char tail;
             int k = sscanf(v, "%u-%u%c", &dmin, &dmax, &tail);
             if (k == 1) dmax = dmin;
             bad = (k != 1 && k != 2) || dmin < 2 || dmax < dmin || dmax > NC_PHOTO_MAX_DIGITS;
+            break;
         }
-        else if (!strcmp(a, "--format")) {
+        case O_FORMAT:
             if (!strcmp(v, "jpeg") || !strcmp(v, "jpg")) format = FMT_JPEG;
             else if (!strcmp(v, "png")) format = FMT_PNG;
             else if (!strcmp(v, "pgm")) format = FMT_PGM;
             else bad = 1;
+            break;
         }
-        else {
-            fprintf(stderr, "neocog-photogen: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (!strcmp(a, "--prefix") && !bad)
-            prefix = v;
         if (bad) {
-            fprintf(stderr, "neocog-photogen: bad value for %s: '%s'%s\n", a, v,
-                    !strcmp(a, "--digits") ? " (A-B with 2 <= A <= B <= 8)" : "");
-            usage(stderr);
-            return 2;
+            nc_opts_bad_value(&opts, o, o == O_DIGITS ? "(A-B with 2 <= A <= B <= 8)" : NULL);
+            return nc_opts_fail(&opts);
         }
     }
+    if (opts.next < argc) {
+        nc_opts_error(&opts, "unexpected argument '%s'", argv[opts.next]);
+        return nc_opts_fail(&opts);
+    }
     if (!data || !n_photos || !out_dir) {
-        fprintf(stderr, "neocog-photogen: --data, --n and --out are required\n");
-        usage(stderr);
-        return 2;
+        nc_opts_error(&opts, "--data, --n and --out are required");
+        return nc_opts_fail(&opts);
     }
     if (patch_prefix && (strings || !train)) {
         fprintf(stderr, "neocog-photogen: --patches takes single digits of the training set "
