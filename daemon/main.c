@@ -22,6 +22,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,6 +104,11 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
                                                        : ((struct sockaddr_in6 *)sa)->sin6_port);
         inet_ntop(sa->sa_family, a, host, sizeof host);
         snprintf(peer, sizeof peer, "%s:%u", host, port);
+        /* A reply goes out when it is ready: with Nagle's algorithm a reply
+         * written while an earlier one is unacknowledged waits for the
+         * client's delayed ACK (up to 40 ms) — pipelined clients saw it. */
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     nc_conn_accept(s, fd, peer);
 }
