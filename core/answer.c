@@ -44,6 +44,28 @@ double nc_answer_threshold_in_force(const nc_answer_in *in)
     return 0.0;
 }
 
+/* The answer restricted to mask's classes: the others' probability 0, the
+ * rest renormalised, the best class the likeliest allowed one (none when
+ * no allowed class has any probability, or there was no opinion). */
+static void apply_mask(const uint8_t *mask, uint32_t n_classes, nc_answer *a)
+{
+    double sum = 0.0;
+    for (uint32_t k = 0; k < n_classes; k++) {
+        if (!mask[k])
+            a->prob[k] = 0.0f;
+        sum += a->prob[k];
+    }
+    const int had_opinion = a->best >= 0;
+    a->best = -1;
+    if (!(sum > 0.0))
+        return;
+    for (uint32_t k = 0; k < n_classes; k++) {
+        a->prob[k] = (float)(a->prob[k] / sum);
+        if (had_opinion && mask[k] && (a->best < 0 || a->prob[k] > a->prob[a->best]))
+            a->best = (int32_t)k;
+    }
+}
+
 int nc_answer_compute(const nc_answer_in *in, nc_answer *ret)
 {
     if (!in || !ret || in->model < NC_ANSWER_MODEL_CNN || in->model > NC_ANSWER_MODEL_ENSEMBLE)
@@ -99,6 +121,8 @@ int nc_answer_compute(const nc_answer_in *in, nc_answer *ret)
         if (opinion[s])
             a.best = nc_backend_label(be->kind, in->raw[s], n_classes);
     }
+    if (in->mask)
+        apply_mask(in->mask, n_classes, &a);
     a.threshold = nc_answer_threshold_in_force(in);
     a.confidence = a.best >= 0 ? a.prob[a.best] : 0.0f;
     a.label = a.best;
@@ -108,10 +132,18 @@ int nc_answer_compute(const nc_answer_in *in, nc_answer *ret)
         a.reason = NC_ANSWER_REASON_BELOW_THRESHOLD;
     if (a.reason != NC_ANSWER_REASON_NONE)
         a.label = -1;
+    uint32_t allowed = n_classes;
+    float rank_by[NC_MF_MAX_CLASSES];
+    memcpy(rank_by, a.prob, n_classes * sizeof *rank_by);
+    for (uint32_t k = 0; in->mask && k < n_classes; k++)
+        if (!in->mask[k]) {
+            rank_by[k] = -1.0f;     /* after every allowed class, even at 0 */
+            allowed--;
+        }
     a.n_top = in->top_k ? in->top_k : 1;
-    if (a.n_top > n_classes)
-        a.n_top = n_classes;
-    nc_answer_rank(a.prob, n_classes, a.n_top, a.top);
+    if (a.n_top > allowed)
+        a.n_top = allowed;
+    nc_answer_rank(rank_by, n_classes, a.n_top, a.top);
     *ret = a;
     return 0;
 }

@@ -80,6 +80,13 @@ typedef struct nc_answer_in {
     double threshold;                       /* see above */
     uint32_t top_k;                         /* candidates wanted; 0 means 1,
                                                capped at n_classes */
+    /* The classes that may be answered (a request's character set: letters
+     * and digits out of a 94-class model): mask[k] != 0 for each, n_classes
+     * entries; NULL: every class.  The others get probability 0 and are
+     * never the best class nor a candidate, and the allowed classes'
+     * calibrated probabilities are renormalised to sum to 1 before the
+     * threshold applies. */
+    const uint8_t *mask;
 } nc_answer_in;
 
 typedef struct nc_answer {

@@ -13,9 +13,9 @@
 #include "work.h"
 
 #define N_PRIO 3
-/* One queue per model a request resolves to: Neocog__Model 1..3 (CNN,
- * neocognitron, ensemble) at index model - 1. */
-#define N_QUEUES 3
+/* One queue per model a request resolves to: Neocog__Model 1..4 (CNN,
+ * neocognitron, ensemble, chars) at index model - 1. */
+#define N_QUEUES 4
 
 typedef struct fifo {
     nc_task *head, *tail;
@@ -95,11 +95,11 @@ static uint32_t fifo_take(fifo *f, nc_task **out, uint32_t max)
  * big one is better split among idle workers; a GPU wants it whole. */
 static int cpu_only(const nc_models *gen, uint32_t model)
 {
+    int need[NC_SLOTS];
+    nc_model_needs(model, need);
     for (int s = 0; s < NC_SLOTS; s++) {
-        const int need = s == NC_SLOT_CNN ? model != NEOCOG__MODEL__MODEL_NEOCOGNITRON
-                                          : model != NEOCOG__MODEL__MODEL_CNN;
         nc_model *m = gen->slot[s];
-        for (uint32_t i = 0; need && m && i < m->n_lanes; i++)
+        for (uint32_t i = 0; need[s] && m && i < m->n_lanes; i++)
             if (!atomic_load(&m->lane_dead[i]))
                 return 0;
     }

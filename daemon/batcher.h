@@ -5,7 +5,7 @@
  * Layer: daemon.  The event thread submits whole requests (all images or
  * none: RESOURCE_EXHAUSTED at once when the images queued for all models,
  * or the bytes held, would pass the capacity).  A request goes to the queue
- * of the model it resolved to: CNN, neocognitron or ensemble (the ensemble
+ * of the model it resolved to: CNN, neocognitron, ensemble or chars (the ensemble
  * runs both networks in one batch, on its own queue).  Each queue has its
  * own cfg->workers threads and cfg->priority_workers more that take only
  * its high class, so a batch of one model never holds up a request for
@@ -44,7 +44,7 @@ void nc_batcher_free(nc_batcher *b);
 
 /* Queue every task of req on its model's queue.  -EAGAIN when the images or
  * bytes would exceed the capacity (nothing queued); -EINVAL when req->model
- * is not CNN, neocognitron or ensemble. */
+ * is not CNN, neocognitron, ensemble or chars. */
 int nc_batcher_submit(nc_batcher *b, nc_request *req);
 /* Tell the batcher req's bytes are no longer held (after its reply). */
 void nc_batcher_release(nc_batcher *b, const nc_request *req);

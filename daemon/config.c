@@ -44,6 +44,9 @@ static const key_def keys[] = {
                 "source tree's models/ when run from the build tree)"),
     STR(cnn_model, "CNN model file (overrides the folder)"),
     STR(neocog_model, "neocognitron model file (overrides the folder)"),
+    STR(chars_model, "character model file, answering a request's charset alnum or all "
+                     "(overrides the folder's first model of more than 10 classes, e.g. "
+                     "cnn-printable94.ncm)"),
     U32(workers, 0, 1024, "worker threads of each model's queue (CNN, neocognitron, ensemble); "
                           "0 = one per CPU (default 0)"),
     U32(priority_workers, 0, 64, "more worker threads of each model's queue that take only its "

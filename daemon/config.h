@@ -33,6 +33,7 @@ typedef struct nc_config {
     char models[NC_CONFIG_PATH_MAX];        /* folder scanned for *.ncm */
     char cnn_model[NC_CONFIG_PATH_MAX];     /* explicit file, overrides scan */
     char neocog_model[NC_CONFIG_PATH_MAX];
+    char chars_model[NC_CONFIG_PATH_MAX];   /* the character model (charset alnum, all) */
     uint32_t workers;           /* 0: one per online CPU */
     uint32_t priority_workers;  /* beside them, only for high-priority work */
     uint32_t max_batch;         /* images per forward pass */

@@ -84,6 +84,10 @@ static float server_threshold(const nc_server *s, uint32_t model)
 {
     const nc_models *g = s->models;
     const nc_model *cnn = g->slot[NC_SLOT_CNN], *neo = g->slot[NC_SLOT_NEOCOG];
+    if (model == NEOCOG__MODEL__MODEL_CHARS) {    /* answers alone, as a CNN does */
+        cnn = g->slot[NC_SLOT_CHARS];
+        model = NEOCOG__MODEL__MODEL_CNN;
+    }
     nc_ens_rule rule;
     nc_answer_in in = { .model = model, .rule = &rule, .threshold = s->cfg.reject_threshold };
     in.be[NC_ANSWER_NET_CNN] = cnn ? cnn->be : NULL;
@@ -95,20 +99,26 @@ static float server_threshold(const nc_server *s, uint32_t model)
     return (float)nc_answer_threshold_in_force(&in);
 }
 
-/* ModelInfo of both slots of the current generation. */
+/* ModelInfo of the slots of the current generation: the CNN and the
+ * neocognitron always, the chars model when one was found or named (a
+ * folder of digit models alone reports the two it always did). */
 static int fill_models(scratch *sc, const nc_server *s, Neocog__ModelInfo ***ret, size_t *ret_n)
 {
     Neocog__ModelInfo **v = sc_alloc(sc, NC_SLOTS * sizeof *v);
     if (!v)
         return -ENOMEM;
     const nc_models *g = s->models;
+    size_t n = 0;
     for (int slot = 0; slot < NC_SLOTS; slot++) {
+        if (slot == NC_SLOT_CHARS && !g->slot[slot] && !g->path[slot][0])
+            continue;
         Neocog__ModelInfo *mi = sc_alloc(sc, sizeof *mi);
         if (!mi)
             return -ENOMEM;
         neocog__model_info__init(mi);
         mi->model = slot == NC_SLOT_CNN ? NEOCOG__MODEL__MODEL_CNN
-                                        : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
+                  : slot == NC_SLOT_NEOCOG ? NEOCOG__MODEL__MODEL_NEOCOGNITRON
+                                           : NEOCOG__MODEL__MODEL_CHARS;
         const nc_model *m = g->slot[slot];
         mi->loaded = m != NULL;
         mi->error = (char *)g->error[slot];
@@ -134,10 +144,10 @@ static int fill_models(scratch *sc, const nc_server *s, Neocog__ModelInfo ***ret
                 mi->ensemble_reject_threshold =
                     server_threshold(s, NEOCOG__MODEL__MODEL_ENSEMBLE);
         }
-        v[slot] = mi;
+        v[n++] = mi;
     }
     *ret = v;
-    *ret_n = NC_SLOTS;
+    *ret_n = n;
     return 0;
 }
 
@@ -296,17 +306,39 @@ static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m, size_t
         goto fail;
     }
     uint32_t model = (uint32_t)rr->model;
-    if (model > NEOCOG__MODEL__MODEL_ENSEMBLE) {
+    if (model > NEOCOG__MODEL__MODEL_CHARS) {
         snprintf(why, sizeof why, "unknown model %d (0 default, 1 CNN, 2 neocognitron, "
-                 "3 ensemble)", (int)rr->model);
+                 "3 ensemble, 4 chars)", (int)rr->model);
+        goto fail;
+    }
+    const int charset = nc_charset_parse(rr->charset);
+    if (charset < 0) {
+        snprintf(why, sizeof why, "unknown charset '%.64s' (digits, alnum or all)", rr->charset);
+        goto fail;
+    }
+    if (charset != NC_CHARSET_DIGITS && model != NEOCOG__MODEL__MODEL_DEFAULT &&
+        model != NEOCOG__MODEL__MODEL_CHARS) {
+        snprintf(why, sizeof why, "charset '%s' is answered by the chars model, not the "
+                 "model asked for (leave model default, or ask for chars)", rr->charset);
         goto fail;
     }
     const nc_models *g = s->models;
     int have_cnn = g->slot[NC_SLOT_CNN] != NULL, have_neo = g->slot[NC_SLOT_NEOCOG] != NULL;
+    if (charset != NC_CHARSET_DIGITS)
+        model = NEOCOG__MODEL__MODEL_CHARS;
     if (model == NEOCOG__MODEL__MODEL_DEFAULT)
         model = default_model(s->cfg.default_model, have_cnn, have_neo);
-    if ((model != NEOCOG__MODEL__MODEL_NEOCOGNITRON && !have_cnn) ||
-        (model != NEOCOG__MODEL__MODEL_CNN && !have_neo)) {
+    if (model == NEOCOG__MODEL__MODEL_CHARS && !g->slot[NC_SLOT_CHARS]) {
+        code = NEOCOG__CODE__UNAVAILABLE;
+        snprintf(why, sizeof why, "no character model loaded for charset %s (%.240s)",
+                 charset == NC_CHARSET_ALL ? "all" : charset == NC_CHARSET_ALNUM ? "alnum"
+                                                                                 : "digits",
+                 g->error[NC_SLOT_CHARS][0] ? g->error[NC_SLOT_CHARS] : "no file");
+        goto fail;
+    }
+    if (model != NEOCOG__MODEL__MODEL_CHARS &&
+        ((model != NEOCOG__MODEL__MODEL_NEOCOGNITRON && !have_cnn) ||
+         (model != NEOCOG__MODEL__MODEL_CNN && !have_neo))) {
         int slot = !have_cnn && model != NEOCOG__MODEL__MODEL_NEOCOGNITRON ? NC_SLOT_CNN
                                                                            : NC_SLOT_NEOCOG;
         code = NEOCOG__CODE__UNAVAILABLE;
@@ -443,7 +475,9 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
         return 0;
     /* Labels come from the CNN when it took part (ensemble too). */
     const nc_model *m = req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON
-                        ? t->gen->slot[NC_SLOT_NEOCOG] : t->gen->slot[NC_SLOT_CNN];
+                        ? t->gen->slot[NC_SLOT_NEOCOG]
+                        : req->model == NEOCOG__MODEL__MODEL_CHARS ? t->gen->slot[NC_SLOT_CHARS]
+                                                                   : t->gen->slot[NC_SLOT_CNN];
     if (!m)
         return 0;
     const nc_backend *be = m->be;
@@ -571,8 +605,8 @@ static void finish_request(nc_server *s, nc_request *req)
             rec.results = rv;
             rec.n_results = req->n_tasks;
             rec.model = (char *)(req->model == NEOCOG__MODEL__MODEL_CNN ? "cnn"
-                               : req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON
-                                   ? "neocognitron" : "ensemble");
+                               : req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ? "neocognitron"
+                               : req->model == NEOCOG__MODEL__MODEL_CHARS ? "chars" : "ensemble");
             rec.batch_size = batch;
             r.kind_case = NEOCOG__REPLY__KIND_RECOGNIZE;
             r.recognize = &rec;

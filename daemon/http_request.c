@@ -55,13 +55,18 @@ int nc_http_opt_set(nc_http_opts *o, const char *key, const char *value, size_t 
     memcpy(v, value, value_len);
     v[value_len] = '\0';
     if (!strcmp(key, "model")) {
-        static const char *const names[] = { "default", "cnn", "neocognitron", "ensemble" };
+        static const char *const names[] = { "default", "cnn", "neocognitron", "ensemble",
+                                             "chars" };
         o->model = -1;
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             if (!strcasecmp(v, names[k]) || (v[0] == '0' + k && !v[1]))
                 o->model = k;
         if (o->model < 0)
             goto bad;
+    } else if (!strcmp(key, "charset")) {
+        if (value_len >= sizeof o->charset)
+            goto bad;
+        memcpy(o->charset, v, value_len + 1);
     } else if (!strcmp(key, "segment")) {
         if (parse_bool(v, &o->segment))
             goto bad;
@@ -114,8 +119,8 @@ int nc_http_opt_set(nc_http_opts *o, const char *key, const char *value, size_t 
             goto bad;
         o->deadline_us = u * 1000;
     } else {
-        snprintf(why, why_len, "unknown option '%s' (model, segment, top_k, min_confidence, "
-                 "expected_digits, polarity, roi, priority, deadline_ms)", key);
+        snprintf(why, why_len, "unknown option '%s' (model, charset, segment, top_k, "
+                 "min_confidence, expected_digits, polarity, roi, priority, deadline_ms)", key);
         return -ENOENT;
     }
     return 0;
@@ -827,6 +832,7 @@ int nc_http_pack(const nc_http_call_in *in, uint64_t id, uint8_t **ret, size_t *
     rr.model = in->opts.model < 0 ? NEOCOG__MODEL__MODEL_DEFAULT : (Neocog__Model)in->opts.model;
     rr.top_k = in->opts.top_k;
     rr.min_confidence = in->opts.min_confidence;
+    rr.charset = (char *)in->opts.charset;
     rr.images = v;
     rr.n_images = in->n;
     size_t n = protobuf_c_message_get_packed_size(&rq.base);

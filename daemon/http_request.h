@@ -14,8 +14,8 @@
  *   /v2 body: the Open Inference Protocol's JSON, one input: BYTES (base64
  *   encoded images) or UINT8 [N,H,W] / [H,W] (raw grey pixels).
  *   Options (query, form fields, JSON members, /v2 "parameters"): model,
- *   segment, top_k, min_confidence, expected_digits, polarity, roi, priority,
- *   deadline_ms. */
+ *   charset, segment, top_k, min_confidence, expected_digits, polarity, roi,
+ *   priority, deadline_ms. */
 #ifndef NC_HTTP_REQUEST_H
 #define NC_HTTP_REQUEST_H
 
@@ -29,6 +29,8 @@ enum { NC_HTTP_BAD = 400, NC_HTTP_UNSUPPORTED = 415 };
 
 typedef struct nc_http_opts {
     int model;                  /* Neocog__Model; -1 unset */
+    char charset[16];           /* RecognizeRequest.charset, as given (the
+                                   handler judges it) */
     uint32_t top_k;
     float min_confidence;
     int32_t priority;

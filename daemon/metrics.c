@@ -143,8 +143,9 @@ int nc_metrics_render(const nc_metrics *m, const nc_metrics_gauges *g, char **re
     put(&s, "# HELP neocogd_model_loaded 1 per loaded model.\n"
             "# TYPE neocogd_model_loaded gauge\n"
             "neocogd_model_loaded{model=\"cnn\"} %d\n"
-            "neocogd_model_loaded{model=\"neocognitron\"} %d\n",
-        g->model_loaded[0], g->model_loaded[1]);
+            "neocogd_model_loaded{model=\"neocognitron\"} %d\n"
+            "neocogd_model_loaded{model=\"chars\"} %d\n",
+        g->model_loaded[0], g->model_loaded[1], g->model_loaded[2]);
     put(&s, "# HELP neocogd_device_memory_bytes Device (GPU) memory held by the models.\n"
             "# TYPE neocogd_device_memory_bytes gauge\nneocogd_device_memory_bytes %" PRIu64
             "\n", g->device_bytes);

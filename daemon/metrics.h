@@ -52,7 +52,7 @@ typedef struct nc_metrics_gauges {
     uint32_t workers, priority_workers;
     uint64_t batches, batch_images;
     int ready, draining;
-    int model_loaded[2];
+    int model_loaded[3];        /* cnn, neocognitron, chars (models.h's slots) */
     uint64_t device_bytes;
     uint64_t uptime_s;
     uint32_t n_engines;

@@ -14,6 +14,7 @@
 #include "cnn.h"
 #include "fileio.h"
 #include "log.h"
+#include "message.h"
 #include "modelfile.h"
 #include "neocog.h"
 #include "nc_config.h"
@@ -45,7 +46,41 @@ static const accel accels[] = {
 
 const char *nc_slot_name(int slot)
 {
-    return slot == NC_SLOT_CNN ? "cnn" : slot == NC_SLOT_NEOCOG ? "neocognitron" : "?";
+    return slot == NC_SLOT_CNN ? "cnn" : slot == NC_SLOT_NEOCOG ? "neocognitron"
+         : slot == NC_SLOT_CHARS ? "chars" : "?";
+}
+
+void nc_model_needs(uint32_t model, int need[NC_SLOTS])
+{
+    need[NC_SLOT_CNN] = model == NEOCOG__MODEL__MODEL_CNN || model == NEOCOG__MODEL__MODEL_ENSEMBLE;
+    need[NC_SLOT_NEOCOG] = model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ||
+                           model == NEOCOG__MODEL__MODEL_ENSEMBLE;
+    need[NC_SLOT_CHARS] = model == NEOCOG__MODEL__MODEL_CHARS;
+}
+
+int nc_charset_parse(const char *name)
+{
+    if (!name || !name[0] || !strcmp(name, "digits"))
+        return NC_CHARSET_DIGITS;
+    return !strcmp(name, "alnum") ? NC_CHARSET_ALNUM : !strcmp(name, "all") ? NC_CHARSET_ALL : -1;
+}
+
+void nc_charset_mask(const nc_model *m, int charset, uint8_t *mask)
+{
+    const nc_model_info *info = &m->be->info;
+    for (uint32_t k = 0; k < info->n_classes; k++) {
+        const char *l = info->labels[k];
+        mask[k] = charset != NC_CHARSET_ALNUM ||
+                  (l[0] && !l[1] && ((l[0] >= '0' && l[0] <= '9') || (l[0] >= 'A' && l[0] <= 'Z') ||
+                                     (l[0] >= 'a' && l[0] <= 'z')));
+    }
+}
+
+/* The config key that names each slot's file. */
+static const char *slot_key(int slot)
+{
+    return slot == NC_SLOT_CNN ? "cnn_model" : slot == NC_SLOT_NEOCOG ? "neocog_model"
+                                                                      : "chars_model";
 }
 
 /* snprintf for messages that may be cut short on purpose: paths can be
@@ -63,6 +98,31 @@ static void say(char *dst, size_t n, const char *fmt, ...)
 static int kind_to_slot(uint32_t kind)
 {
     return kind == NC_MF_KIND_CNN ? NC_SLOT_CNN : kind == NC_MF_KIND_NEOCOG ? NC_SLOT_NEOCOG : -1;
+}
+
+/* The slot a folder's file fills: chars for more classes than the digits,
+ * else its kind's; -1 none (a kind not served, or a record without
+ * classes). */
+static int file_slot(const nc_mf_reader *r)
+{
+    nc_model_info *info = malloc(sizeof *info);
+    int slot = kind_to_slot(nc_mf_kind_of(r));
+    if (slot >= 0 && (!info || nc_mf_get_info(r, info)))
+        slot = -1;
+    else if (slot >= 0 && info->n_classes > NC_DIGIT_CLASSES)
+        slot = NC_SLOT_CHARS;
+    free(info);
+    return slot;
+}
+
+/* Whether slot may serve r's model: a file named for the cnn slot may be
+ * any CNN (as before there was a chars slot); the chars slot takes a model
+ * of either kind with more classes than the digits. */
+static int slot_takes(int slot, const nc_mf_reader *r)
+{
+    if (slot == NC_SLOT_CHARS)
+        return file_slot(r) == NC_SLOT_CHARS;
+    return kind_to_slot(nc_mf_kind_of(r)) == slot;
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -175,7 +235,7 @@ static int scan_dir(const char *dir, const char *const named[NC_SLOTS], scan_lis
             free(buf);
             continue;
         }
-        int slot = kind_to_slot(nc_mf_kind_of(r));
+        int slot = file_slot(r);
         nc_mf_close(r);
         free(buf);
         if (slot < 0)
@@ -306,14 +366,15 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
         }
         if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &cols, 1) == 0)
             say(m->arch, sizeof m->arch, "committee of %u neocognitrons", cols);
+        err = slot_takes(want_slot, r) ? -ENOTSUP : -EMEDIUMTYPE;
         nc_mf_close(r);
-        err = kind_to_slot(kind) == want_slot ? -ENOTSUP : -EMEDIUMTYPE;
         /* The CPU table first: it judges the file, and stays as the fallback. */
         if (err == -ENOTSUP && nc_backend_cpu.supports(kind))
             err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &m->cpu);
     }
     if (err == -EMEDIUMTYPE) {
-        say(why, n, "%s: not a %s model", path, nc_slot_name(want_slot));
+        say(why, n, want_slot == NC_SLOT_CHARS ? "%s: not a %s model (one of more classes "
+            "than the ten digits)" : "%s: not a %s model", path, nc_slot_name(want_slot));
         goto fail;
     }
     if (err == -ENOTSUP && kind == NC_MF_KIND_CNN && strstr(m->arch, "bn")) {
@@ -442,8 +503,8 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
     if (!g)
         return -ENOMEM;
     atomic_init(&g->refs, 1);
-    const char *named[NC_SLOTS] = { cfg->cnn_model, cfg->neocog_model };
-    const char *what[NC_SLOTS] = { "failed", "failed" };
+    const char *named[NC_SLOTS] = { cfg->cnn_model, cfg->neocog_model, cfg->chars_model };
+    const char *what[NC_SLOTS] = { "failed", "failed", "failed" };
     char kept[NC_SLOTS][sizeof g->error[0] + 16];
     scan_list found = { 0 };
     int err = 0;
@@ -459,17 +520,27 @@ int nc_models_load(const nc_config *cfg, const nc_models *prev, unsigned flags,
             what[s] = "loaded";
         } else if (flags & NC_MODELS_NAMED_MUST_LOAD) {
             say(summary, summary_len, "%s model named by %s: %s", nc_slot_name(s),
-                s == NC_SLOT_CNN ? "cnn_model" : "neocog_model", g->error[s]);
+                slot_key(s), g->error[s]);
             err = -EINVAL;
             goto out;
         }
     }
+    /* Both digit models named: the configuration says what to serve, and
+     * the folder is not read (a chars model then comes only from
+     * chars_model), as before there was a chars slot. */
+    const int read_folder = !named[NC_SLOT_CNN][0] || !named[NC_SLOT_NEOCOG][0];
     int scan_err = 0;
-    if (!named[NC_SLOT_CNN][0] || !named[NC_SLOT_NEOCOG][0])
+    if (read_folder)
         scan_err = scan_dir(cfg->models, named, &found);
     for (int s = 0; s < NC_SLOTS; s++) {
         if (named[s][0])
             continue;
+        if (s == NC_SLOT_CHARS && !read_folder) {
+            say(g->error[s], sizeof g->error[s], "no chars model: cnn_model and neocog_model "
+                "are named, chars_model is not");
+            what[s] = "none";
+            continue;
+        }
         /* The file the slot serves from, when this scan found it broken:
          * the slot keeps its model, and says why. */
         const char *serving = prev && prev->slot[s] ? prev->slot[s]->path : "";

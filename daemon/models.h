@@ -1,7 +1,7 @@
 /* daemon/models.h — the set of models being served, and reloading it.
  *
  * Layer: daemon.  A "generation" (nc_models) holds at most one model per
- * slot (CNN, neocognitron), each an open backend (core/backend.h).  Workers
+ * slot (CNN, neocognitron, chars), each an open backend (core/backend.h).  Workers
  * take a reference to the current generation for each batch, so a reload
  * swaps the pointer and the old generation dies when its last batch ends:
  * no request is dropped or sees half a reload.  Models are refcounted on
@@ -16,7 +16,14 @@
 #include "backend.h"
 #include "config.h"
 
-enum { NC_SLOT_CNN = 0, NC_SLOT_NEOCOG = 1, NC_SLOTS = 2 };
+/* The chars slot holds a model of more classes than the ten digits (the 94
+ * printable ASCII characters), CNN or neocognitron: the one a request's
+ * charset "alnum" or "all" is answered from.  The cnn and neocognitron
+ * slots stay the digit models. */
+enum { NC_SLOT_CNN = 0, NC_SLOT_NEOCOG = 1, NC_SLOT_CHARS = 2, NC_SLOTS = 3 };
+
+/* A folder's model file of more classes than this goes to the chars slot. */
+#define NC_DIGIT_CLASSES 10
 
 /* GPUs one model spreads over at most. */
 #define NC_MAX_LANES 16
@@ -55,7 +62,7 @@ typedef struct nc_models {
 
 /* nc_models_load flags. */
 enum {
-    /* A file named explicitly (cnn_model, neocog_model) that fails is an
+    /* A file named explicitly (cnn_model, neocog_model, chars_model) that fails is an
      * error of the whole load, returned at once (named files load before
      * the folder is read): at start-up, serving without a model the
      * operator asked for would hide the mistake.  Without the flag (a
@@ -85,7 +92,21 @@ void nc_models_unref(nc_models *m);             /* NULL is fine */
 nc_model *nc_model_ref(nc_model *m);
 void nc_model_unref(nc_model *m);               /* NULL is fine */
 
-const char *nc_slot_name(int slot);             /* "cnn", "neocognitron" */
+const char *nc_slot_name(int slot);             /* "cnn", "neocognitron", "chars" */
+
+/* Which slots a request's model (Neocog__Model, resolved: CNN, neocognitron,
+ * ensemble or chars) runs: need[s] 1 for each. */
+void nc_model_needs(uint32_t model, int need[NC_SLOTS]);
+
+/* A request's charset (RecognizeRequest.charset): "" or "digits" the digit
+ * models, "alnum" the chars model restricted to letters and digits, "all"
+ * the chars model.  nc_charset_parse gives -1 for anything else. */
+enum { NC_CHARSET_DIGITS = 0, NC_CHARSET_ALNUM = 1, NC_CHARSET_ALL = 2 };
+int nc_charset_parse(const char *name);
+/* The classes of m that charset allows (core/answer.h's mask: mask[k] 1
+ * for each of m's n_classes), by their labels: ALNUM allows the labels
+ * that are one ASCII letter or digit; any other charset every class. */
+void nc_charset_mask(const nc_model *m, int charset, uint8_t *mask);
 
 /* The engine for the next batch of m: the live lane with the fewest
  * batches in flight (ties rotate, so idle GPUs take turns), counted busy

@@ -159,14 +159,6 @@ static void task_fail(nc_task *t, int code, const char *fmt, const char *detail)
     snprintf(t->message, sizeof t->message, fmt, t->index, detail);
 }
 
-/* Which networks a request's model needs. */
-static void needs(uint32_t model, int need[NC_SLOTS])
-{
-    need[NC_SLOT_CNN] = model == NEOCOG__MODEL__MODEL_CNN || model == NEOCOG__MODEL__MODEL_ENSEMBLE;
-    need[NC_SLOT_NEOCOG] = model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ||
-                           model == NEOCOG__MODEL__MODEL_ENSEMBLE;
-}
-
 /* Preprocess one view into row r of every needed slot. */
 static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
                      const nc_image *view, size_t r)
@@ -210,33 +202,43 @@ static void ensemble_rule(nc_models *gen, nc_ens_rule *rule)
                neo->path);
 }
 
+/* The core/answer.h network a slot's model answers as. */
+static int net_of(int slot)
+{
+    return slot == NC_SLOT_NEOCOG ? NC_ANSWER_NET_NEOCOG : NC_ANSWER_NET_CNN;
+}
+
 /* core/answer.h's input for req's answers with gen's models: the rule and
  * the request's threshold; rows and candidates are the caller's. */
 static nc_answer_in answer_in(const nc_models *gen, uint32_t model, const int need[NC_SLOTS],
                               const nc_ens_rule *rule, const nc_request *req)
 {
-    nc_answer_in in = { .model = model, .rule = rule, .threshold = req->threshold };
+    /* the chars model answers alone, as a single network does */
+    nc_answer_in in = { .model = model == NEOCOG__MODEL__MODEL_CHARS ? NC_ANSWER_MODEL_CNN : model,
+                        .rule = rule, .threshold = req->threshold };
     for (int s = 0; s < NC_SLOTS; s++)
         if (need[s])
-            in.be[s == NC_SLOT_CNN ? NC_ANSWER_NET_CNN : NC_ANSWER_NET_NEOCOG] =
-                gen->slot[s]->be;
+            in.be[net_of(s)] = gen->slot[s]->be;
     return in;
 }
 
 /* Answer of row r through core/answer.h with the request's threshold and
  * candidates (a segmented digit: the digit's count, possibly none). */
 static int answer(const nc_work *w, const nc_models *gen, uint32_t model,
-                  const int need[NC_SLOTS], const nc_ens_rule *rule, size_t r,
-                  nc_answer *ret)
+                  const int need[NC_SLOTS], const nc_ens_rule *rule, const uint8_t *alnum,
+                  size_t r, nc_answer *ret)
 {
     const row *rw = &w->rows[r];
     const nc_request *req = rw->task->req;
     nc_answer_in in = answer_in(gen, model, need, rule, req);
     in.top_k = rw->digit >= 0 ? req->digit_top_k : req->top_k;
+    if (model == NEOCOG__MODEL__MODEL_CHARS &&
+        nc_charset_parse(nc_msg_request(req->msg)->recognize->charset) == NC_CHARSET_ALNUM)
+        in.mask = alnum;
     for (int s = 0; s < NC_SLOTS; s++) {
         if (!need[s])
             continue;
-        const int net = s == NC_SLOT_CNN ? NC_ANSWER_NET_CNN : NC_ANSWER_NET_NEOCOG;
+        const int net = net_of(s);
         in.raw[net] = w->slot[s].out + r * gen->slot[s]->be->info.n_classes;
         in.ink[net] = rw->ok[s];
     }
@@ -307,7 +309,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
     uint64_t t_start = nc_now_us();
     uint32_t model = n ? tasks[0]->req->model : 0;
     int need[NC_SLOTS];
-    needs(model, need);
+    nc_model_needs(model, need);
     int missing = 0;
     for (int s = 0; s < NC_SLOTS; s++)
         if (need[s] && !gen->slot[s])
@@ -449,7 +451,11 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         ensemble_rule(gen, &rule);  /* its threshold counts without rows too */
     /* One forward pass per network over every row of the batch. */
     const uint64_t t_forward = nc_now_us();
-    int fwd_err[NC_SLOTS] = { 0, 0 };
+    int fwd_err[NC_SLOTS] = { 0 };
+    /* charset alnum's classes of the chars model (the labels decide) */
+    uint8_t alnum[NC_MF_MAX_CLASSES];
+    if (need[NC_SLOT_CHARS] && !missing)
+        nc_charset_mask(gen->slot[NC_SLOT_CHARS], NC_CHARSET_ALNUM, alnum);
     for (int s = 0; s < NC_SLOTS && n_rows; s++) {
         if (!need[s] || missing)
             continue;
@@ -467,7 +473,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         if (failed || t->code != NEOCOG__CODE__OK)
             continue;
         nc_answer a;
-        int err = answer(w, gen, model, need, &rule, r, &a);
+        int err = answer(w, gen, model, need, &rule, alnum, r, &a);
         if (err) {
             task_fail(t, NEOCOG__CODE__INTERNAL, "image %u: no answer: %s", nc_strerror(err));
             continue;
