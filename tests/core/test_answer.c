@@ -225,6 +225,44 @@ static void test_many_classes(void)
     CHECK_INT_EQ(nc_answer_compute(&in, &a), -EINVAL);
 }
 
+/* A class mask (a request's charset): masked classes get probability 0 and
+ * are never the answer nor a candidate; the rest are renormalised, so the
+ * threshold judges the answer among the allowed classes. */
+static void test_mask(void)
+{
+    const nc_backend be = make_be(NC_MF_KIND_CNN, 2.0, 0.0);
+    const float raw[K] = { -1.0f, 0.9f, -0.7f, 0.2f, -1.7f, 0.7f, 0.0f, -0.3f, 0.5f, -0.9f };
+    uint8_t mask[K] = { 1, 0, 1, 1, 1, 0, 1, 1, 1, 1 };   /* the two best out */
+    float p[K];
+    CHECK_INT_EQ(nc_calib_probs(NC_MF_KIND_CNN, 2.0, raw, K, p), 0);
+    double kept = 0.0;
+    for (uint32_t k = 0; k < K; k++)
+        kept += mask[k] ? p[k] : 0.0;
+    nc_answer_in in = single(NC_ANSWER_MODEL_CNN, &be, raw, 1, NC_ANSWER_THRESHOLD_NONE);
+    in.mask = mask;
+    in.top_k = K;
+    nc_answer a;
+    CHECK_INT_EQ(nc_answer_compute(&in, &a), 0);
+    CHECK_INT_EQ(a.label, 8);                   /* the best allowed class */
+    CHECK_NEAR(a.confidence, p[8] / kept, 1e-5, 0);
+    CHECK(a.prob[1] == 0.0f && a.prob[5] == 0.0f);
+    double sum = 0.0;
+    for (uint32_t k = 0; k < K; k++)
+        sum += a.prob[k];
+    CHECK_NEAR(sum, 1.0, 1e-5, 0);
+    CHECK_INT_EQ(a.n_top, K - 2);               /* masked classes are no candidates */
+    for (uint32_t i = 0; i < a.n_top; i++)
+        CHECK(mask[a.top[i]]);
+    /* a threshold between the masked and the renormalised confidence */
+    in.threshold = (p[8] + p[8] / kept) / 2.0;
+    CHECK_INT_EQ(nc_answer_compute(&in, &a), 0);
+    CHECK_INT_EQ(a.label, 8);
+    /* no ink stays no ink */
+    in.ink[NC_ANSWER_NET_CNN] = 0;
+    CHECK_INT_EQ(nc_answer_compute(&in, &a), 0);
+    CHECK_INT_EQ(a.reason, NC_ANSWER_REASON_NO_INK);
+}
+
 static void test_rank(void)
 {
     const float p[5] = { 0.1f, 0.3f, 0.1f, 0.3f, 0.2f };
@@ -326,6 +364,7 @@ int main(void)
     test_cnn();
     test_neocog();
     test_ensemble();
+    test_mask();
     test_rank();
     test_many_classes();
     test_args();
