@@ -46,6 +46,8 @@ int nc_client_send_recognize(nc_client *c, const nc_client_recognize_opts *opts,
         rq.deadline_us = opts->deadline_us;
         rq.priority = opts->priority;
         rr.min_confidence = opts->min_confidence;
+        if (opts->charset)
+            rr.charset = (char *)opts->charset;
     }
     rr.n_images = n_images;
     rr.images = ptrs;
@@ -119,6 +121,7 @@ static const struct {
     { "cnn", NEOCOG__MODEL__MODEL_CNN },
     { "neocognitron", NEOCOG__MODEL__MODEL_NEOCOGNITRON },
     { "ensemble", NEOCOG__MODEL__MODEL_ENSEMBLE },
+    { "chars", NEOCOG__MODEL__MODEL_CHARS },
 };
 
 int nc_client_model_parse(const char *name, Neocog__Model *ret)

@@ -67,7 +67,10 @@ static const char usage_head[] =
 
 static const char usage_recognize[] =
 "  recognize [OPTIONS] FILE...|-   recognise digits in PGM/PNG/JPEG images ('-': stdin)\n"
-"      --model cnn|neocognitron|ensemble|default   (default: the server's choice)\n"
+"      --model cnn|neocognitron|ensemble|chars|default   (default: the server's choice)\n"
+"      --charset digits|alnum|all  the characters the images hold: digits (default),\n"
+"                           letters and digits, or the 94 printable ASCII characters\n"
+"                           (the daemon's character model answers alnum and all)\n"
 "      --top K              K best candidates per image, and per digit with\n"
 "                           --segment (default 1)\n"
 "      --format txt|tsv|json  output (default txt; tsv has Tesseract's columns, a\n"
@@ -169,7 +172,7 @@ enum {
     OPT_SERVER, OPT_TIMEOUT, OPT_MODEL, OPT_TOP, OPT_FORMAT, OPT_SEGMENT,
     OPT_DEADLINE, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION, OPT_REQUESTS, OPT_BATCH,
     OPT_CONNECTIONS, OPT_IDX, OPT_LABELS, OPT_DIR, OPT_VERSION, OPT_PRIORITY,
-    OPT_MINCONF, OPT_RETRIES, OPT_RETRY_DEADLINE, OPT_END, OPT_HELP,
+    OPT_MINCONF, OPT_RETRIES, OPT_RETRY_DEADLINE, OPT_CHARSET, OPT_END, OPT_HELP,
 };
 
 /* One table for every command: an option that does not belong to the
@@ -197,6 +200,7 @@ static const nc_opt cli_opts[] = {
     [OPT_RETRIES] = { "retries", "N", NULL },
     [OPT_RETRY_DEADLINE] = { "retry-deadline", "MS", NULL },
     [OPT_VERSION] = { "version", NULL, NULL },
+    [OPT_CHARSET] = { "charset", "SET", NULL },
     [OPT_END] = { NULL, NULL, NULL },
 };
 
@@ -210,7 +214,7 @@ static const char *opt_name(int code)
 #define COMMON (BIT(OPT_SERVER) | BIT(OPT_TIMEOUT) | BIT(OPT_HELP) | BIT(OPT_VERSION))
 static const unsigned recognize_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_TOP) |
     BIT(OPT_FORMAT) | BIT(OPT_SEGMENT) | BIT(OPT_DEADLINE) | BIT(OPT_PRIORITY) |
-    BIT(OPT_MINCONF);
+    BIT(OPT_MINCONF) | BIT(OPT_CHARSET);
 static const unsigned status_opts = COMMON | BIT(OPT_FORMAT);
 static const unsigned bench_opts = COMMON | BIT(OPT_MODEL) | BIT(OPT_FORMAT) |
     BIT(OPT_DEADLINE) | BIT(OPT_CONCURRENCY) | BIT(OPT_RATE) | BIT(OPT_DURATION) |
@@ -266,8 +270,8 @@ static int parse_options(int argc, char **argv, int stop_at_command, unsigned al
             break;
         case OPT_MODEL:
             if (nc_client_model_parse(v, &a->model))
-                return usage_err(why, n, "--model: '%s' is not cnn, neocognitron, ensemble "
-                                 "or default", v);
+                return usage_err(why, n, "--model: '%s' is not cnn, neocognitron, ensemble, "
+                                 "chars or default", v);
             break;
         case OPT_TOP:
             if (nc_cli_parse_u64(v, 1, 1000, &u))
@@ -291,6 +295,11 @@ static int parse_options(int argc, char **argv, int stop_at_command, unsigned al
             if (nc_cli_parse_priority(v, &a->priority))
                 return usage_err(why, n, "--priority: '%s' is not high, normal, background "
                                  "or a number in -1000..1000", v);
+            break;
+        case OPT_CHARSET:
+            if (strcmp(v, "digits") && strcmp(v, "alnum") && strcmp(v, "all"))
+                return usage_err(why, n, "--charset: '%s' is not digits, alnum or all", v);
+            a->charset = v;
             break;
         case OPT_MINCONF:
             if (nc_cli_parse_double(v, 0.0, 1.0, &d))

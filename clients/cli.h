@@ -52,6 +52,7 @@ typedef struct nc_cli_args {
     float min_confidence;       /* RecognizeRequest.min_confidence: 0 the
                                    server's (no --min-conf), else
                                    nc_cli_min_confidence of --min-conf */
+    const char *charset;        /* --charset digits|alnum|all; NULL: digits */
     char **files;               /* borrowed from argv; "-" is stdin */
     int n_files;
     /* bench */

@@ -293,7 +293,8 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
     }
     nc_client_recognize_opts o = { .model = a->model, .top_k = a->top_k,
                                    .deadline_us = a->deadline_us, .priority = a->priority,
-                                   .min_confidence = a->min_confidence };
+                                   .min_confidence = a->min_confidence,
+                                   .charset = a->charset };
     int next_send = 0, next_print = 0, json_first = 1, broken = 0;
     if (a->format == NC_CLI_FORMAT_TSV)
         nc_cli_tsv_header(stdout);
@@ -388,7 +389,8 @@ static int cmd_recognize(const nc_cli_args *a, nc_client *cl)
 static void print_model_txt(const Neocog__ModelInfo *mi)
 {
     const char *kind = mi->model == NEOCOG__MODEL__MODEL_CNN ? "cnn"
-                     : mi->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ? "neocognitron" : "?";
+                     : mi->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ? "neocognitron"
+                     : mi->model == NEOCOG__MODEL__MODEL_CHARS ? "chars" : "?";
     printf("  %-13s %s  %s\n", kind, mi->loaded ? "loaded" : "NOT LOADED", or_empty(mi->path));
     if (mi->error && *mi->error)
         printf("  %-13s error: %s\n", "", mi->error);

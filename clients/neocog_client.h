@@ -190,6 +190,10 @@ typedef struct nc_client_recognize_opts {
      * threshold decided (threshold) and why an answer is a reject
      * (reject_reason). */
     float min_confidence;
+    /* RecognizeRequest.charset: NULL or "digits" the digit models, "alnum"
+     * letters and digits, "all" the 94 printable ASCII characters (the
+     * daemon's character model; UNAVAILABLE without one). */
+    const char *charset;
 } nc_client_recognize_opts;
 
 #define NC_CLIENT_NO_THRESHOLD (-1.0f)
