@@ -43,14 +43,20 @@ from .errors import (Cancelled, DeadlineExceeded, Internal, InvalidArgument, Neo
 from .images import to_image
 from .results import Health, Result, Timing
 
-__all__ = ["Client", "MODELS"]
+__all__ = ["Client", "MODELS", "CHARSETS"]
 
 MODELS = {
     "default": pb.MODEL_DEFAULT,
     "cnn": pb.MODEL_CNN,
     "neocognitron": pb.MODEL_NEOCOGNITRON,
     "ensemble": pb.MODEL_ENSEMBLE,
+    "chars": pb.MODEL_CHARS,
 }
+
+# RecognizeRequest.charset: the characters an image holds.  "digits" (the
+# default) the digit models; "alnum" letters and digits and "all" the 94
+# printable ASCII characters, both from the daemon's character model.
+CHARSETS = ("digits", "alnum", "all")
 
 # Codes after which the same request may succeed later: the daemon said so.
 _RETRYABLE = (pb.UNAVAILABLE, pb.RESOURCE_EXHAUSTED)
@@ -597,7 +603,8 @@ class Client:
     # ---- recognition --------------------------------------------------------
 
     def submit(self, image, *, segment=False, model=None, top_k=0, min_confidence=0.0,
-               expected_digits=0, roi=None, polarity="auto", priority=0, deadline=None):
+               expected_digits=0, roi=None, polarity="auto", priority=0, deadline=None,
+               charset=None):
         """Send one image now and return a concurrent.futures.Future of its
         Result: the way to keep many requests in flight from one thread.
         Options as recognize().  An image that cannot even be sent (an
@@ -607,22 +614,29 @@ class Client:
             raise InvalidArgument("unknown model %r (want %s)" % (model, ", ".join(MODELS)))
         if min_confidence is not None and not min_confidence <= 1:
             raise InvalidArgument("min_confidence must be at most 1 (< 0: no threshold)")
+        if charset is not None and charset not in CHARSETS:
+            raise InvalidArgument("unknown charset %r (want %s)" % (charset, ", ".join(CHARSETS)))
         msg = to_image(image, segment=segment, polarity=polarity,
                        expected_digits=expected_digits, roi=roi)
         rr = pb.RecognizeRequest(model=MODELS[model or "default"], top_k=int(top_k),
-                                 min_confidence=float(min_confidence or 0.0))
+                                 min_confidence=float(min_confidence or 0.0),
+                                 charset=charset or "")
         rr.images.append(msg)
         rq = pb.Request(priority=int(priority), recognize=rr)
         return self._submit("recognize", rq, _recognize_result, deadline)
 
     def recognize(self, image, *, segment=False, model=None, top_k=0, min_confidence=0.0,
-                  expected_digits=0, roi=None, polarity="auto", priority=0, deadline=None):
+                  expected_digits=0, roi=None, polarity="auto", priority=0, deadline=None,
+                  charset=None):
         """Recognise one image and return its Result.
 
         image            a path, encoded bytes (PGM/PNG/JPEG) or a uint8 numpy
                          array (HxW grey, or HxWx3 BGR as OpenCV gives it)
         segment          split it into characters (a digit string, lines)
-        model            "cnn", "neocognitron", "ensemble"; None: the daemon's
+        model            "cnn", "neocognitron", "ensemble", "chars"; None: the
+                         daemon's
+        charset          "digits" (None), "alnum" or "all": the characters the
+                         image holds (the last two: the daemon's chars model)
         top_k            candidates wanted in Result.top (and each digit's)
         min_confidence   0: the daemon's threshold; 0 < x <= 1: this one;
                          < 0: no threshold
@@ -639,7 +653,7 @@ class Client:
         return self.submit(image, segment=segment, model=model, top_k=top_k,
                            min_confidence=min_confidence, expected_digits=expected_digits,
                            roi=roi, polarity=polarity, priority=priority,
-                           deadline=deadline).result()
+                           deadline=deadline, charset=charset).result()
 
     def recognize_many(self, images, *, return_exceptions=False, **options):
         """Recognise each image (one request each, all pipelined on the
