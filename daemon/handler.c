@@ -520,8 +520,12 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
                     return -ENOMEM;
                 dg->n_top = dm->n_top;
             }
-            if (d && dm->line != t->more[d - 1].line)
-                text[used++] = '\n';
+            /* a line break, or a word gap (character mode only) */
+            const char *sep = nc_split_separator(d, dm->line, d ? t->more[d - 1].line : 0,
+                                                 dm->flags);
+            dg->space_before = sep[0] == ' ';
+            if (sep[0])
+                text[used++] = sep[0];
             size_t l = strlen(dg->text);
             memcpy(text + used, dg->text, l);
             used += l;

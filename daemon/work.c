@@ -375,6 +375,8 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
         if (im->segment) {
             nc_split_opts so = nc_request_split_opts(im);
             so.alternatives = 1;
+            /* charset alnum or all: core/segment's character mode */
+            so.text = model == NEOCOG__MODEL__MODEL_CHARS;
             err = nc_split_frame_opts(&w->seg, img, &so, NC_MAX_DIGITS, &sr, why, sizeof why);
             /* a frame of one character is read as a plain request reads it */
             if (!err && (one = nc_split_one_character(img, &so, sr, &clean, &one_box)) < 0)
