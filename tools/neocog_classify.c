@@ -2,7 +2,7 @@
  * offline, answering exactly as the daemon does.
  *
  * The same steps as a neocogd worker, on the CPU engine table of core/ (no
- * daemon): decode the file as the daemon does (daemon/decode.h: JPEG, PNG,
+ * daemon): decode the file as the daemon does (io/decode.h: JPEG, PNG,
  * PGM, with its size caps), prepare it once for every network
  * (core/image_clean.h: polarity, paper and light flattened, the character
  * cropped), each model's own prep (core/image.h), the forward pass, and the

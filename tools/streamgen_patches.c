@@ -139,7 +139,7 @@ int nc_stage_time(nc_segmenter *seg, const uint8_t *jpeg, unsigned long len, nc_
             nanosleep(&pause, NULL);
         }
         double t0 = now_ms();
-        /* the daemon's flags (daemon/decode.c) */
+        /* the daemon's flags (io/decode.c) */
         if (tjDecompress2(tj, jpeg, len, frame->pixels, (int)frame->width, (int)frame->stride,
                           (int)frame->height, TJPF_GRAY,
                           TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)) {
