@@ -57,6 +57,7 @@ typedef struct cam_opts {
     int32_t priority;           /* the frames' scheduling class (default 1,
                                    high: a camera is real-time) */
     uint64_t max_frames;        /* 0: all */
+    const char *charset;        /* RecognizeRequest.charset; NULL: digits */
 } cam_opts;
 
 int nc_camera_command_index(int argc, char **argv)
@@ -117,7 +118,7 @@ static int parse_roi(const char *s, cam_opts *o)
 enum {
     O_SERVER, O_TIMEOUT, O_RAW, O_SIZE, O_V4L2FMT, O_FORMAT, O_ROI, O_DIGITS,
     O_MINCONF, O_FPS, O_DROP, O_NODROP, O_FRAMES, O_STATS, O_MODEL, O_DEADLINE, O_PRIORITY,
-    O_LIVE, O_END,
+    O_LIVE, O_CHARSET, O_END,
 };
 
 static const nc_opt cam_opts_table[] = {
@@ -149,6 +150,8 @@ static const nc_opt cam_opts_table[] = {
                                       "frames before normal requests), normal,\n"
                                       "background, or a number" },
     [O_LIVE] = { "live", NULL, "the source is live (see above); --drop is the same" },
+    [O_CHARSET] = { "charset", "SET", "digits (default), alnum or all: the characters the\n"
+                                      "frames hold, as for recognize (words get spaces)" },
     [O_END] = { NULL, NULL, NULL },
 };
 
@@ -279,6 +282,10 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
             o->deadline_us = u;
             break;
         case O_PRIORITY: bad = nc_cli_parse_priority(v, &o->priority) < 0; break;
+        case O_CHARSET:
+            bad = strcmp(v, "digits") && strcmp(v, "alnum") && strcmp(v, "all");
+            o->charset = v;
+            break;
         }
         if (bad) {
             nc_opts_bad_value(&p, c, NULL);
@@ -452,6 +459,7 @@ typedef struct digit_out {
     char text[16];
     float conf;
     int reject;
+    int space_before;           /* Digit.space_before: a word gap before it */
 } digit_out;
 
 static void print_error(const cam_opts *o, const nc_cam_frame *f, const char *code,
@@ -502,6 +510,7 @@ static uint32_t shape_digits(const cam_opts *o, const Neocog__Result *res, digit
         x->conf = dg->confidence;
         x->line = dg->line;
         x->reject = dg->reject || dg->label < 0;
+        x->space_before = dg->space_before;
         snprintf(x->text, sizeof x->text, "%s", x->reject ? "?" : dg->text ? dg->text : "?");
     }
     if (o->digits) {
@@ -529,13 +538,15 @@ static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_ou
 {
     /* a text line break: "\n" in JSON, as Result.text has it; a space in
      * the one line per frame of txt */
-    char text[MAX_DIGITS * 17 + 1];
+    char text[MAX_DIGITS * 18 + 1];
     size_t used = 0;
     float conf = n ? 1.0f : 0.0f;
     int reject = n == 0 || !count_ok;
     for (uint32_t i = 0; i < n; i++) {
         if (i && d[i].line != d[i - 1].line)
             text[used++] = o->format == FMT_JSONL ? '\n' : ' ';
+        else if (i && d[i].space_before)
+            text[used++] = ' ';
         size_t l = strlen(d[i].text);
         memcpy(text + used, d[i].text, l);
         used += l;
@@ -620,6 +631,8 @@ static int do_frame(const cam_opts *o, nc_client *cl, const nc_cam_frame *f,
     rr.model = o->model;
     rr.top_k = 1;
     rr.min_confidence = o->min_conf;
+    if (o->charset)
+        rr.charset = (char *)o->charset;
     rr.n_images = 1;
     rr.images = ims;
     Neocog__Request rq = NEOCOG__REQUEST__INIT;
