@@ -536,13 +536,13 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
                        const totals *t, uint32_t conns, double elapsed)
 {
     fputs("{\"server\":", stdout);
-    nc_cli_json_string(stdout, addr);
+    nc_json_string(stdout, addr);
     printf(",\"mode\":\"%s\",\"concurrency\":%u,\"rate\":", a->rate ? "open" : "closed",
            a->rate ? 0 : a->concurrency);
-    nc_cli_json_number(stdout, a->rate);
+    nc_json_number(stdout, a->rate);
     printf(",\"connections\":%u,\"batch_images\":%u,\"model\":\"%s\",\"source\":", conns,
            a->batch_images, nc_client_model_name(a->model));
-    nc_cli_json_string(stdout, src->desc);
+    nc_json_string(stdout, src->desc);
     printf(",\"requests\":%" PRIu64 ",\"images\":%" PRIu64 ",\"errors\":%" PRIu64
            ",\"errors_by_code\":{", t->sent, t->images_ok, t->req_failed + t->lost);
     int first = 1;
@@ -562,25 +562,25 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
             first = 0;
         }
     printf("},\"rejected\":%" PRIu64 ",\"accuracy\":", t->rejected);
-    nc_cli_json_number(stdout, t->judged ? (double)t->correct / (double)t->judged : NAN);
+    nc_json_number(stdout, t->judged ? (double)t->correct / (double)t->judged : NAN);
     fputs(",\"elapsed_s\":", stdout);
-    nc_cli_json_number(stdout, elapsed);
+    nc_json_number(stdout, elapsed);
     fputs(",\"requests_per_s\":", stdout);
-    nc_cli_json_number(stdout, elapsed > 0 ? (double)t->replies / elapsed : 0);
+    nc_json_number(stdout, elapsed > 0 ? (double)t->replies / elapsed : 0);
     fputs(",\"images_per_s\":", stdout);
-    nc_cli_json_number(stdout, elapsed > 0 ? (double)t->images_ok / elapsed : 0);
+    nc_json_number(stdout, elapsed > 0 ? (double)t->images_ok / elapsed : 0);
     const nc_hist *rows[2] = { &t->lat, &t->server };
     const char *row_names[2] = { "latency_us", "server_us" };
     for (int r = 0; r < 2; r++) {
         printf(",\"%s\":{", row_names[r]);
         for (size_t i = 0; i < 4; i++) {
             printf("%s\"%s\":", i ? "," : "", pct_names[i]);
-            nc_cli_json_number(stdout, us(nc_hist_percentile(rows[r], pcts[i])));
+            nc_json_number(stdout, us(nc_hist_percentile(rows[r], pcts[i])));
         }
         fputs(",\"max\":", stdout);
-        nc_cli_json_number(stdout, us(rows[r]->count ? rows[r]->max : 0));
+        nc_json_number(stdout, us(rows[r]->count ? rows[r]->max : 0));
         fputs(",\"mean\":", stdout);
-        nc_cli_json_number(stdout, nc_hist_mean(rows[r]) / 1000.0);
+        nc_json_number(stdout, nc_hist_mean(rows[r]) / 1000.0);
         putchar('}');
     }
     /* Appended, so the fields above keep their order. */

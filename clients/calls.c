@@ -4,6 +4,7 @@
  *
  * Layer: clients.  Nothing printed, nothing exits. */
 #include "neocog_client.h"
+#include "reply_json.h"
 #include "client_priv.h"
 
 #include <errno.h>
@@ -146,13 +147,5 @@ const char *nc_client_model_name(Neocog__Model m)
 
 const char *nc_client_reject_reason_text(Neocog__RejectReason r)
 {
-    switch (r) {
-    case NEOCOG__REJECT_REASON__REJECT_NONE: return "";
-    case NEOCOG__REJECT_REASON__REJECT_NO_INK: return "no ink";
-    case NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD: return "below threshold";
-    case NEOCOG__REJECT_REASON__REJECT_AMBIGUOUS_SEGMENTATION: return "ambiguous segmentation";
-    case NEOCOG__REJECT_REASON__REJECT_NO_RESPONSE: return "no response";
-    default: break;
-    }
-    return "unknown";
+    return nc_reject_reason_text(r);     /* proto/reply_json: one wording */
 }

@@ -469,13 +469,13 @@ static void print_error(const cam_opts *o, const nc_cam_frame *f, const char *co
         printf("{\"frame\":%" PRIu64 ",", f->index);
         if (f->name[0]) {
             fputs("\"file\":", stdout);
-            nc_cli_json_string(stdout, f->name);
+            nc_json_string(stdout, f->name);
             putchar(',');
         }
         fputs("\"error\":{\"code\":", stdout);
-        nc_cli_json_string(stdout, code);
+        nc_json_string(stdout, code);
         fputs(",\"message\":", stdout);
-        nc_cli_json_string(stdout, msg);
+        nc_json_string(stdout, msg);
         fputs("}}\n", stdout);
     } else {
         printf("frame %" PRIu64 ": error %s: %s\n", f->index, code, msg);
@@ -559,11 +559,11 @@ static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_ou
         printf("{\"frame\":%" PRIu64 ",", f->index);
         if (f->name[0]) {
             fputs("\"file\":", stdout);
-            nc_cli_json_string(stdout, f->name);
+            nc_json_string(stdout, f->name);
             putchar(',');
         }
         fputs("\"text\":", stdout);
-        nc_cli_json_string(stdout, text);
+        nc_json_string(stdout, text);
         printf(",\"count\":%u,\"count_ok\":%s,\"confidence\":%.4f,\"reject\":%s,"
                "\"latency_ms\":%.3f,\"age_ms\":%.3f", n, count_ok ? "true" : "false",
                (double)conf, reject ? "true" : "false", ms(lat_ns), ms(age_ns));
@@ -576,7 +576,7 @@ static void print_frame(const cam_opts *o, const nc_cam_frame *f, const digit_ou
         for (uint32_t i = 0; i < n; i++) {
             printf("%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
                    i ? "," : "", d[i].x, d[i].y, d[i].w, d[i].h, d[i].label);
-            nc_cli_json_string(stdout, d[i].text);
+            nc_json_string(stdout, d[i].text);
             printf(",\"confidence\":%.4f,\"reject\":%s}", (double)d[i].conf,
                    d[i].reject ? "true" : "false");
         }

@@ -585,42 +585,6 @@ void nc_cli_tsv_field(FILE *to, const char *s)
     }
 }
 
-void nc_cli_json_string(FILE *to, const char *s)
-{
-    if (!s) {
-        fputs("null", to);
-        return;
-    }
-    fputc('"', to);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", to); break;
-        case '\\': fputs("\\\\", to); break;
-        case '\b': fputs("\\b", to); break;
-        case '\f': fputs("\\f", to); break;
-        case '\n': fputs("\\n", to); break;
-        case '\r': fputs("\\r", to); break;
-        case '\t': fputs("\\t", to); break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                fprintf(to, "\\u%04x", *p);
-            else
-                fputc(*p, to);
-        }
-    }
-    fputc('"', to);
-}
-
-void nc_cli_json_number(FILE *to, double v)
-{
-    if (!isfinite(v))
-        fputs("null", to);
-    else if (v == floor(v) && fabs(v) < 1e15)
-        fprintf(to, "%.0f", v);
-    else
-        fprintf(to, "%.9g", v);     /* round-trips a float exactly */
-}
-
 void nc_cli_tsv_header(FILE *to)
 {
     fputs("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\t"
@@ -652,61 +616,6 @@ void nc_cli_tsv_row(FILE *to, int level, int page, int block, int par, int line,
     fputc('\t', to);
     tsv_percent(to, threshold);
     fputc('\n', to);
-}
-
-/* ---- lines ---------------------------------------------------------------------- */
-
-size_t nc_cli_lines(const Neocog__Result *res, nc_cli_line *lines, size_t cap)
-{
-    size_t n = 0;
-    for (size_t i = 0; res && i < res->n_digits; i++) {
-        const Neocog__Digit *d = res->digits[i];
-        if (i == 0 || d->line != res->digits[i - 1]->line) {
-            if (n < cap)
-                lines[n] = (nc_cli_line){ .first = i, .x0 = UINT32_MAX, .y0 = UINT32_MAX,
-                                          .confidence = 1.0f };
-            n++;
-        }
-        if (n > cap)
-            continue;
-        nc_cli_line *l = &lines[n - 1];
-        l->count++;
-        const Neocog__Box *b = d->box;
-        if (b) {
-            if (b->x < l->x0) l->x0 = b->x;
-            if (b->y < l->y0) l->y0 = b->y;
-            if (b->x + b->width > l->x1) l->x1 = b->x + b->width;
-            if (b->y + b->height > l->y1) l->y1 = b->y + b->height;
-        }
-        if (d->confidence < l->confidence)
-            l->confidence = d->confidence;
-        if (d->reject && !l->reject) {
-            l->reject = 1;
-            l->reject_reason = d->reject_reason;
-        }
-    }
-    for (size_t i = 0; i < n && i < cap; i++)
-        if (lines[i].x0 > lines[i].x1 || lines[i].y0 > lines[i].y1)
-            lines[i].x0 = lines[i].x1 = lines[i].y0 = lines[i].y1 = 0;   /* no boxes */
-    return n;
-}
-
-void nc_cli_line_text(const Neocog__Result *res, const nc_cli_line *line, char *dst,
-                      size_t cap)
-{
-    size_t used = 0;
-    if (!cap)
-        return;
-    for (size_t i = line->first; i < line->first + line->count && i < res->n_digits; i++) {
-        const char *t = res->digits[i]->text && *res->digits[i]->text ? res->digits[i]->text
-                                                                       : "?";
-        size_t l = strlen(t);
-        if (used + l >= cap)
-            break;
-        memcpy(dst + used, t, l);
-        used += l;
-    }
-    dst[used] = '\0';
 }
 
 /* ---- histogram ----------------------------------------------------------------- */

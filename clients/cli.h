@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "neocog.pb-c.h"
+#include "reply_json.h"
 
 /* Exit codes of neocog. */
 #define NC_CLI_EXIT_OK 0
@@ -112,15 +113,10 @@ const char *nc_cli_image_kind_name(nc_cli_image_kind k);
  * \\ so a field never breaks the row (Tesseract itself does not escape, but
  * its words never hold a tab; a file name or a message might). */
 void nc_cli_tsv_field(FILE *to, const char *s);
-/* A JSON string literal, quotes included: " \ and control characters
- * escaped (\n, \t..., else \u00XX); bytes >= 0x80 pass through (UTF-8 in,
- * UTF-8 out).  NULL prints as null. */
-void nc_cli_json_string(FILE *to, const char *s);
-/* A JSON number; NaN and infinities, which JSON lacks, print as null. */
-void nc_cli_json_number(FILE *to, double v);
+/* JSON strings and numbers: proto/reply_json.h (nc_json_string, nc_json_number). */
 
 /* Tesseract's TSV header line (its 12 columns), then two of ours, tab-
- * separated: reject (why a word is rejected: nc_client_reject_reason_text,
+ * separated: reject (why a word is rejected: nc_reject_reason_text,
  * empty when it is not) and threshold (the minimum confidence in force, 0..100
  * like conf; 0 none; -1 on rows above the word level). */
 void nc_cli_tsv_header(FILE *to);
@@ -130,29 +126,8 @@ void nc_cli_tsv_row(FILE *to, int level, int page, int block, int par, int line,
                     uint32_t left, uint32_t top, uint32_t width, uint32_t height,
                     double conf, const char *text, const char *reject, double threshold);
 
-/* ---- lines of a segmented result ---------------------------------------------- */
-
-/* One text line of a segmented Result: its digits (res->digits[first ..
- * first + count), consecutive with one Digit.line), their union box, the
- * least confidence among them and whether one is rejected, with the first
- * rejected digit's reason. */
-typedef struct nc_cli_line {
-    size_t first, count;
-    uint32_t x0, y0, x1, y1;    /* box: [x0, x1) x [y0, y1) */
-    float confidence;
-    int reject;                 /* a digit of it is rejected */
-    Neocog__RejectReason reject_reason;
-} nc_cli_line;
-
-/* The lines of res into lines[cap], top to bottom; returns how many there
- * are (may exceed cap: only cap are written).  0 for an unsegmented result
- * or one without digits. */
-size_t nc_cli_lines(const Neocog__Result *res, nc_cli_line *lines, size_t cap);
-
-/* The text of digits [first, first + count) of res into dst (each digit's
- * text, "?" when it has none), cut to fit cap. */
-void nc_cli_line_text(const Neocog__Result *res, const nc_cli_line *line, char *dst,
-                      size_t cap);
+/* The lines of a segmented result: proto/reply_json.h (nc_result_lines,
+ * nc_result_line_text), the same lines the daemon's JSON gives. */
 
 /* ---- latency statistics ---------------------------------------------------- */
 

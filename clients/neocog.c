@@ -88,17 +88,17 @@ static void print_top(Neocog__Candidate *const *top, size_t n)
  * each digit's candidates, and each rejected digit with its reason. */
 static void print_txt(const input *in, const Neocog__Result *res, uint32_t top_k)
 {
-    nc_cli_line lines[MAX_LINES];
-    size_t n_lines = nc_cli_lines(res, lines, MAX_LINES);
+    nc_result_line lines[MAX_LINES];
+    size_t n_lines = nc_result_lines(res, lines, MAX_LINES);
     if (n_lines > MAX_LINES)
         n_lines = MAX_LINES;
     if (n_lines > 1) {
         char text[64 * 16 + 1];
         for (size_t l = 0; l + 1 < n_lines; l++) {
-            nc_cli_line_text(res, &lines[l], text, sizeof text);
+            nc_result_line_text(res, &lines[l], text, sizeof text);
             printf("%s: %s\n", in->name, text);
         }
-        nc_cli_line_text(res, &lines[n_lines - 1], text, sizeof text);
+        nc_result_line_text(res, &lines[n_lines - 1], text, sizeof text);
         printf("%s: %s", in->name, text);
     } else {
         printf("%s: %s", in->name, or_empty(res->text));
@@ -152,8 +152,8 @@ static void print_tsv(const input *in, int page, const Neocog__Result *res)
                        or_empty(res->text), reason_text(res->reject, res->reject_reason), thr);
         return;
     }
-    nc_cli_line lines[MAX_LINES];
-    size_t n = nc_cli_lines(res, lines, MAX_LINES);
+    nc_result_line lines[MAX_LINES];
+    size_t n = nc_result_lines(res, lines, MAX_LINES);
     if (n > MAX_LINES)
         n = MAX_LINES;
     uint32_t x0 = UINT32_MAX, y0 = UINT32_MAX, x1 = 0, y1 = 0;
@@ -168,9 +168,9 @@ static void print_tsv(const input *in, int page, const Neocog__Result *res)
     nc_cli_tsv_row(stdout, 2, page, 1, 0, 0, 0, x0, y0, x1 - x0, y1 - y0, -1, "", NULL, -1);
     nc_cli_tsv_row(stdout, 3, page, 1, 1, 0, 0, x0, y0, x1 - x0, y1 - y0, -1, "", NULL, -1);
     for (size_t l = 0; l < n; l++) {
-        const nc_cli_line *ln = &lines[l];
+        const nc_result_line *ln = &lines[l];
         char text[64 * 16 + 1];
-        nc_cli_line_text(res, ln, text, sizeof text);
+        nc_result_line_text(res, ln, text, sizeof text);
         const uint32_t w = ln->x1 - ln->x0, h = ln->y1 - ln->y0;
         nc_cli_tsv_row(stdout, 4, page, 1, 1, (int)l + 1, 0, ln->x0, ln->y0, w, h, -1, "",
                        NULL, -1);
@@ -431,27 +431,27 @@ static void print_model_txt(const Neocog__ModelInfo *mi)
 static void print_model_json(const Neocog__ModelInfo *mi)
 {
     printf("{\"model\":");
-    nc_cli_json_string(stdout, nc_client_model_name(mi->model));
+    nc_json_string(stdout, nc_client_model_name(mi->model));
     printf(",\"loaded\":%s,\"path\":", mi->loaded ? "true" : "false");
-    nc_cli_json_string(stdout, or_empty(mi->path));
-    fputs(",\"error\":", stdout); nc_cli_json_string(stdout, or_empty(mi->error));
-    fputs(",\"architecture\":", stdout); nc_cli_json_string(stdout, or_empty(mi->architecture));
+    nc_json_string(stdout, or_empty(mi->path));
+    fputs(",\"error\":", stdout); nc_json_string(stdout, or_empty(mi->error));
+    fputs(",\"architecture\":", stdout); nc_json_string(stdout, or_empty(mi->architecture));
     fputs(",\"labels\":[", stdout);
     for (size_t i = 0; i < mi->n_labels; i++) {
         if (i)
             putchar(',');
-        nc_cli_json_string(stdout, mi->labels[i]);
+        nc_json_string(stdout, mi->labels[i]);
     }
     printf("],\"input_size\":%u,\"data\":", mi->input_size);
-    nc_cli_json_string(stdout, or_empty(mi->data));
-    fputs(",\"created\":", stdout); nc_cli_json_string(stdout, or_empty(mi->created));
+    nc_json_string(stdout, or_empty(mi->data));
+    fputs(",\"created\":", stdout); nc_json_string(stdout, or_empty(mi->created));
     printf(",\"epochs\":%u,\"test_error\":", mi->epochs);
-    nc_cli_json_number(stdout, mi->test_error);
-    fputs(",\"test_set\":", stdout); nc_cli_json_string(stdout, or_empty(mi->test_set));
+    nc_json_number(stdout, mi->test_error);
+    fputs(",\"test_set\":", stdout); nc_json_string(stdout, or_empty(mi->test_set));
     printf(",\"loaded_at_unix\":%" PRIu64 ",\"reject_threshold\":", mi->loaded_at_unix);
-    nc_cli_json_number(stdout, mi->reject_threshold);
+    nc_json_number(stdout, mi->reject_threshold);
     fputs(",\"ensemble_reject_threshold\":", stdout);
-    nc_cli_json_number(stdout, mi->ensemble_reject_threshold);
+    nc_json_number(stdout, mi->ensemble_reject_threshold);
     putchar('}');
 }
 
@@ -473,13 +473,13 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
     const Neocog__HealthReply *h = s->health;
     int ready = h && h->ready;
     if (a->format == NC_CLI_FORMAT_JSON) {
-        fputs("{\"server\":", stdout); nc_cli_json_string(stdout, addr);
-        fputs(",\"version\":", stdout); nc_cli_json_string(stdout, or_empty(s->version));
-        fputs(",\"backend\":", stdout); nc_cli_json_string(stdout, or_empty(s->backend));
+        fputs("{\"server\":", stdout); nc_json_string(stdout, addr);
+        fputs(",\"version\":", stdout); nc_json_string(stdout, or_empty(s->version));
+        fputs(",\"backend\":", stdout); nc_json_string(stdout, or_empty(s->backend));
         printf(",\"uptime_s\":%" PRIu64 ",\"live\":%s,\"ready\":%s,\"draining\":%s,\"state\":",
                s->uptime_s, h && h->live ? "true" : "false", ready ? "true" : "false",
                h && h->draining ? "true" : "false");
-        nc_cli_json_string(stdout, h ? or_empty(h->state) : "");
+        nc_json_string(stdout, h ? or_empty(h->state) : "");
         printf(",\"workers\":%u,\"priority_workers\":%u,\"connections\":%u,\"queue_depth\":%u,"
                "\"queue_capacity\":%u,\"max_batch\":%u,\"max_queue_delay_us\":%" PRIu64
                ",\"requests_total\":%" PRIu64 ",\"images_total\":%" PRIu64
@@ -488,7 +488,7 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
                s->workers, s->priority_workers, s->connections, s->queue_depth, s->queue_capacity,
                s->max_batch, s->max_queue_delay_us, s->requests_total, s->images_total,
                s->batches_total, s->max_images_per_request, s->max_frame_bytes);
-        nc_cli_json_string(stdout, or_empty(s->last_reload));
+        nc_json_string(stdout, or_empty(s->last_reload));
         fputs(",\"models\":[", stdout);
         for (size_t i = 0; i < s->n_models; i++) {
             if (i)

@@ -228,23 +228,23 @@ static void test_escape(void)
     check_out(nc_cli_tsv_field, "7", "7");
     check_out(nc_cli_tsv_field, "a\tb\nc\\d\re", "a\\tb\\nc\\\\d\\re");
     check_out(nc_cli_tsv_field, "", "");
-    check_out(nc_cli_json_string, "plain", "\"plain\"");
-    check_out(nc_cli_json_string, "q\"b\\s/", "\"q\\\"b\\\\s/\"");
-    check_out(nc_cli_json_string, "\n\t\r\b\f\x01\x1f\x7f", "\"\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\"");
-    check_out(nc_cli_json_string, "d\xc3\xa9j\xc3\xa0", "\"d\xc3\xa9j\xc3\xa0\"");   /* UTF-8 as is */
-    check_out(nc_cli_json_string, NULL, "null");
+    check_out(nc_json_string, "plain", "\"plain\"");
+    check_out(nc_json_string, "q\"b\\s/", "\"q\\\"b\\\\s/\"");
+    check_out(nc_json_string, "\n\t\r\b\f\x01\x1f\x7f", "\"\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\"");
+    check_out(nc_json_string, "d\xc3\xa9j\xc3\xa0", "\"d\xc3\xa9j\xc3\xa0\"");   /* UTF-8 as is */
+    check_out(nc_json_string, NULL, "null");
 
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     REQUIRE(f);
-    nc_cli_json_number(f, 0.5);
+    nc_json_number(f, 0.5);
     fputc(' ', f);
-    nc_cli_json_number(f, 42);
+    nc_json_number(f, 42);
     fputc(' ', f);
-    nc_cli_json_number(f, NAN);
+    nc_json_number(f, NAN);
     fputc(' ', f);
-    nc_cli_json_number(f, -INFINITY);
+    nc_json_number(f, -INFINITY);
     fputc('|', f);
     nc_cli_tsv_header(f);
     nc_cli_tsv_row(f, 5, 2, 1, 1, 1, 1, 3, 4, 20, 30, 97.5, "7\t", NULL, 0);
@@ -377,8 +377,8 @@ static void test_lines(void)
     Neocog__Result res = NEOCOG__RESULT__INIT;
     res.digits = dv;
     res.n_digits = 5;
-    nc_cli_line lines[4];
-    REQUIRE(nc_cli_lines(&res, lines, 4) == 2);
+    nc_result_line lines[4];
+    REQUIRE(nc_result_lines(&res, lines, 4) == 2);
     CHECK(lines[0].first == 0 && lines[0].count == 3);
     CHECK(lines[0].x0 == 5 && lines[0].y0 == 1 && lines[0].x1 == 39 && lines[0].y1 == 24);
     CHECK_NEAR(lines[0].confidence, 0.8, 1e-6, 0);
@@ -388,17 +388,17 @@ static void test_lines(void)
     CHECK(lines[1].reject &&
           lines[1].reject_reason == NEOCOG__REJECT_REASON__REJECT_BELOW_THRESHOLD);
     char text[8];
-    nc_cli_line_text(&res, &lines[0], text, sizeof text);
+    nc_result_line_text(&res, &lines[0], text, sizeof text);
     CHECK(!strcmp(text, "402"));
-    nc_cli_line_text(&res, &lines[1], text, sizeof text);
+    nc_result_line_text(&res, &lines[1], text, sizeof text);
     CHECK(!strcmp(text, "?8"));
-    nc_cli_line_text(&res, &lines[0], text, 3);     /* cut to fit */
+    nc_result_line_text(&res, &lines[0], text, 3);     /* cut to fit */
     CHECK(!strcmp(text, "40"));
     /* only cap lines written, all counted */
-    CHECK_INT_EQ(nc_cli_lines(&res, lines, 1), 2);
+    CHECK_INT_EQ(nc_result_lines(&res, lines, 1), 2);
     CHECK(lines[0].count == 3);
     res.n_digits = 0;
-    CHECK_INT_EQ(nc_cli_lines(&res, lines, 4), 0);
+    CHECK_INT_EQ(nc_result_lines(&res, lines, 4), 0);
     CHECK(!strcmp(nc_client_reject_reason_text(NEOCOG__REJECT_REASON__REJECT_NO_INK),
                   "no ink"));
     CHECK(!strcmp(nc_client_reject_reason_text(NEOCOG__REJECT_REASON__REJECT_NONE), ""));
