@@ -6,12 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -222,25 +217,9 @@ static void send_preflight(nc_server *s, struct evhttp_request *r)
     evhttp_send_reply(r, 204, "No Content", NULL);
 }
 
-/* Replies go out at once: evhttp writes a reply's headers and body apart,
- * and with Nagle's algorithm on, a body past one segment waits for the
- * client's delayed ACK (40 ms on Linux) — a 64-digit answer took 52 ms
- * where its work took 9.  Set on every request (one cheap syscall): evhttp
- * gives no hook where a connection's socket is first known. */
-static void no_delay(struct evhttp_request *r)
-{
-    struct evhttp_connection *ec = evhttp_request_get_connection(r);
-    struct bufferevent *bev = ec ? evhttp_connection_get_bufferevent(ec) : NULL;
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    int one = 1;
-    if (fd >= 0)
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
 static void on_request(struct evhttp_request *r, void *arg)
 {
     nc_server *s = arg;
-    no_delay(r);
     const char *uri = evhttp_request_get_uri(r);
     const int method = (int)evhttp_request_get_command(r);
     const int get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;

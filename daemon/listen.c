@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -50,6 +52,7 @@ int nc_listen_tcp(const char *addr, int *ret_fd, char *why, size_t why_len)
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 512) == 0) {
+            nc_listen_no_delay(fd);
             freeaddrinfo(res);
             *ret_fd = fd;
             return 0;
@@ -60,6 +63,12 @@ int nc_listen_tcp(const char *addr, int *ret_fd, char *why, size_t why_len)
     freeaddrinfo(res);
     snprintf(why, why_len, "'%s': %s", addr, strerror(-err));
     return err;
+}
+
+void nc_listen_no_delay(int fd)
+{
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 int nc_listen_unix(const char *path, uint32_t mode, int *ret_fd, char *why, size_t why_len)

@@ -12,6 +12,13 @@
 /* "host:port", "[v6]:port" or ":port" (all addresses).  why gets a reason. */
 int nc_listen_tcp(const char *addr, int *ret_fd, char *why, size_t why_len);
 
+/* TCP_NODELAY on a listening socket, which the connections it accepts
+ * inherit (Linux): a reply goes out when written, not after the client's
+ * delayed ACK of the one before (Nagle held a 64-digit HTTP answer 40 ms).
+ * nc_listen_tcp does it; call it on a socket systemd passed.  A Unix socket
+ * has no such option: ignored. */
+void nc_listen_no_delay(int fd);
+
 /* Bind path with permissions mode (set through umask, so the socket never
  * exists with wider ones).  A stale socket file at path is replaced; any
  * other file there is an error. */

@@ -22,8 +22,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,11 +102,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
                                                        : ((struct sockaddr_in6 *)sa)->sin6_port);
         inet_ntop(sa->sa_family, a, host, sizeof host);
         snprintf(peer, sizeof peer, "%s:%u", host, port);
-        /* A reply goes out when it is ready: with Nagle's algorithm a reply
-         * written while an earlier one is unacknowledged waits for the
-         * client's delayed ACK (up to 40 ms) — pipelined clients saw it. */
-        int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     nc_conn_accept(s, fd, peer);
 }
@@ -480,6 +473,7 @@ static int open_listeners(nc_server *s)
          * metrics port, anything else speaks the protocol. */
         for (int i = 0; i < n; i++) {
             evutil_make_socket_nonblocking(fds[i].fd);
+            nc_listen_no_delay(fds[i].fd);
             int err = !strcmp(fds[i].name, "http") ? nc_http_start(s, fds[i].fd)
                                                    : add_listener(s, fds[i].fd);
             if (err) {
