@@ -283,7 +283,7 @@ static int parse_args(int argc, char **argv, int cmd, cam_opts *o)
             break;
         case O_PRIORITY: bad = nc_cli_parse_priority(v, &o->priority) < 0; break;
         case O_CHARSET:
-            bad = strcmp(v, "digits") && strcmp(v, "alnum") && strcmp(v, "all");
+            bad = nc_cli_check_charset(v) < 0;
             o->charset = v;
             break;
         }

@@ -43,6 +43,11 @@ int nc_cli_parse_double(const char *s, double lo, double hi, double *ret)
     return 0;
 }
 
+int nc_cli_check_charset(const char *s)
+{
+    return s && (!strcmp(s, "digits") || !strcmp(s, "alnum") || !strcmp(s, "all")) ? 0 : -EINVAL;
+}
+
 int nc_cli_parse_priority(const char *s, int32_t *ret)
 {
     if (!s)
@@ -297,7 +302,7 @@ static int parse_options(int argc, char **argv, int stop_at_command, unsigned al
                                  "or a number in -1000..1000", v);
             break;
         case OPT_CHARSET:
-            if (strcmp(v, "digits") && strcmp(v, "alnum") && strcmp(v, "all"))
+            if (nc_cli_check_charset(v))
                 return usage_err(why, n, "--charset: '%s' is not digits, alnum or all", v);
             a->charset = v;
             break;

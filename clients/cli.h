@@ -91,6 +91,8 @@ int nc_cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret);
 int nc_cli_parse_double(const char *s, double lo, double hi, double *ret);
 /* "high" (1), "normal" (0), "background" (-1) or an integer in -1000..1000. */
 int nc_cli_parse_priority(const char *s, int32_t *ret);
+/* "digits", "alnum" or "all" (RecognizeRequest.charset): 0, else -EINVAL. */
+int nc_cli_check_charset(const char *s);
 
 /* ---- images ---------------------------------------------------------------- */
 
