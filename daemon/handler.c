@@ -79,7 +79,7 @@ static const char *model_label(const nc_backend *be, int32_t k)
     return k >= 0 && (uint32_t)k < be->info.n_classes ? be->info.labels[k] : "?";
 }
 
-/* The threshold the server's setting puts in force for model (core/answer.h). */
+/* The threshold the server's setting puts in force for model (core/backend/answer.h). */
 static float server_threshold(const nc_server *s, uint32_t model)
 {
     const nc_models *g = s->models;

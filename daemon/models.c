@@ -247,7 +247,7 @@ static int scan_dir(const char *dir, const char *const named[NC_SLOTS], scan_lis
 }
 
 /* ", each digit at 46/48/50 px gently sheared, 46/48/50 px unsheared"
- * after arch, for a file with views (core/image.h): ModelInfo then says the
+ * after arch, for a file with views (core/image/image.h): ModelInfo then says the
  * model looks at each digit several ways. */
 static void describe_views(const nc_prep *p, char *arch, size_t cap)
 {
@@ -355,7 +355,7 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
     if (!(err = nc_mf_open(buf, len, &r))) {
         kind = nc_mf_kind_of(r);
         /* The notation, for ModelInfo; a neocognitron has none, a committee
-         * (core/cnn.h, core/neocog.h) keeps one per member and is named by
+         * (core/cnn/cnn.h, core/neocog/neocog.h) keeps one per member and is named by
          * its size. */
         uint32_t cols = 0;
         if (kind == NC_MF_KIND_CNN &&
@@ -378,7 +378,7 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
         goto fail;
     }
     if (err == -ENOTSUP && kind == NC_MF_KIND_CNN && strstr(m->arch, "bn")) {
-        /* core/cnn.h: such a net normalises with each batch's statistics */
+        /* core/cnn/cnn.h: such a net normalises with each batch's statistics */
         say(why, n, "%s: a batch-normalised net in training (%s), not one to serve: "
             "serve the file neocog-train cnn wrote (its fold)", path, m->arch);
         goto fail;

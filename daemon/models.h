@@ -1,7 +1,7 @@
 /* daemon/models.h — the set of models being served, and reloading it.
  *
  * Layer: daemon.  A "generation" (nc_models) holds at most one model per
- * slot (CNN, neocognitron, chars), each an open backend (core/backend.h).  Workers
+ * slot (CNN, neocognitron, chars), each an open backend (core/backend/backend.h).  Workers
  * take a reference to the current generation for each batch, so a reload
  * swaps the pointer and the old generation dies when its last batch ends:
  * no request is dropped or sees half a reload.  Models are refcounted on
@@ -103,7 +103,7 @@ void nc_model_needs(uint32_t model, int need[NC_SLOTS]);
  * the chars model.  nc_charset_parse gives -1 for anything else. */
 enum { NC_CHARSET_DIGITS = 0, NC_CHARSET_ALNUM = 1, NC_CHARSET_ALL = 2 };
 int nc_charset_parse(const char *name);
-/* The classes of m that charset allows (core/answer.h's mask: mask[k] 1
+/* The classes of m that charset allows (core/backend/answer.h's mask: mask[k] 1
  * for each of m's n_classes), by their labels: ALNUM allows the labels
  * that are one ASCII letter or digit; any other charset every class. */
 void nc_charset_mask(const nc_model *m, int charset, uint8_t *mask);

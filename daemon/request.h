@@ -46,7 +46,7 @@ typedef struct nc_digit {
     float confidence;
 } nc_digit;
 
-/* The rest of a character's answer (core/answer.h), beside its nc_digit
+/* The rest of a character's answer (core/backend/answer.h), beside its nc_digit
  * (same index in nc_task.more as in nc_task.digits). */
 typedef struct nc_digit_more {
     uint32_t line;                  /* core/segment's line, then (after the
@@ -111,7 +111,7 @@ struct nc_request {
     uint32_t model;                 /* Neocog__Model, DEFAULT resolved */
     uint32_t top_k;                 /* candidates of a whole image, >= 1 */
     uint32_t digit_top_k;           /* of each segmented digit, 0: none */
-    double threshold;               /* core/answer.h's threshold argument:
+    double threshold;               /* core/backend/answer.h's threshold argument:
                                        the request's min_confidence, else
                                        the server's reject_threshold */
     uint32_t prio;                  /* 0 high, 1 normal, 2 background */

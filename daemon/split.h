@@ -4,7 +4,7 @@
  * Layer: daemon (pure computation over core/segment; kept apart from the
  * worker so the decoder fuzzer can drive it alone).  core/segment does the
  * work (adaptive binarisation, polarity, components, merging and splitting,
- * line ordering; see core/segment.h); this file only maps the request's
+ * line ordering; see core/segment/segment.h); this file only maps the request's
  * options onto its parameters and keeps the daemon's caps.  Each digit's
  * patch is light ink on 0, ready for nc_prep_apply with invert = 0: the
  * worker prepares it once per network, as it does any whole image.
@@ -61,7 +61,7 @@ int nc_split_frame_opts(nc_segmenter **seg, const nc_image *frame, const nc_spli
                         size_t why_len);
 
 /* A frame that holds one character is answered as one, prepared exactly
- * as a plain request's image (core/image_clean.h), so that --segment and a
+ * as a plain request's image (core/image/image_clean.h), so that --segment and a
  * plain request agree on a photo of one digit, and a digit that fills the
  * frame (which core/segment, built for strings in wide frames, drops at the
  * frame's edge or splits into lines) is kept.  The frame (its ROI when o has

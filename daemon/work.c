@@ -184,7 +184,7 @@ static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
     }
 }
 
-/* The ensemble rule for gen's pair of models (core/backend.h): the one
+/* The ensemble rule for gen's pair of models (core/backend/backend.h): the one
  * fitted on validation and stored in the CNN file when it was fitted with
  * the neocognitron file now loaded, else the plain mean.  A rule fitted
  * for another neocognitron file is noted in the log once per pair of
@@ -202,13 +202,13 @@ static void ensemble_rule(nc_models *gen, nc_ens_rule *rule)
                neo->path);
 }
 
-/* The core/answer.h network a slot's model answers as. */
+/* The core/backend/answer.h network a slot's model answers as. */
 static int net_of(int slot)
 {
     return slot == NC_SLOT_NEOCOG ? NC_ANSWER_NET_NEOCOG : NC_ANSWER_NET_CNN;
 }
 
-/* core/answer.h's input for req's answers with gen's models: the rule and
+/* core/backend/answer.h's input for req's answers with gen's models: the rule and
  * the request's threshold; rows and candidates are the caller's. */
 static nc_answer_in answer_in(const nc_models *gen, uint32_t model, const int need[NC_SLOTS],
                               const nc_ens_rule *rule, const nc_request *req)
@@ -222,7 +222,7 @@ static nc_answer_in answer_in(const nc_models *gen, uint32_t model, const int ne
     return in;
 }
 
-/* Answer of row r through core/answer.h with the request's threshold and
+/* Answer of row r through core/backend/answer.h with the request's threshold and
  * candidates (a segmented digit: the digit's count, possibly none). */
 static int answer(const nc_work *w, const nc_models *gen, uint32_t model,
                   const int need[NC_SLOTS], const nc_ens_rule *rule, const uint8_t *alnum,
@@ -353,7 +353,7 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
                       "image %u: %s", why);
             continue;
         }
-        /* One character: prepared once for every network (core/image_clean.h:
+        /* One character: prepared once for every network (core/image/image_clean.h:
          * polarity, paper and light flattened, cropped), as the offline tools
          * do.  No character (-ENOENT) leaves an empty view, which every
          * network answers as "no ink".  Segmentation decides polarity itself

@@ -1,7 +1,7 @@
 /* proto/message.h — unpacking and packing neocog messages safely.
  *
  * Layer: proto (needs protobuf-c and the generated neocog.pb-c.h).  Error
- * codes as in core/common.h; nothing here prints or exits.
+ * codes as in core/common/common.h; nothing here prints or exits.
  *
  * Unpacking untrusted bytes: protobuf-c allocates while it parses, and a
  * small message can ask for much more memory than its own size (every empty

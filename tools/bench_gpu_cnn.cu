@@ -2,7 +2,7 @@
  *
  * Times seed 000's MNIST column 1x29x29-20C4-MP2-40C5-MP3-150N-10N (or
  * --cnn-arch's net, e.g. the deep column of models/cnn-single.ncm) on the GPU
- * engine (gpu/cnn_engine.h): images/s at batch 1..max_batch for each forward
+ * engine (gpu/cnn/cnn_engine.h): images/s at batch 1..max_batch for each forward
  * path and for the engine's measured choice (inputs already on the device,
  * CUDA events around each batch, median of o->reps); batch-1 latency as GPU
  * time (a CUDA graph of the forward, events around the replay) and as host
@@ -195,7 +195,7 @@ extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
         CK(cudaMemcpy(d_in + (size_t)b * 841, digits, (size_t)c * 841 * sizeof(float),
                       cudaMemcpyHostToDevice));
     }
-    printf("## CNN column %s (gpu/cnn_engine, fp32)\n\n", arch);
+    printf("## CNN column %s (gpu/cnn/cnn_engine, fp32)\n\n", arch);
 
     /* ---- throughput per path -------------------------------------------- */
     printf("### Forward throughput, images/s (inputs on the device; median of %d)\n\n", o->reps);

@@ -917,7 +917,7 @@ extern "C" int bench_gpu_neocog(const nc_bench_gpu_opts *o)
                        gs1 ? "one kernel" : "two");
             else
                 printf("\nUG and US1 as one kernel: not for this net's geometry "
-                       "(gpu/neocog_gs1.cuh)\n");
+                       "(gpu/neocog/neocog_gs1.cuh)\n");
             for (int i = 0; can && i < 6; i++) {
                 if ((err = nc_gpu_neocog_set_gs1(e, (uint32_t)(i & 1))) < 0)
                     goto out;

@@ -4,9 +4,9 @@
  * The same steps as a neocogd worker, on the CPU engine table of core/ (no
  * daemon): decode the file as the daemon does (io/decode.h: JPEG, PNG,
  * PGM, with its size caps), prepare it once for every network
- * (core/image_clean.h: polarity, paper and light flattened, the character
- * cropped), each model's own prep (core/image.h), the forward pass, and the
- * daemon's answer rule (core/answer.h: calibrated probabilities, the
+ * (core/image/image_clean.h: polarity, paper and light flattened, the character
+ * cropped), each model's own prep (core/image/image.h), the forward pass, and the
+ * daemon's answer rule (core/backend/answer.h: calibrated probabilities, the
  * ensemble, the reject threshold stored in the files).  For scripts and for
  * checking a model or an image by hand.
  *

@@ -21,7 +21,7 @@
  * validation writer when the FNV-1a 64-bit hash of that string, modulo
  * 1000, is below 150 (about 15 % of the writers).
  *
- * Each image (core/strokes.h does the maths): strokes resampled at equal arc
+ * Each image (core/data/strokes.h does the maths): strokes resampled at equal arc
  * length (1/32 of the smaller of the character's larger side and its
  * reference height); slant (uniform in +-DEG, about the character's centre
  * on its baseline), rotation (+-DEG), x stretch (1 +- F), in line mode a

@@ -4,7 +4,7 @@
  * (neocog_unipen_ref.c).
  *
  * Layer: tools.  Coordinates are flipped on reading so y points DOWN, as
- * core/strokes.h expects: a sample's "bottom" is its largest y. */
+ * core/data/strokes.h expects: a sample's "bottom" is its largest y. */
 #ifndef NC_UNIPEN_H
 #define NC_UNIPEN_H
 

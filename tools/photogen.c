@@ -25,7 +25,7 @@
  *
  * --patches PREFIX: each photo (single digits only) also goes through a
  * JPEG round trip at its quality and the daemon's preparation
- * (core/image_clean.h), then MNIST's layout (28x28, light ink, 20-pixel box,
+ * (core/image/image_clean.h), then MNIST's layout (28x28, light ink, 20-pixel box,
  * centre of mass in the middle), kept with its label in
  * PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte: training digits as
  * a network sees them from photos (`neocog-train cnn --extra PREFIX`).

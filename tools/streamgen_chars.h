@@ -8,7 +8,7 @@
  * frame; only the strings differ.  One writer per string: each character
  * is a sample of that writer's when the writer wrote one, else another
  * writer's of the same split, laid on a common baseline at a common
- * capital height with core/strokes.h (the writer's size and baseline
+ * capital height with core/data/strokes.h (the writer's size and baseline
  * reference from neocog_unipen_ref.c, so `. , ' -` keep their size and
  * height on the line, and g j p q y their descenders).  Deterministic for
  * a given RNG state and stroke set. */

@@ -70,7 +70,7 @@ int train_open_model_on(const char *who, const char *path, int gpu, nc_backend *
                         uint8_t **ret_buf, size_t *ret_len);
 
 /* Raw scores of be on digits [first, first + count) of d, each prepared
- * as the daemon prepares it (nc_image_clean_prep, core/image_clean.h: an
+ * as the daemon prepares it (nc_image_clean_prep, core/image/image_clean.h: an
  * MNIST digit passes through unchanged) with the prep stored in the model
  * (its invert naming dark ink), split over threads (each
  * its own worker; OpenBLAS is held to one thread when there are several).

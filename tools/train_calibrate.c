@@ -1,7 +1,7 @@
 /* tools/train_calibrate.c — `neocog-train calibrate`: fit a model file's
  * calibration rule (and, for a CNN, the ensemble rule with a neocognitron
  * file) on the validation split and write a copy of the file that carries
- * them (core/calib.h).
+ * them (core/calib/calib.h).
  *
  * Layer: tools.  Validation is MNIST training digits 50000-59999, which no
  * trainer here learns from, or with --idx PREFIX another IDX set with its

@@ -1,7 +1,7 @@
 /* tools/train_cnn.c — `neocog-train cnn`: train one seed 000 CNN column on
  * MNIST (or another IDX character set) and write it as a model file.
  *
- * Layer: tools.  core/cnn does forward, back-propagation and SGD, core/deform
+ * Layer: tools.  core/cnn does forward, back-propagation and SGD, core/data/deform
  * the distortions; this file owns the data split, the schedule, progress,
  * checkpoints and provenance.
  *
@@ -27,10 +27,10 @@
  *    pixels / 255 exactly; all but 3 equal pixels / max exactly; those 3
  *    have a 19 px box that the prep scales to 20.)
  *  - Deformations (--deform, default on): every training presentation is
- *    freshly distorted by core/deform with NC_DEFORM_MNIST (affine +
+ *    freshly distorted by core/data/deform with NC_DEFORM_MNIST (affine +
  *    elastic), its strengths times --deform-scale; validation and test
  *    digits never are.
- *  - Batch-normalised layers ("bn" in --arch; core/cnn.h): each batch is
+ *  - Batch-normalised layers ("bn" in --arch; core/cnn/cnn.h): each batch is
  *    normalised with its own statistics while training; after every epoch
  *    train_norm.h measures each layer's fixed statistics over undeformed
  *    training digits, and the net folded with them (nc_cnn_fold_norm)
@@ -42,9 +42,9 @@
  *    rectified units, the notation's "relu").
  *  - Mini-batch SGD (plain, --momentum or --adam: core's steps, which the
  *    engine's kernels round alike) on the BLAS path, or with --gpu N on the
- *    CUDA engine (gpu/cnn_engine.h: the training digits resident on the
- *    device, which deforms them itself with gpu/deform, the twin of
- *    core/deform, and runs a chunk of steps without waiting; the same steps
+ *    CUDA engine (gpu/cnn/cnn_engine.h: the training digits resident on the
+ *    device, which deforms them itself with gpu/data/deform, the twin of
+ *    core/data/deform, and runs a chunk of steps without waiting; the same steps
  *    as the CPU's to float rounding, as tests/gpu/test_deform and
  *    tests/gpu/test_cnn check).  nc_cnn sums gradients over a batch
  *    (not averages), so --lr keeps the seed's on-line meaning, a step per
@@ -863,7 +863,7 @@ typedef struct trainer {
 
 /* The deformation stream of the image at position pos of an epoch: its own
  * splitmix64 state, hashed from the epoch's seed and pos, so that any number
- * of threads draws exactly the same images (core/deform's draws of one image
+ * of threads draws exactly the same images (core/data/deform's draws of one image
  * are sequential; images are independent). */
 static nc_deform_rng image_rng(uint64_t epoch_seed, uint32_t pos)
 {
@@ -992,7 +992,7 @@ static int train_chunk(trainer *t, int slot, uint32_t n, float lr, double *loss,
 
 #if NC_HAVE_CUDA
 /* The GPU's epoch: the training images live on the device, which deforms
- * them itself (gpu/deform.cuh) from the same per-image streams, so the host
+ * them itself (gpu/data/deform.cuh) from the same per-image streams, so the host
  * only sends positions and stream states, a chunk at a time. */
 static int train_chunk_gpu(trainer *t, uint64_t epoch_seed, uint32_t first, uint32_t n,
                            float lr, double *loss, uint32_t *errors)

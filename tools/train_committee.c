@@ -1,5 +1,5 @@
 /* tools/train_committee.c — `neocog-train committee`: bundle CNN column
- * files into one committee file (core/cnn.h, "committees") and measure it;
+ * files into one committee file (core/cnn/cnn.h, "committees") and measure it;
  * given neocognitron files, train_committee_neocog.c does the same for them.
  *
  * Layer: tools.  The columns are checked to agree (input and output sizes,
@@ -44,7 +44,7 @@ static void usage(FILE *f)
         "  --half            neocognitrons: store the weights as binary16 (half the\n"
         "                    file; the file is measured as written)\n"
         "  --log8            neocognitrons: store the weights as 8-bit logarithmic\n"
-        "                    codes (a quarter; core/neocog.h; measured as written)\n"
+        "                    codes (a quarter; core/neocog/neocog.h; measured as written)\n"
         "  --gpu N           neocognitrons: measure on CUDA device N (a CUDA build)\n"
         "  --heights H,H,..  neocognitrons: the committee prepares each digit at these\n"
         "                    heights (up to 8 views) and answers with the mean of\n"

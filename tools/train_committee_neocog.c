@@ -1,5 +1,5 @@
 /* tools/train_committee_neocog.c — `neocog-train committee` given
- * neocognitron files: bundle them into one committee file (core/neocog.h,
+ * neocognitron files: bundle them into one committee file (core/neocog/neocog.h,
  * "committees") and measure it.
  *
  * Layer: tools.  The members are checked to agree (input size, classes and
@@ -10,7 +10,7 @@
  * itself, opened through the engine table.  With --heights the committee's
  * record asks for views (image.h): each digit is prepared at every height
  * given, once for each shear the members were trained with, and each member
- * answers on the views of its own shear (core/neocog.h); the engines average
+ * answers on the views of its own shear (core/neocog/neocog.h); the engines average
  * all those scores.  Members of different shears may then share a
  * committee.  The members keep their own records, without views.  The test
  * set chooses nothing here: the committee is the mean of all the members

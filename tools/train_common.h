@@ -57,7 +57,7 @@ int train_neo_evaluate(train_neo_run *run);
 float train_margin(const float *score, uint32_t n);
 
 /* The model-file section that marks a neocognitron as answering with the
- * interpolating-vector classifier: u32 [top_t] (documented in core/neocog.h,
+ * interpolating-vector classifier: u32 [top_t] (documented in core/neocog/neocog.h,
  * which the CPU engine reads it through). */
 #define TRAIN_TAG_IV NC_NEOCOG_TAG_IV
 

@@ -1,6 +1,6 @@
 /* tools/train_convert.c — `neocog-train convert IN OUT`: rewrite a
  * neocognitron model file with the current writer, i.e. each stage's weights
- * in whichever form (dense or sparse, core/neocog.h) is smaller.
+ * in whichever form (dense or sparse, core/neocog/neocog.h) is smaller.
  *
  * Layer: tools.  Nothing about the model changes: the network is read and
  * written by core, and every other section (INFO and provenance, NIVT, and
@@ -21,7 +21,7 @@
 
 #define CONVERT_MAX_BYTES ((size_t)1 << 31)
 
-/* Container layout of core/modelfile.h, needed only to list the sections:
+/* Container layout of core/modelfile/modelfile.h, needed only to list the sections:
  * the reader finds them by tag but has no way to enumerate them. */
 #define MF_HEADER_LEN 32u
 #define MF_SECTION_HEADER_LEN 16u

@@ -8,13 +8,13 @@
  * "nothing fired" go first), throughput, and writes the most confident
  * misrecognitions as a PNG sheet.
  *
- * Every file runs through the CPU engine table (core/backend.h, via
+ * Every file runs through the CPU engine table (core/backend/backend.h, via
  * train_scores.c): a CNN committee answers with its columns' mean, a
  * neocognitron with the interpolating-vector mark (TRAIN_TAG_IV) with that
  * classifier.  With --max-response a neocognitron runs through
  * nc_neocog_forward here instead, ignoring the mark.
  *
- * From the raw scores it also reports the calibrated model (core/calib.h:
+ * From the raw scores it also reports the calibrated model (core/calib/calib.h:
  * the rule the file holds, else the plain one): error at 0.5 / 1 / 2 %
  * rejection of the least calibrated-confident answers, and what the stored
  * reject threshold does; with --ensemble NEOCOG (a CNN model) the same for

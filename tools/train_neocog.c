@@ -2,7 +2,7 @@
  * digit neocognitron stage by stage (shared/docs/neocognitron-spec.md,
  * "Training") on MNIST and write it as a model file.
  *
- * Layer: tools.  core/neocog_learn.c does the learning maths one pattern at
+ * Layer: tools.  core/neocog/neocog_learn.c does the learning maths one pattern at
  * a time; this file owns the data split, the pattern lists, passes,
  * progress, checkpoints, the choices made on validation data and the
  * provenance.
@@ -25,7 +25,7 @@
  *    with each digit's US4 responses split over the threads by plane ranges.
  *    Bit-for-bit the same network for every --threads.  With --deform-us4
  *    F, US4's passes after the first see every digit freshly deformed by
- *    core/deform (NC_DEFORM_MNIST times F), each digit's draw from a stream
+ *    core/data/deform (NC_DEFORM_MNIST times F), each digit's draw from a stream
  *    hashed from --seed, the pass and its place in the list.
  *  - The class-balanced lists come from one permutation of the training
  *    part drawn from --seed (splitmix64): classes are interleaved 0,1,..,9,
@@ -108,7 +108,7 @@ static void usage(FILE *f)
         "  --deskew              shear each digit upright before scaling (stored in the prep)\n"
         "  --deskew-gentle       the same, at most half a pixel a row\n"
         "  --deform-us4 F        US4 passes after the first see every digit freshly deformed\n"
-        "                        (core/deform, NC_DEFORM_MNIST times F; 0, the default, off)\n"
+        "                        (core/data/deform, NC_DEFORM_MNIST times F; 0, the default, off)\n"
         "  --interp              let validation choose the interpolating-vector\n"
         "                        classifier over the max-response answer\n"
         "  --top-t N             planes per class the IV classifier pairs (8)\n"
@@ -574,7 +574,7 @@ static int train_stage(nc_neocog *net, nc_neocog_learner *lr, uint32_t l,
     const uint64_t total = (uint64_t)n * o->passes[l];
     /* US4 learns in batches: lower stages of a batch side by side, then the
      * batch in order with each digit's US4 responses split by plane ranges
-     * (core/neocog_learn.c); the network does not depend on the thread count */
+     * (core/neocog/neocog_learn.c); the network does not depend on the thread count */
     const uint32_t threads = pool ? train_pool_threads(pool) : 1;
     const uint32_t batch = last ? US4_BATCH_PER_THREAD * threads : 1;
     const size_t cells = nc_prep_out_len(prep);

@@ -1,5 +1,5 @@
 /* tools/train_norm.h — what `neocog-train cnn` adds for a batch-normalised
- * column (core/cnn.h's "bn"): the fixed statistics measured after each
+ * column (core/cnn/cnn.h's "bn"): the fixed statistics measured after each
  * epoch, and the plain net they fold into, which answers validation and
  * test and is the file written.
  *

@@ -2,7 +2,7 @@
  * the calibrated answers and rejection figures made from them (see
  * train_calib.h).
  *
- * Layer: tools.  Everything goes through an engine table (core/backend.h:
+ * Layer: tools.  Everything goes through an engine table (core/backend/backend.h:
  * the CPU's, or a GPU's where the caller asks), so a committee, a
  * neocognitron with its interpolating-vector mark and views, and a
  * calibrated file are run exactly as the daemon's engines run them. */

@@ -1,4 +1,4 @@
-/* tests/core/test_answer.c — core/answer.h: the answer rule for one input
+/* tests/core/test_answer.c — core/backend/answer.h: the answer rule for one input
  * (single networks and the ensemble), the threshold conventions (the
  * model's stored one, a looser or tighter one, none), every reject reason,
  * the candidates' order, and the refusals of bad arguments.  The backends

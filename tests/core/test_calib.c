@@ -1,4 +1,4 @@
-/* tests/core/test_calib.c — core/calib.h: the calibration family, fitting
+/* tests/core/test_calib.c — core/calib/calib.h: the calibration family, fitting
  * a known temperature back from synthetic scores, the reject threshold, the
  * ensemble weight, the file sections, and the backend applying what a file
  * holds (including the ensemble rule falling back when the neocognitron file

@@ -1,5 +1,5 @@
 /* tests/core/test_cnn_input.c — a column's own input transform (the CNN
- * notation's W<w>, core/cnn_input.c): the notation round trip and its
+ * notation's W<w>, core/cnn/cnn_input.c): the notation round trip and its
  * refusals, the width normalisation itself on hand-made digits (box width,
  * rows kept, ink mass scaled by w / width, centring), the committee run
  * feeding a W column the transformed images while its plain columns get the

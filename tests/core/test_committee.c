@@ -1,5 +1,5 @@
 /* tests/core/test_committee.c — CNN committees in one model file
- * (core/cnn.h, "committees"): the round trip with each column's own record,
+ * (core/cnn/cnn.h, "committees"): the round trip with each column's own record,
  * the one-column form that old and new loaders share, clean errors for
  * truncated, flipped and forged files, the committee's output as the mean of
  * its columns' outputs, and the CPU engine running a committee file; views

@@ -1,5 +1,5 @@
 /* tests/core/test_components.c — nc_image_components and
- * nc_image_components_ink (core/image_components.c, run-based) against a
+ * nc_image_components_ink (core/image/image_components.c, run-based) against a
  * plain flood fill, on a few hundred random and structured masks: labels,
  * count and every statistic must be identical, bit for bit.
  *

@@ -1,4 +1,4 @@
-/* tests/core/test_dataset.c — IDX parsing and gzip (core/dataset.c, gunzip.c).
+/* tests/core/test_dataset.c — IDX parsing and gzip (core/data/dataset.c, gunzip.c).
  *
  * The committed fixture (tests/data, the first 1000 MNIST test digits; see
  * tests/data/README.md for how it was made and the values checked here),

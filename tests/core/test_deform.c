@@ -1,5 +1,5 @@
 /* tests/core/test_deform.c — random affine + elastic deformations
- * (core/deform.c).
+ * (core/data/deform.c).
  *
  * Exact cases first (identity, whole-pixel shifts, a quarter turn given as
  * an explicit matrix), then the properties training relies on: a fixed seed

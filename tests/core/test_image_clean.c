@@ -1,4 +1,4 @@
-/* tests/core/test_image_clean.c — nc_image_clean (core/image_clean.h).
+/* tests/core/test_image_clean.c — nc_image_clean (core/image/image_clean.h).
  *
  * Photos are rendered here from the fixture's MNIST digits: grey paper under
  * a light gradient and a vignette, the digit enlarged into it off-centre in

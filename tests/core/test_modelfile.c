@@ -1,4 +1,4 @@
-/* tests/core/test_modelfile.c — the model file container (core/modelfile.c).
+/* tests/core/test_modelfile.c — the model file container (core/modelfile/modelfile.c).
  *
  * Round trips of sections and of nc_model_info, then the failure paths:
  * every truncation, random bit flips, lying lengths behind a valid CRC, a

@@ -1011,7 +1011,7 @@ static int load_digits(uint32_t n, float **ret_x, uint8_t **ret_lab)
     return (int)got;
 }
 
-/* The CPU engine (core/backend_cpu.c) on a model file of net, n digits x:
+/* The CPU engine (core/backend/backend_cpu.c) on a model file of net, n digits x:
  * without NIVT its raw scores are nc_neocog_forward's UC4 maxima, with NIVT
  * the interpolating-vector scores, bit for bit; a malformed NIVT fails the
  * file. */

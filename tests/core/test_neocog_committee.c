@@ -1,5 +1,5 @@
 /* tests/core/test_neocog_committee.c — neocognitron committee files and the
- * half-precision and 8-bit logarithmic weight forms (core/neocog.h): round
+ * half-precision and 8-bit logarithmic weight forms (core/neocog/neocog.h): round
  * trips, what the loader refuses, and the CPU engine's answer for a
  * committee, which must be the mean of its members' answers as one-network
  * files. */

@@ -1,4 +1,4 @@
-/* tests/core/test_neocog_learn.c — the learning maths of core/neocog_learn.c:
+/* tests/core/test_neocog_learn.c — the learning maths of core/neocog/neocog_learn.c:
  * plane creation stops on a repeated pattern, reinforcement moves a plane
  * toward its input, supervised US4 learns and then recognises its digits,
  * add-if-silent and the interpolating-vector classifier behave, and all of

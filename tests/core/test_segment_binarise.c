@@ -1,5 +1,5 @@
 /* tests/core/test_segment_binarise.c — nc_segment_binarise_frame
- * (core/segment_binarise.c: banded column sums, per-row block statistics,
+ * (core/segment/segment_binarise.c: banded column sums, per-row block statistics,
  * byte-wide masks) against the rule of segment.h written out plainly, with
  * no integral image and libm's ceil / floor / fmin: the mask and the
  * polarity must be identical bit for bit, on rendered camera frames, noise,

@@ -1,4 +1,4 @@
-/* tests/core/test_strokes.c — pen strokes to images (core/strokes.c).
+/* tests/core/test_strokes.c — pen strokes to images (core/data/strokes.c).
  *
  * Resampling puts points at equal arc length and keeps the ends; the pen
  * draws a horizontal stroke as a horizontal bar of the chosen width; the

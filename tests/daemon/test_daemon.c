@@ -1073,7 +1073,7 @@ static void test_reload(void)
     expect_from_model();
     still_serving("good model reload");
 
-    /* A batch-normalised net (a training checkpoint's, core/cnn.h): refused,
+    /* A batch-normalised net (a training checkpoint's, core/cnn/cnn.h): refused,
        saying so, and the old model keeps serving (after an "ok" reload, so
        that "partly failed" is this reload's). */
     CHECK(nc_make_cnn_model_arch(model_path, 98, "1x29x29-6C4bn-MP2-10N") == 0);

@@ -1,5 +1,5 @@
 /* tests/gpu/test_backend.c — parity of the GPU engine table
- * (gpu/backend_gpu.h) with the CPU one (core/backend.h's nc_backend_cpu).
+ * (gpu/backend/backend_gpu.h) with the CPU one (core/backend/backend.h's nc_backend_cpu).
  *
  * Both tables open the same model file image: the shipped CNN
  * (models/cnn-column.ncm), a CNN committee, the same committee looking at
@@ -380,7 +380,7 @@ static int make_neocog(uint8_t **buf, size_t *len)
 
 /* A neocognitron committee of three such nets, seeded from other digits to
  * other plane counts, the second answering by interpolating vectors, all
- * stored in binary16 (core/neocog.h, "committees"), whose record asks for
+ * stored in binary16 (core/neocog/neocog.h, "committees"), whose record asks for
  * four views of each digit (image.h): two unsheared, for the first two
  * members, and two sheared, for the third, whose record says it was
  * trained so (it was not: the test compares engines).  Batch 2100 is then

@@ -1,4 +1,4 @@
-/* tests/gpu/test_deform.c — gpu/deform against core/deform, and the engine's
+/* tests/gpu/test_deform.c — gpu/data/deform against core/data/deform, and the engine's
  * device-side training run (nc_gpu_cnn_train_indexed) against the same run
  * fed with images deformed on the CPU, and with soft targets (distillation)
  * against core's steps.

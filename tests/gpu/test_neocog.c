@@ -13,12 +13,12 @@
  * resident engine, in every variant (and AUTO, which switches from the
  * sparse kernels to the GEMM path at a batch threshold), must give core's
  * labels on every fixture digit, through the graph path (batches <= 64) and
- * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog_gemm)
+ * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog/neocog_gemm)
  * is a layer variant like the others here: every S-layer, both inputs,
  * every batch, poisoned outputs and occupancy.  So is the sparse kernel
  * with its reduction split over blocks (2, 5 and 32 runs at batches 1, 3 and
  * 33, two launches on one scratch bit-identical), and the engine with its
- * splits forced.  UG and US1 as one kernel (gpu/neocog_gs1) give both
+ * splits forced.  UG and US1 as one kernel (gpu/neocog/neocog_gs1) give both
  * layers' outputs and occupancy maps as core's, and the engine its labels
  * with that kernel and without.
  *

@@ -1,5 +1,5 @@
 /* tests/gpu/test_neocog_iv.c — the GPU interpolating-vector classifier
- * (gpu/neocog_iv, through the engine's nc_gpu_neocog_set_iv) against core's
+ * (gpu/neocog/neocog_iv, through the engine's nc_gpu_neocog_set_iv) against core's
  * nc_neocog_iv_classify.
  *
  * Exact check: after each engine forward, the last stage's input and

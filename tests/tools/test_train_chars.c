@@ -11,7 +11,7 @@
  * the labels kept; `eval --idx` prints the character report (kinds, top-3,
  * the groups, the confusions) and refuses a set whose classes are not the
  * model's.  Last the calibrated file answers an image through the engine
- * table and core/answer with all 12 candidates, each once, best first.
+ * table and core/backend/answer with all 12 candidates, each once, best first.
  * Usage: test_train_chars NEOCOG-TRAIN. */
 #include "fixture.h"
 #include "run_capture.h"
