@@ -347,7 +347,7 @@ static int load_net(const char *path, nc_neocog **ret)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_model_info info;
-    int err = nc_file_read(path, (size_t)1 << 30, &buf, &len);
+    int err = nc_file_read_model(path, (size_t)1 << 30, &buf, &len);
     if (!err)
         err = nc_neocog_load_member(buf, len, 0, ret, &info, NULL);
     free(buf);
