@@ -339,16 +339,34 @@ typedef struct part {
     int has_filename;
 } part;
 
+/* The first s (n bytes, s[0] a CR) in [from, end); NULL none.  A call's
+ * image bytes are searched once for every part, so this runs memchr over
+ * them for the rare CR and compares the rest only there: glibc's memmem
+ * crawls through the long runs of equal bytes a scanned digit is made of,
+ * and sets up a table on each call, several times slower either way. */
+static const char *find_cr(const char *from, const char *end, const char *s, size_t n)
+{
+    for (const char *p = from; end - p >= (ptrdiff_t)n; p++) {
+        p = memchr(p, '\r', (size_t)(end - p) - n + 1);
+        if (!p)
+            return NULL;
+        if (!memcmp(p + 1, s + 1, n - 1))
+            return p;
+    }
+    return NULL;
+}
+
 /* Split a multipart body; calls back for each part.  Counting pass when
  * in == NULL.  Returns parts seen, or -1 when malformed. */
 static long multipart_walk(const char *body, size_t len, const char *bd, size_t bd_len,
                            int (*fn)(void *, const part *), void *arg)
 {
-    char delim[80];
+    char crlf_delim[80];      /* CRLF "--" boundary; the delimiter from [2] */
     if (bd_len == 0 || bd_len > 70)
         return -1;
-    delim[0] = '-', delim[1] = '-';
-    memcpy(delim + 2, bd, bd_len);
+    memcpy(crlf_delim, "\r\n--", 4);
+    memcpy(crlf_delim + 4, bd, bd_len);
+    const char *delim = crlf_delim + 2;
     const size_t dl = bd_len + 2;
     const char *end = body + len;
     const char *p = memmem(body, len, delim, dl);
@@ -360,12 +378,12 @@ static long multipart_walk(const char *body, size_t len, const char *bd, size_t 
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
             return -1;
         p += 2;
-        const char *hend = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
+        const char *hend = find_cr(p, end, "\r\n\r\n", 4);
         if (!hend)
             return -1;
         part pt = { 0 };
         for (const char *h = p; h < hend;) {
-            const char *eol = memmem(h, (size_t)(hend + 2 - h), "\r\n", 2);
+            const char *eol = find_cr(h, hend + 2, "\r\n", 2);
             size_t hl = (size_t)(eol - h);
             if (hl > 20 && !strncasecmp(h, "content-disposition:", 20)) {
                 pt.name = header_param(h + 20, hl - 20, "name", &pt.name_len);
@@ -381,15 +399,10 @@ static long multipart_walk(const char *body, size_t len, const char *bd, size_t 
         }
         pt.data = hend + 4;
         /* the part ends at CRLF + delimiter */
-        const char *next = pt.data;
-        for (;;) {
-            next = memmem(next, (size_t)(end - next), delim, dl);
-            if (!next)
-                return -1;
-            if (next - pt.data >= 2 && next[-2] == '\r' && next[-1] == '\n')
-                break;
-            next++;
-        }
+        const char *next = find_cr(pt.data, end, crlf_delim, dl + 2);
+        if (!next)
+            return -1;
+        next += 2;
         pt.data_len = (size_t)(next - 2 - pt.data);
         if (fn && fn(arg, &pt))
             return -1;
