@@ -6,6 +6,7 @@
  *       [--size-mode box|line] [--size 28|29] [--count N] [--seed S]
  *       [--variants K] [--pen-width MIN:MAX] [--slant DEG] [--rotate DEG]
  *       [--aspect F] [--scale F] [--jitter F] [--plain]
+ *       [--look none|binary|stretch|r16|blur]
  *       [--sheet FILE.pgm] [--sheet-cols N]
  *
  * FILE is shared/data/unipen's JSON lines (its README has the format).
@@ -33,7 +34,9 @@
  *        (tools/neocog_unipen_ref.c says how both are estimated), centred
  *        along x by mass: size and height on the line are kept.
  * --size 29 is the 28 layout with an empty last row and column, as the
- * CNN's input.  Exit status: 0 done, 1 failure, 2 usage. */
+ * CNN's input.  --look gives every image the look of another source:
+ * binarised, stretched to its box, resampled at 16 px, blurred
+ * (neocog_unipen_look.h).  Exit status: 0 done, 1 failure, 2 usage. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +46,7 @@
 #include "dataset.h"
 #include "fileio.h"
 #include "neocog_unipen.h"
+#include "neocog_unipen_look.h"
 #include "pgm.h"
 #include "strokes.h"
 
@@ -51,6 +55,7 @@
 typedef struct options {
     const char *data, *out, *sheet;
     const char *classes, *split, *mode;
+    nc_look look;
     uint32_t size, count, variants, sheet_cols, counts_only, plain;
     uint64_t seed;
     float pen_min, pen_max, slant, rotate, aspect, scale, jitter;
@@ -63,6 +68,7 @@ static int usage(void)
             "  [--classes digits|alnum|all94] [--split train|val|all] [--size-mode box|line]\n"
             "  [--size 28|29] [--count N] [--seed S] [--variants K] [--pen-width MIN:MAX]\n"
             "  [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
+            "  [--look none|binary|stretch|r16|blur]\n"
             "  [--sheet FILE.pgm] [--sheet-cols N]\n");
     return 2;
 }
@@ -146,7 +152,10 @@ static int parse_options(int argc, char **argv, options *o)
             o->classes = v;
         else if (!strcmp(a, "--split"))
             o->split = v;
-        else if (!strcmp(a, "--size-mode"))
+        else if (!strcmp(a, "--look")) {
+            if (nc_look_parse(v, &o->look))
+                return -1;
+        } else if (!strcmp(a, "--size-mode"))
             o->mode = v;
         else if (!strcmp(a, "--size"))
             o->size = (uint32_t)strtoul(v, &end, 10);
@@ -274,6 +283,8 @@ static int render_one(const nc_unipen *u, const nc_unipen_sample *s, const optio
         err = nc_strokes_transform(&st, m);
     if (!err)
         err = nc_strokes_jitter(&st, rng, o->jitter, 150.0f * o->jitter, 2.0f * o->jitter);
+    if (!err)
+        err = nc_look_strokes(o->look, &st);
     nc_strokes_layout l = !strcmp(o->mode, "box") ? NC_STROKES_LAYOUT_MNIST_28
                                                   : NC_STROKES_LAYOUT_LINE_28;
     l.size = o->size;
@@ -281,6 +292,8 @@ static int render_one(const nc_unipen *u, const nc_unipen_sample *s, const optio
     if (!err)
         err = nc_strokes_layout_apply(&st, &l, s->ref, s->baseline, w->field, flags);
     nc_strokes_fini(&st);
+    if (!err)
+        err = nc_look_field(o->look, w->field, o->size);
     if (err)
         return err;
     for (uint32_t i = 0; i < o->size * o->size; i++)
