@@ -21,6 +21,7 @@
  */
 #include "bench_cpu.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include "fileio.h"
 #include "nc_config.h"
+#include "opts.h"
 
 double bench_now(void)
 {
@@ -70,10 +72,34 @@ static int load_digits(const char *dir, nc_dataset *ret)
     return err;
 }
 
-static void usage(FILE *to)
+enum { O_NET, O_REPS, O_BATCH, O_DATA, O_CNN_ARCH, O_NEOCOG_MODEL, O_END };
+
+static const nc_opt opt_table[] = {
+    [O_NET] = { "net", "all|neocog|cnn", "which network to time (default all)" },
+    [O_REPS] = { "reps", "N", "timing repetitions, more = steadier (default 3)" },
+    [O_BATCH] = { "batch", "N", "CNN batch for the BLAS path, 1..65536 (default 256)" },
+    [O_DATA] = { "data", "DIR", "the MNIST fixture's folder (default tests/data)" },
+    [O_CNN_ARCH] = { "cnn-arch", "ARCH", "another CNN with a 1x29x29 input (random weights)" },
+    [O_NEOCOG_MODEL] = { "neocog-model", "FILE", "time this neocognitron file and the CPU engine\n"
+                                                  "in place of the seeded network" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static nc_opts opts = {
+    .prog = "neocog-bench-cpu",
+    .usage = "usage: neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]\n"
+             "                        [--cnn-arch ARCH] [--neocog-model FILE]\n"
+             "CPU timings of both networks on one thread (pin it: taskset -c 0).\n",
+    .table = opt_table,
+};
+
+/* A whole number in lo..hi, or -1. */
+static int parse_int(const char *v, int lo, int hi)
 {
-    fprintf(to, "usage: neocog-bench-cpu [--net all|neocog|cnn] [--reps N] [--batch N] [--data DIR]\n"
-                "                        [--cnn-arch ARCH] [--neocog-model FILE]\n");
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    return errno || end == v || *end || x < lo || x > hi ? -1 : (int)x;
 }
 
 int main(int argc, char **argv)
@@ -81,24 +107,30 @@ int main(int argc, char **argv)
     const char *net = "all", *model = NULL;
     const char *dir = NC_SOURCE_ROOT "/tests/data";
     nc_bench_opts o = { .reps = 3, .batch = 256 };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!v) { usage(stderr); return 2; }
-        if (!strcmp(a, "--net")) net = v;
-        else if (!strcmp(a, "--reps")) o.reps = atoi(v);
-        else if (!strcmp(a, "--batch")) o.batch = atoi(v);
-        else if (!strcmp(a, "--data")) dir = v;
-        else if (!strcmp(a, "--cnn-arch")) o.cnn_arch = v;
-        else if (!strcmp(a, "--neocog-model")) model = v;
-        else { usage(stderr); return 2; }
-        i++;
+    for (int c; (c = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
+        const char *v = opts.value;
+        int bad = 0;
+        switch (c) {
+        case NC_OPTS_HELP: nc_opts_usage(&opts, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&opts);
+        case O_NET:
+            net = v;
+            bad = strcmp(net, "all") && strcmp(net, "neocog") && strcmp(net, "cnn");
+            break;
+        case O_REPS: bad = (o.reps = parse_int(v, 1, 1 << 20)) < 0; break;
+        case O_BATCH: bad = (o.batch = parse_int(v, 1, 65536)) < 0; break;
+        case O_DATA: dir = v; break;
+        case O_CNN_ARCH: o.cnn_arch = v; break;
+        case O_NEOCOG_MODEL: model = v; break;
+        }
+        if (bad) {
+            nc_opts_bad_value(&opts, c, NULL);
+            return nc_opts_fail(&opts);
+        }
     }
-    if (o.reps < 1 || o.batch < 1 || o.batch > 65536 ||
-        (strcmp(net, "all") && strcmp(net, "neocog") && strcmp(net, "cnn"))) {
-        usage(stderr);
-        return 2;
+    if (opts.next < argc) {
+        nc_opts_error(&opts, "unexpected argument '%s'", argv[opts.next]);
+        return nc_opts_fail(&opts);
     }
     nc_dataset digits = {0};
     if (load_digits(dir, &digits))

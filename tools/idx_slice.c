@@ -11,6 +11,7 @@
  * Layer: tools (does file I/O; core only parses). */
 #include "dataset.h"
 #include "fileio.h"
+#include "opts.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -91,15 +92,28 @@ static int read_file(const char *path, uint8_t **ret_buf, size_t *ret_len)
     return e;
 }
 
+static const nc_opt opt_table[] = { { NULL, NULL, NULL } };
+
+static nc_opts opts = {
+    .prog = "idx-slice",
+    .usage = "usage: idx-slice IMAGES LABELS FIRST COUNT OUT_IMAGES OUT_LABELS\n"
+             "Writes items [FIRST, FIRST+COUNT) of an IDX image/label pair\n"
+             "(plain or gzip) as gzip'd IDX files.\n",
+    .table = opt_table,
+};
+
 int main(int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf(stderr,
-                "usage: idx-slice IMAGES LABELS FIRST COUNT OUT_IMAGES OUT_LABELS\n"
-                "Writes items [FIRST, FIRST+COUNT) of an IDX image/label pair\n"
-                "(plain or gzip) as gzip'd IDX files.\n");
-        return 2;
+    for (int o; (o = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
+        if (o == NC_OPTS_HELP)
+            return nc_opts_usage(&opts, stdout), 0;
+        return nc_opts_fail(&opts);     /* it takes no options */
     }
+    if (argc - opts.next != 6) {
+        nc_opts_error(&opts, "give six operands, not %d", argc - opts.next);
+        return nc_opts_fail(&opts);
+    }
+    argv += opts.next - 1;              /* the operands from argv[1] */
     uint32_t first, count;
     if (parse_u32(argv[3], &first) < 0 || parse_u32(argv[4], &count) < 0) {
         fprintf(stderr, "idx-slice: FIRST and COUNT must be decimal integers "

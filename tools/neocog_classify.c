@@ -36,6 +36,7 @@
 #include "image.h"
 #include "image_clean.h"
 #include "modelfile.h"
+#include "opts.h"
 
 #define MAX_MODEL_BYTES (256u << 20)
 #define MAX_IMAGE_BYTES (64u << 20)
@@ -75,14 +76,27 @@ static int model_load(const char *path, model *m)
     return err;
 }
 
-static void usage(FILE *to)
-{
-    fprintf(to, "usage: neocog-classify [--top K] [--polarity auto|dark|light] [--min-conf X]\n"
-                "                       MODEL[,MODEL2] IMAGE...\n"
-                "  MODEL: a CNN or neocognitron file (models/*.ncm); CNN,NEOCOGNITRON: the ensemble\n"
-                "  IMAGE: JPEG, PNG or PGM, one character each, any paper and light\n"
-                "  prints FILE, LABEL (? = rejected), confidence, the K best LABEL:PROB\n");
-}
+enum { O_TOP, O_POLARITY, O_INVERT, O_MIN_CONF, O_END };
+
+static const nc_opt opt_table[] = {
+    [O_TOP] = { "top", "K", "also the K best classes as LABEL:PROB (default 1)" },
+    [O_POLARITY] = { "polarity", "auto|dark|light", "the ink: dark on light paper, light on\n"
+                                                    "dark, or found per image (default auto)" },
+    [O_INVERT] = { "invert", "yes|no|auto", NULL },     /* the old spelling of --polarity */
+    [O_MIN_CONF] = { "min-conf", "X", "the minimum confidence (<= 1; 0: the threshold\n"
+                                      "stored with the model, the default; -1: none)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static nc_opts opts = {
+    .prog = "neocog-classify",
+    .usage = "usage: neocog-classify [--top K] [--polarity auto|dark|light] [--min-conf X]\n"
+             "                       MODEL[,MODEL2] IMAGE...\n"
+             "  MODEL: a CNN or neocognitron file (models/*.ncm); CNN,NEOCOGNITRON: the ensemble\n"
+             "  IMAGE: JPEG, PNG or PGM, one character each, any paper and light\n"
+             "  prints FILE, LABEL (? = rejected), confidence, the K best LABEL:PROB\n",
+    .table = opt_table,
+};
 
 static int parse_polarity(const char *v)
 {
@@ -138,39 +152,35 @@ static int classify(model *m, uint32_t n_models, int polarity, const nc_ens_rule
 
 int main(int argc, char **argv)
 {
-    int top = 1, polarity = NC_POLARITY_AUTO, i = 1;
+    int top = 1, polarity = NC_POLARITY_AUTO;
     double threshold = NC_ANSWER_THRESHOLD_MODEL;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i += 2) {
-        if (!strcmp(argv[i], "--help")) { usage(stdout); return 0; }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "neocog-classify: %s needs a value\n", argv[i]);
-            return 2;
-        }
-        const char *v = argv[i + 1];
+    for (int o; (o = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
+        const char *v = opts.value;
         char *end = NULL;
-        if (!strcmp(argv[i], "--top")) {
+        int bad = 0;
+        switch (o) {
+        case NC_OPTS_HELP: nc_opts_usage(&opts, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&opts);
+        case O_TOP:
             top = (int)strtol(v, &end, 10);
-            if (*end || top < 1) top = -1;
-        } else if (!strcmp(argv[i], "--polarity") || !strcmp(argv[i], "--invert")) {
-            polarity = parse_polarity(v);
-        } else if (!strcmp(argv[i], "--min-conf")) {
+            bad = end == v || *end || top < 1;
+            break;
+        case O_POLARITY:
+        case O_INVERT: bad = (polarity = parse_polarity(v)) < 0; break;
+        case O_MIN_CONF:
             threshold = strtod(v, &end);
-            if (*end || !(threshold <= 1.0)) {
-                fprintf(stderr, "neocog-classify: --min-conf wants a number <= 1, not %s\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "neocog-classify: unknown option %s (see --help)\n", argv[i]);
-            return 2;
+            bad = end == v || *end || !(threshold <= 1.0);
+            break;
         }
-        if (top < 1 || polarity < 0) {
-            fprintf(stderr, "neocog-classify: bad value for %s: %s\n", argv[i], v);
-            return 2;
+        if (bad) {
+            nc_opts_bad_value(&opts, o, o == O_MIN_CONF ? "(a number <= 1)" : NULL);
+            return nc_opts_fail(&opts);
         }
     }
+    int i = opts.next;
     if (argc - i < 2) {
-        usage(stderr);
-        return 2;
+        nc_opts_error(&opts, "give MODEL[,MODEL2] and at least one IMAGE");
+        return nc_opts_fail(&opts);
     }
 
     /* MODEL or CNN,NEOCOGNITRON */

@@ -73,6 +73,7 @@
 
 #include "dataset.h"
 #include "fileio.h"
+#include "opts.h"
 #include "pgm.h"
 #include "segment.h"
 #include "streamgen_chars.h"
@@ -82,9 +83,49 @@
 
 #define MAX_DATA_BYTES (64u << 20)
 
-static void usage(void)
-{
-    fprintf(stderr,
+enum {
+    O_DATA, O_UNIPEN, O_FRAMES, O_SIZE, O_DIGITS, O_STRINGS, O_OUT, O_TRUTH, O_PGM_DIR,
+    O_SEED, O_QUALITY, O_POLARITY, O_HEIGHTS, O_TOUCH, O_NO_CLUTTER, O_SET, O_FIRST,
+    O_COUNT, O_PATCHES, O_TIME, O_TIME_PAUSE, O_TIME_SPIN, O_CHECK, O_CHECK_DIGITS,
+    O_TEXT, O_WRITERS, O_CHARS, O_END,
+};
+
+static const nc_opt opt_table[] = {
+    [O_DATA] = { "data", "DIR", "MNIST (t10k-* or train-* IDX files) or tests/data" },
+    [O_UNIPEN] = { "unipen", "FILE", "character strings from these pen strokes (.jsonl.gz)" },
+    [O_FRAMES] = { "frames", "N", "frames to render (required)" },
+    [O_SIZE] = { "size", "WxH", "frame size, 64..8192 a side (default 640x480)" },
+    [O_DIGITS] = { "digits", "D", "digits a string (default 8)" },
+    [O_STRINGS] = { "strings", "S", "strings a frame (default 2)" },
+    [O_OUT] = { "out", "FILE.mjpeg|-", "write the frames as MJPEG" },
+    [O_TRUTH] = { "truth", "FILE.tsv", "write the truth file" },
+    [O_PGM_DIR] = { "pgm-dir", "DIR", "write frame_NNNNNN.pgm too" },
+    [O_SEED] = { "seed", "S", "the random seed (default 1)" },
+    [O_QUALITY] = { "quality", "Q", "JPEG quality 1..100 (default: drawn per frame, 60-90)" },
+    [O_POLARITY] = { "polarity", "dark|light|mixed", "the ink (default mixed)" },
+    [O_HEIGHTS] = { "heights", "MIN-MAX", "digit (or capital) heights in pixels" },
+    [O_TOUCH] = { "touch", "P", "the chance that neighbouring digits touch" },
+    [O_NO_CLUTTER] = { "no-clutter", NULL, "plain paper: no lines, specks or shadows" },
+    [O_SET] = { "set", "test|train", "which MNIST set the digits come from (default test)" },
+    [O_FIRST] = { "first", "K", "draw from the set's digits K.. only" },
+    [O_COUNT] = { "count", "N", "and from N of them" },
+    [O_PATCHES] = { "patches", "PREFIX", "each digit the segmenter finds, prepared, as IDX\n"
+                                         "training data (--set train)" },
+    [O_TIME] = { "time", NULL, "time the daemon's per-frame CPU stages (stderr)" },
+    [O_TIME_PAUSE] = { "time-pause", "MS", "--time, sleeping MS (0..10000) before each run" },
+    [O_TIME_SPIN] = { "time-spin", NULL, "with --time-pause: spin on the clock instead" },
+    [O_CHECK] = { "check", NULL, "compare core/segment's findings with the truth" },
+    [O_CHECK_DIGITS] = { "check-digits", NULL, "the same in digit mode whatever the strings" },
+    [O_TEXT] = { "text", "codes|words|phrases|mixed", "--unipen: what the strings say\n"
+                                                       "(default mixed)" },
+    [O_WRITERS] = { "writers", "train|val|all", "--unipen: whose strokes (default val)" },
+    [O_CHARS] = { "chars", "C", "--unipen: characters a string at most (default 16)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static nc_opts opts = {
+    .prog = "neocog-streamgen",
+    .usage =
         "usage: neocog-streamgen --data DIR --frames N [--size WxH] [--digits D]\n"
         "         [--strings S] [--out FILE.mjpeg|-] [--truth FILE.tsv] [--pgm-dir DIR]\n"
         "         [--seed S] [--quality Q] [--polarity dark|light|mixed]\n"
@@ -93,8 +134,11 @@ static void usage(void)
         "         [--time-pause MS [--time-spin]] [--check | --check-digits]\n"
         "       neocog-streamgen --unipen FILE.jsonl.gz --frames N\n"
         "         [--text codes|words|phrases|mixed] [--writers train|val|all] [--chars C]\n"
-        "         [the frame options]\n");
-}
+        "         [the frame options]\n"
+        "Synthetic camera streams of handwritten strings, with their truth; one of\n"
+        "--out, --pgm-dir, --patches, --time or --check says what to do with them.\n",
+    .table = opt_table,
+};
 
 /* Read the first of names[] found in dir. */
 static int read_first(const char *dir, const char *const *names, uint8_t **buf, size_t *len,
@@ -216,80 +260,95 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     nc_render_params rp;
     nc_render_params_default(&rp);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    for (int o; (o = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
+        const char *v = opts.value;
+        char *end = NULL, tail;
         int bad = 0;
-        if (!strcmp(a, "--no-clutter")) { rp.clutter = 0; continue; }
-        if (!strcmp(a, "--time")) { timing = 1; continue; }
-        if (!strcmp(a, "--check")) { check = 1; continue; }
-        if (!strcmp(a, "--check-digits")) { check = check_digits = 1; continue; }
-        if (!strcmp(a, "--time-spin")) { time_spin = 1; continue; }
-        if (!strcmp(a, "--time-pause") && v) {
+        switch (o) {
+        case NC_OPTS_HELP: nc_opts_usage(&opts, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&opts);
+        case O_NO_CLUTTER: rp.clutter = 0; break;
+        case O_TIME: timing = 1; break;
+        case O_CHECK: check = 1; break;
+        case O_CHECK_DIGITS: check = check_digits = 1; break;
+        case O_TIME_SPIN: time_spin = 1; break;
+        case O_TIME_PAUSE:
             timing = 1;
-            i++;
-            if (parse_u32(v, &time_pause) || time_pause > 10000) {
-                fprintf(stderr, "neocog-streamgen: bad option %s %s\n", a, v);
-                usage();
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
-        if (!v) { usage(); return 2; }
-        i++;
-        if (!strcmp(a, "--data")) data = v;
-        else if (!strcmp(a, "--out")) out_path = v;
-        else if (!strcmp(a, "--truth")) truth_path = v;
-        else if (!strcmp(a, "--pgm-dir")) pgm_dir = v;
-        else if (!strcmp(a, "--patches")) patches = v;
-        else if (!strcmp(a, "--unipen")) unipen = v;
-        else if (!strcmp(a, "--text")) {
+            bad = parse_u32(v, &time_pause) || time_pause > 10000;
+            break;
+        case O_DATA: data = v; break;
+        case O_OUT: out_path = v; break;
+        case O_TRUTH: truth_path = v; break;
+        case O_PGM_DIR: pgm_dir = v; break;
+        case O_PATCHES: patches = v; break;
+        case O_UNIPEN: unipen = v; break;
+        case O_TEXT:
             if (!strcmp(v, "codes")) text_kind = NC_TEXT_CODES;
             else if (!strcmp(v, "words")) text_kind = NC_TEXT_WORDS;
             else if (!strcmp(v, "phrases")) text_kind = NC_TEXT_PHRASES;
             else if (!strcmp(v, "mixed")) text_kind = NC_TEXT_MIXED;
             else bad = 1;
-        }
-        else if (!strcmp(a, "--writers")) {
+            break;
+        case O_WRITERS:
             if (!strcmp(v, "train")) writers = NC_TEXT_WRITERS_TRAIN;
             else if (!strcmp(v, "val")) writers = NC_TEXT_WRITERS_VAL;
             else if (!strcmp(v, "all")) writers = NC_TEXT_WRITERS_ALL;
             else bad = 1;
-        }
-        else if (!strcmp(a, "--chars"))
+            break;
+        case O_CHARS:
             bad = parse_u32(v, &max_chars) || max_chars < 4 || max_chars > NC_RENDER_MAX_CHARS;
-        else if (!strcmp(a, "--set")) {
+            break;
+        case O_SET:
             if (!strcmp(v, "train")) train = 1;
             else if (!strcmp(v, "test")) train = 0;
             else bad = 1;
-        }
-        else if (!strcmp(a, "--frames")) bad = parse_u32(v, &frames);
-        else if (!strcmp(a, "--count")) bad = parse_u32(v, &count) || count == 0;
-        else if (!strcmp(a, "--first")) bad = parse_u32(v, &first);
-        else if (!strcmp(a, "--digits")) bad = parse_u32(v, &rp.digits);
-        else if (!strcmp(a, "--strings")) bad = parse_u32(v, &rp.strings);
-        else if (!strcmp(a, "--quality")) bad = parse_u32(v, &quality) || quality < 1 || quality > 100;
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
-        else if (!strcmp(a, "--touch")) rp.touch_prob = strtof(v, NULL);
-        else if (!strcmp(a, "--size")) bad = sscanf(v, "%ux%u", &W, &H) != 2;
-        else if (!strcmp(a, "--heights")) bad = sscanf(v, "%u-%u", &rp.min_height, &rp.max_height) != 2;
-        else if (!strcmp(a, "--polarity")) {
+            break;
+        case O_FRAMES: bad = parse_u32(v, &frames); break;
+        case O_COUNT: bad = parse_u32(v, &count) || count == 0; break;
+        case O_FIRST: bad = parse_u32(v, &first); break;
+        case O_DIGITS: bad = parse_u32(v, &rp.digits); break;
+        case O_STRINGS: bad = parse_u32(v, &rp.strings); break;
+        case O_QUALITY: bad = parse_u32(v, &quality) || quality < 1 || quality > 100; break;
+        case O_SEED:
+            errno = 0;
+            seed = strtoull(v, &end, 0);
+            bad = errno || end == v || *end || *v == '-';
+            break;
+        case O_TOUCH:
+            rp.touch_prob = strtof(v, &end);
+            bad = end == v || *end;
+            break;
+        case O_SIZE: bad = sscanf(v, "%ux%u%c", &W, &H, &tail) != 2; break;
+        case O_HEIGHTS:
+            bad = sscanf(v, "%u-%u%c", &rp.min_height, &rp.max_height, &tail) != 2;
+            break;
+        case O_POLARITY:
             if (!strcmp(v, "dark")) rp.polarity = NC_RENDER_DARK_INK;
             else if (!strcmp(v, "light")) rp.polarity = NC_RENDER_LIGHT_INK;
             else if (!strcmp(v, "mixed")) rp.polarity = NC_RENDER_MIXED;
             else bad = 1;
-        } else bad = 1;
+            break;
+        }
         if (bad) {
-            fprintf(stderr, "neocog-streamgen: bad option %s %s\n", a, v);
-            usage();
-            return 2;
+            nc_opts_bad_value(&opts, o, NULL);
+            return nc_opts_fail(&opts);
         }
     }
-    if (!(data || unipen) || (data && unipen) || !frames ||
-        (!out_path && !pgm_dir && !patches && !timing && !check) || W < 64 ||
-        H < 64 || W > 8192 || H > 8192) {
-        usage();
-        return 2;
+    if (opts.next < argc) {
+        nc_opts_error(&opts, "unexpected argument '%s'", argv[opts.next]);
+        return nc_opts_fail(&opts);
+    }
+    if (!(data || unipen) || (data && unipen) || !frames) {
+        nc_opts_error(&opts, "give --frames N and one of --data DIR or --unipen FILE");
+        return nc_opts_fail(&opts);
+    }
+    if (!out_path && !pgm_dir && !patches && !timing && !check) {
+        nc_opts_error(&opts, "nothing to do: give --out, --pgm-dir, --patches, --time or --check");
+        return nc_opts_fail(&opts);
+    }
+    if (W < 64 || H < 64 || W > 8192 || H > 8192) {
+        nc_opts_error(&opts, "--size %ux%u: each side 64..8192", W, H);
+        return nc_opts_fail(&opts);
     }
     if (unipen && patches) {
         fprintf(stderr, "neocog-streamgen: --patches is for digit strings (--data)\n");
