@@ -2,6 +2,7 @@
 #include "http_reply.h"
 
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 
 #include "http_request.h"
@@ -22,6 +23,17 @@ int nc_http_status_of(int code)
     }
 }
 
+/* A stream into *buf that one thread writes: without stdio's lock taken
+ * and given back around each of the thousands of small writes a reply of
+ * many images is made of. */
+static FILE *open_reply(char **buf, size_t *len)
+{
+    FILE *f = open_memstream(buf, len);
+    if (f)
+        __fsetlocking(f, FSETLOCKING_BYCALLER);
+    return f;
+}
+
 /* Closes f; the text or NULL. */
 static char *finish(FILE *f, char **buf)
 {
@@ -36,7 +48,7 @@ static char *finish(FILE *f, char **buf)
 char *nc_http_error_json(const char *message, const char *code, size_t *len)
 {
     char *buf = NULL;
-    FILE *f = open_memstream(&buf, len);
+    FILE *f = open_reply(&buf, len);
     if (!f)
         return NULL;
     fputs("{\"error\":", f);
@@ -85,7 +97,7 @@ char *nc_http_v1_json(const Neocog__Reply *r, char *const *names, int *status, s
     if (failure(r, 0, &code, &message))
         return error_reply(code, message, status, len);
     char *buf = NULL;
-    FILE *f = open_memstream(&buf, len);
+    FILE *f = open_reply(&buf, len);
     if (!f)
         return NULL;
     const Neocog__RecognizeReply *rec = r->recognize;
@@ -131,7 +143,7 @@ char *nc_http_v2_json(const Neocog__Reply *r, const char *model_name, const char
         if (rec->results[i]->n_scores != classes)
             classes = 0;
     char *buf = NULL;
-    FILE *f = open_memstream(&buf, len);
+    FILE *f = open_reply(&buf, len);
     if (!f)
         return NULL;
     fputs("{\"model_name\":", f);

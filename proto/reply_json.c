@@ -16,6 +16,14 @@ void nc_json_string(FILE *to, const char *s)
     }
     fputc('"', to);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        size_t plain = 0;     /* a run that needs no escape, in one write */
+        while (p[plain] >= 0x20 && p[plain] != '"' && p[plain] != '\\' && p[plain] != 0x7f)
+            plain++;
+        if (plain) {
+            fwrite(p, 1, plain, to);
+            p += plain - 1;
+            continue;
+        }
         switch (*p) {
         case '"': fputs("\\\"", to); break;
         case '\\': fputs("\\\\", to); break;
@@ -34,14 +42,129 @@ void nc_json_string(FILE *to, const char *s)
     fputc('"', to);
 }
 
+/* The nine significant digits printf's %.9g gives v (finite, not 0) and
+ * its decimal exponent, from double arithmetic: *m in [1e8, 1e9).  glibc
+ * finds them with multi-precision arithmetic, some hundreds of ns a number,
+ * and an HTTP reply of 64 digits holds some 800 of them.  v scaled by a
+ * power of ten is off the true value by at most three roundings, under
+ * 4e-7 at 1e9, so the rounding to an integer is the exact one unless the
+ * fraction lies within 1e-6 of one half: then -1 (and past 1e+-44), and
+ * the caller asks printf. */
+static int nine_digits(double v, uint32_t *m, int *exp10)
+{
+    static const double p10[23] = {
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    };
+    const double a = fabs(v);
+    int e = (int)floor(log10(a));
+    for (int tries = 0; tries < 3; tries++) {
+        const int k = 8 - e;        /* a * 10^k has 9 digits before the point */
+        if (k > 44 || k < -44)
+            return -1;
+        double s = a;
+        if (k > 22)
+            s = s * 1e22 * p10[k - 22];
+        else if (k >= 0)
+            s *= p10[k];
+        else if (k >= -22)
+            s /= p10[-k];
+        else
+            s = s / 1e22 / p10[-k - 22];
+        if (s < 1e8) {
+            e--;
+            continue;
+        }
+        if (s >= 1e9) {
+            e++;
+            continue;
+        }
+        double whole = floor(s), frac = s - whole;
+        if (fabs(frac - 0.5) < 1e-6)
+            return -1;
+        uint32_t r = (uint32_t)whole + (frac > 0.5);
+        if (r == 1000000000u) {
+            r = 100000000u;
+            e++;
+        }
+        *m = r;
+        *exp10 = e;
+        return 0;
+    }
+    return -1;
+}
+
+/* %.9g of v into out (32 bytes): printf's rules for the style (exponent
+ * under -4 or from 9 on: 1.5e-05), the trailing zeros dropped; 0 when only
+ * printf can tell. */
+static size_t format_g9(double v, char *out)
+{
+    uint32_t m;
+    int e;
+    if (nine_digits(v, &m, &e))
+        return 0;
+    char d[9];
+    for (int i = 8; i >= 0; i--, m /= 10)
+        d[i] = (char)('0' + m % 10);
+    int nd = 9;
+    while (nd > 1 && d[nd - 1] == '0')
+        nd--;
+    size_t n = 0;
+    if (v < 0)
+        out[n++] = '-';
+    if (e < -4 || e >= 9) {
+        out[n++] = d[0];
+        if (nd > 1) {
+            out[n++] = '.';
+            memcpy(out + n, d + 1, (size_t)nd - 1);
+            n += (size_t)nd - 1;
+        }
+        out[n++] = 'e';
+        out[n++] = e < 0 ? '-' : '+';
+        int x = e < 0 ? -e : e;
+        if (x >= 100)
+            out[n++] = (char)('0' + x / 100);
+        out[n++] = (char)('0' + x / 10 % 10);
+        out[n++] = (char)('0' + x % 10);
+    } else if (e >= 0) {
+        memcpy(out + n, d, (size_t)e + 1);
+        n += (size_t)e + 1;
+        if (nd > e + 1) {
+            out[n++] = '.';
+            memcpy(out + n, d + e + 1, (size_t)(nd - e - 1));
+            n += (size_t)(nd - e - 1);
+        }
+    } else {
+        out[n++] = '0';
+        out[n++] = '.';
+        for (int z = 0; z < -e - 1; z++)
+            out[n++] = '0';
+        memcpy(out + n, d, (size_t)nd);
+        n += (size_t)nd;
+    }
+    return n;
+}
+
 void nc_json_number(FILE *to, double v)
 {
+    char buf[32];
+    size_t n;
     if (!isfinite(v))
         fputs("null", to);
-    else if (v == floor(v) && fabs(v) < 1e15)
-        fprintf(to, "%.0f", v);
+    else if (v == floor(v) && fabs(v) < 1e15) {
+        /* as %.0f: a softmax's scores are often exactly 0 or 1 */
+        uint64_t u = (uint64_t)fabs(v);
+        n = sizeof buf;
+        do
+            buf[--n] = (char)('0' + u % 10);
+        while (u /= 10);
+        if (signbit(v))
+            buf[--n] = '-';
+        fwrite(buf + n, 1, sizeof buf - n, to);
+    } else if ((n = format_g9(v, buf)))
+        fwrite(buf, 1, n, to);      /* as %.9g, which round-trips a float exactly */
     else
-        fprintf(to, "%.9g", v);     /* round-trips a float exactly */
+        fprintf(to, "%.9g", v);
 }
 
 const char *nc_reject_reason_text(Neocog__RejectReason r)
