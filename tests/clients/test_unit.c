@@ -2,6 +2,8 @@
  * addresses, command-line parsing, image sniffing, TSV/JSON escaping and
  * the latency histogram's percentile maths.  No daemon, no sockets. */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,12 +406,46 @@ static void test_lines(void)
     CHECK(!strcmp(nc_client_reject_reason_text(NEOCOG__REJECT_REASON__REJECT_NONE), ""));
 }
 
+/* nc_json_number writes what printf's %.0f (whole numbers) or %.9g writes,
+ * without printf on the way: floats spread over the whole range, both
+ * signs, and doubles of every exponent. */
+static void test_json_number(void)
+{
+    char got[64], want[64];
+    long differ = 0;
+    uint64_t x = 88172645463325252u;
+    for (uint32_t i = 0; i < 400000; i++) {
+        double v;
+        if (i < 200000) {
+            uint32_t w = (i * 10711u) % 0x7f800000u;        /* float bit patterns */
+            float f;
+            memcpy(&f, &w, sizeof f);
+            v = i & 1 ? -(double)f : (double)f;
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;         /* random doubles */
+            memcpy(&v, &x, sizeof v);
+            if (!isfinite(v))
+                continue;
+        }
+        FILE *f = fmemopen(got, sizeof got, "w");
+        REQUIRE(f);
+        nc_json_number(f, v);
+        fputc('\0', f);
+        fclose(f);
+        snprintf(want, sizeof want, v == floor(v) && fabs(v) < 1e15 ? "%.0f" : "%.9g", v);
+        if (strcmp(got, want) && differ++ < 5)
+            CHECK_MSG(0, "%a: wrote %s, printf %s", v, got, want);
+    }
+    CHECK_INT_EQ(differ, 0);
+}
+
 int main(void)
 {
     test_addr();
     test_args();
     test_sniff();
     test_escape();
+    test_json_number();
     test_hist();
     test_usage();
     test_lines();
