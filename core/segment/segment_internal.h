@@ -1,5 +1,7 @@
-/* core/segment/segment_internal.h — what segment.c, segment_binarise.c,
- * segment_boxes.c and segment_chars.c share.
+/* core/segment/segment_internal.h — what the segmentation's files share
+ * (segment.c runs the steps; segment_binarise.c, segment_boxes.c,
+ * segment_lines.c, segment_split.c, segment_result.c and segment_chars.c
+ * hold them).
  *
  * Layer: core, private to the segmentation module. */
 #ifndef NC_CORE_SEGMENT_INTERNAL_H
@@ -9,8 +11,22 @@
 
 #define NONE UINT32_MAX
 
-/* A candidate character: the components of one group (group_of[c] ==
- * group) restricted to the columns [x0, x1) (segment.c says more). */
+/* More candidate pieces than this after filtering is a frame of noise:
+ * line building is quadratic in them, so stop before it. */
+#define NC_SEG_MAX_PIECES 4096u
+/* The broadest a single digit gets on camera frames, in line heights (a
+ * broad 0, 3 or 5 reaches about 1.15 to 1.25; touching pairs are mostly
+ * broader): steps 7 to 9 keep, join or offer whole what is no broader. */
+#define NC_SEG_BROAD_DIGIT 1.3
+
+/* A candidate character ("piece"): a set of components (a "group": every
+ * component c with group_of[c] == piece.group) restricted to the columns
+ * [x0, x1).  Merging unions groups; splitting makes pieces that share a
+ * group with disjoint column ranges.  Pixel-level work (profiles, tight
+ * boxes, patches) scans the labels inside a piece's box.  Labels are
+ * written only on ink (nc_image_components_ink: the frame's paper would be
+ * a megabyte of zeros per frame), so every read goes through
+ * nc_seg_label_at, which consults the mask first. */
 typedef struct piece {
     uint32_t group;
     uint32_t x0, x1, y0, y1;    /* box, half-open, ROI coordinates */
@@ -38,6 +54,51 @@ static inline uint32_t pw(const piece *a) { return a->x1 - a->x0; }
 static inline uint32_t ph(const piece *a) { return a->y1 - a->y0; }
 static inline uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static inline uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* The component label at (x, y), 0 on paper. */
+static inline uint32_t nc_seg_label_at(const work *w, uint32_t x, uint32_t y)
+{
+    size_t i = (size_t)y * w->roi->width + x;
+    return w->mask[i] ? w->labels[i] : 0;
+}
+
+/* Whether pixel (x, y) belongs to piece a. */
+static inline int nc_seg_piece_has(const work *w, const piece *a, uint32_t x, uint32_t y)
+{
+    uint32_t l = nc_seg_label_at(w, x, y);
+    return l && w->group_of[l - 1] == a->group && x >= a->x0 && x < a->x1;
+}
+
+/* The steps in the order segment.c runs them (segment.h numbers them).
+ * order, scratch (2 entries a piece), heights and best_dx hold an entry a
+ * piece, prof one a column; each returns 0 or a negative errno.
+ * segment_lines.c: step 4, every component that could be (part of) a
+ * digit as a piece of its own; 4b, boxes around digits dropped; step 5,
+ * every piece given a line; steps 5-6, lines cut at wide gaps and
+ * overlapping pieces merged. */
+int nc_seg_collect(work *w);
+void nc_seg_drop_enclosures(work *w);
+void nc_seg_assign_lines(work *w, uint32_t *order, double *best_dx, uint32_t *best_m,
+                         uint32_t *heights);
+int nc_seg_cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights);
+/* segment_split.c: step 7, pieces broader than a digit cut; step 8,
+ * lines brought to the expected count. */
+int nc_seg_split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *prof);
+int nc_seg_fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights,
+                     uint32_t *prof);
+/* segment_result.c: steps 9-10, reading order, patches, the result with
+ * boxes moved by (ox, oy) into frame coordinates. */
+int nc_seg_build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy, uint32_t *order,
+                        uint32_t *scratch, nc_segment_result **ret_result);
+
+/* segment_lines.c's piece helpers, for the steps after it.  Shrink a's box
+ * to the pixels it really has and count them (0: none); append a piece
+ * (-ERANGE past 4 NC_SEG_MAX_PIECES); a fragment clearly shorter than its
+ * line joins its nearer neighbour when their union is no broader than a
+ * digit. */
+uint32_t nc_seg_piece_tighten(const work *w, piece *a);
+int nc_seg_push_piece(work *w, piece a);
+void nc_seg_attach_fragments(work *w, uint32_t *order, const uint32_t *heights);
 
 /* segment.c's helpers that segment_chars.c uses too.  Fold b into a (b's
  * components join a's group, boxes unite, b dies); live pieces sorted by
