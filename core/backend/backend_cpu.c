@@ -14,7 +14,8 @@
  * with the mean of their raw scores, summed in member order.  A file whose
  * prep has views (image.h) runs each member on each of its views of the
  * digit (neocog.h: those with its deskew) and answers with the mean of all
- * those scores.
+ * those scores.  A committee with a cascade (neocog.h) runs its first
+ * member first and the others only for the digits it leaves.
  *
  * A CNN file is loaded as a committee (one column or several, core/cnn/cnn.h)
  * and answered with the mean of its columns' outputs; with views, the mean
@@ -51,6 +52,9 @@ typedef struct cpu_worker {
     uint32_t n_state;               /* neocognitron: slice x max_passes */
     nc_neocog_state **state;        /* [n_state], re-fitted member by member */
     float *score;                   /* [members][n_state][classes] */
+    float *first_score;             /* cascade: [max_batch][its views][classes],
+                                       the first member's scores of a batch */
+    uint32_t *undecided;            /* cascade: [max_batch], digits it left */
 } cpu_worker;
 
 /* Views a member answers on: the set bits of its mask. */
@@ -164,6 +168,8 @@ static void cpu_worker_free(void *p)
         nc_neocog_state_free(w->state[i]);
     free(w->state);
     free(w->score);
+    free(w->first_score);
+    free(w->undecided);
     free(w);
 }
 
@@ -208,12 +214,101 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
             err = -ENOMEM;
         for (uint32_t i = 0; !err && i < w->n_state; i++)
             err = nc_neocog_state_new(c->member[big], &w->state[i]);
+        if (!err && c->cascade.on &&
+            (!(w->first_score = malloc((size_t)max_batch * impl->max_passes * impl->n_classes *
+                                       sizeof *w->first_score)) ||
+             !(w->undecided = malloc((size_t)max_batch * sizeof *w->undecided))))
+            err = -ENOMEM;
     }
     if (err) {
         cpu_worker_free(w);
         return err;
     }
     *ret_worker = w;
+    return 0;
+}
+
+/* Member m's views of d digits (digit[0..d), or i0.. when digit is NULL) in
+ * one nc_neocog_forward_many: its raw scores, each digit's views in view
+ * order, into dst[d][views][classes]. */
+static int member_run(const cpu_impl *impl, cpu_worker *w, uint32_t m, const float *in,
+                      uint32_t i0, const uint32_t *digit, uint32_t d, float *dst)
+{
+    const nc_neocog_committee *c = impl->neo;
+    const nc_neocog *net = c->member[m];
+    const uint32_t K = impl->n_classes, V = impl->n_views;
+    const float *input[NC_NEOCOG_MANY_MAX];
+    nc_neocog_result res[NC_NEOCOG_MANY_MAX];
+    uint32_t np = 0;
+    for (uint32_t k = 0; k < d; k++) {
+        const uint32_t i = digit ? digit[k] : i0 + k;
+        for (uint32_t v = 0; v < V; v++)
+            if (c->view_mask[m] >> v & 1u)
+                input[np++] = in + ((size_t)i * V + v) * impl->n_inputs;
+    }
+    int err = nc_neocog_forward_many(net, impl->packs[m], w->state, np, input, res);
+    for (uint32_t p = 0; !err && p < np; p++) {
+        if (impl->iv[m])
+            err = nc_neocog_iv_classify(impl->iv[m], net, w->state[p], &res[p]);
+        memcpy(dst + (size_t)p * K, res[p].score, K * sizeof(float));
+    }
+    return err;
+}
+
+/* A committee with a cascade (neocog.h): the first member runs on every
+ * digit of a batch; its mean answers the digits it decides; the others
+ * run, in slices, only on the digits it left, whose answer is the whole
+ * committee's, added in member order exactly as without a cascade. */
+static int cascade_forward(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t n,
+                           float *out)
+{
+    const nc_neocog_committee *c = impl->neo;
+    const uint32_t M = c->n_members, K = impl->n_classes, f = c->cascade.first;
+    const uint32_t slice = w->n_state / impl->max_passes, vf = views_of(c->view_mask[f]);
+    for (uint32_t b0 = 0; b0 < n; b0 += w->max_batch) {
+        const uint32_t nb = n - b0 < w->max_batch ? n - b0 : w->max_batch;
+        for (uint32_t i0 = 0; i0 < nb; i0 += slice) {
+            const uint32_t d = nb - i0 < slice ? nb - i0 : slice;
+            int err = member_run(impl, w, f, in, b0 + i0, NULL, d,
+                                 w->first_score + (size_t)i0 * vf * K);
+            if (err)
+                return err;
+        }
+        uint32_t nu = 0;
+        for (uint32_t i = 0; i < nb; i++) {
+            float *o = out + (size_t)(b0 + i) * K;
+            memset(o, 0, K * sizeof *o);
+            for (uint32_t j = 0; j < vf; j++)
+                nc_backend_member_add(o, w->first_score + ((size_t)i * vf + j) * K, K);
+            nc_backend_member_mean(o, vf, K);
+            if (!nc_neocog_cascade_decides(&c->cascade, o, K))
+                w->undecided[nu++] = b0 + i;
+        }
+        for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
+            const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
+            const uint32_t *digit = w->undecided + u0;
+            for (uint32_t m = 0; m < M; m++) {
+                int err = m == f ? 0
+                                 : member_run(impl, w, m, in, 0, digit, d,
+                                              w->score + (size_t)m * w->n_state * K);
+                if (err)
+                    return err;
+            }
+            for (uint32_t k = 0; k < d; k++) {
+                float *o = out + (size_t)digit[k] * K;
+                memset(o, 0, K * sizeof *o);
+                for (uint32_t m = 0; m < M; m++) {
+                    const uint32_t views = views_of(c->view_mask[m]);
+                    const float *s = m == f ? w->first_score + (size_t)(digit[k] - b0) * vf * K
+                                            : w->score + ((size_t)m * w->n_state +
+                                                          (size_t)k * views) * K;
+                    for (uint32_t j = 0; j < views; j++)
+                        nc_backend_member_add(o, s + (size_t)j * K, K);
+                }
+                nc_backend_member_mean(o, c->n_scores, K);
+            }
+        }
+    }
     return 0;
 }
 
@@ -240,6 +335,8 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
      * in one nc_neocog_forward_many (the same scores, bit for bit, as one
      * nc_neocog_forward each), then each digit's scores are summed in
      * member order, each member's views in view order. */
+    if (impl->neo->cascade.on)
+        return cascade_forward(impl, w, in, n, out);
     const nc_neocog_committee *c = impl->neo;
     const uint32_t M = c->n_members, K = impl->n_classes, V = impl->n_views;
     const uint32_t slice = w->n_state / impl->max_passes;

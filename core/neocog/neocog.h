@@ -461,6 +461,61 @@ int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t);
 #define NC_NEOCOG_MAX_MEMBERS 16u
 #define NC_NEOCOG_TAG_NMEM NC_MF_TAG('N', 'M', 'E', 'M')
 
+/* ---- the cascade (neocog_cascade.c) ------------------------------------------
+ *
+ * A committee may answer a digit from one member alone: the first member
+ * runs its views, and when its calibrated confidence in its top class is at
+ * least a threshold fitted on validation (neocog-train cascade), its mean
+ * over its views is the answer; otherwise every member runs and the answer
+ * is the committee's mean as without a cascade (bit for bit: the first
+ * member's scores are added at its place in member order).  Most digits
+ * are easy, so most pay for one member's passes.
+ *
+ * Confidence: p_k ∝ s_k^beta over the classes that fired (core/calib/calib.h's
+ * neocognitron rule, with the first member's own beta, fitted on its mean
+ * scores), max_k p_k; 0 when nothing fired.  The first member decides when
+ * confidence >= threshold; threshold 0 makes it answer every digit, even one
+ * it has no opinion on (the fitting tool's way to read one member alone).
+ *
+ * File form: two sections of a committee file (N >= 2), both or neither:
+ *   NCSM  u32[1]  the first member, 0..N-1
+ *   NCST  f64[2]  threshold in [0, 1], beta in (0, NC_NEOCOG_CASCADE_MAX_BETA]
+ * A file without them answers as before.  One without the other, other
+ * lengths, values out of range, or the sections in a one-network file:
+ * -EBADMSG (nc_neocog_cascade_read says which). */
+#define NC_NEOCOG_TAG_CASM NC_MF_TAG('N', 'C', 'S', 'M')
+#define NC_NEOCOG_TAG_CAST NC_MF_TAG('N', 'C', 'S', 'T')
+#define NC_NEOCOG_CASCADE_MAX_BETA 1e4
+
+typedef struct nc_neocog_cascade {
+    int on;
+    uint32_t first;         /* the member that answers first */
+    double threshold;       /* its confidence that decides, in [0, 1] */
+    double beta;            /* its calibration: p_k ∝ s_k^beta */
+} nc_neocog_cascade;
+
+/* Is tag one of the cascade's sections?  (Rewriters drop them.) */
+int nc_neocog_cascade_is_tag(uint32_t tag);
+/* Read the sections of an open file of n_members members (1: the
+ * one-network form).  Neither there: *ret off, 0.  Else 0 with *ret on, or
+ * -EBADMSG with *ret_why (may be NULL) a phrase naming what is wrong. */
+int nc_neocog_cascade_read(const nc_mf_reader *r, uint32_t n_members, nc_neocog_cascade *ret,
+                           const char **ret_why);
+/* Write c's sections (nothing when c is off); -EINVAL for values the
+ * reader would refuse (the member is checked by the reader only). */
+int nc_neocog_cascade_write(nc_mf_writer *w, const nc_neocog_cascade *c);
+/* The first member's confidence in its top class from its mean scores
+ * score[n_classes] (above); 0 when nothing fired. */
+double nc_neocog_cascade_confidence(double beta, const float *score, uint32_t n_classes);
+/* The file image buf with its cascade sections (if any) replaced by c's
+ * (none when c is off); every other section byte for byte.  Whether the
+ * result loads is nc_neocog_committee_load's to say. */
+int nc_neocog_cascade_rewrite(const uint8_t *buf, size_t len, const nc_neocog_cascade *c,
+                              uint8_t **ret_buf, size_t *ret_len);
+/* 1 when c is on and the first member's mean scores decide the digit. */
+int nc_neocog_cascade_decides(const nc_neocog_cascade *c, const float *score,
+                              uint32_t n_classes);
+
 typedef struct nc_neocog_committee {
     uint32_t n_members;
     nc_neocog **member;             /* [n_members] */
@@ -469,6 +524,7 @@ typedef struct nc_neocog_committee {
     uint32_t *view_mask;            /* [n_members]: bit v = the member answers on
                                        view v of the file's prep; 1 without views */
     uint32_t n_scores;              /* set bits of every mask: what the mean divides by */
+    nc_neocog_cascade cascade;      /* on 0: every member answers every digit */
 } nc_neocog_committee;
 
 /* NULL when member b may join a committee whose member a is (same input

@@ -278,6 +278,9 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
         err = -EBADMSG;
         goto out;
     }
+    /* the cascade, when the file has one (neocog_cascade.c) */
+    if ((err = nc_neocog_cascade_read(r, c->n_members, &c->cascade, NULL)))
+        goto out;
     if (ret_info)
         *ret_info = *info;
     *ret_c = c;
