@@ -11,6 +11,8 @@
  *                                        validation (train_calibrate.c)
  *   neocog-train combine [OPTIONS] F...  the committee of saved score files
  *                                        (train_combine.c)
+ *   neocog-train cascade [OPTIONS]       fit a neocognitron committee's cascade
+ *                                        on validation (train_cascade.c)
  *
  * Each subcommand is one entry in the table below and one tools/train_<name>.c.
  *
@@ -45,6 +47,8 @@ static const subcommand subcommands[] = {
     { "calibrate", train_calibrate_main,
       "fit calibration, reject threshold and ensemble rule on validation" },
     { "combine", train_combine_main, "the committee of score files saved by eval --save-scores" },
+    { "cascade", train_cascade_main,
+      "fit a neocognitron committee's cascade (first member alone when sure) on validation" },
 };
 
 static void usage(FILE *f)

@@ -13,6 +13,7 @@
 
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd); /* train_committee.c */
 int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* train_calibrate.c */
+int train_cascade_main(int argc, char **argv, const train_cmdline *cmd);   /* train_cascade.c */
 /* A committee's own record from its n members' records mi[]: classes and
  * prep from the first; for n > 1 the data line "committee of n <noun>,
  * each: ..." (or "... trained on different data (see each <each>)") and no
