@@ -573,8 +573,9 @@ int nc_neocog_load_member(const uint8_t *buf, size_t len, uint32_t m, nc_neocog 
  *  - nc_neocog_learn_unsup: US2/US3 (any middle stage), unsupervised with
  *    plane creation, or with add-if-silent;
  *  - nc_neocog_learn_sup: US4 (the last stage), supervised;
- *  - nc_neocog_iv_*: the interpolating-vector classifier (Fukushima 2007) on
- *    top of a trained network, an alternative to the max-response answer.
+ *  - nc_neocog_iv_* (core/neocog/neocog_iv.c, inference): the
+ *    interpolating-vector classifier (Fukushima 2007) on top of a trained
+ *    network, an alternative to the max-response answer.
  *
  * Lower stages are frozen and run at their recognition thresholds (the arch
  * table's theta).  Everything is deterministic: no randomness at all, ties go

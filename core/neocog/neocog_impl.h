@@ -50,12 +50,14 @@ float nc_neocog__float_of_log8(uint32_t q, float scale);
  * nc_neocog_index_new uses). */
 int nc_neocog__tap_live(uint32_t win, float radius, uint32_t ty, uint32_t tx);
 
-/* Pieces of the spec's plane creation shared by the initialiser
- * (neocog_train.c) and the learner (neocog_learn.c), defined in the latter. */
+/* A stage's layout as the layers read it (neocog_net.c). */
 /* Plane stride of stage l's input layer in a state (UG: 8). */
 uint32_t nc_neocog_in_stride_(const nc_neocog *net, uint32_t l);
 /* Stage l's S-layer as the forward functions take it, at threshold theta. */
 nc_neocog_s_args nc_neocog_stage_s_args_(const nc_neocog *net, uint32_t l, float theta);
+
+/* Pieces of the spec's plane creation shared by the initialiser
+ * (neocog_train.c) and the learner (neocog_learn.c), defined in the former. */
 /* Seed map over stage l's S positions: the window sum of c(nu) * sum_kappa u,
  * normalised to its maximum, minus cut, clipped at 0.  Returns the maximum
  * before normalising (0: no input at all). */

@@ -1,14 +1,16 @@
 /* core/neocog/neocog_learn.c — training of the neocognitron's upper stages, one
- * pattern at a time (spec "Training", steps 2 and 3), add-if-silent, and the
- * interpolating-vector classifier.
+ * pattern at a time (spec "Training", steps 2 and 3), and add-if-silent.
+ * The interpolating-vector classifier it leads to is inference, in
+ * neocog_iv.c.
  *
  * Layer: core (no I/O, no randomness: the trainer chooses the patterns and
  * their order, so a run is as deterministic as its pattern list).
  *
- * Conventions shared with neocog_train.c: stage l's input is the layer a
- * state holds (uc[l-1]); Reinforce is nc_neocog_reinforce.  The seed map and
- * the inhibition taper are re-derived here rather than shared with the
- * initialiser because training makes the cut, gain and radius parameters.
+ * Conventions shared with neocog_train.c, whose pieces this file uses (never
+ * the other way): stage l's input is the layer a state holds (uc[l-1]);
+ * Reinforce is nc_neocog_reinforce; the seed map and the inhibition taper
+ * are nc_neocog_seed_map_ and nc_neocog_inhibit_, with the cut, gain and
+ * radius as training's parameters.
  *
  * Parts (nc_neocog_learner_set_runner): core starts no threads, but the
  * supervised last stage can hand independent pieces of its work to a runner
@@ -135,20 +137,6 @@ void nc_neocog_learner_free(nc_neocog_learner *lr)
 
 /* ---- pieces ------------------------------------------------------------------ */
 
-uint32_t nc_neocog_in_stride_(const nc_neocog *net, uint32_t l)
-{
-    return l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]);
-}
-
-nc_neocog_s_args nc_neocog_stage_s_args_(const nc_neocog *net, uint32_t l, float theta)
-{
-    return (nc_neocog_s_args){
-        .ix = net->s_ix[l], .k_in = nc_neocog_k_in(net, l),
-        .in_stride = nc_neocog_in_stride_(net, l), .k_out = net->n_planes[l],
-        .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
-    };
-}
-
 /* Width of stage l's input layer. */
 static uint32_t in_size(const nc_neocog *net, uint32_t l)
 {
@@ -226,66 +214,6 @@ static void plane_resp(const nc_neocog *net, uint32_t l, uint32_t k, float theta
         double x = (1.0 + e) / (1.0 + th * net->b[l][k] * sqrt(v2)) - 1.0;
         resp[o] = x > 0.0 ? (float)(th / (1.0 - th) * x) : 0.0f;
     }
-}
-
-/* Seed map (spec step 2): input activity under the V-cell taper c, over
- * stage l's S positions, normalised to its maximum, minus cut, clipped at 0.
- * Normalising puts the map in the units of the responses that inhibit it.
- * Returns the maximum before normalising (0: no input at all). */
-float nc_neocog_seed_map_(const nc_neocog *net, uint32_t l, const float *in, float cut,
-                          float *m)
-{
-    const nc_neocog_index *ix = net->s_ix[l];
-    const uint32_t stride = nc_neocog_in_stride_(net, l), kin = nc_neocog_k_in(net, l);
-    const size_t n_o = (size_t)ix->n_out * ix->n_out;
-    float mx = 0.0f;
-    for (size_t o = 0; o < n_o; o++) {
-        double s = 0.0;
-        for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++) {
-            const float *u = in + (size_t)ix->gat_in[j] * stride;
-            double su = 0.0;
-            for (uint32_t kap = 0; kap < kin; kap++)
-                su += u[kap];
-            s += net->s_c[l][ix->gat_tap[j]] * su;
-        }
-        m[o] = (float)s;
-        mx = m[o] > mx ? m[o] : mx;
-    }
-    for (size_t o = 0; o < n_o; o++) {
-        float v = mx > 0.0f ? m[o] / mx - cut : 0.0f;
-        m[o] = v > 0.0f ? v : 0.0f;
-    }
-    return mx;
-}
-
-/* m -= gain * (0.7^((r/d)^2) taper over r <= d, normalised to sum 1) * resp,
- * clipped at 0: what planes already respond to counts as explained. */
-void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float gain)
-{
-    const int R = (int)d;
-    double w[2 * 8 + 1][2 * 8 + 1], wsum = 0.0;
-    const int RR = R > 8 ? 8 : R;
-    for (int dy = -RR; dy <= RR; dy++)
-        for (int dx = -RR; dx <= RR; dx++) {
-            double r2 = (double)dy * dy + (double)dx * dx;
-            double v = r2 <= d * d ? pow(0.7, r2 / (d * d)) : 0.0;
-            w[dy + RR][dx + RR] = v;
-            wsum += v;
-        }
-    for (int y = 0; y < (int)n; y++)
-        for (int x = 0; x < (int)n; x++) {
-            if (m[y * n + x] <= 0.0f)
-                continue;
-            double s = 0.0;
-            for (int dy = -RR; dy <= RR; dy++)
-                for (int dx = -RR; dx <= RR; dx++) {
-                    int yy = y + dy, xx = x + dx;
-                    if (yy >= 0 && yy < (int)n && xx >= 0 && xx < (int)n)
-                        s += w[dy + RR][dx + RR] * resp[yy * n + xx];
-                }
-            float v = m[y * n + x] - (float)(gain * s / wsum);
-            m[y * n + x] = v > 0.0f ? v : 0.0f;
-        }
 }
 
 static void zero_disc(float *m, uint32_t n, size_t o, float d)
@@ -747,228 +675,4 @@ int nc_neocog_learn_sup_batch(nc_neocog *net, nc_neocog_learner *lr,
     if (ret_done)
         *ret_done = i;
     return r < 0 ? r : err;
-}
-
-/* ---- interpolating vectors ---------------------------------------------------- */
-
-struct nc_neocog_iv {
-    uint32_t top_t, K, n_classes;
-    uint32_t cls_off[NC_NEOCOG_MAX_CLASSES + 1];    /* members of class c: */
-    uint32_t *members;                  /* members[cls_off[c] .. cls_off[c+1]) */
-    uint32_t *rank;                     /* plane -> index within its class */
-    size_t gram_off[NC_NEOCOG_MAX_CLASSES + 1];
-    float *gram;                        /* per class n_c x n_c cosines */
-};
-
-void nc_neocog_iv_free(nc_neocog_iv *iv)
-{
-    if (!iv)
-        return;
-    free(iv->members);
-    free(iv->rank);
-    free(iv->gram);
-    free(iv);
-}
-
-int nc_neocog_iv_get_view(const nc_neocog_iv *iv, nc_neocog_iv_view *ret)
-{
-    if (!iv || !ret)
-        return -EINVAL;
-    *ret = (nc_neocog_iv_view){
-        .top_t = iv->top_t, .K = iv->K, .n_classes = iv->n_classes,
-        .cls_off = iv->cls_off, .members = iv->members,
-        .gram_off = iv->gram_off, .gram = iv->gram,
-    };
-    return 0;
-}
-
-int nc_neocog_iv_new(const nc_neocog *net, uint32_t top_t, nc_neocog_iv **ret_iv)
-{
-    if (!net || !ret_iv || top_t < 1 || top_t > 256 || net->arch.n_stages < 2)
-        return -EINVAL;
-    const uint32_t l = net->arch.n_stages - 1, K = net->n_planes[l];
-    const uint32_t C = net->arch.n_classes;
-    if (K == 0 || !net->labels)
-        return -EINVAL;
-    nc_neocog_iv *iv = calloc(1, sizeof(*iv));
-    double *acc = NULL;
-    float *row = NULL;
-    uint32_t *nz = NULL;
-    int r = -ENOMEM;
-    if (!iv)
-        return -ENOMEM;
-    iv->top_t = top_t;
-    iv->K = K;
-    iv->n_classes = C;
-    iv->members = malloc(K * sizeof(uint32_t));
-    iv->rank = malloc(K * sizeof(uint32_t));
-    if (!iv->members || !iv->rank)
-        goto out;
-    uint32_t cnt[NC_NEOCOG_MAX_CLASSES] = { 0 };
-    for (uint32_t k = 0; k < K; k++)
-        cnt[net->labels[k]]++;
-    iv->cls_off[0] = 0;
-    iv->gram_off[0] = 0;
-    for (uint32_t c = 0; c < C; c++) {
-        iv->cls_off[c + 1] = iv->cls_off[c] + cnt[c];
-        iv->gram_off[c + 1] = iv->gram_off[c] + (size_t)cnt[c] * cnt[c];
-    }
-    uint32_t fill[NC_NEOCOG_MAX_CLASSES] = { 0 };
-    for (uint32_t k = 0; k < K; k++) {
-        uint32_t c = net->labels[k];
-        iv->rank[k] = fill[c];
-        iv->members[iv->cls_off[c] + fill[c]++] = k;
-    }
-    iv->gram = malloc((iv->gram_off[C] ? iv->gram_off[C] : 1) * sizeof(float));
-    acc = calloc(iv->gram_off[C] ? iv->gram_off[C] : 1, sizeof(double));
-    row = malloc(K * sizeof(float));
-    nz = malloc(K * sizeof(uint32_t));
-    if (!iv->gram || !acc || !row || !nz)
-        goto out;
-    /* Gram matrix in the V-cell metric, sum a_i a_j / c, one weight row
-     * (input plane, tap) at a time, visiting only planes with a_i > 0:
-     * trained weights are sparse, which makes this cheap. */
-    const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
-    const uint32_t kin = nc_neocog_k_in(net, l);
-    for (uint32_t kap = 0; kap < kin; kap++)
-        for (uint32_t t = 0; t < nl; t++) {
-            const float *a = net->a[l] + ((size_t)kap * nl + t) * ks;
-            const double ic = 1.0 / net->s_c[l][t];
-            for (uint32_t c = 0; c < C; c++) {
-                uint32_t m = 0;
-                for (uint32_t i = iv->cls_off[c]; i < iv->cls_off[c + 1]; i++)
-                    if (a[iv->members[i]] > 0.0f) {
-                        nz[m] = i - iv->cls_off[c];
-                        row[m++] = a[iv->members[i]];
-                    }
-                const uint32_t nc = cnt[c];
-                double *g = acc + iv->gram_off[c];
-                for (uint32_t x = 0; x < m; x++)
-                    for (uint32_t y = x; y < m; y++)
-                        g[(size_t)nz[x] * nc + nz[y]] += ic * row[x] * row[y];
-            }
-        }
-    for (uint32_t c = 0; c < C; c++) {
-        const uint32_t nc = cnt[c];
-        double *g = acc + iv->gram_off[c];
-        float *G = iv->gram + iv->gram_off[c];
-        for (uint32_t x = 0; x < nc; x++)
-            for (uint32_t y = x; y < nc; y++) {
-                double bx = net->b[l][iv->members[iv->cls_off[c] + x]];
-                double by = net->b[l][iv->members[iv->cls_off[c] + y]];
-                double v = bx > 0 && by > 0 ? g[(size_t)x * nc + y] / (bx * by) : 0.0;
-                G[(size_t)x * nc + y] = G[(size_t)y * nc + x] = (float)v;
-            }
-    }
-    *ret_iv = iv;
-    iv = NULL;
-    r = 0;
-out:
-    free(acc);
-    free(row);
-    free(nz);
-    nc_neocog_iv_free(iv);
-    return r;
-}
-
-/* Input positions whose sums of squares fit on the stack (US4 reads 13 x 13). */
-#define IV_SU_STACK 1024
-
-int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
-                          const nc_neocog_state *st, nc_neocog_result *ret)
-{
-    if (!iv || !net || !st || !ret || net->arch.n_stages < 2)
-        return -EINVAL;
-    const uint32_t l = net->arch.n_stages - 1, K = net->n_planes[l];
-    if (K != iv->K || memcmp(st->fit_planes, net->n_planes, sizeof(st->fit_planes)))
-        return -EINVAL;
-    const nc_neocog_index *ix = net->s_ix[l];
-    const uint32_t ks = nc_neocog_kstride(K), kin = nc_neocog_k_in(net, l);
-    const uint32_t stride = nc_neocog_in_stride_(net, l), T = iv->top_t, C = iv->n_classes;
-    const double th = net->arch.stage[l].theta;
-    const float *in = st->uc[l - 1], *us = st->us[l];
-    float top_s[NC_NEOCOG_MAX_CLASSES][256];
-    uint32_t top_i[NC_NEOCOG_MAX_CLASSES][256], top_n[NC_NEOCOG_MAX_CLASSES];
-
-    /* Each input position's sum of squares, once: every output position
-     * reads most of them (US4: 25 outputs, 69 taps each), and summed in the
-     * same order they are the same doubles as summing them per tap. */
-    const size_t n_i = (size_t)ix->n_in * ix->n_in;
-    double su_stack[IV_SU_STACK];
-    double *su_in = n_i <= IV_SU_STACK ? su_stack : malloc(n_i * sizeof *su_in);
-    if (!su_in)
-        return -ENOMEM;
-    for (size_t i = 0; i < n_i; i++) {
-        const float *u = in + i * stride;
-        double su = 0.0;
-        for (uint32_t kap = 0; kap < kin; kap++)
-            su += (double)u[kap] * u[kap];
-        su_in[i] = su;
-    }
-
-    memset(ret, 0, sizeof(*ret));
-    ret->n_classes = C;
-    ret->label = -1;
-    for (size_t p = 0; p < (size_t)ix->n_out * ix->n_out; p++) {
-        double v2 = 0.0;
-        for (int32_t j = ix->gat_ptr[p]; j < ix->gat_ptr[p + 1]; j++)
-            v2 += net->s_c[l][ix->gat_tap[j]] * su_in[ix->gat_in[j]];
-        if (!(v2 > 0.0))
-            continue;
-        const double v = sqrt(v2);
-        memset(top_n, 0, sizeof(top_n));
-        for (uint32_t k = 0; k < K; k++) {
-            const double u = us[p * ks + k], b = net->b[l][k];
-            if (!(u > 0.0) || !(b > 0.0))
-                continue;
-            /* invert u = th/(1-th) ((1+e)/(1+th b v) - 1) for e, exactly */
-            const double e = (u * (1.0 - th) / th + 1.0) * (1.0 + th * b * v) - 1.0;
-            double s = e / (b * v);
-            s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
-            const uint32_t c = net->labels[k];
-            uint32_t n = top_n[c], i = n < T ? n : T - 1;
-            if (n == T && !(s > top_s[c][T - 1]))
-                continue;
-            /* insertion into the class's descending top-T list */
-            while (i > 0 && top_s[c][i - 1] < s) {
-                top_s[c][i] = top_s[c][i - 1];
-                top_i[c][i] = top_i[c][i - 1];
-                i--;
-            }
-            top_s[c][i] = (float)s;
-            top_i[c][i] = iv->rank[k];
-            if (n < T)
-                top_n[c]++;
-        }
-        for (uint32_t c = 0; c < C; c++) {
-            const uint32_t n = top_n[c], nc = iv->cls_off[c + 1] - iv->cls_off[c];
-            const float *G = iv->gram + iv->gram_off[c];
-            double best = n ? top_s[c][0] : 0.0;
-            for (uint32_t x = 0; x < n; x++)
-                for (uint32_t y = x + 1; y < n; y++) {
-                    const double al = top_s[c][x], be = top_s[c][y];
-                    const double g = G[(size_t)top_i[c][x] * nc + top_i[c][y]];
-                    if (!(g < 1.0 - 1e-6))
-                        continue;       /* parallel: the segment adds nothing */
-                    const double den = 1.0 - g * g;
-                    const double pa = (al - g * be) / den, pb = (be - g * al) / den;
-                    if (pa > 0.0 && pb > 0.0) {
-                        double s = sqrt(pa * al + pb * be);
-                        s = s > 1.0 ? 1.0 : s;
-                        best = s > best ? s : best;
-                    }
-                }
-            if (best > ret->score[c])
-                ret->score[c] = (float)best;
-        }
-    }
-    if (su_in != su_stack)
-        free(su_in);
-    float bv = 0.0f;
-    for (uint32_t c = 0; c < C; c++)
-        if (ret->score[c] > bv) {
-            bv = ret->score[c];
-            ret->label = (int32_t)c;
-        }
-    return 0;
 }

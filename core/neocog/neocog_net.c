@@ -104,6 +104,20 @@ uint32_t nc_neocog_k_in(const nc_neocog *net, uint32_t l)
     return l == 0 ? 2u : net->n_planes[l - 1];
 }
 
+uint32_t nc_neocog_in_stride_(const nc_neocog *net, uint32_t l)
+{
+    return l == 0 ? 8u : nc_neocog_kstride(net->n_planes[l - 1]);
+}
+
+nc_neocog_s_args nc_neocog_stage_s_args_(const nc_neocog *net, uint32_t l, float theta)
+{
+    return (nc_neocog_s_args){
+        .ix = net->s_ix[l], .k_in = nc_neocog_k_in(net, l),
+        .in_stride = nc_neocog_in_stride_(net, l), .k_out = net->n_planes[l],
+        .a = net->a[l], .b = net->b[l], .c = net->s_c[l], .theta = theta,
+    };
+}
+
 /* Floats of stage l's weights for plane counts planes[]: a then b. */
 static int stage_floats(const nc_neocog *net, const uint32_t *planes,
                         uint32_t l, size_t *ret_a, size_t *ret_b)

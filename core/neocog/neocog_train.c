@@ -1,6 +1,8 @@
-/* core/neocog/neocog_train.c — the training maths the forward pass and the trainer
- * share: Reinforce, US1's supervised edge training, and a deterministic
- * "seeded from data" initialiser for the upper stages.
+/* core/neocog/neocog_train.c — the training maths the initialiser and the
+ * learner (neocog_learn.c) share: Reinforce, the seed map and the inhibition
+ * that choose where planes open; US1's supervised edge training, and a
+ * deterministic "seeded from data" initialiser for the upper stages.
+ * Depends on neocog_net.c only; the forward pass calls nothing here.
  *
  * Layer: core.  Full unsupervised training (winner-take-all over hypercolumns,
  * several passes, learning thresholds) belongs to the trainer in tools/; the
@@ -96,6 +98,68 @@ int nc_neocog_train_us1(nc_neocog *net, uint32_t n_orient, float q)
     }
     nc_neocog_state_free(st);
     return r;
+}
+
+/* ---- plane creation: where to open planes ------------------------------------ */
+
+/* Seed map (spec step 2): input activity under the V-cell taper c, over
+ * stage l's S positions, normalised to its maximum, minus cut, clipped at 0.
+ * Normalising puts the map in the units of the responses that inhibit it.
+ * Returns the maximum before normalising (0: no input at all). */
+float nc_neocog_seed_map_(const nc_neocog *net, uint32_t l, const float *in, float cut,
+                          float *m)
+{
+    const nc_neocog_index *ix = net->s_ix[l];
+    const uint32_t stride = nc_neocog_in_stride_(net, l), kin = nc_neocog_k_in(net, l);
+    const size_t n_o = (size_t)ix->n_out * ix->n_out;
+    float mx = 0.0f;
+    for (size_t o = 0; o < n_o; o++) {
+        double s = 0.0;
+        for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++) {
+            const float *u = in + (size_t)ix->gat_in[j] * stride;
+            double su = 0.0;
+            for (uint32_t kap = 0; kap < kin; kap++)
+                su += u[kap];
+            s += net->s_c[l][ix->gat_tap[j]] * su;
+        }
+        m[o] = (float)s;
+        mx = m[o] > mx ? m[o] : mx;
+    }
+    for (size_t o = 0; o < n_o; o++) {
+        float v = mx > 0.0f ? m[o] / mx - cut : 0.0f;
+        m[o] = v > 0.0f ? v : 0.0f;
+    }
+    return mx;
+}
+
+/* m -= gain * (0.7^((r/d)^2) taper over r <= d, normalised to sum 1) * resp,
+ * clipped at 0: what planes already respond to counts as explained. */
+void nc_neocog_inhibit_(float *m, const float *resp, uint32_t n, double d, float gain)
+{
+    const int R = (int)d;
+    double w[2 * 8 + 1][2 * 8 + 1], wsum = 0.0;
+    const int RR = R > 8 ? 8 : R;
+    for (int dy = -RR; dy <= RR; dy++)
+        for (int dx = -RR; dx <= RR; dx++) {
+            double r2 = (double)dy * dy + (double)dx * dx;
+            double v = r2 <= d * d ? pow(0.7, r2 / (d * d)) : 0.0;
+            w[dy + RR][dx + RR] = v;
+            wsum += v;
+        }
+    for (int y = 0; y < (int)n; y++)
+        for (int x = 0; x < (int)n; x++) {
+            if (m[y * n + x] <= 0.0f)
+                continue;
+            double s = 0.0;
+            for (int dy = -RR; dy <= RR; dy++)
+                for (int dx = -RR; dx <= RR; dx++) {
+                    int yy = y + dy, xx = x + dx;
+                    if (yy >= 0 && yy < (int)n && xx >= 0 && xx < (int)n)
+                        s += w[dy + RR][dx + RR] * resp[yy * n + xx];
+                }
+            float v = m[y * n + x] - (float)(gain * s / wsum);
+            m[y * n + x] = v > 0.0f ? v : 0.0f;
+        }
 }
 
 /* ---- the seeded-from-data initialiser --------------------------------------- */

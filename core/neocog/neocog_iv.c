@@ -1,0 +1,233 @@
+/* core/neocog/neocog_iv.c — the interpolating-vector classifier (Fukushima
+ * 2007): per-class Gram matrices of the last stage's planes, built once from
+ * a trained network, and the answer they give after a forward pass.
+ *
+ * Layer: core.  Inference only: it reads the network and a state, and
+ * depends on neocog_net.c alone; the learners build networks it reads but
+ * it calls none of them. */
+#include "neocog_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+struct nc_neocog_iv {
+    uint32_t top_t, K, n_classes;
+    uint32_t cls_off[NC_NEOCOG_MAX_CLASSES + 1];    /* members of class c: */
+    uint32_t *members;                  /* members[cls_off[c] .. cls_off[c+1]) */
+    uint32_t *rank;                     /* plane -> index within its class */
+    size_t gram_off[NC_NEOCOG_MAX_CLASSES + 1];
+    float *gram;                        /* per class n_c x n_c cosines */
+};
+
+void nc_neocog_iv_free(nc_neocog_iv *iv)
+{
+    if (!iv)
+        return;
+    free(iv->members);
+    free(iv->rank);
+    free(iv->gram);
+    free(iv);
+}
+
+int nc_neocog_iv_get_view(const nc_neocog_iv *iv, nc_neocog_iv_view *ret)
+{
+    if (!iv || !ret)
+        return -EINVAL;
+    *ret = (nc_neocog_iv_view){
+        .top_t = iv->top_t, .K = iv->K, .n_classes = iv->n_classes,
+        .cls_off = iv->cls_off, .members = iv->members,
+        .gram_off = iv->gram_off, .gram = iv->gram,
+    };
+    return 0;
+}
+
+int nc_neocog_iv_new(const nc_neocog *net, uint32_t top_t, nc_neocog_iv **ret_iv)
+{
+    if (!net || !ret_iv || top_t < 1 || top_t > 256 || net->arch.n_stages < 2)
+        return -EINVAL;
+    const uint32_t l = net->arch.n_stages - 1, K = net->n_planes[l];
+    const uint32_t C = net->arch.n_classes;
+    if (K == 0 || !net->labels)
+        return -EINVAL;
+    nc_neocog_iv *iv = calloc(1, sizeof(*iv));
+    double *acc = NULL;
+    float *row = NULL;
+    uint32_t *nz = NULL;
+    int r = -ENOMEM;
+    if (!iv)
+        return -ENOMEM;
+    iv->top_t = top_t;
+    iv->K = K;
+    iv->n_classes = C;
+    iv->members = malloc(K * sizeof(uint32_t));
+    iv->rank = malloc(K * sizeof(uint32_t));
+    if (!iv->members || !iv->rank)
+        goto out;
+    uint32_t cnt[NC_NEOCOG_MAX_CLASSES] = { 0 };
+    for (uint32_t k = 0; k < K; k++)
+        cnt[net->labels[k]]++;
+    iv->cls_off[0] = 0;
+    iv->gram_off[0] = 0;
+    for (uint32_t c = 0; c < C; c++) {
+        iv->cls_off[c + 1] = iv->cls_off[c] + cnt[c];
+        iv->gram_off[c + 1] = iv->gram_off[c] + (size_t)cnt[c] * cnt[c];
+    }
+    uint32_t fill[NC_NEOCOG_MAX_CLASSES] = { 0 };
+    for (uint32_t k = 0; k < K; k++) {
+        uint32_t c = net->labels[k];
+        iv->rank[k] = fill[c];
+        iv->members[iv->cls_off[c] + fill[c]++] = k;
+    }
+    iv->gram = malloc((iv->gram_off[C] ? iv->gram_off[C] : 1) * sizeof(float));
+    acc = calloc(iv->gram_off[C] ? iv->gram_off[C] : 1, sizeof(double));
+    row = malloc(K * sizeof(float));
+    nz = malloc(K * sizeof(uint32_t));
+    if (!iv->gram || !acc || !row || !nz)
+        goto out;
+    /* Gram matrix in the V-cell metric, sum a_i a_j / c, one weight row
+     * (input plane, tap) at a time, visiting only planes with a_i > 0:
+     * trained weights are sparse, which makes this cheap. */
+    const uint32_t nl = net->s_ix[l]->n_live, ks = nc_neocog_kstride(K);
+    const uint32_t kin = nc_neocog_k_in(net, l);
+    for (uint32_t kap = 0; kap < kin; kap++)
+        for (uint32_t t = 0; t < nl; t++) {
+            const float *a = net->a[l] + ((size_t)kap * nl + t) * ks;
+            const double ic = 1.0 / net->s_c[l][t];
+            for (uint32_t c = 0; c < C; c++) {
+                uint32_t m = 0;
+                for (uint32_t i = iv->cls_off[c]; i < iv->cls_off[c + 1]; i++)
+                    if (a[iv->members[i]] > 0.0f) {
+                        nz[m] = i - iv->cls_off[c];
+                        row[m++] = a[iv->members[i]];
+                    }
+                const uint32_t nc = cnt[c];
+                double *g = acc + iv->gram_off[c];
+                for (uint32_t x = 0; x < m; x++)
+                    for (uint32_t y = x; y < m; y++)
+                        g[(size_t)nz[x] * nc + nz[y]] += ic * row[x] * row[y];
+            }
+        }
+    for (uint32_t c = 0; c < C; c++) {
+        const uint32_t nc = cnt[c];
+        double *g = acc + iv->gram_off[c];
+        float *G = iv->gram + iv->gram_off[c];
+        for (uint32_t x = 0; x < nc; x++)
+            for (uint32_t y = x; y < nc; y++) {
+                double bx = net->b[l][iv->members[iv->cls_off[c] + x]];
+                double by = net->b[l][iv->members[iv->cls_off[c] + y]];
+                double v = bx > 0 && by > 0 ? g[(size_t)x * nc + y] / (bx * by) : 0.0;
+                G[(size_t)x * nc + y] = G[(size_t)y * nc + x] = (float)v;
+            }
+    }
+    *ret_iv = iv;
+    iv = NULL;
+    r = 0;
+out:
+    free(acc);
+    free(row);
+    free(nz);
+    nc_neocog_iv_free(iv);
+    return r;
+}
+
+/* Input positions whose sums of squares fit on the stack (US4 reads 13 x 13). */
+#define IV_SU_STACK 1024
+
+int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
+                          const nc_neocog_state *st, nc_neocog_result *ret)
+{
+    if (!iv || !net || !st || !ret || net->arch.n_stages < 2)
+        return -EINVAL;
+    const uint32_t l = net->arch.n_stages - 1, K = net->n_planes[l];
+    if (K != iv->K || memcmp(st->fit_planes, net->n_planes, sizeof(st->fit_planes)))
+        return -EINVAL;
+    const nc_neocog_index *ix = net->s_ix[l];
+    const uint32_t ks = nc_neocog_kstride(K), kin = nc_neocog_k_in(net, l);
+    const uint32_t stride = nc_neocog_in_stride_(net, l), T = iv->top_t, C = iv->n_classes;
+    const double th = net->arch.stage[l].theta;
+    const float *in = st->uc[l - 1], *us = st->us[l];
+    float top_s[NC_NEOCOG_MAX_CLASSES][256];
+    uint32_t top_i[NC_NEOCOG_MAX_CLASSES][256], top_n[NC_NEOCOG_MAX_CLASSES];
+
+    /* Each input position's sum of squares, once: every output position
+     * reads most of them (US4: 25 outputs, 69 taps each), and summed in the
+     * same order they are the same doubles as summing them per tap. */
+    const size_t n_i = (size_t)ix->n_in * ix->n_in;
+    double su_stack[IV_SU_STACK];
+    double *su_in = n_i <= IV_SU_STACK ? su_stack : malloc(n_i * sizeof *su_in);
+    if (!su_in)
+        return -ENOMEM;
+    for (size_t i = 0; i < n_i; i++) {
+        const float *u = in + i * stride;
+        double su = 0.0;
+        for (uint32_t kap = 0; kap < kin; kap++)
+            su += (double)u[kap] * u[kap];
+        su_in[i] = su;
+    }
+
+    memset(ret, 0, sizeof(*ret));
+    ret->n_classes = C;
+    ret->label = -1;
+    for (size_t p = 0; p < (size_t)ix->n_out * ix->n_out; p++) {
+        double v2 = 0.0;
+        for (int32_t j = ix->gat_ptr[p]; j < ix->gat_ptr[p + 1]; j++)
+            v2 += net->s_c[l][ix->gat_tap[j]] * su_in[ix->gat_in[j]];
+        if (!(v2 > 0.0))
+            continue;
+        const double v = sqrt(v2);
+        memset(top_n, 0, sizeof(top_n));
+        for (uint32_t k = 0; k < K; k++) {
+            const double u = us[p * ks + k], b = net->b[l][k];
+            if (!(u > 0.0) || !(b > 0.0))
+                continue;
+            /* invert u = th/(1-th) ((1+e)/(1+th b v) - 1) for e, exactly */
+            const double e = (u * (1.0 - th) / th + 1.0) * (1.0 + th * b * v) - 1.0;
+            double s = e / (b * v);
+            s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
+            const uint32_t c = net->labels[k];
+            uint32_t n = top_n[c], i = n < T ? n : T - 1;
+            if (n == T && !(s > top_s[c][T - 1]))
+                continue;
+            /* insertion into the class's descending top-T list */
+            while (i > 0 && top_s[c][i - 1] < s) {
+                top_s[c][i] = top_s[c][i - 1];
+                top_i[c][i] = top_i[c][i - 1];
+                i--;
+            }
+            top_s[c][i] = (float)s;
+            top_i[c][i] = iv->rank[k];
+            if (n < T)
+                top_n[c]++;
+        }
+        for (uint32_t c = 0; c < C; c++) {
+            const uint32_t n = top_n[c], nc = iv->cls_off[c + 1] - iv->cls_off[c];
+            const float *G = iv->gram + iv->gram_off[c];
+            double best = n ? top_s[c][0] : 0.0;
+            for (uint32_t x = 0; x < n; x++)
+                for (uint32_t y = x + 1; y < n; y++) {
+                    const double al = top_s[c][x], be = top_s[c][y];
+                    const double g = G[(size_t)top_i[c][x] * nc + top_i[c][y]];
+                    if (!(g < 1.0 - 1e-6))
+                        continue;       /* parallel: the segment adds nothing */
+                    const double den = 1.0 - g * g;
+                    const double pa = (al - g * be) / den, pb = (be - g * al) / den;
+                    if (pa > 0.0 && pb > 0.0) {
+                        double s = sqrt(pa * al + pb * be);
+                        s = s > 1.0 ? 1.0 : s;
+                        best = s > best ? s : best;
+                    }
+                }
+            if (best > ret->score[c])
+                ret->score[c] = (float)best;
+        }
+    }
+    if (su_in != su_stack)
+        free(su_in);
+    float bv = 0.0f;
+    for (uint32_t c = 0; c < C; c++)
+        if (ret->score[c] > bv) {
+            bv = ret->score[c];
+            ret->label = (int32_t)c;
+        }
+    return 0;
+}
