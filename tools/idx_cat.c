@@ -1,6 +1,6 @@
 /* tools/idx_cat.c — join ranges of IDX image/label pairs into one pair.
  *
- *   idx-cat OUT_PREFIX IMAGES LABELS FIRST COUNT [IMAGES LABELS FIRST COUNT]...
+ *   idx-cat [--shuffle SEED] OUT_PREFIX IMAGES LABELS FIRST COUNT [IMAGES LABELS FIRST COUNT]...
  *
  * Items [FIRST, FIRST + COUNT) of each input pair (plain or gzip; COUNT 0
  * for all from FIRST), in the order given, become OUT_PREFIX-images-idx3-ubyte
@@ -8,6 +8,9 @@
  * so that `neocog-train cnn --train` and `eval --idx` read e.g. MNIST
  * training digits and rendered UNIPEN digits as one set
  * (scripts/train-digits-any).  Every input must have the same image size.
+ * --shuffle SEED puts the joined items in a seeded random order (the same
+ * for the same seed and inputs), so that any leading part of the set (a
+ * trainer's batch-norm statistics over its first digits) mixes the sources.
  *
  * Layer: tools (file I/O; core parses). */
 #include "dataset.h"
@@ -51,14 +54,60 @@ static int load_pair(const char *images, const char *labels, nc_dataset *d)
     return e;
 }
 
+/* splitmix64: a fixed, portable stream for the shuffle */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Fisher-Yates over d's items, images and labels together. */
+static int shuffle(nc_dataset *d, uint64_t seed)
+{
+    const size_t plane = (size_t)d->rows * d->cols;
+    uint8_t *tmp = malloc(plane ? plane : 1);
+    if (!tmp)
+        return -ENOMEM;
+    for (uint32_t k = d->count; k > 1; k--) {
+        uint32_t i = k - 1, j = (uint32_t)(next_u64(&seed) % k);
+        if (i == j)
+            continue;
+        memcpy(tmp, d->pixels + i * plane, plane);
+        memcpy(d->pixels + i * plane, d->pixels + j * plane, plane);
+        memcpy(d->pixels + j * plane, tmp, plane);
+        uint8_t l = d->labels[i];
+        d->labels[i] = d->labels[j];
+        d->labels[j] = l;
+    }
+    free(tmp);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    int shuffled = 0;
+    unsigned long long seed = 0;
+    if (argc > 2 && !strcmp(argv[1], "--shuffle")) {
+        char *end;
+        errno = 0;
+        seed = strtoull(argv[2], &end, 10);
+        if (errno || *end || !*argv[2] || *argv[2] == '-') {
+            fprintf(stderr, "idx-cat: --shuffle needs a decimal seed (got '%s')\n", argv[2]);
+            return 2;
+        }
+        shuffled = 1;
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 6 || (argc - 2) % 4) {
         fprintf(stderr,
-                "usage: idx-cat OUT_PREFIX IMAGES LABELS FIRST COUNT [IMAGES LABELS FIRST COUNT]...\n"
+                "usage: idx-cat [--shuffle SEED] OUT_PREFIX IMAGES LABELS FIRST COUNT\n"
+                "               [IMAGES LABELS FIRST COUNT]...\n"
                 "Joins items [FIRST, FIRST+COUNT) of each IDX pair (plain or gzip; COUNT 0:\n"
                 "all from FIRST) into OUT_PREFIX-images-idx3-ubyte and\n"
-                "OUT_PREFIX-labels-idx1-ubyte.\n");
+                "OUT_PREFIX-labels-idx1-ubyte; --shuffle SEED: in a seeded random order.\n");
         return 2;
     }
     int status = 1;
@@ -118,13 +167,18 @@ int main(int argc, char **argv)
         out.count = n;
         nc_dataset_fini(&d);
     }
-    int e = nc_file_write_idx(argv[1], &out);
+    int e = shuffled ? shuffle(&out, seed) : 0;
+    if (e < 0) {
+        fprintf(stderr, "idx-cat: out of memory\n");
+        goto out;
+    }
+    e = nc_file_write_idx(argv[1], &out);
     if (e < 0) {
         fprintf(stderr, "idx-cat: writing %s-*: %s\n", argv[1], nc_strerror(e));
         goto out;
     }
-    fprintf(stderr, "idx-cat: %u images of %ux%u to %s-*\n", out.count, out.rows, out.cols,
-            argv[1]);
+    fprintf(stderr, "idx-cat: %u images of %ux%u to %s-*%s\n", out.count, out.rows, out.cols,
+            argv[1], shuffled ? ", shuffled" : "");
     status = 0;
 out:
     nc_dataset_fini(&out);
