@@ -3,43 +3,135 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 /* A segmented image holds at most 64 characters (the daemon's limit). */
 #define MAX_LINES 64
 
-void nc_json_string(FILE *to, const char *s)
+/* Output goes through a buffer of the caller's stack and reaches the FILE
+ * in few large writes: a reply of many images is thousands of small
+ * pieces, and a stdio call for each (its lock, its byte-by-byte copy of
+ * short strings) cost more than the formatting itself. */
+typedef struct jbuf {
+    FILE *to;
+    size_t n;
+    char b[4096];
+} jbuf;
+
+/* Not "= { .to = to }", which would clear the 4 KiB on every call. */
+static void jb_init(jbuf *j, FILE *to)
 {
-    if (!s) {
-        fputs("null", to);
+    j->to = to;
+    j->n = 0;
+}
+
+static void jb_flush(jbuf *j)
+{
+    if (j->n)
+        fwrite(j->b, 1, j->n, j->to);
+    j->n = 0;
+}
+
+/* Where the next need (<= sizeof b) bytes go. */
+static char *jb_room(jbuf *j, size_t need)
+{
+    if (sizeof j->b - j->n < need)
+        jb_flush(j);
+    return j->b + j->n;
+}
+
+static void jb_write(jbuf *j, const void *s, size_t n)
+{
+    if (n > sizeof j->b / 2) {
+        jb_flush(j);
+        fwrite(s, 1, n, j->to);
         return;
     }
-    fputc('"', to);
+    memcpy(jb_room(j, n), s, n);
+    j->n += n;
+}
+
+static void jb_puts(jbuf *j, const char *s)
+{
+    jb_write(j, s, strlen(s));
+}
+
+static void jb_putc(jbuf *j, char c)
+{
+    *jb_room(j, 1) = c;
+    j->n++;
+}
+
+/* Decimal digits of u, a '-' first when neg. */
+static void jb_uint(jbuf *j, uint64_t u, int neg)
+{
+    char d[24];
+    size_t n = sizeof d;
+    do
+        d[--n] = (char)('0' + u % 10);
+    while (u /= 10);
+    if (neg)
+        d[--n] = '-';
+    jb_write(j, d + n, sizeof d - n);
+}
+
+static void jb_int(jbuf *j, int64_t v)
+{
+    jb_uint(j, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
+static void jb_printf(jbuf *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jb_printf(jbuf *j, const char *fmt, ...)
+{
+    va_list ap;
+    char *p = jb_room(j, 512);
+    size_t room = sizeof j->b - j->n;
+    va_start(ap, fmt);
+    int k = vsnprintf(p, room, fmt, ap);
+    va_end(ap);
+    if (k >= 0 && (size_t)k < room) {
+        j->n += (size_t)k;
+        return;
+    }
+    jb_flush(j);        /* longer than the room left: straight to the FILE */
+    va_start(ap, fmt);
+    vfprintf(j->to, fmt, ap);
+    va_end(ap);
+}
+
+static void jb_string(jbuf *to, const char *s)
+{
+    if (!s) {
+        jb_puts(to, "null");
+        return;
+    }
+    jb_putc(to, '"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         size_t plain = 0;     /* a run that needs no escape, in one write */
         while (p[plain] >= 0x20 && p[plain] != '"' && p[plain] != '\\' && p[plain] != 0x7f)
             plain++;
         if (plain) {
-            fwrite(p, 1, plain, to);
+            jb_write(to, p, plain);
             p += plain - 1;
             continue;
         }
         switch (*p) {
-        case '"': fputs("\\\"", to); break;
-        case '\\': fputs("\\\\", to); break;
-        case '\b': fputs("\\b", to); break;
-        case '\f': fputs("\\f", to); break;
-        case '\n': fputs("\\n", to); break;
-        case '\r': fputs("\\r", to); break;
-        case '\t': fputs("\\t", to); break;
+        case '"': jb_puts(to, "\\\""); break;
+        case '\\': jb_puts(to, "\\\\"); break;
+        case '\b': jb_puts(to, "\\b"); break;
+        case '\f': jb_puts(to, "\\f"); break;
+        case '\n': jb_puts(to, "\\n"); break;
+        case '\r': jb_puts(to, "\\r"); break;
+        case '\t': jb_puts(to, "\\t"); break;
         default:
             if (*p < 0x20 || *p == 0x7f)
-                fprintf(to, "\\u%04x", *p);
+                jb_printf(to, "\\u%04x", *p);
             else
-                fputc(*p, to);
+                jb_putc(to, (char)*p);
         }
     }
-    fputc('"', to);
+    jb_putc(to, '"');
 }
 
 /* The nine significant digits printf's %.9g gives v (finite, not 0) and
@@ -57,7 +149,9 @@ static int nine_digits(double v, uint32_t *m, int *exp10)
         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
     };
     const double a = fabs(v);
-    int e = (int)floor(log10(a));
+    int e2;
+    frexp(a, &e2);      /* a in [2^(e2-1), 2^e2): log10 to within one, cheaper */
+    int e = (int)floor((e2 - 1) * 0.30102999566398120);
     for (int tries = 0; tries < 3; tries++) {
         const int k = 8 - e;        /* a * 10^k has 9 digits before the point */
         if (k > 44 || k < -44)
@@ -145,26 +239,35 @@ static size_t format_g9(double v, char *out)
     return n;
 }
 
+static void jb_number(jbuf *to, double v)
+{
+    size_t n;
+    if (!isfinite(v)) {
+        jb_write(to, "null", 4);
+    } else if (v == floor(v) && fabs(v) < 1e15) {
+        jb_uint(to, (uint64_t)fabs(v), signbit(v) != 0);    /* as %.0f: a softmax's
+                                                               scores are often 0 or 1 */
+    } else if ((n = format_g9(v, jb_room(to, 32)))) {
+        to->n += n;     /* as %.9g, which round-trips a float exactly */
+    } else {
+        jb_printf(to, "%.9g", v);
+    }
+}
+
+void nc_json_string(FILE *to, const char *s)
+{
+    jbuf j;
+    jb_init(&j, to);
+    jb_string(&j, s);
+    jb_flush(&j);
+}
+
 void nc_json_number(FILE *to, double v)
 {
-    char buf[32];
-    size_t n;
-    if (!isfinite(v))
-        fputs("null", to);
-    else if (v == floor(v) && fabs(v) < 1e15) {
-        /* as %.0f: a softmax's scores are often exactly 0 or 1 */
-        uint64_t u = (uint64_t)fabs(v);
-        n = sizeof buf;
-        do
-            buf[--n] = (char)('0' + u % 10);
-        while (u /= 10);
-        if (signbit(v))
-            buf[--n] = '-';
-        fwrite(buf + n, 1, sizeof buf - n, to);
-    } else if ((n = format_g9(v, buf)))
-        fwrite(buf, 1, n, to);      /* as %.9g, which round-trips a float exactly */
-    else
-        fprintf(to, "%.9g", v);
+    jbuf j;
+    jb_init(&j, to);
+    jb_number(&j, v);
+    jb_flush(&j);
 }
 
 const char *nc_reject_reason_text(Neocog__RejectReason r)
@@ -249,107 +352,132 @@ static const char *verdict_text(int reject, Neocog__RejectReason r)
     return r == NEOCOG__REJECT_REASON__REJECT_NONE ? "rejected" : nc_reject_reason_text(r);
 }
 
-static void json_top(FILE *to, Neocog__Candidate *const *top, size_t n)
+static void json_top(jbuf *to, Neocog__Candidate *const *top, size_t n)
 {
-    fputs("\"top\":[", to);
+    jb_puts(to, "\"top\":[");
     for (size_t i = 0; i < n; i++) {
-        fprintf(to, "%s{\"label\":%d,\"text\":", i ? "," : "", top[i]->label);
-        nc_json_string(to, or_empty(top[i]->text));
-        fputs(",\"score\":", to);
-        nc_json_number(to, top[i]->score);
-        fputc('}', to);
+        jb_puts(to, i ? ",{\"label\":" : "{\"label\":");
+        jb_int(to, top[i]->label);
+        jb_puts(to, ",\"text\":");
+        jb_string(to, or_empty(top[i]->text));
+        jb_puts(to, ",\"score\":");
+        jb_number(to, top[i]->score);
+        jb_putc(to, '}');
     }
-    fputc(']', to);
+    jb_putc(to, ']');
 }
 
 /* ,"reject":B,"reject_reason":R,"threshold":T (R null when not rejected) */
-static void json_verdict(FILE *to, int reject, Neocog__RejectReason reason, float threshold)
+static void json_verdict(jbuf *to, int reject, Neocog__RejectReason reason, float threshold)
 {
-    fprintf(to, ",\"reject\":%s,\"reject_reason\":", reject ? "true" : "false");
-    nc_json_string(to, verdict_text(reject, reason));
-    fputs(",\"threshold\":", to);
-    nc_json_number(to, threshold);
+    jb_puts(to, reject ? ",\"reject\":true,\"reject_reason\":"
+                       : ",\"reject\":false,\"reject_reason\":");
+    jb_string(to, verdict_text(reject, reason));
+    jb_puts(to, ",\"threshold\":");
+    jb_number(to, threshold);
 }
 
-static void json_digits(FILE *to, const Neocog__Result *res)
+static void json_digits(jbuf *to, const Neocog__Result *res)
 {
-    fputs(",\"digits\":[", to);
+    jb_puts(to, ",\"digits\":[");
     for (size_t i = 0; i < res->n_digits; i++) {
         const Neocog__Digit *d = res->digits[i];
         const Neocog__Box *b = d->box;
-        fprintf(to, "%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
-                i ? "," : "", b ? b->x : 0, b ? b->y : 0, b ? b->width : 0,
-                b ? b->height : 0, d->label);
-        nc_json_string(to, or_empty(d->text));
-        fputs(",\"confidence\":", to);
-        nc_json_number(to, d->confidence);
+        jb_printf(to, "%s{\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"label\":%d,\"text\":",
+                  i ? "," : "", b ? b->x : 0, b ? b->y : 0, b ? b->width : 0,
+                  b ? b->height : 0, d->label);
+        jb_string(to, or_empty(d->text));
+        jb_puts(to, ",\"confidence\":");
+        jb_number(to, d->confidence);
         json_verdict(to, d->reject, d->reject_reason, d->threshold);
-        fprintf(to, ",\"line\":%u", d->line);
+        jb_printf(to, ",\"line\":%u", d->line);
         if (d->space_before)
-            fputs(",\"space_before\":true", to);
+            jb_puts(to, ",\"space_before\":true");
         if (d->n_top) {
-            fputc(',', to);
+            jb_putc(to, ',');
             json_top(to, d->top, d->n_top);
         }
-        fputc('}', to);
+        jb_putc(to, '}');
     }
-    fputc(']', to);
+    jb_putc(to, ']');
     /* the text lines, top to bottom, with their boxes */
     nc_result_line lines[MAX_LINES];
     size_t n = nc_result_lines(res, lines, MAX_LINES);
-    fputs(",\"lines\":[", to);
+    jb_puts(to, ",\"lines\":[");
     for (size_t l = 0; l < n && l < MAX_LINES; l++) {
         const nc_result_line *ln = &lines[l];
         char text[MAX_LINES * 16 + 1];
         nc_result_line_text(res, ln, text, sizeof text);
-        fprintf(to, "%s{\"line\":%zu,\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"text\":",
-                l ? "," : "", l, ln->x0, ln->y0, ln->x1 - ln->x0, ln->y1 - ln->y0);
-        nc_json_string(to, text);
-        fputs(",\"confidence\":", to);
-        nc_json_number(to, ln->confidence);
-        fprintf(to, ",\"reject\":%s,\"first_digit\":%zu,\"digits\":%zu}",
-                ln->reject ? "true" : "false", ln->first, ln->count);
+        jb_printf(to, "%s{\"line\":%zu,\"x\":%u,\"y\":%u,\"width\":%u,\"height\":%u,\"text\":",
+                  l ? "," : "", l, ln->x0, ln->y0, ln->x1 - ln->x0, ln->y1 - ln->y0);
+        jb_string(to, text);
+        jb_puts(to, ",\"confidence\":");
+        jb_number(to, ln->confidence);
+        jb_printf(to, ",\"reject\":%s,\"first_digit\":%zu,\"digits\":%zu}",
+                  ln->reject ? "true" : "false", ln->first, ln->count);
     }
-    fputc(']', to);
+    jb_putc(to, ']');
 }
 
-void nc_json_result_members(FILE *to, const Neocog__Reply *rp, const Neocog__Result *res)
+static void json_result_members(jbuf *to, const Neocog__Reply *rp, const Neocog__Result *res)
 {
-    fputs("\"model\":", to);
-    nc_json_string(to, or_empty(rp->kind_case == NEOCOG__REPLY__KIND_RECOGNIZE
-                                ? rp->recognize->model : NULL));
-    fprintf(to, ",\"label\":%d,\"text\":", res->label);
-    nc_json_string(to, or_empty(res->text));
-    fputs(",\"confidence\":", to);
-    nc_json_number(to, res->confidence);
+    jb_puts(to, "\"model\":");
+    jb_string(to, or_empty(rp->kind_case == NEOCOG__REPLY__KIND_RECOGNIZE
+                           ? rp->recognize->model : NULL));
+    jb_puts(to, ",\"label\":");
+    jb_int(to, res->label);
+    jb_puts(to, ",\"text\":");
+    jb_string(to, or_empty(res->text));
+    jb_puts(to, ",\"confidence\":");
+    jb_number(to, res->confidence);
     json_verdict(to, res->reject, res->reject_reason, res->threshold);
-    fputc(',', to);
+    jb_putc(to, ',');
     json_top(to, res->top, res->n_top);
     if (res->n_scores) {
-        fputs(",\"scores\":[", to);
+        jb_puts(to, ",\"scores\":[");
         for (size_t i = 0; i < res->n_scores; i++) {
             if (i)
-                fputc(',', to);
-            nc_json_number(to, res->scores[i]);
+                jb_putc(to, ',');
+            jb_number(to, res->scores[i]);
         }
-        fputc(']', to);
+        jb_putc(to, ']');
     }
     if (res->n_digits)
         json_digits(to, res);
     else if (res->text && !*res->text)
-        fputs(",\"digits\":[],\"lines\":[]", to);   /* segmented, nothing found */
-    if (rp->timing)
-        fprintf(to, ",\"timing_us\":{\"queue\":%" PRIu64 ",\"compute\":%" PRIu64
-                ",\"prepare\":%" PRIu64 ",\"forward\":%" PRIu64 ",\"total\":%" PRIu64 "}",
-                rp->timing->queue_us, rp->timing->compute_us, rp->timing->prepare_us,
-                rp->timing->forward_us, rp->timing->total_us);
+        jb_puts(to, ",\"digits\":[],\"lines\":[]");   /* segmented, nothing found */
+    if (rp->timing) {
+        const Neocog__Timing *t = rp->timing;
+        jb_puts(to, ",\"timing_us\":{\"queue\":");
+        jb_uint(to, t->queue_us, 0);
+        jb_puts(to, ",\"compute\":");
+        jb_uint(to, t->compute_us, 0);
+        jb_puts(to, ",\"prepare\":");
+        jb_uint(to, t->prepare_us, 0);
+        jb_puts(to, ",\"forward\":");
+        jb_uint(to, t->forward_us, 0);
+        jb_puts(to, ",\"total\":");
+        jb_uint(to, t->total_us, 0);
+        jb_putc(to, '}');
+    }
 }
 
-void nc_json_error_members(FILE *to, const char *code, const char *message)
+void nc_json_result_members(FILE *to, const Neocog__Reply *rp, const Neocog__Result *res)
 {
-    fputs("\"error\":{\"code\":", to);
-    nc_json_string(to, code);
-    fputs(",\"message\":", to);
-    nc_json_string(to, message);
-    fputc('}', to);
+    jbuf j;
+    jb_init(&j, to);
+    json_result_members(&j, rp, res);
+    jb_flush(&j);
+}
+
+void nc_json_error_members(FILE *f, const char *code, const char *message)
+{
+    jbuf j, *to = &j;
+    jb_init(to, f);
+    jb_puts(to, "\"error\":{\"code\":");
+    jb_string(to, code);
+    jb_puts(to, ",\"message\":");
+    jb_string(to, message);
+    jb_putc(to, '}');
+    jb_flush(to);
 }
