@@ -1,0 +1,63 @@
+#!/bin/sh
+# tests/tools/idx_cat.sh — idx-cat joins ranges of IDX pairs byte for byte,
+# --shuffle reorders them (the same items, the same order for a seed), bad
+# ranges fail; and neocog-unipen --look binary writes only ink or paper.
+#   idx_cat.sh IDX_CAT NEOCOG_UNIPEN   (NC_SOURCE_ROOT names the source tree)
+set -u
+cat_bin=$1
+unipen_bin=$2
+root=${NC_SOURCE_ROOT:-.}
+mi=$root/tests/data/mnist-t1k-images-idx3-ubyte.gz
+ml=$root/tests/data/mnist-t1k-labels-idx1-ubyte.gz
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nc-idxcat.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+gzip -dc "$mi" >"$tmp/i"
+gzip -dc "$ml" >"$tmp/l"
+
+# items 10..14 then 100..102: the header counts 8, the bytes are the inputs'
+"$cat_bin" "$tmp/a" "$mi" "$ml" 10 5 "$tmp/i" "$tmp/l" 100 3 2>/dev/null || fail "join: exit $?"
+[ "$(od -An -tu1 -j4 -N4 "$tmp/a-images-idx3-ubyte" | tr -s ' ')" = " 0 0 0 8" ] ||
+    fail "image count"
+[ "$(wc -c <"$tmp/a-images-idx3-ubyte")" -eq $((16 + 8 * 784)) ] || fail "image bytes"
+{ tail -c +$((16 + 10 * 784 + 1)) "$tmp/i" | head -c $((5 * 784))
+  tail -c +$((16 + 100 * 784 + 1)) "$tmp/i" | head -c $((3 * 784)); } >"$tmp/want"
+tail -c +17 "$tmp/a-images-idx3-ubyte" | cmp -s - "$tmp/want" || fail "image contents"
+{ tail -c +$((8 + 10 + 1)) "$tmp/l" | head -c 5
+  tail -c +$((8 + 100 + 1)) "$tmp/l" | head -c 3; } >"$tmp/wantl"
+tail -c +9 "$tmp/a-labels-idx1-ubyte" | cmp -s - "$tmp/wantl" || fail "labels"
+
+# COUNT 0: all from FIRST
+"$cat_bin" "$tmp/b" "$mi" "$ml" 990 0 2>/dev/null || fail "count 0: exit $?"
+[ "$(wc -c <"$tmp/b-labels-idx1-ubyte")" -eq 18 ] || fail "count 0: not 10 items"
+
+# --shuffle: the same items (labels as a multiset), another order, and the
+# same order again for the same seed
+"$cat_bin" --shuffle 7 "$tmp/s" "$mi" "$ml" 0 200 2>/dev/null || fail "shuffle: exit $?"
+"$cat_bin" --shuffle 7 "$tmp/t" "$mi" "$ml" 0 200 2>/dev/null || fail "shuffle again: exit $?"
+"$cat_bin" "$tmp/u" "$mi" "$ml" 0 200 2>/dev/null || fail "plain 200: exit $?"
+cmp -s "$tmp/s-images-idx3-ubyte" "$tmp/t-images-idx3-ubyte" || fail "shuffle not repeatable"
+cmp -s "$tmp/s-images-idx3-ubyte" "$tmp/u-images-idx3-ubyte" && fail "shuffle kept the order"
+sorted() { tail -c +9 "$1" | od -An -v -tu1 | tr -s ' ' '\n' | sort -n | tr '\n' ' '; }
+[ "$(sorted "$tmp/s-labels-idx1-ubyte")" = "$(sorted "$tmp/u-labels-idx1-ubyte")" ] ||
+    fail "shuffle changed the labels"
+
+# ranges beyond the input, and bad usage
+"$cat_bin" "$tmp/c" "$mi" "$ml" 995 10 2>/dev/null && fail "a range past the end passed"
+"$cat_bin" "$tmp/c" "$mi" "$ml" 0 2>/dev/null
+[ $? -eq 2 ] || fail "usage: not exit 2"
+[ -e "$tmp/c-images-idx3-ubyte" ] && fail "a failed run wrote a file"
+
+# neocog-unipen --look binary: every pixel 0 or 255; --look paper is refused
+"$unipen_bin" --data "$root/tests/data/unipen-2w.jsonl.gz" --split all --classes all94 \
+    --look binary --count 50 --out "$tmp/bin" 2>/dev/null || fail "--look binary: exit $?"
+grey=$(tail -c +17 "$tmp/bin-images-idx3-ubyte" | od -An -v -tu1 | tr -s ' ' '\n' |
+       awk 'NF && $1 != 0 && $1 != 255 { n++ } END { print n + 0 }')
+[ "$grey" = 0 ] || fail "--look binary: $grey grey pixels"
+"$unipen_bin" --data "$root/tests/data/unipen-2w.jsonl.gz" --look paper --out "$tmp/p" \
+    2>/dev/null
+[ $? -eq 2 ] || fail "--look paper: not a usage error"
+
+[ $failed -eq 0 ] && echo "idx-cat and --look: all checks passed"
+exit $((failed > 0))
