@@ -243,9 +243,9 @@ int nc_segment_frame(nc_segmenter *seg, const nc_image *frame,
     if ((p.charset == NC_SEGMENT_CHARSET_TEXT && (err = nc_seg_chars_rehome(&w)) < 0) ||
         (err = nc_seg_cut_and_merge(&w, order, scratch, heights)) < 0)
         goto out;
-    if ((err = p.charset == NC_SEGMENT_CHARSET_TEXT ? nc_seg_chars_split(&w, scratch, heights, prof)
-                                                     : nc_seg_split_wide(&w, scratch, heights, prof)) < 0 ||
-        (err = nc_seg_fit_count(&w, order, scratch, heights, prof)) < 0)
+    err = p.charset == NC_SEGMENT_CHARSET_TEXT ? nc_seg_chars_split(&w, scratch, heights, prof)
+                                                : nc_seg_split_wide(&w, scratch, heights, prof);
+    if (err < 0 || (err = nc_seg_fit_count(&w, order, scratch, heights, prof)) < 0)
         goto out;
     err = nc_seg_build_result(&w, pol, p.use_roi ? p.roi.x : 0,
                        p.use_roi ? p.roi.y : 0, order, scratch, ret_result);
