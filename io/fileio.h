@@ -41,6 +41,16 @@ struct nc_dataset;
 int nc_file_read_idx(const char *images_path, const char *labels_path, size_t max_bytes,
                      struct nc_dataset *ret);
 
+/* Read MNIST's test set (train: its training set) from the folder dir,
+ * under the first of its usual names there: t10k-images-idx3-ubyte.gz,
+ * t10k-images-idx3-ubyte, t10k-images.idx3-ubyte, then the repository's
+ * fixture mnist-t1k-images-idx3-ubyte.gz (test only); "train" in place of
+ * "t10k" for the training set; each with its labels named alike.  -ENOENT
+ * with path "" when no image file is there; otherwise as nc_file_read_idx,
+ * with path (path_len bytes) naming the image file read. */
+int nc_file_read_mnist(const char *dir, int train, size_t max_bytes, struct nc_dataset *ret,
+                       char *path, size_t path_len);
+
 /* Write every image of d and its labels as PREFIX-images-idx3-ubyte and
  * PREFIX-labels-idx1-ubyte (MNIST's layout), each atomically. */
 int nc_file_write_idx(const char *prefix, const struct nc_dataset *d);

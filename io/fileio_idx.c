@@ -1,8 +1,11 @@
-/* io/fileio_idx.c — nc_file_read_idx and nc_file_write_idx (see fileio.h). */
+/* io/fileio_idx.c — nc_file_read_idx, nc_file_read_mnist and nc_file_write_idx
+ * (see fileio.h). */
 #include "fileio.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "dataset.h"
 
@@ -19,6 +22,35 @@ int nc_file_read_idx(const char *images_path, const char *labels_path, size_t ma
     free(ib);
     free(lb);
     return err;
+}
+
+int nc_file_read_mnist(const char *dir, int train, size_t max_bytes, nc_dataset *ret,
+                       char *path, size_t path_len)
+{
+    static const char *const test_names[][2] = {
+        { "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" },
+        { "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" },
+        { "t10k-images.idx3-ubyte", "t10k-labels.idx1-ubyte" },
+        { "mnist-t1k-images-idx3-ubyte.gz", "mnist-t1k-labels-idx1-ubyte.gz" },
+        { NULL, NULL } };
+    static const char *const train_names[][2] = {
+        { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz" },
+        { "train-images-idx3-ubyte", "train-labels-idx1-ubyte" },
+        { "train-images.idx3-ubyte", "train-labels.idx1-ubyte" },
+        { NULL, NULL } };
+    const char *const (*names)[2] = train ? train_names : test_names;
+    char labels[4096];
+    for (size_t i = 0; names[i][0]; i++) {
+        struct stat st;
+        snprintf(path, path_len, "%s/%s", dir, names[i][0]);
+        if (stat(path, &st) != 0)
+            continue;
+        snprintf(labels, sizeof labels, "%s/%s", dir, names[i][1]);
+        return nc_file_read_idx(path, labels, max_bytes, ret);
+    }
+    if (path_len)
+        path[0] = '\0';
+    return -ENOENT;
 }
 
 int nc_file_write_idx(const char *prefix, const nc_dataset *d)

@@ -102,36 +102,17 @@ static nc_opts opts = {
     .table = opt_table,
 };
 
-/* The set's images and labels: the first pair of names found in dir. */
+/* The set's images and labels (nc_file_read_mnist's names). */
 static int load_digits(const char *dir, int train, nc_dataset *d)
 {
-    static const char *const test_names[][2] = {
-        { "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" },
-        { "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" },
-        { "t10k-images.idx3-ubyte", "t10k-labels.idx1-ubyte" },
-        { "mnist-t1k-images-idx3-ubyte.gz", "mnist-t1k-labels-idx1-ubyte.gz" },
-        { NULL, NULL } };
-    static const char *const train_names[][2] = {
-        { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz" },
-        { "train-images-idx3-ubyte", "train-labels-idx1-ubyte" },
-        { "train-images.idx3-ubyte", "train-labels.idx1-ubyte" },
-        { NULL, NULL } };
-    const char *const (*names)[2] = train ? train_names : test_names;
-    char ip[4096], lp[4096];
-    for (size_t i = 0; names[i][0]; i++) {
-        snprintf(ip, sizeof ip, "%s/%s", dir, names[i][0]);
-        snprintf(lp, sizeof lp, "%s/%s", dir, names[i][1]);
-        struct stat st;
-        if (stat(ip, &st) != 0)
-            continue;
-        int err = nc_file_read_idx(ip, lp, MAX_DATA_BYTES, d);
-        if (err < 0)
-            fprintf(stderr, "neocog-photogen: %s (with %s): %s\n", ip, lp, nc_strerror(err));
-        return err;
-    }
-    fprintf(stderr, "neocog-photogen: %s: no MNIST %s images (looked for %s and the like)\n",
-            dir, train ? "training" : "test", names[0][0]);
-    return -ENOENT;
+    char path[4096];
+    int err = nc_file_read_mnist(dir, train, MAX_DATA_BYTES, d, path, sizeof path);
+    if (err < 0 && !path[0])
+        fprintf(stderr, "neocog-photogen: %s: no MNIST %s images (t10k-images-idx3-ubyte.gz "
+                        "and the like)\n", dir, train ? "training" : "test");
+    else if (err < 0)
+        fprintf(stderr, "neocog-photogen: %s (with its labels): %s\n", path, nc_strerror(err));
+    return err;
 }
 
 static int parse_u32(const char *s, uint32_t *v)

@@ -140,50 +140,16 @@ static nc_opts opts = {
     .table = opt_table,
 };
 
-/* Read the first of names[] found in dir. */
-static int read_first(const char *dir, const char *const *names, uint8_t **buf, size_t *len,
-                      char *found, size_t found_len)
-{
-    int err = -ENOENT;
-    for (size_t i = 0; names[i]; i++) {
-        snprintf(found, found_len, "%s/%s", dir, names[i]);
-        err = nc_file_read(found, MAX_DATA_BYTES, buf, len);
-        if (err != -ENOENT)
-            return err;
-    }
-    return err;
-}
-
+/* The set's images and labels (nc_file_read_mnist's names). */
 static int load_digits(const char *dir, int train, nc_dataset *d)
 {
-    static const char *const img_names[] = { "t10k-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte",
-                                             "t10k-images.idx3-ubyte", "mnist-t1k-images-idx3-ubyte.gz", NULL };
-    static const char *const lab_names[] = { "t10k-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte",
-                                             "t10k-labels.idx1-ubyte", "mnist-t1k-labels-idx1-ubyte.gz", NULL };
-    static const char *const train_img[] = { "train-images-idx3-ubyte.gz", "train-images-idx3-ubyte",
-                                             "train-images.idx3-ubyte", NULL };
-    static const char *const train_lab[] = { "train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte",
-                                             "train-labels.idx1-ubyte", NULL };
-    const char *set = train ? "training" : "test";
-    uint8_t *ib = NULL, *lb = NULL;
-    size_t il = 0, ll = 0;
     char path[4096];
-    int err = read_first(dir, train ? train_img : img_names, &ib, &il, path, sizeof path);
-    if (err < 0) {
-        fprintf(stderr, "neocog-streamgen: %s: no MNIST %s images (%s)\n", dir, set,
-                strerror(-err));
-        goto out;
-    }
-    if ((err = read_first(dir, train ? train_lab : lab_names, &lb, &ll, path, sizeof path)) < 0) {
-        fprintf(stderr, "neocog-streamgen: %s: no MNIST %s labels (%s)\n", dir, set,
-                strerror(-err));
-        goto out;
-    }
-    if ((err = nc_dataset_parse(ib, il, lb, ll, d)) < 0)
-        fprintf(stderr, "neocog-streamgen: %s: %s\n", dir, nc_strerror(err));
-out:
-    free(ib);
-    free(lb);
+    int err = nc_file_read_mnist(dir, train, MAX_DATA_BYTES, d, path, sizeof path);
+    if (err < 0 && !path[0])
+        fprintf(stderr, "neocog-streamgen: %s: no MNIST %s images (t10k-images-idx3-ubyte.gz "
+                        "and the like)\n", dir, train ? "training" : "test");
+    else if (err < 0)
+        fprintf(stderr, "neocog-streamgen: %s (with its labels): %s\n", path, nc_strerror(err));
     return err;
 }
 

@@ -1,9 +1,12 @@
 /* tests/io/test_fileio.c — io/fileio.h: the caps of whole-file reading
  * (a regular file refused before reading, a pipe read up to the cap), the
  * regular-only reading the daemon's model scan relies on, a gzip'd model
- * inflated, and atomic writes read back. */
+ * inflated, atomic writes read back, and MNIST found under its usual
+ * names. */
 #include "fileio.h"
 #include "test.h"
+
+#include "dataset.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +151,41 @@ static void test_atomic(void)
     CHECK_INT_EQ(nc_file_write_atomic(p, (const uint8_t *)"x", 1), -ENOENT);
 }
 
+/* nc_file_read_mnist: the committed fixture is the test set of
+ * NC_TEST_DATA, read as nc_file_read_idx reads it; that folder has no
+ * training set, an empty one no set at all (path ""), and an image file
+ * without its labels fails with that file named. */
+static void test_mnist(void)
+{
+    const char *data = getenv("NC_TEST_DATA");
+    if (!data)
+        data = "tests/data";
+    char path[4096], ip[4096], lp[4096];
+    nc_dataset a = { 0 }, b = { 0 };
+    REQUIRE(nc_file_read_mnist(data, 0, 64u << 20, &a, path, sizeof path) == 0);
+    snprintf(ip, sizeof ip, "%s/mnist-t1k-images-idx3-ubyte.gz", data);
+    snprintf(lp, sizeof lp, "%s/mnist-t1k-labels-idx1-ubyte.gz", data);
+    CHECK(!strcmp(path, ip));
+    REQUIRE(nc_file_read_idx(ip, lp, 64u << 20, &b) == 0);
+    CHECK(a.count == b.count && a.count > 0 && a.rows == 28 && a.cols == 28 && a.labels);
+    CHECK(a.count == b.count &&
+          !memcmp(a.pixels, b.pixels, (size_t)a.count * a.rows * a.cols) &&
+          !memcmp(a.labels, b.labels, a.count));
+    nc_dataset_fini(&a);
+    nc_dataset_fini(&b);
+    strcpy(path, "x");
+    CHECK_INT_EQ(nc_file_read_mnist(data, 1, 64u << 20, &a, path, sizeof path), -ENOENT);
+    CHECK(path[0] == '\0');
+    strcpy(path, "x");
+    CHECK_INT_EQ(nc_file_read_mnist(dir, 0, 64u << 20, &a, path, sizeof path), -ENOENT);
+    CHECK(path[0] == '\0');
+    char img[128];
+    path_of(img, sizeof img, "t10k-images-idx3-ubyte");
+    REQUIRE(nc_file_write_atomic(img, (const uint8_t *)"not idx", 7) == 0);
+    CHECK(nc_file_read_mnist(dir, 0, 64u << 20, &a, path, sizeof path) < 0);
+    CHECK(!strcmp(path, img));
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/nc-test-fileio-XXXXXX");
@@ -158,6 +196,7 @@ int main(void)
     test_caps();
     test_model();
     test_atomic();
+    test_mnist();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
