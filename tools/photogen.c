@@ -108,8 +108,8 @@ static int load_digits(const char *dir, int train, nc_dataset *d)
     char path[4096];
     int err = nc_file_read_mnist(dir, train, MAX_DATA_BYTES, d, path, sizeof path);
     if (err < 0 && !path[0])
-        fprintf(stderr, "neocog-photogen: %s: no MNIST %s images (t10k-images-idx3-ubyte.gz "
-                        "and the like)\n", dir, train ? "training" : "test");
+        fprintf(stderr, "neocog-photogen: %s: no MNIST %s images (%s-images-idx3-ubyte.gz and the "
+                        "like)\n", dir, train ? "training" : "test", train ? "train" : "t10k");
     else if (err < 0)
         fprintf(stderr, "neocog-photogen: %s (with its labels): %s\n", path, nc_strerror(err));
     return err;
