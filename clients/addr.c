@@ -135,7 +135,7 @@ static int say(char *why, size_t n, int err, const char *fmt, ...)
     return err;
 }
 
-static int64_t now_ms(void)
+int64_t nc_client_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -146,9 +146,9 @@ static int64_t now_ms(void)
  * timeout_ms (< 0: none); EINTR costs only a retry. */
 static int wait_out(int fd, int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : nc_client_now_ms() + timeout_ms;
     for (;;) {
-        int64_t left = deadline < 0 ? -1 : deadline - now_ms();
+        int64_t left = deadline < 0 ? -1 : deadline - nc_client_now_ms();
         if (deadline >= 0 && left <= 0)
             return -ETIMEDOUT;
         struct pollfd p = { .fd = fd, .events = POLLOUT };

@@ -8,6 +8,10 @@
 /* The blocking calls' timeout (the timeout_ms option with its default). */
 int nc_client_timeout(const nc_client *c);
 
+/* Monotonic time in milliseconds, what every deadline is measured in
+ * (addr.c). */
+int64_t nc_client_now_ms(void);
+
 /* Connect a fresh non-blocking, close-on-exec stream socket to a within
  * timeout_ms (< 0: no limit); TCP without Nagle.  0 and *ret_fd, or a
  * negative errno with a sentence in why. */

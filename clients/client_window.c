@@ -36,13 +36,6 @@ static int set_err(nc_client *c, int err, const char *fmt, ...)
     return err;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int retrying(const nc_client *c)
 {
     return c->retry.max_attempts > 0;
@@ -101,7 +94,7 @@ static int lose(nc_client *c, int err, const char *fmt, ...)
     if (!c->answered_here)
         c->connect_fails++;
     conn_close(c);
-    int64_t now = now_ms();
+    int64_t now = nc_client_now_ms();
     for (uint32_t i = 0; i < c->n_win; i++) {
         entry *e = &c->win[i];
         if (!e->done && e->state == ON_WIRE) {
@@ -120,7 +113,7 @@ static int lose(nc_client *c, int err, const char *fmt, ...)
 /* Deadline for a timeout: -1 for none. */
 static int64_t deadline_of(int timeout_ms)
 {
-    return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    return timeout_ms < 0 ? -1 : nc_client_now_ms() + timeout_ms;
 }
 
 /* Poll fd for events until deadline.  Returns revents (> 0), or -ETIMEDOUT;
@@ -130,7 +123,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
     for (;;) {
         int wait = -1;
         if (deadline >= 0) {
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - nc_client_now_ms();
             if (left < 0)
                 left = 0;
             wait = left > 1000000 ? 1000000 : (int)left;
@@ -141,7 +134,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
             return p.revents;
         if (n < 0 && errno != EINTR)
             return -errno;
-        if (n == 0 && wait >= 0 && now_ms() >= deadline)
+        if (n == 0 && wait >= 0 && nc_client_now_ms() >= deadline)
             return -ETIMEDOUT;
     }
 }
@@ -250,9 +243,10 @@ static int give_up(nc_client *c, entry *e, int deadline_passed)
         snprintf(gu.why, sizeof gu.why, "%s", rp->message ? rp->message : "");
     } else {
         gu.code = deadline_passed ? NEOCOG__CODE__DEADLINE_EXCEEDED : NEOCOG__CODE__UNAVAILABLE;
+        const long long waited = (long long)(nc_client_now_ms() - e->first_ms);
         snprintf(gu.why, sizeof gu.why, "no reply: gave up after %u attempt%s in %lld ms%s%.180s",
-                 e->attempts, e->attempts == 1 ? "" : "s", (long long)(now_ms() - e->first_ms),
-                 c->loss[0] ? "; last: " : "", c->loss);
+                 e->attempts, e->attempts == 1 ? "" : "s", waited, c->loss[0] ? "; last: " : "",
+                 c->loss);
         if (!(m = made_reply(e->id, gu.code, gu.why)))
             return -ENOMEM;
     }
@@ -311,7 +305,7 @@ static int accept_reply(nc_client *c, const uint8_t *payload, size_t len)
         e->last_refusal = m;
         e->refused_code = rp->code;
         e->state = WAITING;
-        int64_t now = now_ms();
+        int64_t now = nc_client_now_ms();
         if (e->attempts >= c->retry.max_attempts || past_deadline(c, e, now)) {
             if (give_up(c, e, 0) < 0)
                 return lose(c, -ENOMEM, "out of memory keeping a reply");
@@ -432,7 +426,7 @@ static int reconnect(nc_client *c)
         c->stats.connect_failures++;
         c->connect_fails++;
         snprintf(c->loss, sizeof c->loss, "%s", c->errmsg);
-        c->reconnect_at = now_ms() + backoff_ms(c, c->connect_fails);
+        c->reconnect_at = nc_client_now_ms() + backoff_ms(c, c->connect_fails);
         return r;
     }
     c->stats.reconnects++;
@@ -446,7 +440,7 @@ static int service(nc_client *c, int64_t deadline)
 {
     if (!retrying(c) || c->err)
         return 0;
-    int64_t now = now_ms();
+    int64_t now = nc_client_now_ms();
     int on_wire = 0, waiting = 0;
     for (uint32_t i = 0; i < c->n_win; i++) {
         entry *e = &c->win[i];
@@ -539,7 +533,7 @@ int nc_client_send_request(nc_client *c, Neocog__Request *rq, uint64_t *ret_id)
         /* Into the window first, written by service() now or later. */
         entry *e = &c->win[c->n_win++];
         *e = (entry){ .id = c->next_id, .state = WAITING, .frame = frame, .len = len,
-                      .refused_code = -1, .first_ms = now_ms() };
+                      .refused_code = -1, .first_ms = nc_client_now_ms() };
         e->due_ms = e->first_ms;
         /* Accepted whatever happens now: an error here (out of memory)
          * leaves it in the window for the next call to send. */
@@ -596,7 +590,7 @@ static int receive(nc_client *c, int any, uint64_t id, int timeout_ms, nc_msg **
             return set_err(c, -ENOTCONN, "not connected and nothing to wait for");
         int ev = wait_fd(c->fd, POLLIN, wake);
         if (ev == -ETIMEDOUT) {
-            if (deadline >= 0 && now_ms() >= deadline)
+            if (deadline >= 0 && nc_client_now_ms() >= deadline)
                 return set_err(c, -ETIMEDOUT, "timed out waiting for the daemon's reply");
             continue;
         }
