@@ -4,8 +4,9 @@
  *
  * Layer: tools.  core/neocog/neocog_learn.c does the learning maths one pattern at
  * a time; this file owns the data split, the pattern lists, passes,
- * progress, checkpoints, the choices made on validation data and the
- * provenance.
+ * progress, the choices made on validation data and the provenance;
+ * train_neocog_opts.c the options, train_neocog_checkpoint.c the
+ * checkpoints.
  *
  * Procedure:
  *  - Data: training digits 0 .. 60000-V-1 train, the last V (--validation,
@@ -37,7 +38,7 @@
  *    comparing runs on validation (models/README.md records them).
  *  - --checkpoint FILE is rewritten after every stage; --resume skips the
  *    stages it holds. */
-#include "train_common.h"
+#include "train_neocog.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -52,255 +53,6 @@
 #include "modelfile.h"
 #include "neocog.h"
 #include "train_pool.h"
-
-#define MNIST_TRAIN 60000u
-#define MAX_TRY 16
-#define CKPT_MAX_BYTES ((size_t)1 << 31)
-
-#define TAG_CK_CONF NC_MF_TAG('C', 'K', 'C', 'F')  /* text: options that must match */
-#define TAG_CK_DONE NC_MF_TAG('C', 'K', 'D', 'N')  /* u32: stages done */
-#define TAG_CK_PLN  NC_MF_TAG('C', 'K', 'P', 'L')  /* u32: planes per stage */
-#define TAG_CK_A(l) NC_MF_TAG('C', 'K', 'A', '1' + (l))  /* f32: a, net layout */
-#define TAG_CK_B(l) NC_MF_TAG('C', 'K', 'B', '1' + (l))  /* f32: b */
-#define TAG_CK_LOG  NC_MF_TAG('C', 'K', 'L', 'G')  /* f64: per stage secs, digits */
-#define TAG_CK_NET  NC_MF_TAG('C', 'K', 'N', 'T')  /* bytes: whole model (all done) */
-
-typedef struct options {
-    const char *data, *out, *checkpoint;
-    uint32_t digits[NC_NEOCOG_MAX_STAGES];     /* per stage (index 1..3) */
-    uint32_t passes[NC_NEOCOG_MAX_STAGES];
-    uint32_t k_max[NC_NEOCOG_MAX_STAGES];
-    float theta[NC_NEOCOG_MAX_STAGES];         /* recognition */
-    float theta_l[NC_NEOCOG_MAX_STAGES];
-    float q;
-    uint32_t height;
-    uint32_t validation, valid_eval;
-    float theta4_try[MAX_TRY];
-    uint32_t n_theta4_try;
-    int interp, add_if_silent, resume, no_test, deskew;
-    float deform_us4;       /* 0: off; else NC_DEFORM_MNIST's strength times this */
-    uint32_t top_t;
-    uint64_t seed;
-    uint32_t threads;
-} options;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train neocognitron --out FILE [OPTIONS]\n"
-        "\n"
-        "Train the neocognitron stage by stage on MNIST: US1 from edges, US2/US3\n"
-        "unsupervised with plane creation, US4 supervised; choices made on the\n"
-        "validation split; test error measured once and stored in the model.\n"
-        "\n"
-        "  --data DIR            folder with the 4 MNIST files (default $NC_MNIST_DIR)\n"
-        "  --out FILE            model file to write (required)\n"
-        "  --train-digits N|A,B,C  class-balanced digits for US2,US3,US4 (400,400,3000)\n"
-        "  --passes N|A,B,C      passes over them (1,1,1)\n"
-        "  --theta-l A,B,C       learning thresholds of US2,US3,US4 (0.80,0.80,0.70)\n"
-        "  --theta A,B,C         recognition thresholds of US2,US3,US4 (0.51,0.58,0.30)\n"
-        "  --theta4-try A,B,..   US4 recognition thresholds to choose from on\n"
-        "                        validation (default: the --theta one)\n"
-        "  --q F                 reinforcement gain for US2..US4 (0.5)\n"
-        "  --k-max A,B,C         plane caps of US2,US3,US4 (200,300,4000)\n"
-        "  --height H            digit height of the 65x65 input (40)\n"
-        "  --add-if-silent       US2/US3 learn by add-if-silent\n"
-        "  --deskew              shear each digit upright before scaling (stored in the prep)\n"
-        "  --deskew-gentle       the same, at most half a pixel a row\n"
-        "  --deform-us4 F        US4 passes after the first see every digit freshly deformed\n"
-        "                        (core/data/deform, NC_DEFORM_MNIST times F; 0, the default, off)\n"
-        "  --interp              let validation choose the interpolating-vector\n"
-        "                        classifier over the max-response answer\n"
-        "  --top-t N             planes per class the IV classifier pairs (8)\n"
-        "  --validation N        hold out the last N training digits (10000)\n"
-        "  --valid-eval N        measure only the first N of them (all)\n"
-        "  --seed N              order of the training digits (1)\n"
-        "  --threads N           threads for US4 learning, validation and test (1);\n"
-        "                        the network learnt is the same for every N\n"
-        "  --checkpoint FILE     rewrite FILE after every stage\n"
-        "  --resume              skip the stages --checkpoint holds\n"
-        "  --no-test             do not measure on the test set (tuning runs)\n"
-        "  -h, --help            this text\n");
-}
-
-/* "A" or "A,B,C" into v[1..3]. */
-static int parse_u32_list3(const char *s, uint32_t *v)
-{
-    char buf[256];
-    uint32_t t[3];
-    int n = 0;
-    snprintf(buf, sizeof(buf), "%s", s);
-    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (n == 3 || train_parse_u32(p, &t[n]))
-            return -EINVAL;
-        n++;
-    }
-    if (n != 1 && n != 3)
-        return -EINVAL;
-    for (int i = 0; i < 3; i++)
-        v[1 + i] = t[n == 1 ? 0 : i];
-    return 0;
-}
-
-static int parse_f_list(const char *s, float *v, uint32_t max, uint32_t *ret_n)
-{
-    char buf[256];
-    uint32_t n = 0;
-    snprintf(buf, sizeof(buf), "%s", s);
-    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (n == max || train_parse_float(p, &v[n]))
-            return -EINVAL;
-        n++;
-    }
-    *ret_n = n;
-    return n ? 0 : -EINVAL;
-}
-
-static int parse_f_list3(const char *s, float *v)
-{
-    float t[3];
-    uint32_t n;
-    if (parse_f_list(s, t, 3, &n) || n != 3)
-        return -EINVAL;
-    for (int i = 0; i < 3; i++)
-        v[1 + i] = t[i];
-    return 0;
-}
-
-static int parse_options(int argc, char **argv, options *o)
-{
-    enum { O_DATA = 256, O_OUT, O_DIGITS, O_PASSES, O_THL, O_TH, O_TH4, O_Q, O_KMAX,
-           O_H, O_AIS, O_DSK, O_DSKG, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS,
-           O_CKPT, O_RESUME, O_NOTEST };
-    static const struct option longopts[] = {
-        { "data", required_argument, NULL, O_DATA },
-        { "out", required_argument, NULL, O_OUT },
-        { "train-digits", required_argument, NULL, O_DIGITS },
-        { "passes", required_argument, NULL, O_PASSES },
-        { "theta-l", required_argument, NULL, O_THL },
-        { "theta", required_argument, NULL, O_TH },
-        { "theta4-try", required_argument, NULL, O_TH4 },
-        { "q", required_argument, NULL, O_Q },
-        { "k-max", required_argument, NULL, O_KMAX },
-        { "height", required_argument, NULL, O_H },
-        { "add-if-silent", no_argument, NULL, O_AIS },
-        { "deskew", no_argument, NULL, O_DSK },
-        { "deskew-gentle", no_argument, NULL, O_DSKG },
-        { "deform-us4", required_argument, NULL, O_DEF4 },
-        { "interp", no_argument, NULL, O_IV },
-        { "top-t", required_argument, NULL, O_TOPT },
-        { "validation", required_argument, NULL, O_VALID },
-        { "valid-eval", required_argument, NULL, O_VEVAL },
-        { "seed", required_argument, NULL, O_SEED },
-        { "threads", required_argument, NULL, O_THREADS },
-        { "checkpoint", required_argument, NULL, O_CKPT },
-        { "resume", no_argument, NULL, O_RESUME },
-        { "no-test", no_argument, NULL, O_NOTEST },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    *o = (options){
-        .digits = { 0, 400, 400, 3000 }, .passes = { 0, 1, 1, 1 },
-        .k_max = { 16, 200, 300, 4000 },
-        .theta = { 0.55f, 0.51f, 0.58f, 0.30f }, .theta_l = { 0.0f, 0.80f, 0.80f, 0.70f },
-        .q = 0.5f, .height = 40, .validation = 10000, .top_t = 8, .seed = 1, .threads = 1,
-    };
-    int c, bad = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *name = NULL;
-        int err = 0;
-        switch (c) {
-        case O_DATA: o->data = optarg; break;
-        case O_OUT: o->out = optarg; break;
-        case O_CKPT: o->checkpoint = optarg; break;
-        case O_DIGITS: name = "--train-digits"; err = parse_u32_list3(optarg, o->digits); break;
-        case O_PASSES: name = "--passes"; err = parse_u32_list3(optarg, o->passes); break;
-        case O_KMAX: name = "--k-max"; err = parse_u32_list3(optarg, o->k_max); break;
-        case O_THL: name = "--theta-l"; err = parse_f_list3(optarg, o->theta_l); break;
-        case O_TH: name = "--theta"; err = parse_f_list3(optarg, o->theta); break;
-        case O_TH4: name = "--theta4-try";
-            err = parse_f_list(optarg, o->theta4_try, MAX_TRY, &o->n_theta4_try); break;
-        case O_Q: name = "--q"; err = train_parse_float(optarg, &o->q); break;
-        case O_H: name = "--height"; err = train_parse_u32(optarg, &o->height); break;
-        case O_AIS: o->add_if_silent = 1; break;
-        case O_DSK: o->deskew = 1; break;
-        case O_DSKG: o->deskew = (int)NC_PREP_DESKEW_GENTLE; break;
-        case O_DEF4:
-            name = "--deform-us4";
-            err = train_parse_float(optarg, &o->deform_us4);
-            break;
-        case O_IV: o->interp = 1; break;
-        case O_TOPT: name = "--top-t"; err = train_parse_u32(optarg, &o->top_t); break;
-        case O_VALID: name = "--validation"; err = train_parse_u32(optarg, &o->validation); break;
-        case O_VEVAL: name = "--valid-eval"; err = train_parse_u32(optarg, &o->valid_eval); break;
-        case O_SEED: name = "--seed"; err = train_parse_u64(optarg, &o->seed); break;
-        case O_THREADS: name = "--threads"; err = train_parse_u32(optarg, &o->threads); break;
-        case O_RESUME: o->resume = 1; break;
-        case O_NOTEST: o->no_test = 1; break;
-        case 'h': usage(stdout); return 1;
-        default: return -EINVAL;
-        }
-        if (err) {
-            fprintf(stderr, "neocog-train neocognitron: %s: not a valid value: '%s'\n",
-                    name, optarg);
-            bad = 1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "neocog-train neocognitron: unexpected argument '%s'\n", argv[optind]);
-        bad = 1;
-    }
-    if (!bad && !o->out) {
-        fprintf(stderr, "neocog-train neocognitron: --out FILE is required\n");
-        bad = 1;
-    }
-    if (!bad && o->n_theta4_try == 0) {
-        o->theta4_try[0] = o->theta[3];
-        o->n_theta4_try = 1;
-    }
-    for (int l = 1; !bad && l < 4; l++)
-        if (!(o->theta[l] > 0.0f && o->theta[l] < 1.0f) ||
-            !(o->theta_l[l] > 0.0f && o->theta_l[l] < 1.0f) || o->digits[l] == 0 ||
-            o->passes[l] == 0 || o->k_max[l] == 0 || o->k_max[l] > NC_NEOCOG_MAX_PLANES) {
-            fprintf(stderr, "neocog-train neocognitron: thresholds must be in (0, 1), "
-                    "digits, passes and k-max >= 1 (k-max <= %u)\n", NC_NEOCOG_MAX_PLANES);
-            bad = 1;
-        }
-    for (uint32_t i = 0; !bad && i < o->n_theta4_try; i++)
-        if (!(o->theta4_try[i] > 0.0f && o->theta4_try[i] < 1.0f)) {
-            fprintf(stderr, "neocog-train neocognitron: --theta4-try values must be in (0, 1)\n");
-            bad = 1;
-        }
-    if (!bad && (o->height < 8 || o->height > 61)) {
-        fprintf(stderr, "neocog-train neocognitron: --height must be 8..61\n");
-        bad = 1;
-    }
-    if (!bad) {
-        const nc_deform_params dp = nc_deform_params_scaled(&NC_DEFORM_MNIST, o->deform_us4);
-        if (!(o->deform_us4 >= 0.0f) || nc_deform_params_check(&dp)) {
-            fprintf(stderr, "neocog-train neocognitron: --deform-us4 must be >= 0 and give "
-                    "valid deformations\n");
-            bad = 1;
-        }
-    }
-    if (!bad && !(o->q > 0.0f)) {
-        fprintf(stderr, "neocog-train neocognitron: --q must be > 0\n");
-        bad = 1;
-    }
-    if (!bad && (o->validation >= MNIST_TRAIN || o->threads == 0 || o->threads > 256 ||
-                 o->top_t < 1 || o->top_t > 256)) {
-        fprintf(stderr, "neocog-train neocognitron: bad --validation, --threads or --top-t\n");
-        bad = 1;
-    }
-    if (!bad && o->resume && !o->checkpoint) {
-        fprintf(stderr, "neocog-train neocognitron: --resume needs --checkpoint FILE\n");
-        bad = 1;
-    }
-    if (!bad && !train_need_data_dir("neocog-train neocognitron", o->data))
-        bad = 1;
-    return bad ? -EINVAL : 0;
-}
 
 /* ---- the pattern list ------------------------------------------------------ */
 
@@ -382,135 +134,6 @@ static int prep_digit(const nc_dataset *d, uint32_t i, const nc_prep *p, nc_defo
         r = 0;
     }
     return r;
-}
-
-/* ---- checkpoints ----------------------------------------------------------- */
-
-static void config_string(const options *o, char *dst, size_t cap)
-{
-    /* options added later appear only when set, so older checkpoints match */
-    char deform[32] = "";
-    if (o->deform_us4 > 0.0f)
-        snprintf(deform, sizeof(deform), " deform4=%.6g", (double)o->deform_us4);
-    snprintf(dst, cap, "digits=%u,%u,%u passes=%u,%u,%u kmax=%u,%u,%u theta=%.6g,%.6g,%.6g "
-             "theta_l=%.6g,%.6g,%.6g q=%.6g height=%u ais=%d validation=%u seed=%llu%s%s",
-             o->digits[1], o->digits[2], o->digits[3], o->passes[1], o->passes[2],
-             o->passes[3], o->k_max[1], o->k_max[2], o->k_max[3], (double)o->theta[1],
-             (double)o->theta[2], (double)o->theta[3], (double)o->theta_l[1],
-             (double)o->theta_l[2], (double)o->theta_l[3], (double)o->q, o->height,
-             o->add_if_silent, o->validation, (unsigned long long)o->seed,
-             o->deskew == (int)NC_PREP_DESKEW_GENTLE ? " deskew-gentle"
-             : o->deskew                             ? " deskew"
-                                                     : "",
-             deform);
-}
-
-static size_t a_floats(const nc_neocog *net, uint32_t l)
-{
-    return (size_t)nc_neocog_k_in(net, l) * net->s_ix[l]->n_live *
-           nc_neocog_kstride(net->n_planes[l]);
-}
-
-static int write_checkpoint(const options *o, const nc_neocog *net, uint32_t done,
-                            const double *log, const nc_model_info *info)
-{
-    nc_mf_writer *w = NULL;
-    uint8_t *buf = NULL, *nb = NULL;
-    size_t len = 0, nlen = 0;
-    char conf[1024];
-    uint32_t d = done;
-    config_string(o, conf, sizeof(conf));
-    int err = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &w);
-    if (!err) err = nc_mf_put_str(w, TAG_CK_CONF, conf);
-    if (!err) err = nc_mf_put_u32(w, TAG_CK_DONE, &d, 1);
-    if (!err) err = nc_mf_put_u32(w, TAG_CK_PLN, net->n_planes, NC_NEOCOG_MAX_STAGES);
-    if (!err) err = nc_mf_put_f64(w, TAG_CK_LOG, log, 2 * NC_NEOCOG_MAX_STAGES);
-    if (done == net->arch.n_stages) {
-        /* all stages hold planes: the model format says it all, and loading
-         * it avoids growing a large US4 plane by plane */
-        if (!err) err = nc_neocog_save(net, info, &nb, &nlen);
-        if (!err) err = nc_mf_put(w, TAG_CK_NET, NC_MF_TYPE_BYTES, nb, nlen);
-    } else {
-        for (uint32_t l = 0; !err && l < done; l++) {
-            err = nc_mf_put_f32(w, TAG_CK_A(l), net->a[l], a_floats(net, l));
-            if (!err)
-                err = nc_mf_put_f32(w, TAG_CK_B(l), net->b[l],
-                                    nc_neocog_kstride(net->n_planes[l]));
-        }
-    }
-    if (!err) err = nc_mf_finish(w, &buf, &len);
-    if (!err) err = nc_file_write_atomic(o->checkpoint, buf, len);
-    if (err)
-        fprintf(stderr, "neocog-train neocognitron: writing checkpoint %s: %s\n",
-                o->checkpoint, nc_strerror(err));
-    nc_mf_writer_free(w);
-    free(buf);
-    free(nb);
-    return err;
-}
-
-/* Restore the stages a checkpoint holds into the empty net *pnet. */
-static int read_checkpoint(const options *o, nc_neocog **pnet, uint32_t *ret_done,
-                           double *log)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    nc_mf_reader *r = NULL;
-    char conf[1024], want[1024];
-    uint32_t done = 0, planes[NC_NEOCOG_MAX_STAGES];
-    nc_neocog *net = *pnet;
-    config_string(o, want, sizeof(want));
-    int err = nc_file_read(o->checkpoint, CKPT_MAX_BYTES, &buf, &len);
-    if (!err) err = nc_mf_open(buf, len, &r);
-    if (!err) err = nc_mf_get_str(r, TAG_CK_CONF, conf, sizeof(conf));
-    if (!err && strcmp(conf, want)) {
-        fprintf(stderr, "neocog-train neocognitron: checkpoint %s was written with other "
-                "options:\n  checkpoint: %s\n  now:        %s\n", o->checkpoint, conf, want);
-        err = -EINVAL;
-        goto out;
-    }
-    if (!err) err = nc_mf_get_u32(r, TAG_CK_DONE, &done, 1);
-    if (!err) err = nc_mf_get_u32(r, TAG_CK_PLN, planes, NC_NEOCOG_MAX_STAGES);
-    if (!err) err = nc_mf_get_f64(r, TAG_CK_LOG, log, 2 * NC_NEOCOG_MAX_STAGES);
-    if (!err && (done == 0 || done > net->arch.n_stages))
-        err = -EBADMSG;
-    if (!err && done == net->arch.n_stages) {
-        const void *p;
-        size_t n;
-        uint32_t type;
-        nc_neocog *got = NULL;
-        err = nc_mf_get(r, TAG_CK_NET, &type, &p, &n);
-        if (!err && type != NC_MF_TYPE_BYTES)
-            err = -EBADMSG;
-        if (!err)
-            err = nc_neocog_load(p, n, &got, NULL);
-        if (!err) {
-            /* keep this run's thresholds; the loaded one carries its own */
-            for (uint32_t l = 0; l < got->arch.n_stages; l++)
-                got->arch.stage[l].theta = net->arch.stage[l].theta;
-            nc_neocog_free(net);
-            *pnet = net = got;
-        }
-    } else {
-        for (uint32_t l = 0; !err && l < done; l++) {
-            for (uint32_t k = 0; !err && k < planes[l]; k++) {
-                uint32_t kk;
-                err = nc_neocog_add_plane(net, l, 0, &kk);
-            }
-            if (!err) err = nc_mf_get_f32(r, TAG_CK_A(l), net->a[l], a_floats(net, l));
-            if (!err) err = nc_mf_get_f32(r, TAG_CK_B(l), net->b[l],
-                                          nc_neocog_kstride(net->n_planes[l]));
-        }
-    }
-    if (!err)
-        *ret_done = done;
-    if (err)
-        fprintf(stderr, "neocog-train neocognitron: reading checkpoint %s: %s\n",
-                o->checkpoint, nc_strerror(err));
-out:
-    nc_mf_close(r);
-    free(buf);
-    return err;
 }
 
 /* ---- one stage ---------------------------------------------------------------- */
@@ -687,11 +310,11 @@ static int write_model(const char *path, const nc_neocog *net, const nc_model_in
 int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
 {
     options o;
-    int err = parse_options(argc, argv, &o);
+    int err = train_neocog_parse_options(argc, argv, &o);
     if (err > 0)
         return TRAIN_EXIT_OK;
     if (err) {
-        usage(stderr);
+        train_neocog_usage(stderr);
         return TRAIN_EXIT_USAGE;
     }
     int status = TRAIN_EXIT_FAIL;
@@ -779,7 +402,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
 
     uint32_t done = 0;
     if (o.resume) {
-        if (read_checkpoint(&o, &net, &done, log))
+        if (train_neocog_read_checkpoint(&o, &net, &done, log))
             goto out;
         fprintf(stderr, "resumed from %s: %u stage(s) done, planes %u/%u/%u/%u\n",
                 o.checkpoint, done, net->n_planes[0], net->n_planes[1], net->n_planes[2],
@@ -793,7 +416,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
         log[0] = train_now() - t0;
         done = 1;
         fprintf(stderr, "US1: 16 edge planes\n");
-        if (o.checkpoint && write_checkpoint(&o, net, done, log, &info))
+        if (o.checkpoint && train_neocog_write_checkpoint(&o, net, done, log, &info))
             goto out;
     }
     if ((err = nc_neocog_learner_new(net, &lr)))
@@ -810,7 +433,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
         train_format_duration(log[l], dur, sizeof(dur));
         fprintf(stderr, "US%u done: %u planes, %s\n", l + 1, net->n_planes[l], dur);
         done = l + 1;
-        if (o.checkpoint && write_checkpoint(&o, net, done, log, &info))
+        if (o.checkpoint && train_neocog_write_checkpoint(&o, net, done, log, &info))
             goto out;
     }
 
