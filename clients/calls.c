@@ -1,6 +1,7 @@
 /* clients/calls.c — libneocog: the requests themselves (a recognise
  * request built around the caller's bytes, the blocking calls) and the
- * enum names.  The connection, the window and retries are client.c's.
+ * enum names.  The connection is client.c's, the window and
+ * retries client_window.c's.
  *
  * Layer: clients.  Nothing printed, nothing exits. */
 #include "neocog_client.h"

@@ -25,7 +25,7 @@ typedef enum nc_cli_cmd {
     NC_CLI_CMD_RECOGNIZE,
     NC_CLI_CMD_STATUS,
     NC_CLI_CMD_BENCH,
-    NC_CLI_CMD_CAMERA,          /* only as help_cmd: camera.c parses its own
+    NC_CLI_CMD_CAMERA,          /* only as help_cmd: camera_opts.c parses its own
                                    command line */
 } nc_cli_cmd;
 
@@ -77,7 +77,7 @@ int nc_cli_parse(int argc, char **argv, nc_cli_args *ret, char *why, size_t why_
 
 /* The usage text: every command (NC_CLI_CMD_HELP) or one command's
  * (RECOGNIZE, STATUS, BENCH; CAMERA points to `neocog camera --help`, which
- * camera.c prints). */
+ * camera_opts.c prints). */
 void nc_cli_usage(FILE *to);
 void nc_cli_usage_command(FILE *to, nc_cli_cmd cmd);
 

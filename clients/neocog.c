@@ -537,7 +537,7 @@ static int cmd_status(const nc_cli_args *a, nc_client *cl, const char *addr)
 
 int main(int argc, char **argv)
 {
-    /* `camera` has options of its own (camera.c parses them), so it is
+    /* `camera` has options of its own (camera_opts.c parses them), so it is
      * picked out before the shared parser sees the command line. */
     int cam = nc_camera_command_index(argc, argv);
     if (cam > 0)
@@ -550,7 +550,7 @@ int main(int argc, char **argv)
     }
     if (a.cmd == NC_CLI_CMD_HELP) {
         if (a.help_cmd == NC_CLI_CMD_CAMERA) {
-            /* `neocog help camera`: camera.c holds its options */
+            /* `neocog help camera`: camera_opts.c holds its options */
             char *help_argv[] = { argv[0], (char *)"camera", (char *)"--help", NULL };
             return nc_camera_main(3, help_argv, 1);
         }
