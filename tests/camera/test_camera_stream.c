@@ -1,6 +1,8 @@
 /* tests/camera/test_camera_stream.c — `neocog camera` end to end: a
  * generated stream read through the real neocogd and scored against the
- * generator's truth.
+ * generator's truth.  Over 800 lines on purpose: every step below reads the
+ * one stream rendered in step 1 through the one daemon started in step 2;
+ * split into programs, each would render and start them again.
  *
  *  1. neocog-streamgen renders 30 frames of 640x480 from the MNIST fixture,
  *     one string of 8 digits each, dark ink, fixed seed, as MJPEG, with the

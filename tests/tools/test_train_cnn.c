@@ -1,5 +1,8 @@
 /* tests/tools/test_train_cnn.c — `neocog-train cnn --keep-last`, run as a
- * user runs it.
+ * user runs it.  Over 800 lines on purpose: every check trains on the one
+ * stand-in MNIST folder written at the start, and later checks resume the
+ * checkpoints of earlier runs; split, each program would write the folder
+ * and train those runs again.
  *
  * The trainer wants MNIST's 60,000 training digits, so the fixture's 1,000
  * digits, repeated 60 times, stand in for them (and the fixture itself for
