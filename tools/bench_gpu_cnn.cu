@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "bench_gpu.h"
-#include "cnn_engine.h"
+#include "cnn_engine_dev.h"
 #include "device.h"
 extern "C" {   /* core/ headers have no C++ guards */
 #include "cnn.h"

@@ -37,7 +37,7 @@ extern "C" {    /* core's headers are plain C */
 #include "neocog.h"
 }
 #include "neocog_c.cuh"
-#include "neocog_engine.h"
+#include "neocog_engine_dev.h"
 #include "neocog_occ.cuh"
 
 #define N_SEED 300

@@ -25,7 +25,11 @@
  *
  * A net with batch-normalised layers (core/cnn/cnn.h's "bn") runs layer-wise
  * too, normalising each batch with its own statistics, as core does: it is
- * a net in training.  Serve its nc_cnn_fold_norm instead. */
+ * a net in training.  Serve its nc_cnn_fold_norm instead.
+ *
+ * This is the serving interface (what gpu/backend/backend_gpu.cu uses):
+ * make, forward, free.  Training is in cnn_engine_train.h; the forced paths
+ * and the pieces benchmarks and tests use are in cnn_engine_dev.h. */
 #ifndef NC_GPU_CNN_ENGINE_H
 #define NC_GPU_CNN_ENGINE_H
 
@@ -37,37 +41,15 @@ extern "C" {
 #endif
 
 #include "cnn.h"   /* core/ has no C++ guards of its own */
-#include "deform.h"
 
 #define NC_GPU_CNN_GRAPH_MAX 16u
 
 typedef struct nc_gpu_cnn nc_gpu_cnn;
 
-typedef enum nc_gpu_cnn_path {
-    NC_GPU_CNN_PATH_AUTO = 0,       /* measured choice per bucket */
-    NC_GPU_CNN_PATH_DIRECT = 1,     /* direct kernels for every layer */
-    NC_GPU_CNN_PATH_UNROLLED = 2,   /* unrolled conv + cuBLAS, cuBLAS fully connected */
-    NC_GPU_CNN_PATH_FUSED_SMALL = 3, /* fused column, latency variant */
-    NC_GPU_CNN_PATH_FUSED_BIG = 4,  /* fused column, throughput variant */
-    NC_GPU_CNN_PATH_FUSED_DEEP = 5, /* fused deep column */
-} nc_gpu_cnn_path;
-
 /* An engine for net's architecture on CUDA device `device`, for batches of
  * 1..max_batch images, with net's params and tables uploaded. */
 int nc_gpu_cnn_new(const nc_cnn *net, int device, uint32_t max_batch, nc_gpu_cnn **ret_g);
 void nc_gpu_cnn_free(nc_gpu_cnn *g);
-
-/* Params and tables of net (same architecture) to the device / the device's
- * params back into net (after training on the GPU).  -EINVAL on a mismatch. */
-int nc_gpu_cnn_upload(nc_gpu_cnn *g, const nc_cnn *net);
-int nc_gpu_cnn_download(nc_gpu_cnn *g, nc_cnn *net);
-
-/* Force a path (tests, benchmarks); -ENOTSUP for a fused path the net does
- * not fit.  nc_gpu_cnn_fused_ok: 1 if the (shallow) column's fused paths
- * fit the net; nc_gpu_cnn_path_ok: 1 if path fits it. */
-int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path);
-int nc_gpu_cnn_fused_ok(const nc_gpu_cnn *g);
-int nc_gpu_cnn_path_ok(const nc_gpu_cnn *g, nc_gpu_cnn_path path);
 
 /* out[n][n_outputs] = the net on in[n][n_inputs] (host memory, any). */
 int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out);
@@ -84,111 +66,13 @@ int nc_gpu_cnn_forward(nc_gpu_cnn *g, const float *in, uint32_t n, float *out);
 int nc_gpu_cnn_forward_start(nc_gpu_cnn *g, const float *in, uint32_t n);
 int nc_gpu_cnn_forward_finish(nc_gpu_cnn *g, float *out);
 
-/* After a layer-wise forward of the same n (not a fused one: -EINVAL):
- * grads[n_params] = dE/dparams summed over the batch for d_out = dE/dy of
- * the outputs, as nc_cnn_backward_ref. */
-int nc_gpu_cnn_backward(nc_gpu_cnn *g, const float *d_out, uint32_t n, float *grads);
-
-/* One mini-batch step on the device (forward, nc_cnn_loss or the softmax
- * of nc_gpu_cnn_set_loss_softmax, backward, SGD or the update of
- * nc_gpu_cnn_set_momentum / _set_adam), as nc_cnn_train_step; the params stay on the device until
- * nc_gpu_cnn_download.  ret_loss (may be NULL; then nothing waits for the
- * step) is the loss before the step. */
-int nc_gpu_cnn_train_step(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
-                          float lr, double *ret_loss);
-
-/* n images (host memory, any n) trained in order as mini-batches of
- * `batch` (<= max_batch; the last one may be smaller): the same SGD steps as
- * n / batch calls of nc_gpu_cnn_train_step, but with one upload and no wait
- * between steps, so a trainer's host threads can prepare the next images
- * meanwhile.  Waits for the last step.  ret_loss / ret_errors (may be NULL):
- * the loss and the misclassified images summed over the steps, each measured
- * before its step. */
-int nc_gpu_cnn_train_batches(nc_gpu_cnn *g, const float *in, const uint8_t *labels, uint32_t n,
-                             uint32_t batch, float lr, double *ret_loss, uint32_t *ret_errors);
-
-/* Training images resident on the device for nc_gpu_cnn_train_indexed:
- * count images of n_inputs floats (host memory, any) and their labels,
- * copied; deform (may be NULL: none) the core/data/deform parameters every
- * presentation is deformed with (single-map inputs only: -ENOTSUP).
- * Replaces earlier data. */
-int nc_gpu_cnn_set_train_data(nc_gpu_cnn *g, const float *in, const uint8_t *labels,
-                              uint32_t count, const nc_deform_params *deform);
-
-/* Soft targets for the training images of nc_gpu_cnn_set_train_data:
- * targets[count][n_outputs] (host, copied; finite) replace the labels' +1 / -1
- * in nc_gpu_cnn_train_indexed's loss (core's nc_cnn_loss_targets), e.g. for
- * distillation from a teacher committee; the labels still count the
- * training errors.  NULL goes back to the labels.  New training data clears
- * them. */
-int nc_gpu_cnn_set_train_targets(nc_gpu_cnn *g, const float *targets);
-
-/* The loss every training step minimises from now on: scale > 0 (finite)
- * core's nc_cnn_loss_softmax with that scale, 0 the squared error of
- * nc_cnn_loss (the default).  -ENOTSUP for a softmax while soft targets are
- * set (they are squared-error targets), and nc_gpu_cnn_set_train_targets
- * refuses targets while a softmax is. */
-int nc_gpu_cnn_set_loss_softmax(nc_gpu_cnn *g, float scale);
-
-/* As nc_gpu_cnn_train_batches, for images already on the device: image i of
- * the run is training image index[i], deformed on the device as
- * nc_deform_apply would deform it with an nc_deform_rng whose state is
- * state[i] (gpu/data/deform.cuh; equal to float rounding).  index and state:
- * host arrays of n. */
-int nc_gpu_cnn_train_indexed(nc_gpu_cnn *g, const uint32_t *index, const uint64_t *state,
-                             uint32_t n, uint32_t batch, float lr, double *ret_loss,
-                             uint32_t *ret_errors);
-
-/* The update every later training step (nc_gpu_cnn_train_step, _batches,
- * _indexed) makes after its gradients: plain SGD (nc_cnn_sgd) until one of
- * these is called, each of which replaces the other.
- *
- * nc_gpu_cnn_set_momentum: core's nc_cnn_sgd_momentum with momentum
- * (0 <= momentum < 1) from velocity[n_params] (host, copied; finite; NULL:
- * zeros, as before a first step).  nc_gpu_cnn_set_adam: core's nc_cnn_adam
- * with beta1, beta2, eps (ranges as there) from the moments m, v [n_params]
- * (host, copied; finite, v >= 0; both NULL: zeros) after `step` steps (0 for
- * fresh moments); each training step then counts one more, and its bias
- * corrections come from nc_cnn_adam_corrections on the host.  The device
- * steps round each product, sum, square root and quotient to float in
- * core's order, so they equal core's on equal gradients.
- *
- * Kernels a connection table cuts stay 0, as core's masking keeps them:
- * their gradients are 0, and the state's entries there are set to 0 on the
- * way in (core's own steps never make them other than 0).  -EINVAL for bad
- * values; on any error the engine steps with plain SGD.
- *
- * nc_gpu_cnn_get_velocity / nc_gpu_cnn_get_adam: the state after the steps
- * so far (waits for them), e.g. for a checkpoint; -EINVAL unless that
- * optimiser is the one set. */
-int nc_gpu_cnn_set_momentum(nc_gpu_cnn *g, float momentum, const float *velocity);
-int nc_gpu_cnn_get_velocity(nc_gpu_cnn *g, float *velocity);
-int nc_gpu_cnn_set_adam(nc_gpu_cnn *g, float beta1, float beta2, float eps, const float *m,
-                        const float *v, uint64_t step);
-int nc_gpu_cnn_get_adam(nc_gpu_cnn *g, float *m, float *v, uint64_t *step);
-
-/* After a forward or a training step: normalised layer `layer`'s batch
- * statistics, mean[maps] and var[maps], as the last batch was normalised
- * with (core's nc_cnn_work_norm_stats).  Waits for the stream.  -EINVAL
- * before any pass, for a layer that is not normalised, or NULL outputs. */
-int nc_gpu_cnn_norm_stats(nc_gpu_cnn *g, uint32_t layer, float *mean, float *var);
-
-/* Fill every activation, delta, gradient and scratch buffer with NaN, so a
- * test sees anything a kernel forgot to write. */
-int nc_gpu_cnn_poison(nc_gpu_cnn *g);
-
-/* For benchmarks: enqueue the forward of n images already on the device
- * (d_in[n][n_inputs] -> d_out[n][n_outputs]) on the engine's stream without
- * waiting (graph-capturable once the bucket is tuned: call it once first);
- * the stream (a cudaStream_t); wait for it; the path taken for batch n as
- * text. */
-int nc_gpu_cnn_forward_device(nc_gpu_cnn *g, const float *d_in, uint32_t n, float *d_out);
-void *nc_gpu_cnn_stream(nc_gpu_cnn *g);
-int nc_gpu_cnn_sync(nc_gpu_cnn *g);
-int nc_gpu_cnn_describe(const nc_gpu_cnn *g, uint32_t n, char *dst, size_t cap);
-
 #ifdef __cplusplus
 }
 #endif
+
+/* tools/train_cnn.c and tools/train_norm.c read the training interface
+ * through this header; until they include cnn_engine_train.h themselves,
+ * it comes along here. */
+#include "cnn_engine_train.h"
 
 #endif

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "cnn.h"
-#include "cnn_engine.h"
+#include "cnn_engine_dev.h"
 #include "device.h"
 #include "test.h"
 #include "gpu_test.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cnn.h"
-#include "cnn_engine.h"
+#include "cnn_engine_dev.h"
 #include "deform.cuh"
 #include "deform.h"
 #include "device.h"

@@ -46,7 +46,7 @@
 #include "neocog.h"
 #include "neocog_c.cuh"
 #include "neocog_class.cuh"
-#include "neocog_engine.h"
+#include "neocog_engine_dev.h"
 #include "neocog_g.cuh"
 #include "neocog_gemm.cuh"
 #include "neocog_geom.h"

@@ -30,7 +30,7 @@
 #include "image.h"
 #include "modelfile.h"
 #include "neocog.h"
-#include "neocog_engine.h"
+#include "neocog_engine_dev.h"
 
 #define IN 65
 #define N_IMG 240
