@@ -14,6 +14,8 @@
  * whose prep has views (image.h) gives each member's engine that member's
  * views of every digit as one batch (core/neocog/neocog.h: those of its deskew),
  * and the scores are averaged on the host as the CPU table averages them.
+ * A committee with a cascade (neocog.h) runs its first member on the batch
+ * and the other members only on the digits it leaves undecided.
  *
  * A CNN file is loaded as a committee (core/cnn/cnn.h: one column or several):
  * one CNN engine per column, all started on the whole batch before any is
@@ -118,6 +120,12 @@ typedef struct gpu_impl {
     float *gather;                  /* [MAX_BATCH][n_inputs], under lock: a member's
                                        own views; NULL when every member takes all */
     nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
+    nc_neocog_cascade cascade;      /* the committee's (neocog.h); on 0: none */
+    float *cas_in;                  /* cascade, under lock: [MAX_BATCH][n_inputs],
+                                       the views of the digits the first member left */
+    float *cas_score;               /* [MAX_BATCH][n_classes]: its scores, per view */
+    float *cas_out;                 /* [MAX_BATCH][n_classes]: the others' answers */
+    uint32_t *cas_digit;            /* [MAX_BATCH]: which digits those are */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
     size_t device_bytes;
@@ -153,6 +161,10 @@ static void gpu_free(void *p)
     free(impl->gneo);
     free(impl->view_mask);
     free(impl->gather);
+    free(impl->cas_in);
+    free(impl->cas_score);
+    free(impl->cas_out);
+    free(impl->cas_digit);
     nc_cnn_committee_free(impl->cnn);
     free(impl->res);
     pthread_mutex_destroy(&impl->lock);
@@ -287,6 +299,16 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
                 !(impl->gather = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
                                                  impl->n_inputs * sizeof(float))))
                 return -ENOMEM;
+        impl->cascade = neo->cascade;
+        if (impl->cascade.on) {
+            const size_t B = NC_BACKEND_GPU_MAX_BATCH;
+            impl->cas_in = (float *)malloc(B * impl->n_inputs * sizeof(float));
+            impl->cas_score = (float *)malloc(B * impl->n_classes * sizeof(float));
+            impl->cas_out = (float *)malloc(B * impl->n_classes * sizeof(float));
+            impl->cas_digit = (uint32_t *)malloc(B * sizeof(uint32_t));
+            if (!impl->cas_in || !impl->cas_score || !impl->cas_out || !impl->cas_digit)
+                return -ENOMEM;
+        }
         for (uint32_t m = 0; m < n; m++) {
             err = nc_gpu_neocog_new(neo->member[m], dev, NC_BACKEND_GPU_MAX_BATCH,
                                     &impl->gneo[m]);
@@ -506,13 +528,29 @@ static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uin
  * then added in member order, each member's views in view order, and
  * divided, as core's engine does (backend.h: nc_backend_member_add /
  * _mean).  Under impl->lock. */
+static int neocog_members_forward_but(gpu_impl *impl, const float *x, uint32_t m, float *y,
+                                      uint32_t skip, const float *skip_score);
+
 static int neocog_members_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
+{
+    return neocog_members_forward_but(impl, x, m, y, UINT32_MAX, NULL);
+}
+
+/* The same, but member skip (UINT32_MAX: none) is not run: its scores are
+ * skip_score[m][its views][n_classes], added at its place in member order,
+ * so the sum is the one every member run would give. */
+static int neocog_members_forward_but(gpu_impl *impl, const float *x, uint32_t m, float *y,
+                                      uint32_t skip, const float *skip_score)
 {
     const uint32_t K = impl->n_classes;
     uint32_t started = 0, bad = 0;      /* bad: the first member that failed, 1-based */
     uint32_t images[NC_NEOCOG_MAX_MEMBERS];
     int err = 0;
     for (; started < impl->n_neo; started++) {
+        if (started == skip) {
+            images[started] = m * (uint32_t)__builtin_popcount(impl->view_mask[skip]);
+            continue;
+        }
         const float *in = member_input(impl, started, x, m, &images[started]);
         if ((err = nc_gpu_neocog_forward_start(impl->gneo[started], in, images[started]))) {
             bad = started + 1;
@@ -522,7 +560,9 @@ static int neocog_members_forward(gpu_impl *impl, const float *x, uint32_t m, fl
     memset(y, 0, (size_t)m * K * sizeof *y);
     for (uint32_t g = 0; g < started; g++) {
         /* every started engine is finished, so none is left mid-forward */
-        const int e = nc_gpu_neocog_forward_finish(impl->gneo[g], images[g], impl->res);
+        const int e = g == skip ? 0
+                                : nc_gpu_neocog_forward_finish(impl->gneo[g], images[g],
+                                                               impl->res);
         if (e && !err) {
             err = e;
             bad = g + 1;
@@ -530,13 +570,59 @@ static int neocog_members_forward(gpu_impl *impl, const float *x, uint32_t m, fl
         const uint32_t per = images[g] / m;     /* this member's views a digit */
         for (uint32_t k = 0; !err && k < m; k++)
             for (uint32_t v = 0; v < per; v++)
-                nc_backend_member_add(y + (size_t)k * K, impl->res[k * per + v].score, K);
+                nc_backend_member_add(y + (size_t)k * K,
+                                      g == skip ? skip_score + ((size_t)k * per + v) * K
+                                                : impl->res[k * per + v].score,
+                                      K);
     }
     if (err)
         return fail(err, "cuda:%d: neocognitron forward of %u digits (member %u of %u)",
                     impl->device, m, bad, impl->n_neo);
     for (uint32_t k = 0; k < m; k++)
         nc_backend_member_mean(y + (size_t)k * K, impl->n_scores, K);
+    return 0;
+}
+
+/* A committee with a cascade (neocog.h), m digits as above: the first
+ * member runs on every digit and its mean over its views answers those it
+ * decides; the digits it leaves are packed into impl->cas_in and run by the
+ * other members, whose answer adds the first member's scores at its place
+ * (neocog_members_forward_but), the CPU table's arithmetic.  Under
+ * impl->lock. */
+static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
+{
+    const uint32_t K = impl->n_classes, V = impl->n_views, f = impl->cascade.first;
+    const size_t len = (size_t)V * impl->n_inputs;     /* floats of one digit */
+    uint32_t images;
+    const float *in = member_input(impl, f, x, m, &images);
+    int err = nc_gpu_neocog_forward(impl->gneo[f], in, images, impl->res);
+    if (err)
+        return fail(err, "cuda:%d: neocognitron forward of %u digits (cascade member %u)",
+                    impl->device, m, f + 1);
+    const uint32_t per = images / m;
+    uint32_t nu = 0;
+    for (uint32_t k = 0; k < m; k++) {
+        float *o = y + (size_t)k * K;
+        memset(o, 0, K * sizeof *o);
+        for (uint32_t v = 0; v < per; v++)
+            nc_backend_member_add(o, impl->res[k * per + v].score, K);
+        nc_backend_member_mean(o, per, K);
+        if (nc_neocog_cascade_decides(&impl->cascade, o, K))
+            continue;
+        for (uint32_t v = 0; v < per; v++)
+            memcpy(impl->cas_score + ((size_t)nu * per + v) * K, impl->res[k * per + v].score,
+                   K * sizeof(float));
+        memcpy(impl->cas_in + nu * len, x + k * len, len * sizeof(float));
+        impl->cas_digit[nu++] = k;
+    }
+    if (nu == 0)
+        return 0;
+    if ((err = neocog_members_forward_but(impl, impl->cas_in, nu, impl->cas_out, f,
+                                          impl->cas_score)))
+        return err;
+    for (uint32_t j = 0; j < nu; j++)
+        memcpy(y + (size_t)impl->cas_digit[j] * K, impl->cas_out + (size_t)j * K,
+               K * sizeof(float));
     return 0;
 }
 
@@ -556,6 +642,9 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
             nc_cnn_views_mean(impl->view_out, m, impl->n_views, impl->n_classes, y);
         } else if (impl->gcnn) {
             if ((err = committee_forward(impl, x, m, y)))
+                return err;
+        } else if (impl->cascade.on) {
+            if ((err = neocog_cascade_forward(impl, x, m, y)))
                 return err;
         } else {
             if ((err = neocog_members_forward(impl, x, m, y)))
