@@ -135,13 +135,7 @@ static int open_image(const uint8_t *buf, size_t len, int gpu, nc_backend **ret_
 #endif
     int err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
-        const char *why = NULL;
-        nc_mf_reader *r = NULL;
-        if (err == -EBADMSG && !nc_mf_open(buf, len, &r)) {
-            nc_neocog_cascade c;
-            nc_neocog_cascade_read(r, NC_NEOCOG_MAX_MEMBERS, &c, &why);
-            nc_mf_close(r);
-        }
+        const char *why = err == -EBADMSG ? train_cascade_why(buf, len) : NULL;
         fprintf(stderr, WHO ": opening the model: %s%s%s\n", nc_strerror(err),
                 why ? ": " : "", why ? why : "");
 #if NC_HAVE_CUDA

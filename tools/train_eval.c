@@ -610,6 +610,9 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             ops = &nc_backend_gpu;
 #endif
         if ((err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, &be))) {
+            const char *why = err == -EBADMSG ? train_cascade_why(buf, len) : NULL;
+            if (why)
+                fprintf(stderr, "neocog-train eval: %s: %s\n", model, why);
 #if NC_HAVE_CUDA
             if (gpu >= 0)
                 fprintf(stderr, "neocog-train eval: GPU %d: %s\n", gpu,

@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "image_clean.h"
 #include "nc_config.h"
+#include "neocog.h"
 #include "train_pool.h"
 #if NC_HAVE_CUDA
 #include "backend_gpu.h"
@@ -26,6 +27,21 @@ void openblas_set_num_threads(int num_threads);
 #define SCORE_BATCH 64u         /* CPU default; a GPU wants hundreds */
 #define SCORE_BATCH_MAX 1024u
 #define MAX_THREADS 64u
+
+const char *train_cascade_why(const uint8_t *buf, size_t len)
+{
+    nc_mf_reader *r = NULL;
+    const char *why = NULL;
+    if (buf && !nc_mf_open(buf, len, &r)) {
+        nc_neocog_cascade c;
+        uint32_t members = 1;           /* the one-network form has no NMEM */
+        nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &members, 1);
+        if (nc_mf_kind_of(r) == NC_MF_KIND_NEOCOG)
+            nc_neocog_cascade_read(r, members, &c, &why);
+        nc_mf_close(r);
+    }
+    return why;
+}
 
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len)
@@ -59,8 +75,10 @@ int train_open_model_on(const char *who, const char *path, int gpu, nc_backend *
     if (!err)
         err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
-        fprintf(stderr, "%s: %s: %s%s\n", who, path, nc_strerror(err),
-                err == -ENOTSUP ? " (not a model kind this engine runs)" : "");
+        const char *why = err == -EBADMSG ? train_cascade_why(buf, len) : NULL;
+        fprintf(stderr, "%s: %s: %s%s%s%s\n", who, path, nc_strerror(err),
+                err == -ENOTSUP ? " (not a model kind this engine runs)" : "",
+                why ? ": " : "", why ? why : "");
 #if NC_HAVE_CUDA
         if (gpu >= 0)
             fprintf(stderr, "%s: GPU %d: %s\n", who, gpu, nc_backend_gpu_last_error());
