@@ -718,6 +718,12 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         printf("committee   %u columns, answer by their mean\n", n_cols);
     if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(rd, NC_NEOCOG_TAG_NMEM, &n_cols, 1) == 0)
         printf("committee   %u neocognitrons, answer by the mean of their scores\n", n_cols);
+    nc_neocog_cascade cas;
+    if (kind == NC_MF_KIND_NEOCOG && n_cols > 1 &&
+        nc_neocog_cascade_read(rd, n_cols, &cas, NULL) == 0 && cas.on)
+        printf("cascade     member %u (0-based) first, alone where its confidence >= %.6f "
+               "(beta %.6g), else all %u (the answers above are the cascade's)\n", cas.first,
+               cas.threshold, cas.beta, n_cols);
     printf("throughput  %.1f digits/s (%u thread%s, preprocessing included)\n",
            count / secs, threads, threads > 1 ? "s" : "");
     qsort(ci, count, sizeof(conf_idx), by_conf_asc);

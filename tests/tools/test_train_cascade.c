@@ -150,6 +150,7 @@ static void test_cascade(const char *tool)
              "--count %d 2>&1", tool, out_path, dir, BLANK, N_VALID);
     CHECK_INT_EQ(sh(cmd, &out), 0);
     CHECK(error_line(out, e_cas, sizeof e_cas));
+    CHECK(out && strstr(out, "cascade     member 0 (0-based) first"));
     free(out);
     CHECK_MSG(e_plain[0] && !strcmp(e_plain, e_cas), "'%s' against '%s'", e_plain, e_cas);
 
