@@ -28,6 +28,24 @@ int nc_opts_bad_value(nc_opts *p, int opt, const char *hint)
                          p->value ? p->value : "", hint ? " " : "", hint ? hint : "");
 }
 
+int nc_opts_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *ret)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+        if (v > hi)
+            return -1;
+    }
+    if (v < lo)
+        return -1;
+    *ret = (uint32_t)v;
+    return 0;
+}
+
 int nc_opts_fail(const nc_opts *p)
 {
     fprintf(stderr, "%s: %s (try --help)\n", p->prog, p->why);

@@ -32,6 +32,7 @@
 #ifndef NC_OPTS_H
 #define NC_OPTS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* One long option.  Index it with an enum and designated initializers, so
@@ -91,5 +92,9 @@ int nc_opts_error(nc_opts *p, const char *fmt, ...) __attribute__((format(printf
 /* Print "PROG: WHY (try --help)" on stderr; returns 2, the usage exit
  * status. */
 int nc_opts_fail(const nc_opts *p);
+
+/* A value that is a whole decimal number in lo..hi: digits only (no sign,
+ * no spaces, nothing after them).  0 and *ret, or -1 with *ret untouched. */
+int nc_opts_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *ret);
 
 #endif

@@ -21,7 +21,6 @@
  */
 #include "bench_cpu.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,15 +92,6 @@ static nc_opts opts = {
     .table = opt_table,
 };
 
-/* A whole number in lo..hi, or -1. */
-static int parse_int(const char *v, int lo, int hi)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    return errno || end == v || *end || x < lo || x > hi ? -1 : (int)x;
-}
-
 int main(int argc, char **argv)
 {
     const char *net = "all", *model = NULL;
@@ -109,6 +99,7 @@ int main(int argc, char **argv)
     nc_bench_opts o = { .reps = 3, .batch = 256 };
     for (int c; (c = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
         const char *v = opts.value;
+        uint32_t n = 0;
         int bad = 0;
         switch (c) {
         case NC_OPTS_HELP: nc_opts_usage(&opts, stdout); return 0;
@@ -117,8 +108,8 @@ int main(int argc, char **argv)
             net = v;
             bad = strcmp(net, "all") && strcmp(net, "neocog") && strcmp(net, "cnn");
             break;
-        case O_REPS: bad = (o.reps = parse_int(v, 1, 1 << 20)) < 0; break;
-        case O_BATCH: bad = (o.batch = parse_int(v, 1, 65536)) < 0; break;
+        case O_REPS: bad = nc_opts_u32(v, 1, 1u << 20, &n); o.reps = (int)n; break;
+        case O_BATCH: bad = nc_opts_u32(v, 1, 65536, &n); o.batch = (int)n; break;
         case O_DATA: dir = v; break;
         case O_CNN_ARCH: o.cnn_arch = v; break;
         case O_NEOCOG_MODEL: model = v; break;

@@ -22,19 +22,6 @@
 /* Inputs larger than this are not IDX files we would ever slice. */
 #define INPUT_MAX_BYTES ((size_t)NC_GUNZIP_MAX_OUT)
 
-static int parse_u32(const char *s, uint32_t *ret)
-{
-    char *end;
-    if (!*s || *s == '-' || *s == '+')
-        return -EINVAL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > UINT32_MAX)
-        return -EINVAL;
-    *ret = (uint32_t)v;
-    return 0;
-}
-
 /* Whole-buffer gzip (RFC 1952) at level 9 with zlib's default header. */
 static int gzip_buf(const uint8_t *in, size_t len, uint8_t **ret_out, size_t *ret_len)
 {
@@ -115,7 +102,8 @@ int main(int argc, char **argv)
     }
     argv += opts.next - 1;              /* the operands from argv[1] */
     uint32_t first, count;
-    if (parse_u32(argv[3], &first) < 0 || parse_u32(argv[4], &count) < 0) {
+    if (nc_opts_u32(argv[3], 0, UINT32_MAX, &first) < 0 ||
+        nc_opts_u32(argv[4], 0, UINT32_MAX, &count) < 0) {
         fprintf(stderr, "idx-slice: FIRST and COUNT must be decimal integers "
                         "0..4294967295 (got '%s', '%s')\n", argv[3], argv[4]);
         return 2;

@@ -115,17 +115,6 @@ static int load_digits(const char *dir, int train, nc_dataset *d)
     return err;
 }
 
-static int parse_u32(const char *s, uint32_t *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (errno || end == s || *end || *s == '-' || x > 0xffffffffu)
-        return -1;
-    *v = (uint32_t)x;
-    return 0;
-}
-
 static int write_png(const char *path, const nc_image *img)
 {
     png_image pi;
@@ -267,11 +256,11 @@ int main(int argc, char **argv)
             else if (!strcmp(v, "test")) train = 0;
             else bad = 1;
             break;
-        case O_N: bad = parse_u32(v, &n_photos) || !n_photos || n_photos > MAX_PHOTOS; break;
-        case O_FIRST: bad = parse_u32(v, &first); break;
-        case O_COUNT: bad = parse_u32(v, &count) || !count; break;
-        case O_QUALITY: bad = parse_u32(v, &quality) || quality < 1 || quality > 100; break;
-        case O_LINES: bad = parse_u32(v, &pp.lines) || pp.lines < 1 || pp.lines > 2; break;
+        case O_N: bad = nc_opts_u32(v, 1, MAX_PHOTOS, &n_photos); break;
+        case O_FIRST: bad = nc_opts_u32(v, 0, UINT32_MAX, &first); break;
+        case O_COUNT: bad = nc_opts_u32(v, 1, UINT32_MAX, &count); break;
+        case O_QUALITY: bad = nc_opts_u32(v, 1, 100, &quality); break;
+        case O_LINES: bad = nc_opts_u32(v, 1, 2, &pp.lines); break;
         case O_SEED: {
             char *end;
             errno = 0;

@@ -178,17 +178,6 @@ static int load_strokes(const char *path, uint32_t writers, nc_unipen *u, nc_tex
     return err;
 }
 
-static int parse_u32(const char *s, uint32_t *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long x = strtoul(s, &end, 10);
-    if (errno || end == s || *end || x > 0xffffffffu)
-        return -1;
-    *v = (uint32_t)x;
-    return 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -240,7 +229,7 @@ int main(int argc, char **argv)
         case O_TIME_SPIN: time_spin = 1; break;
         case O_TIME_PAUSE:
             timing = 1;
-            bad = parse_u32(v, &time_pause) || time_pause > 10000;
+            bad = nc_opts_u32(v, 0, 10000, &time_pause);
             break;
         case O_DATA: data = v; break;
         case O_OUT: out_path = v; break;
@@ -262,19 +251,19 @@ int main(int argc, char **argv)
             else bad = 1;
             break;
         case O_CHARS:
-            bad = parse_u32(v, &max_chars) || max_chars < 4 || max_chars > NC_RENDER_MAX_CHARS;
+            bad = nc_opts_u32(v, 4, NC_RENDER_MAX_CHARS, &max_chars);
             break;
         case O_SET:
             if (!strcmp(v, "train")) train = 1;
             else if (!strcmp(v, "test")) train = 0;
             else bad = 1;
             break;
-        case O_FRAMES: bad = parse_u32(v, &frames); break;
-        case O_COUNT: bad = parse_u32(v, &count) || count == 0; break;
-        case O_FIRST: bad = parse_u32(v, &first); break;
-        case O_DIGITS: bad = parse_u32(v, &rp.digits); break;
-        case O_STRINGS: bad = parse_u32(v, &rp.strings); break;
-        case O_QUALITY: bad = parse_u32(v, &quality) || quality < 1 || quality > 100; break;
+        case O_FRAMES: bad = nc_opts_u32(v, 0, UINT32_MAX, &frames); break;
+        case O_COUNT: bad = nc_opts_u32(v, 1, UINT32_MAX, &count); break;
+        case O_FIRST: bad = nc_opts_u32(v, 0, UINT32_MAX, &first); break;
+        case O_DIGITS: bad = nc_opts_u32(v, 0, UINT32_MAX, &rp.digits); break;
+        case O_STRINGS: bad = nc_opts_u32(v, 0, UINT32_MAX, &rp.strings); break;
+        case O_QUALITY: bad = nc_opts_u32(v, 1, 100, &quality); break;
         case O_SEED:
             errno = 0;
             seed = strtoull(v, &end, 0);

@@ -111,9 +111,28 @@ static void test_usage(void)
     free(text);
 }
 
+/* nc_opts_u32: digits only, inside the range, and a refusal leaves the
+ * number as it was. */
+static void test_u32(void)
+{
+    uint32_t v = 7;
+    CHECK(nc_opts_u32("0", 0, 10, &v) == 0 && v == 0);
+    CHECK(nc_opts_u32("10", 0, 10, &v) == 0 && v == 10);
+    CHECK(nc_opts_u32("007", 1, 10, &v) == 0 && v == 7);
+    CHECK(nc_opts_u32("4294967295", 0, UINT32_MAX, &v) == 0 && v == UINT32_MAX);
+    v = 5;
+    static const char *const bad[] = { "", "11", "4294967296", "99999999999999999999", "-1",
+                                       "+1", " 1", "1 ", "1x", "0x10", "1.0" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK_MSG(nc_opts_u32(bad[i], 0, 10, &v) == -1 && v == 5, "'%s' taken", bad[i]);
+    CHECK(nc_opts_u32("0", 1, 10, &v) == -1 && v == 5);
+    CHECK(nc_opts_u32(NULL, 0, 10, &v) == -1 && v == 5);
+}
+
 int main(void)
 {
     test_parse();
+    test_u32();
     test_usage();
     return nc_test_finish();
 }
