@@ -414,8 +414,7 @@ static long multipart_walk(const char *body, size_t len, const char *bd, size_t 
 
 typedef struct form_ctx {
     nc_http_call_in *in;
-    uint32_t next;
-    int pass;           /* 0: options and count, 1: images */
+    uint32_t cap;       /* images the arrays hold room for */
     char *why;
     size_t why_len;
     int code;
@@ -426,12 +425,40 @@ static int is_image_part(const part *pt)
     return pt->has_filename || (pt->ctype && image_format(pt->ctype, pt->ctype_len) >= 0);
 }
 
+/* Room for one more image: the arrays double as the one walk finds parts
+ * (a walk to count them first read every part's headers twice). */
+static int room_for_image(form_ctx *f)
+{
+    nc_http_call_in *in = f->in;
+    if (in->n < f->cap)
+        return 0;
+    if (f->cap > UINT32_MAX / 2)
+        return -ENOMEM;
+    uint32_t cap = f->cap ? 2 * f->cap : 16;
+    Neocog__Image *image = realloc(in->image, cap * sizeof *image);
+    if (image)
+        in->image = image;
+    Neocog__Box *roi = realloc(in->roi, cap * sizeof *roi);
+    if (roi)
+        in->roi = roi;
+    char **name = realloc(in->name, cap * sizeof *name);
+    if (name)
+        in->name = name;
+    if (!image || !roi || !name)
+        return -ENOMEM;
+    for (uint32_t i = f->cap; i < cap; i++) {
+        neocog__image__init(&in->image[i]);
+        neocog__box__init(&in->roi[i]);
+        in->name[i] = NULL;
+    }
+    f->cap = cap;
+    return 0;
+}
+
 static int form_part(void *arg, const part *pt)
 {
     form_ctx *f = arg;
     if (!is_image_part(pt)) {
-        if (f->pass == 1)
-            return 0;
         char key[32];
         if (!pt->name || pt->name_len >= sizeof key) {
             snprintf(f->why, f->why_len, "multipart: a field without a name or file");
@@ -447,17 +474,14 @@ static int form_part(void *arg, const part *pt)
     if (fmt < 0) {
         snprintf(f->why, f->why_len, "multipart: part %u: content type %.*s is not an image "
                  "type read here (image/png, image/jpeg, image/x-portable-graymap, "
-                 "application/octet-stream)", f->next, (int)(pt->ctype_len > 60 ? 60
+                 "application/octet-stream)", f->in->n, (int)(pt->ctype_len > 60 ? 60
                                                               : pt->ctype_len), pt->ctype);
         return f->code = NC_HTTP_UNSUPPORTED, -1;
     }
-    if (f->pass == 0) {
-        f->next++;
-        return 0;
-    }
-    uint32_t i = f->next++;
+    if (room_for_image(f))
+        return f->code = NC_HTTP_BAD, snprintf(f->why, f->why_len, "out of memory"), -1;
+    uint32_t i = f->in->n++;
     Neocog__Image *im = &f->in->image[i];
-    image_defaults(f->in, i);
     im->format = (Neocog__ImageFormat)fmt;
     im->data.data = (uint8_t *)pt->data;
     im->data.len = pt->data_len;
@@ -477,17 +501,17 @@ static int parse_multipart(nc_http_call_in *in, const char *ct, char *body, size
     }
     form_ctx f = { .in = in, .why = why, .why_len = why_len, .code = NC_HTTP_BAD };
     why[0] = '\0';
+    in->n = 0;
+    if (room_for_image(&f))
+        return snprintf(why, why_len, "out of memory"), NC_HTTP_BAD;
     if (multipart_walk(body, len, bd, bl, form_part, &f) < 0) {
         if (!why[0])
             snprintf(why, why_len, "malformed multipart/form-data body");
         return f.code;
     }
-    if (alloc_images(in, f.next))
-        return snprintf(why, why_len, "out of memory"), NC_HTTP_BAD;
-    f.pass = 1;
-    f.next = 0;
-    if (multipart_walk(body, len, bd, bl, form_part, &f) < 0)
-        return f.code;
+    /* the options apply to every image, whichever order the fields came in */
+    for (uint32_t i = 0; i < in->n; i++)
+        image_defaults(in, i);
     return 0;
 }
 
