@@ -20,6 +20,7 @@
 #include "bench_gpu.h"
 #include "cnn_engine_dev.h"
 #include "device.h"
+#include "gpu_dev.h"
 extern "C" {   /* core/ headers have no C++ guards */
 #include "cnn.h"
 #include "image.h"
@@ -174,6 +175,7 @@ extern "C" int bench_gpu_cnn(const nc_bench_gpu_opts *o)
     uint32_t count = 0;
     const uint32_t max_b = (uint32_t)o->max_batch;
     const char *arch = o->cnn_arch ? o->cnn_arch : COLUMN;
+    nc_gpu_dev_install();       /* the shallow column's fused paths (gpu/dev/) */
     int err = nc_cnn_new(arch, &net);
     if (!err)
         err = nc_cnn_init_weights(net, 1);

@@ -16,6 +16,13 @@
 
 /* ---- building ------------------------------------------------------------ */
 
+const nc_gpu_cnn_fused_ops *cnn_eng_fused_ops;
+
+extern "C" void nc_gpu_cnn_set_fused_ops(const nc_gpu_cnn_fused_ops *ops)
+{
+    cnn_eng_fused_ops = ops;
+}
+
 static void describe_layers(nc_gpu_cnn *g, const nc_cnn *net)
 {
     size_t list_off = 0;
@@ -206,9 +213,10 @@ static int engine_alloc(nc_gpu_cnn *g, const nc_cnn *net)
     NC_CUDA_CHECK(cudaHostAlloc(&g->h_out, nb * g->n_outputs * sizeof(float), cudaHostAllocDefault));
     NC_CUDA_CHECK(cudaHostAlloc(&g->h_labels, nb, cudaHostAllocDefault));
     NC_CUDA_CHECK(cudaHostAlloc(&g->h_loss, 2 * sizeof(double), cudaHostAllocDefault));
-    g->fused_ok = nc_gpu_cnn_fused_match(g->L, g->n_layers);
+    g->fused = cnn_eng_fused_ops;
+    g->fused_ok = g->fused && g->fused->match(g->L, g->n_layers);
     if (g->fused_ok) {
-        int err = nc_gpu_cnn_fused_init();
+        int err = g->fused->init();
         if (err)
             return err;
         NC_CUDA_CHECK(cudaMalloc(&g->d_feat, nb * 360 * sizeof(float)));
@@ -353,13 +361,13 @@ int cnn_eng_forward_whole(nc_gpu_cnn *g, const float *in, uint32_t n, float *out
     case WHOLE_FUSED_SMALL: {
         /* features straight into pool2's activations, then the fully
            connected layers layer-wise (spread over the chip at small n) */
-        int err = nc_gpu_cnn_fused_forward(g->L, in, g->d_act[4], NULL, n,
-                                           NC_GPU_CNN_FUSED_SMALL, g->sm_count, g->stream);
+        int err = g->fused->forward(g->L, in, g->d_act[4], NULL, n, NC_GPU_CNN_FUSED_SMALL,
+                                    g->sm_count, g->stream);
         return err ? err : forward_layers_from(g, 5, g->d_act[4], n, out, bk);
     }
     case WHOLE_FUSED_BIG:
-        return nc_gpu_cnn_fused_forward(g->L, in, g->d_feat, out, n, NC_GPU_CNN_FUSED_BIG,
-                                        g->sm_count, g->stream);
+        return g->fused->forward(g->L, in, g->d_feat, out, n, NC_GPU_CNN_FUSED_BIG,
+                                 g->sm_count, g->stream);
     case WHOLE_FUSED_DEEP:
         return nc_gpu_cnn_fused_deep_forward(g->L, in, g->d_act[4], g->d_act[6], out, n,
                                              g->stream);

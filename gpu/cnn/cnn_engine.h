@@ -16,7 +16,8 @@
  * Paths.  Every layer has a direct kernel (seed 000 §3.2); convolution and
  * fully connected layers also have a cuBLAS one (seed 001's unrolling); the
  * column 1x29x29-20C4-MP2-40C5-MP3-<U1>N-<U2>N also has a fused forward that
- * keeps activations on chip (gpu/cnn/cnn_fused.cuh), and so has the deep column
+ * keeps activations on chip (gpu/dev/cnn_fused.cuh, where a bench or test
+ * installed it: gpu/cnn/cnn_fused_ops.h), and so has the deep column
  * 1x29x29-20C4-MP2-60C4-MP2-100C3-MP3-<U1>N-<U2>N (gpu/cnn/cnn_fused_deep.cuh).  With NC_GPU_CNN_PATH_AUTO
  * (the default) the engine times the candidates on the first forward of each
  * batch-size bucket (powers of two) and keeps the fastest: per layer for the

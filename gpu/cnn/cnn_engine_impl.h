@@ -14,7 +14,7 @@
 #include "cnn_act.cuh"
 #include "cnn_conv.cuh"
 #include "cnn_full.cuh"
-#include "cnn_fused.cuh"
+#include "cnn_fused_ops.h"
 #include "cnn_fused_deep.cuh"
 #include "cnn_layer.h"
 #include "cnn_norm.cuh"
@@ -78,6 +78,7 @@ struct nc_gpu_cnn {
     cudaGraphExec_t graph[NC_GPU_CNN_GRAPH_MAX + 1];
 
     int fused_ok;                           /* the shallow column's fused paths fit */
+    const nc_gpu_cnn_fused_ops *fused;      /* and their kernels (cnn_fused_ops.h) */
     int deep_ok;                            /* the deep column's fused path fits */
     nc_gpu_cnn_path path;
     uint8_t tuned[BUCKETS];
@@ -138,6 +139,8 @@ template <typename F> static int capture_graph(nc_gpu_cnn *g, cudaGraphExec_t *r
 
 
 /* ---- cnn_engine.cu ---- */
+/* The shallow column's fused forward, where installed (cnn_fused_ops.h). */
+extern const nc_gpu_cnn_fused_ops *cnn_eng_fused_ops;
 void cnn_eng_drop_graphs(nc_gpu_cnn *g);
 /* Layer-wise forward of n images from in (device) with bucket bk's
  * variants; the last layer writes out. */

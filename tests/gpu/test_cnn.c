@@ -22,6 +22,7 @@
 #include "cnn.h"
 #include "cnn_engine_dev.h"
 #include "device.h"
+#include "gpu_dev.h"
 #include "test.h"
 #include "gpu_test.h"
 
@@ -852,6 +853,19 @@ int main(void)
         return NC_TEST_SKIP;
     nc_cnn *net = NULL;
     nc_gpu_cnn *g = NULL;
+    /* seed 000's column has no fused path until gpu/dev/ hands the engine
+     * its kernels (the daemon never does); every test below runs with them */
+    CHECK_INT_EQ(nc_cnn_new("1x29x29-20C4-MP2-40C5-MP3-150N-10N", &net), 0);
+    if (net) {
+        CHECK_INT_EQ(nc_gpu_cnn_new(net, 0, 4, &g), 0);
+        CHECK(g && !nc_gpu_cnn_fused_ok(g));
+        CHECK(g && nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_FUSED_BIG) == -ENOTSUP);
+        nc_gpu_cnn_free(g);
+        g = NULL;
+        nc_cnn_free(net);
+        net = NULL;
+    }
+    nc_gpu_dev_install();
     if (nc_cnn_new("1x8x8-3N-2N", &net) == 0) {
         CHECK_INT_EQ(nc_gpu_cnn_new(net, count, 4, &g), -ENODEV);
         CHECK_INT_EQ(nc_gpu_cnn_new(net, 0, 0, &g), -EINVAL);

@@ -1,4 +1,4 @@
-/* gpu/cnn/cnn_fused.cu — the column's forward with activations on chip.
+/* gpu/dev/cnn_fused.cu — the column's forward with activations on chip.
  *
  * Layer: gpu.  Two launches: the feature extractor (conv1, pool1, conv2,
  * pool2: 29x29 -> 40x3x3 = 360 features per image, 99% of the arithmetic)

@@ -1,5 +1,7 @@
-/* gpu/cnn/cnn_fused.cuh — the fused forward of the MNIST column
- * 1x29x29-20C4-MP2-40C5-MP3-<U1>N-<U2>N: activations stay on chip.
+/* gpu/dev/cnn_fused.cuh — the fused forward of the MNIST column
+ * 1x29x29-20C4-MP2-40C5-MP3-<U1>N-<U2>N: activations stay on chip.  No
+ * shipped model has this column: it is built only for benchmarks and tests,
+ * which hand it to the engine through gpu/cnn/cnn_fused_ops.h.
  *
  * Layer: gpu, C linkage.  Forward only (training uses the layer-wise
  * kernels, which keep every activation for the backward pass).  Any
@@ -10,16 +12,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cnn_fused_ops.h"   /* nc_gpu_cnn_fused_variant */
 #include "cnn_layer.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum nc_gpu_cnn_fused_variant {
-    NC_GPU_CNN_FUSED_SMALL = 0,     /* a block per (image, pair of conv2 maps) */
-    NC_GPU_CNN_FUSED_BIG = 1,       /* persistent blocks, 8 images at a time */
-} nc_gpu_cnn_fused_variant;
 
 /* 1 if layers[0..n_layers) (layers[0] the input) is the column above with
  * U1 <= 256 and U2 <= 1024, else 0. */
