@@ -20,7 +20,11 @@
  *      sparse kernels, the GEMM path and AUTO (the engine's default: sparse
  *      below the tuned threshold, GEMM from it on);
  *   5. the largest batch with one lane and two (nc_gpu_neocog_set_lanes)
- *      for chunks of 1024, 2048 and 4096. */
+ *      for chunks of 1024, 2048 and 4096.
+ *
+ * Over 800 lines on purpose: every table times the one engine and the buffers
+ * made at the start; split, they would share that set-up through a header of
+ * bench internals. */
 #include "bench_gpu.h"
 
 #include <cuda_runtime.h>

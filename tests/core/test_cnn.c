@@ -6,7 +6,10 @@
  * on small awkward nets, the BLAS path against the reference (outputs and
  * gradients, several batch and chunk sizes), SGD lowering the loss, the
  * committee, and model files: round trip, every truncation, random bit
- * flips and CRC-valid but inconsistent files. */
+ * flips and CRC-valid but inconsistent files.
+ *
+ * Over 800 lines on purpose: the cases share the small awkward nets and the
+ * finite-difference and comparison helpers at the top. */
 #include "cnn.h"
 
 #include <math.h>

@@ -3,7 +3,10 @@
  *
  * Hand-checked cases first, then edge cases (1x1, empty, absurd sizes, NULL),
  * then, when the committed MNIST fixture is there, a check that NC_PREP_MNIST
- * leaves already-normalised MNIST digits (nearly) as they are. */
+ * leaves already-normalised MNIST digits (nearly) as they are.
+ *
+ * Over 800 lines on purpose: hand-checked cases of the image module's files,
+ * which share the drawing and comparison helpers at the top. */
 #include "image.h"
 #include "fileio.h"
 #include "test.h"

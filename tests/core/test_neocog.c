@@ -7,7 +7,10 @@
  * relative 1e-5 with an absolute floor of 1e-5 for cells near 0 (float
  * accumulation in a different order against the double reference).  The
  * full network on real digits gets 1e-4 * (1 + |ref|) because errors pass
- * through up to eight layers. */
+ * through up to eight layers.
+ *
+ * Over 800 lines on purpose: the cases share the helpers at the top (random
+ * inputs, the reference forms, the comparisons at the stated tolerance). */
 #include "fixture.h"
 #include "test.h"
 

@@ -7,7 +7,10 @@
  * and the daemon keeps serving); SIGHUP reload with a bad and a good new
  * model; metrics; SIGTERM drain losing nothing; a second instance for the
  * daemon's own Unix socket and a full queue; priority classes on one
- * worker. */
+ * worker.
+ *
+ * Over 800 lines on purpose: the cases run against one daemon started once
+ * (its start-up dominates), with the client helpers at the top. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>

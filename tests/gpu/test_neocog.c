@@ -28,7 +28,11 @@
  * the sparse kernel splits US4's planes over blocks, T1-T3/T4/T5 refuse it
  * with -E2BIG), then the engine in every variant (a refused stage runs the
  * GEMM path) must give core's max-response labels and scores.  Exit 77
- * without a device. */
+ * without a device.
+ *
+ * Over 800 lines on purpose: one program opens the GPU once and every layer's
+ * case uses the network and inputs built at the top; a table-driven parity
+ * harness over a grid of shapes is the way to shorten it. */
 #include "fixture.h"
 #include "test.h"
 #include "gpu_test.h"
