@@ -196,6 +196,13 @@ static void *worker_main(void *arg)
 
         nc_work_run(w, gen, batch, n);
         nc_models_unref(gen);
+        /* The worker that finishes a request's last image builds its reply
+         * here, before the tasks go back (request.h). */
+        for (uint32_t i = 0; i < n; i++) {
+            nc_request *req = batch[i]->req;
+            if (req->on_worked && atomic_fetch_add(&req->n_worked, 1) + 1 == req->n_tasks)
+                req->on_worked(req);
+        }
         atomic_fetch_add(&b->batches, 1);
         atomic_fetch_add(&b->batch_images, n);
         atomic_fetch_add(&b->progress, 1);

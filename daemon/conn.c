@@ -170,7 +170,7 @@ static void origin_done(void *owner)
     nc_conn_request_done(owner);
 }
 
-static const nc_origin_ops conn_origin_ops = { origin_send, origin_hold, origin_done };
+static const nc_origin_ops conn_origin_ops = { origin_send, origin_hold, origin_done, NULL };
 
 static nc_origin conn_origin(nc_conn *c)
 {

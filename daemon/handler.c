@@ -1,6 +1,7 @@
 /* daemon/handler.c — see handler.h. */
 #include "handler.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,9 +291,27 @@ static uint32_t default_model(uint32_t want, int have_cnn, int have_neo)
     return have_cnn ? NEOCOG__MODEL__MODEL_CNN : NEOCOG__MODEL__MODEL_NEOCOGNITRON;
 }
 
-static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m, size_t frame_len)
+static void prepare_reply(nc_request *req);
+
+/* Every field of a new task zero but the answer arrays (t->message empty). */
+_Static_assert(offsetof(nc_task, message) < offsetof(nc_task, label) &&
+               offsetof(nc_task, label) < offsetof(nc_task, scores) &&
+               offsetof(nc_task, scores) < offsetof(nc_task, prob) &&
+               offsetof(nc_task, prob) < offsetof(nc_task, digits),
+               "task_clear skips message and scores..prob: keep them in this order");
+
+static void task_clear(nc_task *t)
 {
-    const Neocog__Request *rq = nc_msg_request(m);
+    memset(t, 0, offsetof(nc_task, message) + 1);
+    memset(&t->label, 0, offsetof(nc_task, scores) - offsetof(nc_task, label));
+    memset(&t->digits, 0, sizeof *t - offsetof(nc_task, digits));
+}
+
+/* rq: m's message, or (m NULL) the origin's, which it keeps until `done`
+ * when the request is queued. */
+static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m,
+                             const Neocog__Request *rq, size_t frame_len)
+{
     const Neocog__RecognizeRequest *rr = rq->recognize;
     char why[320];
     int code = NEOCOG__CODE__INVALID_ARGUMENT;
@@ -360,12 +379,16 @@ static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m, size_t
     for (size_t i = 0; i < rr->n_images; i++)
         if (check_image(s, rr->images[i], (uint32_t)i, why, sizeof why))
             goto fail;
-    nc_request *req = calloc(1, sizeof *req + rr->n_images * sizeof(nc_task));
+    /* Not calloc: a task's answer arrays (scores, prob: a kilobyte) are
+     * read only as far as a worker wrote them, and zeroing them for 64
+     * images was a tenth of the event thread's work on such a request. */
+    nc_request *req = malloc(sizeof *req + rr->n_images * sizeof(nc_task));
     if (!req) {
         code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
         snprintf(why, sizeof why, "out of memory");
         goto fail;
     }
+    memset(req, 0, sizeof *req);
     req->origin = *o;
     req->id = rq->id;
     req->model = model;
@@ -380,10 +403,14 @@ static void handle_recognize(nc_server *s, const nc_origin *o, nc_msg *m, size_t
     req->deadline = budget ? req->t_recv + budget : 0;
     req->bytes = frame_len;
     req->cancelled = o->cancelled;
+    req->rq = rq;
     req->msg = m;
+    req->on_worked = prepare_reply;
+    atomic_init(&req->n_worked, 0);
     req->n_tasks = (uint32_t)rr->n_images;
     for (uint32_t i = 0; i < req->n_tasks; i++) {
         nc_task *t = &req->tasks[i];
+        task_clear(t);
         t->req = req;
         t->index = i;
         t->image = rr->images[i];
@@ -425,7 +452,7 @@ void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload,
     const Neocog__Request *rq = nc_msg_request(m);
     switch (rq->kind_case) {
     case NEOCOG__REQUEST__KIND_RECOGNIZE:
-        handle_recognize(s, o, m, bytes);
+        handle_recognize(s, o, m, rq, bytes);
         return;     /* m now belongs to the request (or was freed) */
     case NEOCOG__REQUEST__KIND_STATUS:
     case NEOCOG__REQUEST__KIND_HEALTH:
@@ -439,6 +466,12 @@ void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload,
         break;
     }
     nc_msg_free(m);
+}
+
+void nc_handle_recognize(nc_server *s, const nc_origin *o, const Neocog__Request *rq,
+                         size_t bytes)
+{
+    handle_recognize(s, o, NULL, rq, bytes);
 }
 
 /* ---- replies to recognition -------------------------------------------------- */
@@ -552,15 +585,28 @@ static int fill_result(scratch *sc, const nc_request *req, const nc_task *t,
     return 0;
 }
 
-static void finish_request(nc_server *s, nc_request *req)
+/* A finished request's Reply: built on the worker that completed it
+ * (prepare_reply), else on the event thread (finish_request). */
+struct nc_built_reply {
+    Neocog__Reply r;
+    Neocog__Timing tm;
+    Neocog__RecognizeReply rec;
+    scratch sc;                     /* r's tree */
+    uint64_t queue_us, compute_us;
+    char why[160];
+};
+
+/* req's Reply at time now into b (which must not move while r is used:
+ * r.message may point into it). */
+static void build_reply(const nc_request *req, uint64_t now, nc_built_reply *b)
 {
-    uint64_t now = nc_now_us();
-    const nc_origin o = req->origin;
-    Neocog__Reply r = NEOCOG__REPLY__INIT;
-    Neocog__Timing tm = NEOCOG__TIMING__INIT;
-    Neocog__RecognizeReply rec = NEOCOG__RECOGNIZE_REPLY__INIT;
-    scratch sc = { 0 };
-    r.id = req->id;
+    Neocog__Reply *r = &b->r;
+    *r = (Neocog__Reply)NEOCOG__REPLY__INIT;
+    b->tm = (Neocog__Timing)NEOCOG__TIMING__INIT;
+    b->rec = (Neocog__RecognizeReply)NEOCOG__RECOGNIZE_REPLY__INIT;
+    b->sc = (scratch){ 0 };
+    scratch *sc = &b->sc;
+    r->id = req->id;
     uint64_t queue_us = 0, compute_us = 0, prepare_us = 0, forward_us = 0;
     uint32_t batch = 0;
     for (uint32_t i = 0; i < req->n_tasks; i++) {
@@ -574,54 +620,88 @@ static void finish_request(nc_server *s, nc_request *req)
             forward_us = t->t_end - t->t_forward;
         }
         batch = t->batch_size;
-        if (r.code == NEOCOG__CODE__OK && t->code != NEOCOG__CODE__OK) {
-            r.code = t->code;
-            r.message = (char *)t->message;
+        if (r->code == NEOCOG__CODE__OK && t->code != NEOCOG__CODE__OK) {
+            r->code = t->code;
+            r->message = (char *)t->message;
         }
     }
-    tm.queue_us = queue_us;
-    tm.compute_us = compute_us;
-    tm.prepare_us = prepare_us;
-    tm.forward_us = forward_us;
-    tm.total_us = now - req->t_recv;
-    r.timing = &tm;
-    char why[160];
-    if (req->deadline && now > req->deadline && r.code == NEOCOG__CODE__OK) {
-        r.code = NEOCOG__CODE__DEADLINE_EXCEEDED;
-        snprintf(why, sizeof why, "deadline exceeded: answered after %llu us, budget %llu us",
-                 (unsigned long long)(now - req->t_recv),
+    b->queue_us = queue_us;
+    b->compute_us = compute_us;
+    b->tm.queue_us = queue_us;
+    b->tm.compute_us = compute_us;
+    b->tm.prepare_us = prepare_us;
+    b->tm.forward_us = forward_us;
+    b->tm.total_us = now - req->t_recv;
+    r->timing = &b->tm;
+    if (req->deadline && now > req->deadline && r->code == NEOCOG__CODE__OK) {
+        r->code = NEOCOG__CODE__DEADLINE_EXCEEDED;
+        snprintf(b->why, sizeof b->why, "deadline exceeded: answered after %llu us, "
+                 "budget %llu us", (unsigned long long)(now - req->t_recv),
                  (unsigned long long)(req->deadline - req->t_recv));
-        r.message = why;
+        r->message = b->why;
     }
-    if (r.code != NEOCOG__CODE__DEADLINE_EXCEEDED && r.code != NEOCOG__CODE__CANCELLED &&
-        r.code != NEOCOG__CODE__UNAVAILABLE) {
-        Neocog__Result **rv = sc_alloc(&sc, req->n_tasks * sizeof *rv);
-        Neocog__Result *res = sc_alloc(&sc, req->n_tasks * sizeof *res);
+    if (r->code != NEOCOG__CODE__DEADLINE_EXCEEDED && r->code != NEOCOG__CODE__CANCELLED &&
+        r->code != NEOCOG__CODE__UNAVAILABLE) {
+        Neocog__Result **rv = sc_alloc(sc, req->n_tasks * sizeof *rv);
+        Neocog__Result *res = sc_alloc(sc, req->n_tasks * sizeof *res);
         for (uint32_t i = 0; rv && res && i < req->n_tasks; i++) {
-            if (fill_result(&sc, req, &req->tasks[i], &res[i]))
+            if (fill_result(sc, req, &req->tasks[i], &res[i]))
                 break;
             rv[i] = &res[i];
         }
-        if (sc.failed) {
-            r.code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
-            r.message = (char *)"out of memory building the reply";
+        if (sc->failed) {
+            r->code = NEOCOG__CODE__RESOURCE_EXHAUSTED;
+            r->message = (char *)"out of memory building the reply";
         } else {
-            rec.results = rv;
-            rec.n_results = req->n_tasks;
-            rec.model = (char *)(req->model == NEOCOG__MODEL__MODEL_CNN ? "cnn"
-                               : req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ? "neocognitron"
-                               : req->model == NEOCOG__MODEL__MODEL_CHARS ? "chars" : "ensemble");
-            rec.batch_size = batch;
-            r.kind_case = NEOCOG__REPLY__KIND_RECOGNIZE;
-            r.recognize = &rec;
+            Neocog__RecognizeReply *rec = &b->rec;
+            rec->results = rv;
+            rec->n_results = req->n_tasks;
+            rec->model = (char *)(req->model == NEOCOG__MODEL__MODEL_CNN ? "cnn"
+                                : req->model == NEOCOG__MODEL__MODEL_NEOCOGNITRON ? "neocognitron"
+                                : req->model == NEOCOG__MODEL__MODEL_CHARS ? "chars" : "ensemble");
+            rec->batch_size = batch;
+            r->kind_case = NEOCOG__REPLY__KIND_RECOGNIZE;
+            r->recognize = rec;
         }
     }
-    send_counted(s, &o, &r);
+}
+
+/* Worker thread, req's last image done (req->on_worked): the Reply, and
+ * the origin's bytes of it when it makes them (ops->prepare), so the event
+ * thread only sends.  Out of memory: nothing, the event thread builds it. */
+static void prepare_reply(nc_request *req)
+{
+    nc_built_reply *b = malloc(sizeof *b);
+    if (!b)
+        return;
+    build_reply(req, nc_now_us(), b);
+    const nc_origin *o = &req->origin;
+    if (o->ops->prepare) {
+        o->ops->prepare(o->owner, &b->r);
+        /* the origin's send needs only the code and message from here on */
+        sc_free(&b->sc);
+        b->r.kind_case = NEOCOG__REPLY__KIND__NOT_SET;
+        b->r.recognize = NULL;
+    }
+    req->built = b;
+}
+
+static void finish_request(nc_server *s, nc_request *req)
+{
+    const nc_origin o = req->origin;
+    nc_built_reply here, *b = req->built;
+    if (!b) {
+        b = &here;
+        build_reply(req, nc_now_us(), b);
+    }
+    send_counted(s, &o, &b->r);
     s->metrics.images += req->n_tasks;
-    nc_histogram_add(&s->metrics.queue, queue_us);
-    nc_histogram_add(&s->metrics.compute, compute_us);
-    nc_histogram_add(&s->metrics.total, tm.total_us);
-    sc_free(&sc);
+    nc_histogram_add(&s->metrics.queue, b->queue_us);
+    nc_histogram_add(&s->metrics.compute, b->compute_us);
+    nc_histogram_add(&s->metrics.total, b->tm.total_us);
+    sc_free(&b->sc);
+    if (b != &here)
+        free(b);
     for (uint32_t i = 0; i < req->n_tasks; i++) {
         free(req->tasks[i].digits);
         free(req->tasks[i].more);

@@ -22,6 +22,14 @@
 void nc_handle_request(nc_server *s, const nc_origin *o, const uint8_t *payload, size_t len,
                        size_t bytes);
 
+/* A recognize Request already in memory (an HTTP call's, built from its
+ * body without a protobuf round trip): the same checks and way into the
+ * batcher as nc_handle_request's.  rq stays the caller's and must live
+ * until the origin's `done` when the request is queued (o->ops->hold was
+ * called), else only until this returns.  bytes as above. */
+void nc_handle_recognize(nc_server *s, const nc_origin *o, const Neocog__Request *rq,
+                         size_t bytes);
+
 /* Collect finished tasks from the batcher and answer completed requests. */
 void nc_handle_done(nc_server *s);
 

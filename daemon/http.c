@@ -305,13 +305,16 @@ int nc_http_start(nc_server *s, int fd)
     s->http = evhttp_new(s->base);
     if (!s->http)
         return -ENOMEM;
-    /* The socket path's limits: a body as large as a frame, refused by its
-     * Content-Length before it is read (libevent answers 413 itself, and
-     * with lingering close the client reads that answer instead of a
-     * reset); a request that has started must arrive within
-     * frame_timeout_ms, which also closes idle keep-alive connections. */
+    /* The socket path's limits: a body as large as a frame.  evhttp reads
+     * one up to twice that, so that nc_http_recognize refuses it with the
+     * JSON error body every other status has (413); a larger one evhttp
+     * refuses by its Content-Length before reading it, with its own page
+     * (libevent 2.1 has no hook to word that answer), and with lingering
+     * close the client reads that answer instead of a reset.  A request
+     * that has started must arrive within frame_timeout_ms, which also
+     * closes idle keep-alive connections. */
     evhttp_set_max_headers_size(s->http, 8192);
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg.max_frame_bytes);
+    evhttp_set_max_body_size(s->http, 2 * (ev_ssize_t)s->cfg.max_frame_bytes);
     evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
     struct timeval tmo = { s->cfg.frame_timeout_ms / 1000,
                            (s->cfg.frame_timeout_ms % 1000) * 1000 };

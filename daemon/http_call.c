@@ -27,6 +27,17 @@ typedef struct call {
     nc_http_api api;
     char model_name[16];                /* /v2 */
     nc_http_call_in in;                 /* names, /v2 id and outputs */
+    /* The Request handed to the handler, pointing into in and the body
+     * (no protobuf round trip): lives with the call. */
+    Neocog__Request rq;
+    Neocog__RecognizeRequest rr;
+    Neocog__Image **images;
+    /* The answer's body, made by the worker that finished the last image
+     * (call_prepare) when prepared is set: NULL there is out of memory. */
+    int prepared;
+    int status;
+    char *body;
+    size_t body_len;
 } call;
 
 static const char *reason_phrase(int status)
@@ -56,6 +67,13 @@ void nc_http_add_cors(const nc_server *s, struct evhttp_request *r)
     evhttp_add_header(h, "Vary", "Origin");
 }
 
+static void free_body(const void *data, size_t len, void *extra)
+{
+    (void)len;
+    (void)extra;
+    free((void *)data);
+}
+
 void nc_http_send_json(nc_server *s, struct evhttp_request *r, int status, char *body,
                        size_t len)
 {
@@ -67,8 +85,10 @@ void nc_http_send_json(nc_server *s, struct evhttp_request *r, int status, char 
     if (s->state == NC_SERVER_DRAINING)
         evhttp_add_header(h, "Connection", "close");
     nc_http_add_cors(s, r);
-    if (b && body)
-        evbuffer_add(b, body, len);
+    /* The body goes to the socket as it is, not copied (a reply of many
+     * images is tens of kilobytes); the buffer frees it once written. */
+    if (b && body && len && !evbuffer_add_reference(b, body, len, free_body, NULL))
+        body = NULL;
     free(body);
     if (!b)
         status = 500;
@@ -90,7 +110,18 @@ void nc_http_send_error(nc_server *s, struct evhttp_request *r, int status, cons
 static void call_free(call *c)
 {
     nc_http_call_in_free(&c->in);
+    free(c->images);
+    free(c->body);
     free(c);
+}
+
+/* The JSON answer to reply: *status and a malloc'd body, NULL when out of
+ * memory.  Any thread: reads only what the call was made with. */
+static char *render(const call *c, const Neocog__Reply *reply, int *status, size_t *len)
+{
+    return c->api == NC_HTTP_API_V1
+           ? nc_http_v1_json(reply, c->in.name, status, len)
+           : nc_http_v2_json(reply, c->model_name, c->in.v2_id, c->in.v2_outputs, status, len);
 }
 
 static void on_close(struct evhttp_connection *evcon, void *arg)
@@ -117,10 +148,15 @@ static void call_send(void *owner, const Neocog__Reply *reply)
         return;         /* the client is gone */
     int status = 500;
     size_t len = 0;
-    char *body = c->api == NC_HTTP_API_V1
-               ? nc_http_v1_json(reply, c->in.name, &status, &len)
-               : nc_http_v2_json(reply, c->model_name, c->in.v2_id, c->in.v2_outputs, &status,
-                                 &len);
+    char *body;
+    if (c->prepared) {
+        body = c->body;
+        status = c->status;
+        len = c->body_len;
+        c->body = NULL;
+    } else {
+        body = render(c, reply, &status, &len);
+    }
     if (!body)
         nc_http_send_error(c->s, c->req, 500, "RESOURCE_EXHAUSTED", "out of memory");
     else
@@ -140,7 +176,19 @@ static void call_done(void *owner)
     call_free(owner);
 }
 
-static const nc_origin_ops call_ops = { call_send, call_hold, call_done };
+/* Worker thread: the answer's body, so the event thread only sends it.  A
+ * client already gone gets none (call_send then has nothing to send to). */
+static void call_prepare(void *owner, const Neocog__Reply *reply)
+{
+    call *c = owner;
+    if (atomic_load(&c->gone))
+        return;
+    c->status = 500;
+    c->body = render(c, reply, &c->status, &c->body_len);
+    c->prepared = 1;
+}
+
+static const nc_origin_ops call_ops = { call_send, call_hold, call_done, call_prepare };
 
 /* ---- recognition --------------------------------------------------------------- */
 
@@ -168,7 +216,7 @@ void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, 
     }
     struct evbuffer *input = evhttp_request_get_input_buffer(r);
     size_t len = evbuffer_get_length(input);
-    if (len > s->cfg.max_frame_bytes) {     /* evhttp's max body size holds this */
+    if (len > s->cfg.max_frame_bytes) {     /* evhttp read it (http.c: up to twice this) */
         snprintf(why, sizeof why, "body of %zu bytes exceeds the limit of %u (max_frame_bytes)",
                  len, s->cfg.max_frame_bytes);
         refuse(s, r, 413, NEOCOG__CODE__RESOURCE_EXHAUSTED, NULL, why);
@@ -202,11 +250,17 @@ void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, 
         status = nc_http_v2_parse(&c->in, body, len, why, sizeof why);
     if (api == NC_HTTP_API_V2)
         c->in.opts.model = v2_model;    /* the path names it */
-    uint8_t *packed = NULL;
+    /* The Request as the socket would carry it, without packing it: its
+     * packed size is what the frame limit and the queue's byte budget
+     * count. */
     size_t n = 0;
-    if (!status && nc_http_pack(&c->in, ++next_id, &packed, &n)) {
+    if (!status && !(c->images = malloc((c->in.n ? c->in.n : 1) * sizeof *c->images))) {
         status = 500;
         snprintf(why, sizeof why, "out of memory");
+    }
+    if (!status) {
+        nc_http_request_fill(&c->in, ++next_id, c->images, &c->rq, &c->rr);
+        n = protobuf_c_message_get_packed_size(&c->rq.base);
     }
     if (!status && n > s->cfg.max_frame_bytes) {
         status = 413;
@@ -214,7 +268,6 @@ void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, 
                  "(max_frame_bytes)", n, s->cfg.max_frame_bytes);
     }
     if (status) {
-        free(packed);
         refuse(s, r, status, status == 413 || status == 500 ? NEOCOG__CODE__RESOURCE_EXHAUSTED
                                                             : NEOCOG__CODE__INVALID_ARGUMENT,
                status == 415 ? "UNSUPPORTED_MEDIA_TYPE" : NULL, why);
@@ -222,8 +275,7 @@ void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, 
         return;
     }
     nc_origin o = { .ops = &call_ops, .owner = c, .cancelled = &c->gone };
-    nc_handle_request(s, &o, packed, n, NC_FRAME_HEADER_LEN + n);
-    free(packed);
+    nc_handle_recognize(s, &o, &c->rq, NC_FRAME_HEADER_LEN + n);
     if (!c->held)
         call_free(c);   /* answered at once */
 }

@@ -5,9 +5,13 @@
  * protocol's Request (http_request.h) and handed to nc_handle_request, the
  * socket path's own way into the batcher, with the call as its origin
  * (request.h): same checks, caps, queue, priorities, deadlines, metrics
- * and drain accounting.  The reply comes back on the event thread
- * (handler.c's finish_request, woken by the batcher's eventfd) and is sent
- * with evhttp_send_reply.
+ * and drain accounting.  The Request is built in memory, pointing into the
+ * body, and handed over as it is (nc_handle_recognize): no protobuf packing
+ * and unpacking, only its packed size for the frame limit and the queue's
+ * byte budget.  The JSON answer is written on the worker that finishes the
+ * call's last image (the origin's prepare, request.h); the event thread
+ * (handler.c's finish_request, woken by the batcher's eventfd) only hands
+ * that body to evhttp_send_reply, by reference.
  *
  * A client that goes away meanwhile: evhttp calls the connection's close
  * callback, which marks the call gone (workers skip its images, as for a

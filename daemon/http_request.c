@@ -852,26 +852,34 @@ out:
 
 /* ---- packing ------------------------------------------------------------------------- */
 
+void nc_http_request_fill(const nc_http_call_in *in, uint64_t id, Neocog__Image **v,
+                          Neocog__Request *rq, Neocog__RecognizeRequest *rr)
+{
+    *rq = (Neocog__Request)NEOCOG__REQUEST__INIT;
+    *rr = (Neocog__RecognizeRequest)NEOCOG__RECOGNIZE_REQUEST__INIT;
+    for (uint32_t i = 0; i < in->n; i++)
+        v[i] = &in->image[i];
+    rq->id = id;
+    rq->deadline_us = in->opts.deadline_us;
+    rq->priority = in->opts.priority;
+    rq->kind_case = NEOCOG__REQUEST__KIND_RECOGNIZE;
+    rq->recognize = rr;
+    rr->model = in->opts.model < 0 ? NEOCOG__MODEL__MODEL_DEFAULT : (Neocog__Model)in->opts.model;
+    rr->top_k = in->opts.top_k;
+    rr->min_confidence = in->opts.min_confidence;
+    rr->charset = (char *)in->opts.charset;
+    rr->images = v;
+    rr->n_images = in->n;
+}
+
 int nc_http_pack(const nc_http_call_in *in, uint64_t id, uint8_t **ret, size_t *ret_len)
 {
-    Neocog__Request rq = NEOCOG__REQUEST__INIT;
-    Neocog__RecognizeRequest rr = NEOCOG__RECOGNIZE_REQUEST__INIT;
+    Neocog__Request rq;
+    Neocog__RecognizeRequest rr;
     Neocog__Image **v = malloc((in->n ? in->n : 1) * sizeof *v);
     if (!v)
         return -ENOMEM;
-    for (uint32_t i = 0; i < in->n; i++)
-        v[i] = &in->image[i];
-    rq.id = id;
-    rq.deadline_us = in->opts.deadline_us;
-    rq.priority = in->opts.priority;
-    rq.kind_case = NEOCOG__REQUEST__KIND_RECOGNIZE;
-    rq.recognize = &rr;
-    rr.model = in->opts.model < 0 ? NEOCOG__MODEL__MODEL_DEFAULT : (Neocog__Model)in->opts.model;
-    rr.top_k = in->opts.top_k;
-    rr.min_confidence = in->opts.min_confidence;
-    rr.charset = (char *)in->opts.charset;
-    rr.images = v;
-    rr.n_images = in->n;
+    nc_http_request_fill(in, id, v, &rq, &rr);
     size_t n = protobuf_c_message_get_packed_size(&rq.base);
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {

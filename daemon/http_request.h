@@ -76,6 +76,10 @@ int nc_http_v1_parse(nc_http_call_in *in, const char *content_type, char *body, 
 /* /v2 infer: the JSON body.  0 or NC_HTTP_BAD with why. */
 int nc_http_v2_parse(nc_http_call_in *in, char *body, size_t len, char *why, size_t why_len);
 
+/* The Request for in (recognize, with id) in *rq and *rr, pointing into in
+ * and into v (room for in->n image pointers, the caller's). */
+void nc_http_request_fill(const nc_http_call_in *in, uint64_t id, Neocog__Image **v,
+                          Neocog__Request *rq, Neocog__RecognizeRequest *rr);
 /* The Request for in (recognize, with id) packed into a malloc'd buffer;
  * 0 or -ENOMEM. */
 int nc_http_pack(const nc_http_call_in *in, uint64_t id, uint8_t **ret, size_t *ret_len);

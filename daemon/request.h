@@ -2,10 +2,13 @@
  *
  * Layer: daemon.  The event thread builds an nc_request from a decoded
  * Request message, one nc_task per image, and hands the tasks to the
- * batcher.  Workers fill in each task's answer and send it back; the event
- * thread counts them home and, when all are in, writes the Reply.  A task
- * is written by exactly one thread at a time (event thread before submit
- * and after completion, one worker in between), so it needs no lock. */
+ * batcher.  Workers fill in each task's answer; the worker that finishes
+ * a request's last image builds its Reply there (and lets the origin turn
+ * it into bytes: ops->prepare), then sends the tasks back; the event thread
+ * counts them home and, when all are in, sends what was built.  A task is
+ * written by exactly one thread at a time (event thread before submit and
+ * after completion, one worker in between), so it needs no lock; the last
+ * worker reads the others' tasks after n_worked says they are done. */
 #ifndef NC_REQUEST_H
 #define NC_REQUEST_H
 
@@ -18,6 +21,7 @@
 #include "split.h"
 
 typedef struct nc_request nc_request;
+typedef struct nc_built_reply nc_built_reply;   /* handler.c's */
 
 /* Where a request came from and where its reply goes: a protocol
  * connection (conn.c) or an HTTP call (http_call.c).  The handler builds
@@ -30,6 +34,11 @@ typedef struct nc_origin_ops {
     void (*hold)(void *owner);
     /* That request's reply was sent (or dropped); owner may go. */
     void (*done)(void *owner);
+    /* NULL, or: on the worker thread that finished a request's last image,
+     * before `send` (which then follows on the event thread with the same
+     * reply's code and message): make the reply's bytes there, off the
+     * event thread.  reply is gone after the call. */
+    void (*prepare)(void *owner, const Neocog__Reply *reply);
 } nc_origin_ops;
 
 typedef struct nc_origin {
@@ -119,7 +128,14 @@ struct nc_request {
     uint64_t deadline;              /* monotonic us, 0 none */
     size_t bytes;                   /* frame bytes (queue accounting) */
     const atomic_int *cancelled;    /* origin.cancelled: skip work */
-    nc_msg *msg;                    /* the Request; images point into it */
+    const Neocog__Request *rq;      /* the Request; images point into it */
+    nc_msg *msg;                    /* rq's memory when unpacked from a frame
+                                       (NULL: the origin's, held until done) */
+    /* Called by the worker whose images complete the request (n_worked
+     * reaching n_tasks), before it sends them back. */
+    void (*on_worked)(nc_request *req);
+    atomic_uint n_worked;
+    nc_built_reply *built;          /* on_worked's reply, NULL: none yet */
     uint32_t n_tasks, n_done;
     nc_task tasks[];
 };

@@ -233,7 +233,7 @@ static int answer(const nc_work *w, const nc_models *gen, uint32_t model,
     nc_answer_in in = answer_in(gen, model, need, rule, req);
     in.top_k = rw->digit >= 0 ? req->digit_top_k : req->top_k;
     if (model == NEOCOG__MODEL__MODEL_CHARS &&
-        nc_charset_parse(nc_msg_request(req->msg)->recognize->charset) == NC_CHARSET_ALNUM)
+        nc_charset_parse(req->rq->recognize->charset) == NC_CHARSET_ALNUM)
         in.mask = alnum;
     for (int s = 0; s < NC_SLOTS; s++) {
         if (!need[s])
