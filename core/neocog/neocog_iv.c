@@ -146,8 +146,12 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
     const uint32_t stride = nc_neocog_in_stride_(net, l), T = iv->top_t, C = iv->n_classes;
     const double th = net->arch.stage[l].theta;
     const float *in = st->uc[l - 1], *us = st->us[l];
-    float top_s[NC_NEOCOG_MAX_CLASSES][256];
-    uint32_t top_i[NC_NEOCOG_MAX_CLASSES][256], top_n[NC_NEOCOG_MAX_CLASSES];
+    /* Each class's top-T list, C x T entries on the heap: sized by the
+     * model's classes and T rather than the caps (128 x 256 would be 256 KB
+     * of stack), which leaves a 94-class model's lists at 6 KB for T = 8. */
+    float *top_s = malloc((size_t)C * T * sizeof *top_s);
+    uint32_t *top_i = malloc((size_t)C * T * sizeof *top_i);
+    uint32_t *top_n = malloc((size_t)C * sizeof *top_n);
 
     /* Each input position's sum of squares, once: every output position
      * reads most of them (US4: 25 outputs, 69 taps each), and summed in the
@@ -155,8 +159,14 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
     const size_t n_i = (size_t)ix->n_in * ix->n_in;
     double su_stack[IV_SU_STACK];
     double *su_in = n_i <= IV_SU_STACK ? su_stack : malloc(n_i * sizeof *su_in);
-    if (!su_in)
+    if (!su_in || !top_s || !top_i || !top_n) {
+        if (su_in != su_stack)
+            free(su_in);
+        free(top_s);
+        free(top_i);
+        free(top_n);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < n_i; i++) {
         const float *u = in + i * stride;
         double su = 0.0;
@@ -175,7 +185,7 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
         if (!(v2 > 0.0))
             continue;
         const double v = sqrt(v2);
-        memset(top_n, 0, sizeof(top_n));
+        memset(top_n, 0, (size_t)C * sizeof *top_n);
         for (uint32_t k = 0; k < K; k++) {
             const double u = us[p * ks + k], b = net->b[l][k];
             if (!(u > 0.0) || !(b > 0.0))
@@ -185,28 +195,32 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
             double s = e / (b * v);
             s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
             const uint32_t c = net->labels[k];
+            float *cs = top_s + (size_t)c * T;
+            uint32_t *ci = top_i + (size_t)c * T;
             uint32_t n = top_n[c], i = n < T ? n : T - 1;
-            if (n == T && !(s > top_s[c][T - 1]))
+            if (n == T && !(s > cs[T - 1]))
                 continue;
             /* insertion into the class's descending top-T list */
-            while (i > 0 && top_s[c][i - 1] < s) {
-                top_s[c][i] = top_s[c][i - 1];
-                top_i[c][i] = top_i[c][i - 1];
+            while (i > 0 && cs[i - 1] < s) {
+                cs[i] = cs[i - 1];
+                ci[i] = ci[i - 1];
                 i--;
             }
-            top_s[c][i] = (float)s;
-            top_i[c][i] = iv->rank[k];
+            cs[i] = (float)s;
+            ci[i] = iv->rank[k];
             if (n < T)
                 top_n[c]++;
         }
         for (uint32_t c = 0; c < C; c++) {
             const uint32_t n = top_n[c], nc = iv->cls_off[c + 1] - iv->cls_off[c];
             const float *G = iv->gram + iv->gram_off[c];
-            double best = n ? top_s[c][0] : 0.0;
+            const float *cs = top_s + (size_t)c * T;
+            const uint32_t *ci = top_i + (size_t)c * T;
+            double best = n ? cs[0] : 0.0;
             for (uint32_t x = 0; x < n; x++)
                 for (uint32_t y = x + 1; y < n; y++) {
-                    const double al = top_s[c][x], be = top_s[c][y];
-                    const double g = G[(size_t)top_i[c][x] * nc + top_i[c][y]];
+                    const double al = cs[x], be = cs[y];
+                    const double g = G[(size_t)ci[x] * nc + ci[y]];
                     if (!(g < 1.0 - 1e-6))
                         continue;       /* parallel: the segment adds nothing */
                     const double den = 1.0 - g * g;
@@ -223,6 +237,9 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
     }
     if (su_in != su_stack)
         free(su_in);
+    free(top_s);
+    free(top_i);
+    free(top_n);
     float bv = 0.0f;
     for (uint32_t c = 0; c < C; c++)
         if (ret->score[c] > bv) {
