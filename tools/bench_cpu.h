@@ -18,7 +18,7 @@ int bench_cpu_neocog(const nc_bench_opts *o);
 int bench_cpu_model(const nc_bench_opts *o, const uint8_t *buf, size_t len);
 int bench_cpu_cnn(const nc_bench_opts *o);
 
-/* Monotonic wall clock in seconds. */
+/* Monotonic wall clock in seconds (bench_cpu_util.c). */
 double bench_now(void);
 
 #endif

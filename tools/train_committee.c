@@ -9,10 +9,9 @@
  * committee's error is measured once on the MNIST test set and recorded; the
  * test set chooses nothing here (there is nothing to choose: the committee
  * is the mean of all the columns given). */
-#include "train_calib.h"
+#include "train_committee.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,39 +20,43 @@
 #include "fileio.h"
 #include "nc_config.h"
 #include "neocog.h"
+#include "opts.h"
 
-#define WHO "neocog-train committee"
+#define WHO TRAIN_COMMITTEE_WHO
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train committee --out OUT [OPTIONS] MODEL.ncm...\n"
-        "\n"
-        "Bundle CNN column files (same input, classes and preprocessing; the\n"
-        "architectures may differ) into one committee model file that answers with\n"
-        "the mean of the columns' outputs, measure its error on MNIST t10k and record\n"
-        "it with the command.  Each column keeps its own record (command, seed,\n"
-        "epochs, test error).  Calibrate the result afterwards (neocog-train\n"
-        "calibrate): the bundling writes no calibration.  Neocognitron files (same\n"
-        "input, classes and preprocessing) are bundled the same way: the committee\n"
-        "answers with the mean of the members' raw scores.\n"
-        "\n"
-        "  --out FILE        the committee file to write\n"
-        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
-        "  --threads N       threads for the measurement (default 1)\n"
-        "  --half            neocognitrons: store the weights as binary16 (half the\n"
-        "                    file; the file is measured as written)\n"
-        "  --log8            neocognitrons: store the weights as 8-bit logarithmic\n"
-        "                    codes (a quarter; core/neocog/neocog.h; measured as written)\n"
-        "  --gpu N           neocognitrons: measure on CUDA device N (a CUDA build)\n"
-        "  --heights H,H,..  neocognitrons: the committee prepares each digit at these\n"
-        "                    heights (up to 8 views) and answers with the mean of\n"
-        "                    every member's scores over them (eval --heights tries\n"
-        "                    them first).  CNNs: these fit boxes, every column on\n"
-        "                    every view; without it a CNN committee has no views\n"
-        "                    (those of a file given are dropped)\n"
-        "  -h, --help        this text\n");
-}
+enum { O_OUT, O_DATA, O_THREADS, O_HALF, O_LOG8, O_GPU, O_HEIGHTS, O_END };
+
+static const nc_opt table[] = {
+    [O_OUT] = { "out", "FILE", "the committee file to write (required)" },
+    [O_DATA] = { "data", "DIR", "folder with the MNIST files (default $NC_MNIST_DIR)" },
+    [O_THREADS] = { "threads", "N", "threads for the measurement, 1..64 (default 1)" },
+    [O_HALF] = { "half", NULL, "neocognitrons: store the weights as binary16 (half the\n"
+                               "file; the file is measured as written)" },
+    [O_LOG8] = { "log8", NULL, "neocognitrons: store the weights as 8-bit logarithmic\n"
+                               "codes (a quarter; core/neocog/neocog.h; measured as\n"
+                               "written)" },
+    [O_GPU] = { "gpu", "N", "neocognitrons: measure on CUDA device N (a CUDA build)" },
+    [O_HEIGHTS] = { "heights", "H,H,..",
+                    "neocognitrons: the committee prepares each digit at these\n"
+                    "heights (up to 8 views) and answers with the mean of\n"
+                    "every member's scores over them (eval --heights tries\n"
+                    "them first).  CNNs: these fit boxes, every column on\n"
+                    "every view; without it a CNN committee has no views\n"
+                    "(those of a file given are dropped)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const char usage_text[] =
+    "usage: neocog-train committee --out OUT [OPTIONS] MODEL.ncm...\n"
+    "\n"
+    "Bundle CNN column files (same input, classes and preprocessing; the\n"
+    "architectures may differ) into one committee model file that answers with\n"
+    "the mean of the columns' outputs, measure its error on MNIST t10k and record\n"
+    "it with the command.  Each column keeps its own record (command, seed,\n"
+    "epochs, test error).  Calibrate the result afterwards (neocog-train\n"
+    "calibrate): the bundling writes no calibration.  Neocognitron files (same\n"
+    "input, classes and preprocessing) are bundled the same way: the committee\n"
+    "answers with the mean of the members' raw scores.\n";
 
 typedef struct columns {
     uint32_t n;
@@ -139,33 +142,6 @@ static int set_views(const train_neocog_bundle *how, nc_prep *p)
     return 0;
 }
 
-void train_committee_record(const nc_model_info *mi, uint32_t n, const char *noun,
-                            const char *each, const char *command, int keep_one,
-                            nc_model_info *info)
-{
-    *info = mi[0];
-    int same_data = 1;
-    for (uint32_t i = 1; i < n; i++)
-        same_data &= !strcmp(mi[i].data, mi[0].data);
-    if (n > 1) {
-        if (same_data)
-            snprintf(info->data, sizeof info->data, "committee of %u %s, each: %.200s", n,
-                     noun, mi[0].data);
-        else
-            snprintf(info->data, sizeof info->data,
-                     "committee of %u %s trained on different data (see each %s)", n, noun,
-                     each);
-        info->epochs = 0;       /* each member records its own */
-        info->seed = 0;
-    }
-    if (n > 1 || !keep_one) {
-        snprintf(info->command, sizeof info->command, "%s", command);
-        train_utc_iso(info->created, sizeof info->created);
-    }
-    info->test_error = -1.0;
-    info->test_set[0] = '\0';
-}
-
 /* The kind of model in the file at path (the first one given decides). */
 static int first_kind(const char *path, uint32_t *ret_kind)
 {
@@ -186,78 +162,53 @@ static int first_kind(const char *path, uint32_t *ret_kind)
 
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
 {
-    enum { O_OUT = 256, O_DATA, O_THREADS, O_HALF, O_LOG8, O_GPU, O_HEIGHTS };
-    static const struct option longopts[] = {
-        { "out", required_argument, NULL, O_OUT },
-        { "data", required_argument, NULL, O_DATA },
-        { "threads", required_argument, NULL, O_THREADS },
-        { "half", no_argument, NULL, O_HALF },
-        { "log8", no_argument, NULL, O_LOG8 },
-        { "gpu", required_argument, NULL, O_GPU },
-        { "heights", required_argument, NULL, O_HEIGHTS },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
+    nc_opts p = { .prog = WHO, .usage = usage_text, .table = table };
     const char *out_path = NULL, *data = NULL;
     uint32_t gpu_u = 0;
     train_neocog_bundle how = { .threads = 1, .gpu = -1 };
-    int c, bad = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_OUT: out_path = optarg; break;
-        case O_DATA: data = optarg; break;
-        case O_THREADS:
-            if (train_parse_u32(optarg, &how.threads) || how.threads == 0 ||
-                how.threads > 64) {
-                fprintf(stderr, WHO ": --threads must be 1..64\n");
-                bad = 1;
-            }
-            break;
+    for (int o; (o = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
+        int bad = 0;
+        switch (o) {
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return TRAIN_EXIT_OK;
+        case NC_OPTS_ERROR: return nc_opts_fail(&p);
+        case O_OUT: out_path = p.value; break;
+        case O_DATA: data = p.value; break;
+        case O_THREADS: bad = nc_opts_u32(p.value, 1, 64, &how.threads); break;
         case O_HALF: how.flags |= NC_NEOCOG_WRITE_HALF; break;
         case O_LOG8: how.flags |= NC_NEOCOG_WRITE_LOG8; break;
         case O_HEIGHTS:
-            if (train_parse_heights(optarg, how.heights, NC_PREP_MAX_VIEWS, &how.n_heights)) {
-                fprintf(stderr, WHO ": --heights takes 1..%u heights, as 46,48,50\n",
-                        NC_PREP_MAX_VIEWS);
-                bad = 1;
-            }
+            bad = train_parse_heights(p.value, how.heights, NC_PREP_MAX_VIEWS, &how.n_heights);
             break;
         case O_GPU:
-            if (train_parse_u32(optarg, &gpu_u) || gpu_u > 64 || !NC_HAVE_CUDA) {
-                fprintf(stderr, WHO ": --gpu takes a device number, in a CUDA build\n");
-                bad = 1;
-            }
+            bad = nc_opts_u32(p.value, 0, 64, &gpu_u) || !NC_HAVE_CUDA;
             how.gpu = (int)gpu_u;
             break;
-        case 'h': usage(stdout); return TRAIN_EXIT_OK;
-        default: usage(stderr); return TRAIN_EXIT_USAGE;
+        }
+        if (bad) {
+            nc_opts_bad_value(&p, o, o == O_HEIGHTS ? "(up to 8 heights, as 46,48,50)"
+                                     : o == O_GPU   ? "(a device number, in a CUDA build)"
+                                                    : "(1..64)");
+            return nc_opts_fail(&p);
         }
     }
-    if (how.flags == (NC_NEOCOG_WRITE_HALF | NC_NEOCOG_WRITE_LOG8)) {
-        fprintf(stderr, WHO ": --half or --log8, not both\n");
-        bad = 1;
-    }
-    if (!bad && (!out_path || optind >= argc)) {
-        fprintf(stderr, WHO ": need --out FILE and at least one column file\n");
-        bad = 1;
-    }
-    const char *dir = NULL;
-    if (!bad && !(dir = train_need_data_dir(WHO, data)))
-        bad = 1;
-    if (bad) {
-        usage(stderr);
+    if (how.flags == (NC_NEOCOG_WRITE_HALF | NC_NEOCOG_WRITE_LOG8))
+        return nc_opts_error(&p, "--half or --log8, not both"), nc_opts_fail(&p);
+    if (!out_path || p.next >= argc)
+        return nc_opts_error(&p, "need --out FILE and at least one column file"),
+               nc_opts_fail(&p);
+    const char *dir = train_need_data_dir(WHO, data);
+    if (!dir)
         return TRAIN_EXIT_USAGE;
-    }
+    const int first_path = p.next;
 
     char command[1024];
     if (train_join_argv(cmd, command, sizeof command))
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
     uint32_t kind = 0;
-    if (first_kind(argv[optind], &kind))
+    if (first_kind(argv[first_path], &kind))
         return TRAIN_EXIT_FAIL;
     if (kind == NC_MF_KIND_NEOCOG)
-        return train_committee_neocog(argv + optind, (uint32_t)(argc - optind), out_path, dir,
+        return train_committee_neocog(argv + first_path, (uint32_t)(argc - first_path), out_path, dir,
                                       &how, command);
     if (how.flags || how.gpu >= 0) {
         fprintf(stderr, WHO ": --half, --log8 and --gpu are for neocognitron files\n");
@@ -271,16 +222,11 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_backend *be = NULL;
-    nc_dataset ds = { 0 };
-    float *raw = NULL;
-    uint8_t *ok = NULL;
-    int32_t *ans = NULL;
-    float *conf = NULL;
     if (!info || !cs.info) {
         err = -ENOMEM;
         goto fail;
     }
-    for (int a = optind; a < argc; a++)
+    for (int a = first_path; a < argc; a++)
         if (add_file(&cs, argv[a]))
             goto out;
     /* one column is the one-column file again: its own record stays, but
@@ -297,32 +243,15 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
             fprintf(stderr, WHO ": note: the commands are too long to record whole\n");
         train_utc_iso(info->created, sizeof info->created);
     }
-    const uint32_t K = info->n_classes;
 
     /* The committee as the engines will run it: saved, then opened from
      * the file image through the CPU table. */
     if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)) ||
         (err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be)))
         goto fail;
-    if (train_load_mnist(dir, "t10k", &ds))
+    train_committee_test t;
+    if (train_committee_measure(be, NC_MF_KIND_CNN, info->n_classes, dir, how.threads, 0, &t))
         goto out;
-    const uint32_t n = ds.count;
-    if (train_labels_ok(WHO, &ds, 0, n, K))
-        goto out;
-    raw = malloc((size_t)n * K * sizeof *raw);
-    ok = malloc(n);
-    ans = malloc(n * sizeof *ans);
-    conf = malloc(n * sizeof *conf);
-    if (!raw || !ok || !ans || !conf) {
-        err = -ENOMEM;
-        goto fail;
-    }
-    train_scores sc = { be, &ds, 0, n, how.threads, raw, ok, 0.0, NULL, 0 };
-    if ((err = train_scores_run(&sc)))
-        goto fail;
-    for (uint32_t i = 0; i < n; i++)
-        ans[i] = nc_backend_label(NC_MF_KIND_CNN, raw + (size_t)i * K, K);
-    const uint32_t errors = train_count_errors(ans, ds.labels, n);
 
     printf("committee   %u column%s\n", cs.n, cs.n == 1 ? "" : "s");
     for (uint32_t i = 0; i < cs.n; i++) {
@@ -335,16 +264,13 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     }
     train_print_views(&info->prep, NC_MF_KIND_CNN);
     /* the measured error goes into the record: save again */
-    train_record_test(info, errors, n, sc.seconds);
+    train_record_test(info, t.errors, t.n, t.seconds);
     free(buf);
     buf = NULL;
     if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)))
         goto fail;
-    if ((err = nc_file_write_atomic(out_path, buf, len))) {
-        fprintf(stderr, WHO ": writing %s: %s\n", out_path, nc_strerror(err));
+    if (train_committee_write(out_path, buf, len))
         goto out;
-    }
-    printf("wrote       %s (%zu bytes)\n", out_path, len);
     status = TRAIN_EXIT_OK;
     goto out;
 fail:
@@ -353,13 +279,8 @@ out:
     nc_backend_close(be);
     for (uint32_t i = 0; i < cs.n_files; i++)
         nc_cnn_committee_free(cs.file[i]);
-    nc_dataset_fini(&ds);
     free(cs.info);
     free(info);
     free(buf);
-    free(raw);
-    free(ok);
-    free(ans);
-    free(conf);
     return status;
 }

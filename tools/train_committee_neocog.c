@@ -15,7 +15,7 @@
  * committee.  The members keep their own records, without views.  The test
  * set chooses nothing here: the committee is the mean of all the members
  * given, over all the heights given. */
-#include "train_calib.h"
+#include "train_committee.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@
 #include "backend_gpu.h"
 #endif
 
-#define WHO "neocog-train committee"
+#define WHO TRAIN_COMMITTEE_WHO
 
 typedef struct members {
     uint32_t n;
@@ -129,10 +129,6 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
     uint8_t *buf = NULL;
     size_t len = 0;
     nc_backend *be = NULL;
-    nc_dataset ds = { 0 };
-    float *raw = NULL;
-    uint8_t *ok = NULL;
-    int32_t *ans = NULL;
     const uint32_t flags = how->flags;
     if (!ms || !info) {
         err = -ENOMEM;
@@ -171,25 +167,10 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
 #endif
         goto fail;
     }
-    if (train_load_mnist(dir, "t10k", &ds))
+    train_committee_test t;
+    if (train_committee_measure(be, NC_MF_KIND_NEOCOG, K, dir, how->threads,
+                                gpu >= 0 ? TRAIN_GPU_BATCH : 0, &t))
         goto out;
-    const uint32_t n = ds.count;
-    if (train_labels_ok(WHO, &ds, 0, n, K))
-        goto out;
-    raw = malloc((size_t)n * K * sizeof *raw);
-    ok = malloc(n);
-    ans = malloc(n * sizeof *ans);
-    if (!raw || !ok || !ans) {
-        err = -ENOMEM;
-        goto fail;
-    }
-    train_scores sc = { be, &ds, 0, n, how->threads, raw, ok, 0.0, NULL,
-                        gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
-    if ((err = train_scores_run(&sc)))
-        goto fail;
-    for (uint32_t i = 0; i < n; i++)
-        ans[i] = nc_backend_label(NC_MF_KIND_NEOCOG, raw + (size_t)i * K, K);
-    const uint32_t errors = train_count_errors(ans, ds.labels, n);
 
     printf("committee   %u neocognitron%s%s\n", ms->n, ms->n == 1 ? "" : "s",
            flags & NC_NEOCOG_WRITE_HALF   ? ", weights stored as binary16"
@@ -205,17 +186,14 @@ int train_committee_neocog(char *const *paths, uint32_t n_paths, const char *out
         train_print_recorded_test(&ms->info[i]);
     }
     /* the measured error goes into the record: save again */
-    train_record_test(info, errors, n, sc.seconds);
+    train_record_test(info, t.errors, t.n, t.seconds);
     free(buf);
     buf = NULL;
     if ((err = nc_neocog_committee_save(ms->net, ms->info, ms->top_t, ms->n, info, flags,
                                         &buf, &len)))
         goto fail;
-    if ((err = nc_file_write_atomic(out_path, buf, len))) {
-        fprintf(stderr, WHO ": writing %s: %s\n", out_path, nc_strerror(err));
+    if (train_committee_write(out_path, buf, len))
         goto out;
-    }
-    printf("wrote       %s (%zu bytes)\n", out_path, len);
     status = TRAIN_EXIT_OK;
     goto out;
 fail:
@@ -224,12 +202,8 @@ out:
     nc_backend_close(be);
     for (uint32_t i = 0; ms && i < ms->n_files; i++)
         nc_neocog_committee_free(ms->file[i]);
-    nc_dataset_fini(&ds);
     free(ms);
     free(info);
     free(buf);
-    free(raw);
-    free(ok);
-    free(ans);
     return status;
 }

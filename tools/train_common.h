@@ -1,9 +1,10 @@
 /* tools/train_common.h — what neocog-train's subcommands share.
  *
  * Layer: tools (reads and writes files, prints to stderr; core does the
- * maths).  neocog_train.c holds main(), the subcommand table and these
- * helpers; each subcommand lives in its own tools/train_<name>.c and
- * returns the process exit status (0 ok, 1 failure, 2 usage). */
+ * maths).  neocog_train.c holds main() and the subcommand table,
+ * train_util.c these helpers; each subcommand lives in its own
+ * tools/train_<name>.c and returns the process exit status (0 ok, 1
+ * failure, 2 usage). */
 #ifndef NC_TRAIN_COMMON_H
 #define NC_TRAIN_COMMON_H
 

@@ -96,18 +96,6 @@ int train_open_model_on(const char *who, const char *path, int gpu, nc_backend *
     return 0;
 }
 
-int train_labels_ok(const char *who, const nc_dataset *d, uint32_t first, uint32_t count,
-                    uint32_t n_classes)
-{
-    for (uint32_t i = 0; i < count; i++)
-        if (d->labels[first + i] >= n_classes) {
-            fprintf(stderr, "%s: label of digit %u is %u, the model has %u classes\n", who,
-                    first + i, d->labels[first + i], n_classes);
-            return -EBADMSG;
-        }
-    return 0;
-}
-
 typedef struct score_job {
     train_scores *s;
     uint32_t part, parts;
