@@ -11,7 +11,11 @@
  * Procedure:
  *  - Data: training digits 0 .. 60000-V-1 train, the last V (--validation,
  *    default 10000) validate.  The 10000 test digits are read once, after
- *    every choice is made, to measure the result.
+ *    every choice is made, to measure the result.  With --train PREFIX (and
+ *    --val PREFIX) an IDX set of any classes, e.g. neocog-unipen's 94
+ *    characters, trains instead: its classes file sets the last stage's
+ *    classes and the labels the model file records; the validation images
+ *    are appended, so they are the pool's last V as MNIST's; no test set.
  *  - Input: nc_prep_apply with NC_PREP_NEOCOG_65 and digit height --height,
  *    sheared upright first with --deskew (--deskew-gentle: at most half a
  *    pixel a row; the prep is stored in the model file, so every reader of
@@ -29,8 +33,8 @@
  *    core/data/deform (NC_DEFORM_MNIST times F), each digit's draw from a stream
  *    hashed from --seed, the pass and its place in the list.
  *  - The class-balanced lists come from one permutation of the training
- *    part drawn from --seed (splitmix64): classes are interleaved 0,1,..,9,
- *    0,1,.. in that order, so every prefix is balanced and each stage takes
+ *    part drawn from --seed (splitmix64): classes are interleaved 0,1,..,
+ *    C-1,0,1,.. in that order, so every prefix is balanced and each stage takes
  *    a prefix.  Nothing else is random but the deformations above.
  *  - Validation chooses the recognition theta of US4 among --theta4-try and,
  *    with --interp, between the max-response answer and the interpolating-
@@ -65,14 +69,16 @@ static uint64_t splitmix64(uint64_t *s)
 }
 
 /* Training digits [0, n_train) permuted from seed, then interleaved by class
- * (0,1,...,9,0,1,...) so that every prefix is class-balanced; classes that
- * run out drop out of the rotation.  Returns the list's length. */
-static uint32_t balanced_order(const nc_dataset *d, uint32_t n_train, uint64_t seed,
-                               uint32_t *out)
+ * (0,1,...,C-1,0,1,...) so that every prefix is class-balanced; classes that
+ * run out drop out of the rotation.  Labels are below C (checked when the
+ * set was read).  Returns the list's length. */
+static uint32_t balanced_order(const nc_dataset *d, uint32_t n_train, uint32_t C,
+                               uint64_t seed, uint32_t *out)
 {
     uint32_t *perm = malloc((size_t)n_train * sizeof(uint32_t));
     uint32_t *by = malloc((size_t)n_train * sizeof(uint32_t));
-    uint32_t cnt[10] = { 0 }, off[11] = { 0 }, pos[10] = { 0 }, n = 0;
+    uint32_t cnt[NC_NEOCOG_MAX_CLASSES] = { 0 }, off[NC_NEOCOG_MAX_CLASSES + 1] = { 0 };
+    uint32_t pos[NC_NEOCOG_MAX_CLASSES] = { 0 }, n = 0;
     if (!perm || !by) {
         free(perm);
         free(by);
@@ -89,7 +95,7 @@ static uint32_t balanced_order(const nc_dataset *d, uint32_t n_train, uint64_t s
     }
     for (uint32_t i = 0; i < n_train; i++)
         cnt[d->labels[perm[i]]]++;
-    for (int c = 0; c < 10; c++)
+    for (uint32_t c = 0; c < C; c++)
         off[c + 1] = off[c] + cnt[c];
     for (uint32_t i = 0; i < n_train; i++) {
         uint32_t c = d->labels[perm[i]];
@@ -97,7 +103,7 @@ static uint32_t balanced_order(const nc_dataset *d, uint32_t n_train, uint64_t s
     }
     memset(pos, 0, sizeof(pos));
     while (n < n_train)
-        for (int c = 0; c < 10; c++)
+        for (uint32_t c = 0; c < C; c++)
             if (pos[c] < cnt[c])
                 out[n++] = by[off[c] + pos[c]++];
     free(perm);
@@ -307,6 +313,54 @@ static int write_model(const char *path, const nc_neocog *net, const nc_model_in
     return err;
 }
 
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* --train and --val: the training images with the validation images
+ * appended, so that validation is the pool's last *ret_valid images as
+ * MNIST's is; the two classes files must agree. */
+static int load_idx_sets(const options *o, nc_dataset *train, train_classes *classes,
+                         uint32_t *ret_valid)
+{
+    static const char who[] = "neocog-train neocognitron";
+    nc_dataset val = { 0 };
+    train_classes c2;
+    *ret_valid = 0;
+    int err = train_load_idx_set(who, o->train_set, train, classes);
+    if (err || !o->val_set)
+        return err;
+    if ((err = train_load_idx_set(who, o->val_set, &val, &c2)))
+        return err;
+    if (c2.n != classes->n || memcmp(c2.label, classes->label, sizeof c2.label)) {
+        fprintf(stderr, "%s: --val %s: its classes are not --train's\n", who, o->val_set);
+        err = -EINVAL;
+    } else if ((uint64_t)train->count + val.count > UINT32_MAX / 2) {
+        err = -EOVERFLOW;
+    } else {
+        const size_t plane = (size_t)train->rows * train->cols;
+        const uint32_t n = train->count + val.count;
+        uint8_t *px = realloc(train->pixels, n * plane);
+        if (px)
+            train->pixels = px;
+        uint8_t *lab = px ? realloc(train->labels, n) : NULL;
+        if (lab)
+            train->labels = lab;
+        if (!px || !lab) {
+            err = -ENOMEM;
+        } else {
+            memcpy(px + (size_t)train->count * plane, val.pixels, (size_t)val.count * plane);
+            memcpy(lab + train->count, val.labels, val.count);
+            train->count = n;
+            *ret_valid = val.count;
+        }
+    }
+    nc_dataset_fini(&val);
+    return err;
+}
+
 int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
 {
     options o;
@@ -334,23 +388,34 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     prep.box = o.height;
     prep.deskew = (uint32_t)o.deskew;
 
+    train_classes classes;
+    train_classes_digits(&classes);
+    uint32_t n_pool = MNIST_TRAIN;
+    if (o.train_set) {
+        if (load_idx_sets(&o, &train, &classes, &o.validation))
+            goto out;
+        n_pool = train.count;
+        o.no_test = 1;
+    } else {
+        if (train_load_mnist_checked("neocognitron", dir, "train", MNIST_TRAIN, &train))
+            goto out;
+        /* The test digits are read and checked now, so that a missing or bad
+         * file is said before the stages train rather than after them (the
+         * model would not be written); they are measured only at the end. */
+        if (!o.no_test && train_load_mnist_checked("neocognitron", dir, "t10k", 0, &test))
+            goto out;
+    }
+    const uint32_t n_train = n_pool - o.validation;
+
     nc_neocog_arch arch;
     nc_neocog_arch_default(&arch);
+    arch.n_classes = classes.n;
     for (uint32_t l = 1; l < 4; l++) {
         arch.stage[l].theta = o.theta[l];
         arch.stage[l].k_max = o.k_max[l];
     }
     if ((err = nc_neocog_new(&arch, &net)))
         goto fail;
-
-    if (train_load_mnist_checked("neocognitron", dir, "train", MNIST_TRAIN, &train))
-        goto out;
-    /* The test digits are read and checked now, so that a missing or bad
-     * file is said before the stages train rather than after them (the
-     * model would not be written); they are measured only at the end. */
-    if (!o.no_test && train_load_mnist_checked("neocognitron", dir, "t10k", 0, &test))
-        goto out;
-    const uint32_t n_train = MNIST_TRAIN - o.validation;
     const uint32_t n_valid = o.valid_eval && o.valid_eval < o.validation ? o.valid_eval
                                                                          : o.validation;
     order = malloc((size_t)n_train * sizeof(uint32_t));
@@ -358,7 +423,7 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
         err = -ENOMEM;
         goto fail;
     }
-    const uint32_t n_order = balanced_order(&train, n_train, o.seed, order);
+    const uint32_t n_order = balanced_order(&train, n_train, classes.n, o.seed, order);
     if (n_order != n_train) {
         err = -ENOMEM;
         goto fail;
@@ -368,15 +433,23 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     for (int l = 1; l < 4; l++)
         most = o.digits[l] > most ? o.digits[l] : most;
     most = most < n_train ? most : n_train;
-    info.n_classes = 10;
-    for (uint32_t k = 0; k < 10; k++)
-        snprintf(info.labels[k], sizeof(info.labels[k]), "%u", k);
+    info.n_classes = classes.n;
+    memcpy(info.labels, classes.label, sizeof classes.label);
     info.prep = prep;
-    snprintf(info.data, sizeof(info.data), "MNIST train 0-%u, class-balanced %u/%u/%u "
-             "digits for US2/US3/US4 (validation %u-%u)", n_train - 1,
-             o.digits[1] < n_train ? o.digits[1] : n_train,
-             o.digits[2] < n_train ? o.digits[2] : n_train,
-             o.digits[3] < n_train ? o.digits[3] : n_train, n_train, MNIST_TRAIN - 1);
+    if (o.train_set)
+        snprintf(info.data, sizeof(info.data), "%s 0-%u (%u classes), class-balanced "
+                 "%u/%u/%u images for US2/US3/US4 (validation %s, %u)",
+                 base_name(o.train_set), n_train - 1, classes.n,
+                 o.digits[1] < n_train ? o.digits[1] : n_train,
+                 o.digits[2] < n_train ? o.digits[2] : n_train,
+                 o.digits[3] < n_train ? o.digits[3] : n_train,
+                 o.val_set ? base_name(o.val_set) : "none", o.validation);
+    else
+        snprintf(info.data, sizeof(info.data), "MNIST train 0-%u, class-balanced %u/%u/%u "
+                 "digits for US2/US3/US4 (validation %u-%u)", n_train - 1,
+                 o.digits[1] < n_train ? o.digits[1] : n_train,
+                 o.digits[2] < n_train ? o.digits[2] : n_train,
+                 o.digits[3] < n_train ? o.digits[3] : n_train, n_train, MNIST_TRAIN - 1);
     if (train_join_argv(cmd, info.command, sizeof(info.command)))
         fprintf(stderr, "neocog-train neocognitron: warning: command line truncated in "
                 "the model file\n");
@@ -392,7 +465,8 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
     }
     lo.add_if_silent = o.add_if_silent;
 
-    fprintf(stderr, "neocog-train neocognitron: data %s\n  %s\n", dir, info.data);
+    fprintf(stderr, "neocog-train neocognitron: data %s\n  %s\n", o.train_set ? o.train_set : dir,
+            info.data);
     fprintf(stderr, "  theta %.2f/%.2f/%.2f, theta_L %.2f/%.2f/%.2f, q %g, H %u, passes "
             "%u/%u/%u, %s, seed %llu\n", (double)o.theta[1], (double)o.theta[2],
             (double)o.theta[3], (double)o.theta_l[1], (double)o.theta_l[2],

@@ -16,6 +16,7 @@
 
 typedef struct options {
     const char *data, *out, *checkpoint;
+    const char *train_set, *val_set;   /* --train/--val IDX prefixes (NULL: MNIST) */
     uint32_t digits[NC_NEOCOG_MAX_STAGES];     /* per stage (index 1..3) */
     uint32_t passes[NC_NEOCOG_MAX_STAGES];
     uint32_t k_max[NC_NEOCOG_MAX_STAGES];

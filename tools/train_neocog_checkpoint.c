@@ -33,10 +33,14 @@ static void config_string(const options *o, char *dst, size_t cap)
 {
     /* options added later appear only when set, so older checkpoints match */
     char deform[32] = "";
+    char sets[512] = "";
     if (o->deform_us4 > 0.0f)
         snprintf(deform, sizeof(deform), " deform4=%.6g", (double)o->deform_us4);
+    if (o->train_set)           /* the IDX sets by name: a resume must read the same */
+        snprintf(sets, sizeof(sets), " train=%.240s val=%.240s", o->train_set,
+                 o->val_set ? o->val_set : "-");
     snprintf(dst, cap, "digits=%u,%u,%u passes=%u,%u,%u kmax=%u,%u,%u theta=%.6g,%.6g,%.6g "
-             "theta_l=%.6g,%.6g,%.6g q=%.6g height=%u ais=%d validation=%u seed=%llu%s%s",
+             "theta_l=%.6g,%.6g,%.6g q=%.6g height=%u ais=%d validation=%u seed=%llu%s%s%s",
              o->digits[1], o->digits[2], o->digits[3], o->passes[1], o->passes[2],
              o->passes[3], o->k_max[1], o->k_max[2], o->k_max[3], (double)o->theta[1],
              (double)o->theta[2], (double)o->theta[3], (double)o->theta_l[1],
@@ -45,7 +49,7 @@ static void config_string(const options *o, char *dst, size_t cap)
              o->deskew == (int)NC_PREP_DESKEW_GENTLE ? " deskew-gentle"
              : o->deskew                             ? " deskew"
                                                      : "",
-             deform);
+             deform, sets);
 }
 
 static size_t a_floats(const nc_neocog *net, uint32_t l)

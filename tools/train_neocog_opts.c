@@ -28,6 +28,9 @@ void train_neocog_usage(FILE *f)
         "validation split; test error measured once and stored in the model.\n"
         "\n"
         "  --data DIR            folder with the 4 MNIST files (default $NC_MNIST_DIR)\n"
+        "  --train PREFIX        train on an IDX set with its PREFIX-classes.txt instead\n"
+        "                        (neocog-unipen's; no test set is read)\n"
+        "  --val PREFIX          its validation set (the same classes; replaces --validation)\n"
         "  --out FILE            model file to write (required)\n"
         "  --train-digits N|A,B,C  class-balanced digits for US2,US3,US4 (400,400,3000)\n"
         "  --passes N|A,B,C      passes over them (1,1,1)\n"
@@ -105,9 +108,11 @@ int train_neocog_parse_options(int argc, char **argv, options *o)
 {
     enum { O_DATA = 256, O_OUT, O_DIGITS, O_PASSES, O_THL, O_TH, O_TH4, O_Q, O_KMAX,
            O_H, O_AIS, O_DSK, O_DSKG, O_DEF4, O_IV, O_TOPT, O_VALID, O_VEVAL, O_SEED, O_THREADS,
-           O_CKPT, O_RESUME, O_NOTEST };
+           O_CKPT, O_RESUME, O_NOTEST, O_TRAIN, O_VAL };
     static const struct option longopts[] = {
         { "data", required_argument, NULL, O_DATA },
+        { "train", required_argument, NULL, O_TRAIN },
+        { "val", required_argument, NULL, O_VAL },
         { "out", required_argument, NULL, O_OUT },
         { "train-digits", required_argument, NULL, O_DIGITS },
         { "passes", required_argument, NULL, O_PASSES },
@@ -146,6 +151,8 @@ int train_neocog_parse_options(int argc, char **argv, options *o)
         int err = 0;
         switch (c) {
         case O_DATA: o->data = optarg; break;
+        case O_TRAIN: o->train_set = optarg; break;
+        case O_VAL: o->val_set = optarg; break;
         case O_OUT: o->out = optarg; break;
         case O_CKPT: o->checkpoint = optarg; break;
         case O_DIGITS: name = "--train-digits"; err = parse_u32_list3(optarg, o->digits); break;
@@ -231,7 +238,7 @@ int train_neocog_parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "neocog-train neocognitron: --resume needs --checkpoint FILE\n");
         bad = 1;
     }
-    if (!bad && !train_need_data_dir("neocog-train neocognitron", o->data))
+    if (!bad && !o->train_set && !train_need_data_dir("neocog-train neocognitron", o->data))
         bad = 1;
     return bad ? -EINVAL : 0;
 }
