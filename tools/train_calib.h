@@ -14,6 +14,11 @@
 int train_committee_main(int argc, char **argv, const train_cmdline *cmd); /* train_committee.c */
 int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd); /* train_calibrate.c */
 int train_cascade_main(int argc, char **argv, const train_cmdline *cmd);   /* train_cascade.c */
+/* calibrate --rebind (train_rebind.c): model's ensemble rule moved from the
+ * neocognitron file old_neo to new_neo, which may differ from it only in its
+ * record's text; written to out.  A TRAIN_EXIT_ status; prints as who. */
+int train_rebind(const char *who, const char *model, const char *old_neo, const char *new_neo,
+                 const char *out, const char *command);
 /* A committee's own record from its n members' records mi[]: classes and
  * prep from the first; for n > 1 the data line "committee of n <noun>,
  * each: ..." (or "... trained on different data (see each <each>)") and no

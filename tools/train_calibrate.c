@@ -40,6 +40,10 @@ static void usage(FILE *f)
         "                    PREFIX-labels-idx1-ubyte, PREFIX-classes.txt naming the\n"
         "                    model's classes), from its first image\n"
         "  --ensemble FILE   the neocognitron file to fit the ensemble rule with\n"
+        "  --rebind OLD      with --ensemble NEW: fit nothing, move IN's ensemble rule\n"
+        "                    from OLD (the file it was fitted with) to NEW, which must\n"
+        "                    be OLD with only its record's text changed (test error,\n"
+        "                    data, command, dates); reads no digits\n"
         "  --reject-rate R   fraction of validation digits the thresholds reject\n"
         "                    (default 0.01; 0 for no threshold)\n"
         "  --count N         validation digits to use (MNIST: from 50000, default 10000;\n"
@@ -80,7 +84,7 @@ static int rewrite(const uint8_t *buf, size_t len, const nc_calib *cal, const ch
 }
 
 typedef struct opts {
-    const char *model, *out, *data, *ensemble, *idx;
+    const char *model, *out, *data, *ensemble, *idx, *rebind;
     float rate;
     uint32_t count, threads;
     int gpu;                    /* < 0: the CPU */
@@ -88,7 +92,8 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS, O_GPU, O_IDX };
+    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS, O_GPU, O_IDX,
+           O_REBIND };
     static const struct option longopts[] = {
         { "model", required_argument, NULL, O_MODEL },
         { "out", required_argument, NULL, O_OUT },
@@ -99,6 +104,7 @@ static int parse(int argc, char **argv, opts *o)
         { "threads", required_argument, NULL, O_THREADS },
         { "gpu", required_argument, NULL, O_GPU },
         { "idx", required_argument, NULL, O_IDX },
+        { "rebind", required_argument, NULL, O_REBIND },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -114,6 +120,7 @@ static int parse(int argc, char **argv, opts *o)
         case O_DATA: o->data = optarg; break;
         case O_ENS: o->ensemble = optarg; break;
         case O_IDX: o->idx = optarg; break;
+        case O_REBIND: o->rebind = optarg; break;
         case O_RATE: err = train_parse_float(optarg, &o->rate); break;
         case O_COUNT: err = train_parse_u32(optarg, &o->count); break;
         case O_THREADS: err = train_parse_u32(optarg, &o->threads); break;
@@ -133,6 +140,12 @@ static int parse(int argc, char **argv, opts *o)
         fprintf(stderr, WHO ": need --model IN and --out OUT\n");
         bad = 1;
     }
+    if (!bad && o->rebind && !o->ensemble) {
+        fprintf(stderr, WHO ": --rebind OLD needs --ensemble NEW\n");
+        bad = 1;
+    }
+    if (!bad && o->rebind)
+        return 0;               /* reads no digits: the data options do not matter */
     if (!bad && !o->idx && o->count == 0)
         o->count = TRAIN_VALID_COUNT;
     if (!bad && (!(o->rate >= 0.0f && o->rate <= 0.5f) ||
@@ -172,6 +185,8 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
 
     if (train_join_argv(cmd, command, sizeof command))
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
+    if (o.rebind)
+        return train_rebind(WHO, o.model, o.rebind, o.ensemble, o.out, command);
     if (train_open_model_on(WHO, o.model, o.gpu, &be, &buf, &len))
         goto out;
     const uint32_t kind = be->kind, K = be->info.n_classes;

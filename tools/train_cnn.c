@@ -99,7 +99,7 @@
 #include "modelfile.h"
 #include "nc_config.h"
 #if NC_HAVE_CUDA
-#include "cnn_engine.h"
+#include "cnn_engine_train.h"
 #include "device.h"
 #endif
 
@@ -164,13 +164,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
 {
     options o;
     int err = train_cnn_parse_options(argc, argv, &o);
-
-    if (err > 0)
-        return TRAIN_EXIT_OK;       /* --help */
-    if (err) {
-        train_cnn_usage(stderr);
-        return TRAIN_EXIT_USAGE;
-    }
+    if (err != TRAIN_PARSED)
+        return err;                 /* --help, or a usage error */
 
     int status = TRAIN_EXIT_FAIL;
     const nc_deform_params dparams = nc_deform_params_scaled(&o.deform_base, o.deform_scale);

@@ -109,9 +109,8 @@ typedef struct trainer {
 } trainer;
 
 
-/* train_cnn_opts.c: the usage text; the command line into o (1: --help
- * was printed, 0 ok, -EINVAL a usage error, said on stderr). */
-void train_cnn_usage(FILE *f);
+/* train_cnn_opts.c: the command line into o: TRAIN_PARSED, or the exit
+ * status after --help (printed) or a usage error (said on stderr). */
 int train_cnn_parse_options(int argc, char **argv, options *o);
 
 /* train_cnn_data.c: the network inputs of d, undeformed (malloc'd);

@@ -22,7 +22,7 @@
 #include "modelfile.h"
 #include "nc_config.h"
 #if NC_HAVE_CUDA
-#include "cnn_engine.h"
+#include "cnn_engine_train.h"
 #include "device.h"
 #endif
 

@@ -15,11 +15,15 @@
 #include "image.h"
 #include "modelfile.h"
 #include "neocog.h"
+#include "opts.h"
 
 /* Exit statuses. */
 #define TRAIN_EXIT_OK    0
 #define TRAIN_EXIT_FAIL  1
 #define TRAIN_EXIT_USAGE 2
+/* An options parser's answer when the subcommand goes on (else it returns
+ * the exit status: TRAIN_EXIT_OK after --help, TRAIN_EXIT_USAGE). */
+#define TRAIN_PARSED (-1)
 
 /* The whole command line, kept for the model file's provenance. */
 typedef struct train_cmdline {
@@ -81,6 +85,16 @@ int train_parse_float(const char *s, float *ret);
 /* "44,48,52": 1..max heights, each 1..NC_PREP_MAX_SIZE (digit heights of
  * the neocognitron's prep); -EINVAL otherwise. */
 int train_parse_heights(const char *s, uint32_t *h, uint32_t max, uint32_t *ret_n);
+
+/* A subcommand's usage error, worded the io/opts way (opts.h): fmt (NULL:
+ * the sentence nc_opts_next or nc_opts_bad_value left in p->why) printed as
+ * "neocog-train CMD: WHY (try --help)" on stderr; returns TRAIN_EXIT_USAGE.
+ * Each subcommand parses its options with one nc_opt table, which gives
+ * its --help too. */
+int train_opts_fail(nc_opts *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for a bad value of the option opt just returned (with hint, when
+ * not NULL: "bad value for --NAME: 'VALUE' HINT"). */
+int train_opts_bad(nc_opts *p, int opt, const char *hint);
 
 /* The MNIST folder: dir if given, else $NC_MNIST_DIR, else NULL. */
 const char *train_data_dir(const char *dir);

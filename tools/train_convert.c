@@ -8,9 +8,16 @@
  * `command` provenance still names the command that trained the model.
  * Before OUT is written the new image is read back and checked: the same
  * network bit for bit, and every section of IN that is not a weight section
- * present in OUT with the same type and bytes. */
+ * present in OUT with the same type and bytes.
+ *
+ * `convert --test-error PCT IN OUT` instead changes one field of the record
+ * (any kind of model file): its test error, for a file whose test figure was
+ * measured after the record was written (a neocognitron committee given a
+ * cascade).  Every other section, the weights included, is copied byte for
+ * byte in IN's order. */
 #include "train_common.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,11 +105,102 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: neocog-train convert IN OUT\n"
+        "       neocog-train convert --test-error PCT IN OUT\n"
         "\n"
         "Rewrite the neocognitron model file IN as OUT with each stage's weights in\n"
         "the smaller of the dense and sparse forms.  The network comes back bit for\n"
         "bit and every other section (provenance, NIVT, ...) is copied unchanged.\n"
-        "OUT may be IN (written atomically).\n");
+        "OUT may be IN (written atomically).\n"
+        "\n"
+        "With --test-error, IN may be any model file: its record's test error becomes\n"
+        "PCT percent (as measured on the record's test set, e.g. by eval --set t10k)\n"
+        "and every other section is copied unchanged, weights included.\n");
+}
+
+/* The record's test error section (core/modelfile/modelfile_info.c). */
+#define TAG_TERR NC_MF_TAG('T', 'E', 'R', 'R')
+
+/* IN's image with the record's test error set to err_frac, every other
+ * section copied in order; read back and compared before it is returned. */
+static int set_test_error(const uint8_t *buf, size_t len, double err_frac, uint8_t **ret_buf,
+                          size_t *ret_len)
+{
+    nc_mf_reader *r = NULL, *back = NULL;
+    nc_mf_writer *w = NULL;
+    nc_model_info *info = malloc(sizeof *info);
+    uint32_t n = 0;
+    int err = info ? nc_mf_open(buf, len, &r) : -ENOMEM;
+    if (!err)
+        err = nc_mf_get_info(r, info);      /* a record that reads, before it is changed */
+    if (!err)
+        err = nc_mf_writer_new(nc_mf_kind_of(r), &w);
+    if (!err)
+        n = nc_mf_section_count(r);
+    for (uint32_t i = 0; !err && i < n; i++) {
+        uint32_t tag, type;
+        const void *data;
+        size_t cnt;
+        if ((err = nc_mf_section_at(r, i, &tag, &type, &data, &cnt)))
+            break;
+        err = tag == TAG_TERR ? nc_mf_put_f64(w, tag, &err_frac, 1)
+                              : nc_mf_put(w, tag, type, data, cnt);
+    }
+    if (!err)
+        err = nc_mf_finish(w, ret_buf, ret_len);
+    if (!err)
+        err = nc_mf_open(*ret_buf, *ret_len, &back);
+    if (!err)
+        err = nc_mf_get_info(back, info);
+    if (!err && (info->test_error != err_frac || nc_mf_section_count(back) != n ||
+                 nc_mf_kind_of(back) != nc_mf_kind_of(r)))
+        err = -EBADMSG;
+    for (uint32_t i = 0; !err && i < n; i++) {
+        uint32_t t0, t1, y0, y1;
+        const void *d0, *d1;
+        size_t n0, n1;
+        if (nc_mf_section_at(r, i, &t0, &y0, &d0, &n0) ||
+            nc_mf_section_at(back, i, &t1, &y1, &d1, &n1) || t0 != t1 || y0 != y1 ||
+            n0 != n1 || (t0 != TAG_TERR && n0 && memcmp(d0, d1, n0)))
+            err = -EBADMSG;
+    }
+    if (err && *ret_buf) {
+        free(*ret_buf);
+        *ret_buf = NULL;
+    }
+    nc_mf_close(back);
+    nc_mf_writer_free(w);
+    nc_mf_close(r);
+    free(info);
+    return err;
+}
+
+static int record_main(const char *pct_s, const char *in_path, const char *out_path)
+{
+    float pct;
+    if (train_parse_float(pct_s, &pct) || !(pct >= 0.0f && pct <= 100.0f)) {
+        fprintf(stderr, "neocog-train convert: --test-error: a percentage 0..100, not '%s'\n",
+                pct_s);
+        return TRAIN_EXIT_USAGE;
+    }
+    /* the figure as printed (two decimals), not the float's rounding */
+    const double frac = strtod(pct_s, NULL) / 100.0;
+    uint8_t *buf = NULL, *obuf = NULL;
+    size_t len = 0, olen = 0;
+    int err = nc_file_read_model(in_path, CONVERT_MAX_BYTES, &buf, &len);
+    if (err) {
+        fprintf(stderr, "neocog-train convert: %s: %s\n", in_path, nc_strerror(err));
+    } else if ((err = set_test_error(buf, len, frac, &obuf, &olen))) {
+        fprintf(stderr, "neocog-train convert: %s: %s\n", in_path, nc_strerror(err));
+    } else if ((err = nc_file_write_atomic(out_path, obuf, olen))) {
+        fprintf(stderr, "neocog-train convert: %s: %s\n", out_path, nc_strerror(err));
+    } else {
+        fprintf(stderr, "neocog-train convert: %s -> %s (%zu bytes): recorded test error "
+                "%.2f%%, every other section unchanged\n", in_path, out_path, olen,
+                100.0 * frac);
+    }
+    free(obuf);
+    free(buf);
+    return err ? TRAIN_EXIT_FAIL : TRAIN_EXIT_OK;
 }
 
 int train_convert_main(int argc, char **argv, const train_cmdline *cmd)
@@ -112,6 +210,8 @@ int train_convert_main(int argc, char **argv, const train_cmdline *cmd)
         usage(stdout);
         return TRAIN_EXIT_OK;
     }
+    if (argc == 5 && !strcmp(argv[1], "--test-error"))
+        return record_main(argv[2], argv[3], argv[4]);
     if (argc != 3) {
         usage(stderr);
         return TRAIN_EXIT_USAGE;

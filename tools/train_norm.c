@@ -7,7 +7,7 @@
 
 #include "nc_config.h"
 #if NC_HAVE_CUDA
-#include "cnn_engine.h"
+#include "cnn_engine_train.h"
 #endif
 
 struct train_norm {

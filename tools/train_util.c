@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,24 @@ int train_join_argv(const train_cmdline *cmd, char *dst, size_t cap)
         n += (size_t)w;
     }
     return err;
+}
+
+int train_opts_fail(nc_opts *p, const char *fmt, ...)
+{
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->why, sizeof p->why, fmt, ap);
+        va_end(ap);
+    }
+    nc_opts_fail(p);
+    return TRAIN_EXIT_USAGE;
+}
+
+int train_opts_bad(nc_opts *p, int opt, const char *hint)
+{
+    nc_opts_bad_value(p, opt, hint);
+    return train_opts_fail(p, NULL);
 }
 
 int train_parse_u64(const char *s, uint64_t *ret)
