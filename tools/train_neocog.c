@@ -365,12 +365,8 @@ int train_neocog_main(int argc, char **argv, const train_cmdline *cmd)
 {
     options o;
     int err = train_neocog_parse_options(argc, argv, &o);
-    if (err > 0)
-        return TRAIN_EXIT_OK;
-    if (err) {
-        train_neocog_usage(stderr);
-        return TRAIN_EXIT_USAGE;
-    }
+    if (err != TRAIN_PARSED)
+        return err;                 /* --help, or a usage error */
     int status = TRAIN_EXIT_FAIL;
     const char *dir = train_data_dir(o.data);
     nc_dataset train = { 0 }, test = { 0 };

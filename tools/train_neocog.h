@@ -34,9 +34,8 @@ typedef struct options {
     uint32_t threads;
 } options;
 
-/* train_neocog_opts.c: the usage text; the command line into o (1: --help
- * was printed, 0 ok, -EINVAL a usage error, said on stderr). */
-void train_neocog_usage(FILE *f);
+/* train_neocog_opts.c: the command line into o: TRAIN_PARSED, or the exit
+ * status after --help (printed) or a usage error (said on stderr). */
 int train_neocog_parse_options(int argc, char **argv, options *o);
 
 /* train_neocog_checkpoint.c: the stages done so far written to
