@@ -10,10 +10,9 @@
  * the input file, every section copied byte for byte, minus any earlier
  * rule sections, plus the new ones; it is read back through the engine table
  * before it is written, so a file that the daemon would refuse never lands. */
-#include "train_calib.h"
+#include "train_valid.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,39 +20,49 @@
 
 #include "fileio.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train calibrate --model IN --out OUT [OPTIONS]\n"
-        "\n"
-        "Fit the model's calibration (an inverse temperature beta, by minimising the\n"
-        "negative log-likelihood) and a reject threshold on the validation split,\n"
-        "MNIST training digits 50000-59999, and write IN with them as OUT.  With\n"
-        "--ensemble (IN a CNN) also fit the weight of the CNN + neocognitron ensemble\n"
-        "and its reject threshold; the rule is bound to that neocognitron file.\n"
-        "Calibrate the neocognitron file first, then the CNN with --ensemble.\n"
-        "\n"
-        "  --model FILE      model file to calibrate (CNN, committee or neocognitron)\n"
-        "  --out FILE        where to write the calibrated copy (may equal --model)\n"
-        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
-        "  --idx PREFIX      validate on this IDX set instead (PREFIX-images-idx3-ubyte,\n"
-        "                    PREFIX-labels-idx1-ubyte, PREFIX-classes.txt naming the\n"
-        "                    model's classes), from its first image\n"
-        "  --ensemble FILE   the neocognitron file to fit the ensemble rule with\n"
-        "  --rebind OLD      with --ensemble NEW: fit nothing, move IN's ensemble rule\n"
-        "                    from OLD (the file it was fitted with) to NEW, which must\n"
-        "                    be OLD with only its record's text changed (test error,\n"
-        "                    data, command, dates); reads no digits\n"
-        "  --reject-rate R   fraction of validation digits the thresholds reject\n"
-        "                    (default 0.01; 0 for no threshold)\n"
-        "  --count N         validation digits to use (MNIST: from 50000, default 10000;\n"
-        "                    --idx: default all)\n"
-        "  --threads N       threads (default 1)\n"
-        "  --gpu N           run neocognitron files (the model or --ensemble) on CUDA\n"
-        "                    device N (a CUDA build; their scores agree with the\n"
-        "                    CPU's to float rounding); CNN files stay on the CPU\n"
-        "  -h, --help        this text\n");
-}
+enum {
+    O_MODEL, O_OUT, O_DATA, O_IDX, O_ENSEMBLE, O_REBIND, O_REJECT_RATE, O_COUNT, O_THREADS,
+    O_GPU, O_END,
+};
+
+static const nc_opt table[] = {
+    [O_MODEL] = { "model", "FILE", "model file to calibrate (CNN, committee or neocognitron)" },
+    [O_OUT] = { "out", "FILE", "where to write the calibrated copy (may equal --model)" },
+    [O_DATA] = { "data", "DIR", "folder with the MNIST files (default $NC_MNIST_DIR)" },
+    [O_IDX] = { "idx", "PREFIX",
+        "validate on this IDX set instead (PREFIX-images-idx3-ubyte,\n"
+        "PREFIX-labels-idx1-ubyte, PREFIX-classes.txt naming the\n"
+        "model's classes), from its first image" },
+    [O_ENSEMBLE] = { "ensemble", "FILE",
+        "the neocognitron file to fit the ensemble rule with" },
+    [O_REBIND] = { "rebind", "OLD",
+        "with --ensemble NEW: fit nothing, move IN's ensemble rule\n"
+        "from OLD (the file it was fitted with) to NEW, which must\n"
+        "be OLD with only its record's text changed (test error,\n"
+        "data, command, dates); reads no digits" },
+    [O_REJECT_RATE] = { "reject-rate", "R",
+        "fraction of validation digits the thresholds reject\n"
+        "(default 0.01; 0 for no threshold)" },
+    [O_COUNT] = { "count", "N",
+        "validation digits to use (MNIST: from 50000, default 10000;\n"
+        "--idx: default all)" },
+    [O_THREADS] = { "threads", "N", "threads (default 1)" },
+    [O_GPU] = { "gpu", "N",
+        "run neocognitron files (the model or --ensemble) on CUDA\n"
+        "device N (a CUDA build; their scores agree with the\n"
+        "CPU's to float rounding); CNN files stay on the CPU" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const char usage_text[] =
+    "usage: neocog-train calibrate --model IN --out OUT [OPTIONS]\n"
+    "\n"
+    "Fit the model's calibration (an inverse temperature beta, by minimising the\n"
+    "negative log-likelihood) and a reject threshold on the validation split,\n"
+    "MNIST training digits 50000-59999, and write IN with them as OUT.  With\n"
+    "--ensemble (IN a CNN) also fit the weight of the CNN + neocognitron ensemble\n"
+    "and its reject threshold; the rule is bound to that neocognitron file.\n"
+    "Calibrate the neocognitron file first, then the CNN with --ensemble.\n";
 
 #define WHO "neocog-train calibrate"
 
@@ -84,92 +93,48 @@ static int rewrite(const uint8_t *buf, size_t len, const nc_calib *cal, const ch
 }
 
 typedef struct opts {
-    const char *model, *out, *data, *ensemble, *idx, *rebind;
+    train_valid_opts v;         /* --model, --out, --data, --count, --threads, --gpu */
+    const char *ensemble, *idx, *rebind;
     float rate;
-    uint32_t count, threads;
-    int gpu;                    /* < 0: the CPU */
 } opts;
 
+/* TRAIN_PARSED, or the exit status after --help or a usage error. */
 static int parse(int argc, char **argv, opts *o)
 {
-    enum { O_MODEL = 256, O_OUT, O_DATA, O_ENS, O_RATE, O_COUNT, O_THREADS, O_GPU, O_IDX,
-           O_REBIND };
-    static const struct option longopts[] = {
-        { "model", required_argument, NULL, O_MODEL },
-        { "out", required_argument, NULL, O_OUT },
-        { "data", required_argument, NULL, O_DATA },
-        { "ensemble", required_argument, NULL, O_ENS },
-        { "reject-rate", required_argument, NULL, O_RATE },
-        { "count", required_argument, NULL, O_COUNT },
-        { "threads", required_argument, NULL, O_THREADS },
-        { "gpu", required_argument, NULL, O_GPU },
-        { "idx", required_argument, NULL, O_IDX },
-        { "rebind", required_argument, NULL, O_REBIND },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    *o = (opts){ .rate = (float)NC_CALIB_REJECT_RATE, .threads = 1, .gpu = -1 };
-    uint32_t gpu = 0;
-    int c, bad = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        int err = 0;
+    nc_opts p = { .prog = WHO, .usage = usage_text, .table = table };
+    *o = (opts){ .v = TRAIN_VALID_OPTS_INIT, .rate = (float)NC_CALIB_REJECT_RATE };
+    o->v.count = 0;             /* MNIST: every validation digit; --idx: every image */
+    for (int c; (c = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
         switch (c) {
-        case O_MODEL: o->model = optarg; break;
-        case O_OUT: o->out = optarg; break;
-        case O_DATA: o->data = optarg; break;
-        case O_ENS: o->ensemble = optarg; break;
-        case O_IDX: o->idx = optarg; break;
-        case O_REBIND: o->rebind = optarg; break;
-        case O_RATE: err = train_parse_float(optarg, &o->rate); break;
-        case O_COUNT: err = train_parse_u32(optarg, &o->count); break;
-        case O_THREADS: err = train_parse_u32(optarg, &o->threads); break;
-        case O_GPU:
-            err = train_parse_u32(optarg, &gpu) || gpu > 64 ? -EINVAL : 0;
-            o->gpu = (int)gpu;
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return TRAIN_EXIT_OK;
+        case NC_OPTS_ERROR: return train_opts_fail(&p, NULL);
+        case O_ENSEMBLE: o->ensemble = p.value; break;
+        case O_IDX: o->idx = p.value; break;
+        case O_REBIND: o->rebind = p.value; break;
+        case O_REJECT_RATE:
+            if (train_parse_float(p.value, &o->rate) || !(o->rate >= 0.0f && o->rate <= 0.5f))
+                return train_opts_bad(&p, c, "(0..0.5)");
             break;
-        case 'h': usage(stdout); return 1;
-        default: usage(stderr); return -1;
-        }
-        if (err) {
-            fprintf(stderr, WHO ": not a valid value: '%s'\n", optarg);
-            bad = 1;
+        default:
+            if (train_valid_option(&o->v, table[c].name, p.value) < 0)
+                return train_opts_bad(&p, c, NULL);
         }
     }
-    if (!bad && (!o->model || !o->out || optind < argc)) {
-        fprintf(stderr, WHO ": need --model IN and --out OUT\n");
-        bad = 1;
-    }
-    if (!bad && o->rebind && !o->ensemble) {
-        fprintf(stderr, WHO ": --rebind OLD needs --ensemble NEW\n");
-        bad = 1;
-    }
-    if (!bad && o->rebind)
-        return 0;               /* reads no digits: the data options do not matter */
-    if (!bad && !o->idx && o->count == 0)
-        o->count = TRAIN_VALID_COUNT;
-    if (!bad && (!(o->rate >= 0.0f && o->rate <= 0.5f) ||
-                 (!o->idx && o->count > TRAIN_VALID_COUNT) || o->threads == 0 ||
-                 o->threads > 64)) {
-        fprintf(stderr, WHO ": --reject-rate 0..0.5, --count 1..%u, --threads 1..64\n",
-                TRAIN_VALID_COUNT);
-        bad = 1;
-    }
-    if (!bad && !o->idx && !train_need_data_dir(WHO, o->data))
-        bad = 1;
-    if (bad) {
-        usage(stderr);
-        return -1;
-    }
-    return 0;
+    if (o->rebind && !o->ensemble)
+        return train_opts_fail(&p, "--rebind OLD needs --ensemble NEW");
+    if (o->rebind)              /* reads no digits: the data options do not matter */
+        return train_valid_check(&p, argc, &o->v, 0);
+    if (!o->idx && o->v.count == 0)
+        o->v.count = TRAIN_VALID_COUNT;
+    return train_valid_check(&p, argc, &o->v, !o->idx);
 }
 
 int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
 {
     opts o;
-    int pr = parse(argc, argv, &o);
-    if (pr)
-        return pr > 0 ? TRAIN_EXIT_OK : TRAIN_EXIT_USAGE;
+    const int parsed = parse(argc, argv, &o);
+    if (parsed != TRAIN_PARSED)
+        return parsed;
     int status = TRAIN_EXIT_FAIL, err = 0;
     uint8_t *buf = NULL, *obuf = NULL;
     size_t len = 0, olen = 0;
@@ -180,24 +145,24 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     int32_t *ans = NULL;
     char command[1024], cal_note[2048], ens_note[2048] = "";
     const uint32_t first = o.idx ? 0 : TRAIN_VALID_FIRST;
-    uint32_t n = o.count;
+    uint32_t n = o.v.count;
     char vdesc[512];
 
     if (train_join_argv(cmd, command, sizeof command))
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
     if (o.rebind)
-        return train_rebind(WHO, o.model, o.rebind, o.ensemble, o.out, command);
-    if (train_open_model_on(WHO, o.model, o.gpu, &be, &buf, &len))
+        return train_rebind(WHO, o.v.model, o.rebind, o.ensemble, o.v.out, command);
+    if (train_open_model_on(WHO, o.v.model, o.v.gpu, &be, &buf, &len))
         goto out;
     const uint32_t kind = be->kind, K = be->info.n_classes;
-    const uint32_t batch = o.gpu >= 0 ? TRAIN_GPU_BATCH : 0;
+    const uint32_t batch = o.v.gpu >= 0 ? TRAIN_GPU_BATCH : 0;
     if (o.ensemble) {
         if (kind != NC_MF_KIND_CNN) {
             fprintf(stderr, WHO ": --ensemble: the ensemble rule lives in the CNN file; "
-                    "%s is not one\n", o.model);
+                    "%s is not one\n", o.v.model);
             goto out;
         }
-        if (train_open_model_on(WHO, o.ensemble, o.gpu, &neo, NULL, NULL))
+        if (train_open_model_on(WHO, o.ensemble, o.v.gpu, &neo, NULL, NULL))
             goto out;
         if (neo->kind != NC_MF_KIND_NEOCOG || neo->info.n_classes != K) {
             fprintf(stderr, WHO ": %s: not a neocognitron with the CNN's %u classes\n",
@@ -212,21 +177,16 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
             goto out;
         if (n == 0 || n > ds.count)
             n = ds.count;
+        if (train_labels_ok(WHO, &ds, 0, n, K))
+            goto out;
         snprintf(vdesc, sizeof vdesc, "%s 0-%u (%u images, validation)", o.idx, n - 1, n);
     } else {
-        if (train_load_mnist(train_data_dir(o.data), "train", &ds))
+        if (train_valid_load_mnist(WHO, o.v.data, n, K, &ds))
             goto out;
         snprintf(vdesc, sizeof vdesc, "MNIST train %u-%u (%u digits, validation)", first,
                  first + n - 1, n);
     }
-    if (ds.count < first + n) {
-        fprintf(stderr, WHO ": the training set has %u digits; validation needs %u-%u\n",
-                ds.count, first, first + n - 1);
-        goto out;
-    }
     const uint8_t *lab = ds.labels + first;
-    if (train_labels_ok(WHO, &ds, first, n, K))
-        goto out;
     const size_t rows = (size_t)n * K;
     raw = malloc(rows * sizeof *raw);
     p_cnn = malloc(rows * sizeof *p_cnn);
@@ -240,7 +200,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
     }
 
     /* ---- the model's own rule ---- */
-    train_scores sc = { be, &ds, first, n, o.threads, raw, ok, 0.0, NULL,
+    train_scores sc = { be, &ds, first, n, o.v.threads, raw, ok, 0.0, NULL,
                         kind == NC_MF_KIND_NEOCOG ? batch : 0 };
     if ((err = train_scores_run(&sc)))
         goto fail;
@@ -255,7 +215,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
         goto fail;
     const uint32_t errors = train_count_errors(ans, lab, n);
     cal.valid_error = (double)errors / n;
-    printf("model       %s (%s)\n", o.model, kind == NC_MF_KIND_CNN ? "CNN" : "neocognitron");
+    printf("model       %s (%s)\n", o.v.model, kind == NC_MF_KIND_CNN ? "CNN" : "neocognitron");
     printf("validation  %s, %.1f digits/s\n", vdesc, n / sc.seconds);
     printf("error       %.2f%% (%u / %u)\n", 100.0 * cal.valid_error, errors, n);
     printf("rule        beta %.4g (plain %.4g): mean NLL %.5f -> %.5f\n", cal.beta, plain_beta,
@@ -280,7 +240,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
             err = -ENOMEM;
             goto fail;
         }
-        train_scores sn = { neo, &ds, first, n, o.threads, raw_neo, ok_neo, 0.0, NULL, batch };
+        train_scores sn = { neo, &ds, first, n, o.v.threads, raw_neo, ok_neo, 0.0, NULL, batch };
         fprintf(stderr, WHO ": running %s over the validation digits...\n", o.ensemble);
         if ((err = train_scores_run(&sn)))
             goto fail;
@@ -321,7 +281,7 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
                  100.0 * plain_errors / n);
     } else if (be->ens.fitted) {
         fprintf(stderr, WHO ": note: %s held an ensemble rule fitted with the old "
-                "calibration; it is dropped (pass --ensemble to fit a new one)\n", o.model);
+                "calibration; it is dropped (pass --ensemble to fit a new one)\n", o.v.model);
     }
 
     /* ---- the new file, read back before it is written ---- */
@@ -334,11 +294,11 @@ int train_calibrate_main(int argc, char **argv, const train_cmdline *cmd)
         fprintf(stderr, WHO ": the written file does not read back as written\n");
         goto out;
     }
-    if ((err = nc_file_write_atomic(o.out, obuf, olen))) {
-        fprintf(stderr, WHO ": writing %s: %s\n", o.out, nc_strerror(err));
+    if ((err = nc_file_write_atomic(o.v.out, obuf, olen))) {
+        fprintf(stderr, WHO ": writing %s: %s\n", o.v.out, nc_strerror(err));
         goto out;
     }
-    printf("\nwrote       %s (%zu bytes)\n", o.out, olen);
+    printf("\nwrote       %s (%zu bytes)\n", o.v.out, olen);
     status = TRAIN_EXIT_OK;
     goto out;
 fail:

@@ -14,10 +14,9 @@
  * the committee's; the member kept, the one with the fewest passes.  The
  * written file is read back and, unless --no-check, run over validation
  * again through the engine, whose error must stay at most the committee's. */
-#include "train_calib.h"
+#include "train_valid.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,97 +31,60 @@
 
 #define WHO "neocog-train cascade"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train cascade --model IN --out OUT [OPTIONS]\n"
-        "\n"
-        "Fit a cascade for a neocognitron committee on the validation split (MNIST\n"
-        "training digits 50000-59999): the first member answers alone when its\n"
-        "calibrated confidence is at least a threshold, the whole committee otherwise.\n"
-        "The threshold kept gives the fewest network passes a digit with a validation\n"
-        "error at most the committee's.  Writes IN with the cascade as OUT.\n"
-        "\n"
-        "  --model FILE      neocognitron committee file (gzip'd allowed)\n"
-        "  --out FILE        where to write the file with the cascade (may equal --model)\n"
-        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
-        "  --first-member N  try only member N (0-based) first; default every member\n"
-        "  --count N         validation digits to use, from 50000 (default 10000)\n"
-        "  --threads N       threads (default 1)\n"
-        "  --gpu N           run the committee on CUDA device N (a CUDA build)\n"
-        "  --no-check        do not run the written file over validation again\n"
-        "  -h, --help        this text\n");
-}
+enum {
+    O_MODEL, O_OUT, O_DATA, O_FIRST_MEMBER, O_COUNT, O_THREADS, O_GPU, O_NO_CHECK, O_END,
+};
+
+static const nc_opt table[] = {
+    [O_MODEL] = { "model", "FILE", "neocognitron committee file (gzip'd allowed)" },
+    [O_OUT] = { "out", "FILE", "where to write the file with the cascade (may equal --model)" },
+    [O_DATA] = { "data", "DIR", "folder with the MNIST files (default $NC_MNIST_DIR)" },
+    [O_FIRST_MEMBER] = { "first-member", "N",
+        "try only member N (0-based) first; default every member" },
+    [O_COUNT] = { "count", "N", "validation digits to use, from 50000 (default 10000)" },
+    [O_THREADS] = { "threads", "N", "threads (default 1)" },
+    [O_GPU] = { "gpu", "N", "run the committee on CUDA device N (a CUDA build)" },
+    [O_NO_CHECK] = { "no-check", NULL, "do not run the written file over validation again" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const char usage_text[] =
+    "usage: neocog-train cascade --model IN --out OUT [OPTIONS]\n"
+    "\n"
+    "Fit a cascade for a neocognitron committee on the validation split (MNIST\n"
+    "training digits 50000-59999): the first member answers alone when its\n"
+    "calibrated confidence is at least a threshold, the whole committee otherwise.\n"
+    "The threshold kept gives the fewest network passes a digit with a validation\n"
+    "error at most the committee's.  Writes IN with the cascade as OUT.\n";
 
 typedef struct opts {
-    const char *model, *out, *data;
-    uint32_t count, threads;
+    train_valid_opts v;         /* --model, --out, --data, --count, --threads, --gpu */
     int first;                  /* < 0: every member */
-    int gpu;                    /* < 0: the CPU */
     int check;
 } opts;
 
+/* TRAIN_PARSED, or the exit status after --help or a usage error. */
 static int parse(int argc, char **argv, opts *o)
 {
-    enum { O_MODEL = 256, O_OUT, O_DATA, O_FIRST, O_COUNT, O_THREADS, O_GPU, O_NOCHECK };
-    static const struct option longopts[] = {
-        { "model", required_argument, NULL, O_MODEL },
-        { "out", required_argument, NULL, O_OUT },
-        { "data", required_argument, NULL, O_DATA },
-        { "first-member", required_argument, NULL, O_FIRST },
-        { "count", required_argument, NULL, O_COUNT },
-        { "threads", required_argument, NULL, O_THREADS },
-        { "gpu", required_argument, NULL, O_GPU },
-        { "no-check", no_argument, NULL, O_NOCHECK },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    *o = (opts){ .count = TRAIN_VALID_COUNT, .threads = 1, .first = -1, .gpu = -1,
-                 .check = 1 };
-    uint32_t v = 0;
-    int c, bad = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        int err = 0;
+    nc_opts p = { .prog = WHO, .usage = usage_text, .table = table };
+    *o = (opts){ .v = TRAIN_VALID_OPTS_INIT, .first = -1, .check = 1 };
+    for (int c; (c = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
+        uint32_t first = 0;
         switch (c) {
-        case O_MODEL: o->model = optarg; break;
-        case O_OUT: o->out = optarg; break;
-        case O_DATA: o->data = optarg; break;
-        case O_COUNT: err = train_parse_u32(optarg, &o->count); break;
-        case O_THREADS: err = train_parse_u32(optarg, &o->threads); break;
-        case O_FIRST:
-            err = train_parse_u32(optarg, &v) || v >= NC_NEOCOG_MAX_MEMBERS ? -EINVAL : 0;
-            o->first = (int)v;
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return TRAIN_EXIT_OK;
+        case NC_OPTS_ERROR: return train_opts_fail(&p, NULL);
+        case O_FIRST_MEMBER:
+            if (nc_opts_u32(p.value, 0, NC_NEOCOG_MAX_MEMBERS - 1, &first))
+                return train_opts_bad(&p, c, NULL);
+            o->first = (int)first;
             break;
-        case O_GPU:
-            err = train_parse_u32(optarg, &v) || v > 64 ? -EINVAL : 0;
-            o->gpu = (int)v;
-            break;
-        case O_NOCHECK: o->check = 0; break;
-        case 'h': usage(stdout); return 1;
-        default: usage(stderr); return -1;
-        }
-        if (err) {
-            fprintf(stderr, WHO ": not a valid value: '%s'\n", optarg);
-            bad = 1;
+        case O_NO_CHECK: o->check = 0; break;
+        default:
+            if (train_valid_option(&o->v, table[c].name, p.value) < 0)
+                return train_opts_bad(&p, c, NULL);
         }
     }
-    if (!bad && (!o->model || !o->out || optind < argc)) {
-        fprintf(stderr, WHO ": need --model IN and --out OUT\n");
-        bad = 1;
-    }
-    if (!bad && (o->count == 0 || o->count > TRAIN_VALID_COUNT || o->threads == 0 ||
-                 o->threads > 64)) {
-        fprintf(stderr, WHO ": --count 1..%u, --threads 1..64\n", TRAIN_VALID_COUNT);
-        bad = 1;
-    }
-    if (!bad && !train_need_data_dir(WHO, o->data))
-        bad = 1;
-    if (bad) {
-        usage(stderr);
-        return -1;
-    }
-    return 0;
+    return train_valid_check(&p, argc, &o->v, 1);
 }
 
 /* A file image on the CPU table, or a neocognitron on GPU gpu. */
@@ -151,14 +113,14 @@ static int scores_of(const uint8_t *buf, size_t len, const opts *o, const nc_dat
                      float *raw, uint8_t *ok, double *ret_rate, nc_calib *ret_cal)
 {
     nc_backend *be = NULL;
-    int err = open_image(buf, len, o->gpu, &be);
+    int err = open_image(buf, len, o->v.gpu, &be);
     if (err)
         return err;
-    train_scores sc = { be, ds, TRAIN_VALID_FIRST, o->count, o->threads, raw, ok, 0.0, NULL,
-                        o->gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
+    train_scores sc = { be, ds, TRAIN_VALID_FIRST, o->v.count, o->v.threads, raw, ok, 0.0, NULL,
+                        o->v.gpu >= 0 ? TRAIN_GPU_BATCH : 0 };
     err = train_scores_run(&sc);
     if (!err && ret_rate)
-        *ret_rate = o->count / sc.seconds;
+        *ret_rate = o->v.count / sc.seconds;
     if (ret_cal)
         *ret_cal = be->calib;
     nc_backend_close(be);
@@ -233,15 +195,15 @@ int train_cascade_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
     opts o;
-    int pr = parse(argc, argv, &o);
-    if (pr)
-        return pr > 0 ? TRAIN_EXIT_OK : TRAIN_EXIT_USAGE;
+    const int parsed = parse(argc, argv, &o);
+    if (parsed != TRAIN_PARSED)
+        return parsed;
     int status = TRAIN_EXIT_FAIL, err = 0;
     uint8_t *buf = NULL, *base = NULL, *probe = NULL, *obuf = NULL;
     size_t len = 0, blen = 0, plen = 0, olen = 0;
     nc_dataset ds = { 0 };
     nc_neocog_committee *com = NULL;
-    const uint32_t n = o.count;
+    const uint32_t n = o.v.count;
     float *raw_c = NULL, *raw_m = NULL, *cf = NULL;
     double *conf = NULL;
     uint8_t *ok = NULL;
@@ -249,18 +211,18 @@ int train_cascade_main(int argc, char **argv, const train_cmdline *cmd)
     uint32_t *order = NULL;
     const nc_neocog_cascade off = { 0 };
 
-    if ((err = nc_file_read_model(o.model, TRAIN_MODEL_MAX_BYTES, &buf, &len))) {
-        fprintf(stderr, WHO ": %s: %s\n", o.model, nc_strerror(err));
+    if ((err = nc_file_read_model(o.v.model, TRAIN_MODEL_MAX_BYTES, &buf, &len))) {
+        fprintf(stderr, WHO ": %s: %s\n", o.v.model, nc_strerror(err));
         goto out;
     }
     /* the committee without any cascade it may carry */
     if ((err = nc_neocog_cascade_rewrite(buf, len, &off, &base, &blen))) {
-        fprintf(stderr, WHO ": %s: not a neocognitron file (%s)\n", o.model, nc_strerror(err));
+        fprintf(stderr, WHO ": %s: not a neocognitron file (%s)\n", o.v.model, nc_strerror(err));
         goto out;
     }
     nc_model_info info;
     if ((err = nc_neocog_committee_load(base, blen, &com, &info))) {
-        fprintf(stderr, WHO ": %s: %s\n", o.model, nc_strerror(err));
+        fprintf(stderr, WHO ": %s: %s\n", o.v.model, nc_strerror(err));
         goto out;
     }
     const uint32_t M = com->n_members, K = info.n_classes, all_views = com->n_scores;
@@ -270,16 +232,12 @@ int train_cascade_main(int argc, char **argv, const train_cmdline *cmd)
     nc_neocog_committee_free(com);
     com = NULL;
     if (M < 2 || (o.first >= 0 && (uint32_t)o.first >= M)) {
-        fprintf(stderr, WHO ": %s has %u member%s: %s\n", o.model, M, M == 1 ? "" : "s",
+        fprintf(stderr, WHO ": %s has %u member%s: %s\n", o.v.model, M, M == 1 ? "" : "s",
                 M < 2 ? "a cascade needs two or more" : "no such --first-member");
         goto out;
     }
-    if (train_load_mnist(train_data_dir(o.data), "train", &ds))
+    if (train_valid_load_mnist(WHO, o.v.data, n, K, &ds))
         goto out;
-    if (ds.count < TRAIN_VALID_FIRST + n || train_labels_ok(WHO, &ds, TRAIN_VALID_FIRST, n, K)) {
-        fprintf(stderr, WHO ": the training set lacks the validation digits\n");
-        goto out;
-    }
     const uint8_t *lab = ds.labels + TRAIN_VALID_FIRST;
     raw_c = malloc((size_t)n * K * sizeof *raw_c);
     raw_m = malloc((size_t)n * K * sizeof *raw_m);
@@ -301,7 +259,7 @@ int train_cascade_main(int argc, char **argv, const train_cmdline *cmd)
         goto out;
     train_calibrated(&cal, NC_MF_KIND_NEOCOG, K, raw_c, ok, n, ans_c, cf, NULL, NULL);
     const uint32_t errors_c = train_count_errors(ans_c, lab, n);
-    printf("model       %s (%u members, %u passes a digit)\n", o.model, M, all_views);
+    printf("model       %s (%u members, %u passes a digit)\n", o.v.model, M, all_views);
     printf("validation  MNIST train %u-%u (%u digits), %.1f digits/s\n", TRAIN_VALID_FIRST,
            TRAIN_VALID_FIRST + n - 1, n, rate);
     printf("committee   error %.2f%% (%u / %u)\n", 100.0 * errors_c / n, errors_c, n);
@@ -372,11 +330,11 @@ int train_cascade_main(int argc, char **argv, const train_cmdline *cmd)
             goto out;
         }
     }
-    if ((err = nc_file_write_atomic(o.out, obuf, olen))) {
-        fprintf(stderr, WHO ": writing %s: %s\n", o.out, nc_strerror(err));
+    if ((err = nc_file_write_atomic(o.v.out, obuf, olen))) {
+        fprintf(stderr, WHO ": writing %s: %s\n", o.v.out, nc_strerror(err));
         goto out;
     }
-    printf("wrote       %s (%zu bytes)\n", o.out, olen);
+    printf("wrote       %s (%zu bytes)\n", o.v.out, olen);
     status = TRAIN_EXIT_OK;
     goto out;
 fail:

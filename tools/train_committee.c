@@ -208,8 +208,8 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     if (first_kind(argv[first_path], &kind))
         return TRAIN_EXIT_FAIL;
     if (kind == NC_MF_KIND_NEOCOG)
-        return train_committee_neocog(argv + first_path, (uint32_t)(argc - first_path), out_path, dir,
-                                      &how, command);
+        return train_committee_neocog(argv + first_path, (uint32_t)(argc - first_path),
+                                      out_path, dir, &how, command);
     if (how.flags || how.gpu >= 0) {
         fprintf(stderr, WHO ": --half, --log8 and --gpu are for neocognitron files\n");
         return TRAIN_EXIT_USAGE;
