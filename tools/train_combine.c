@@ -15,7 +15,6 @@
 #include "train_common.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,25 +27,29 @@
 
 #define MAX_FILES 256u
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train combine [OPTIONS] SCORES...\n\n"
-        "The committee of score files that 'neocog-train eval --save-scores' wrote\n"
-        "for the same digits: the mean of their scores, answered by the largest, as\n"
-        "'neocog-train committee' answers.  Prints each file's errors, the\n"
-        "committee's, and how many files miss each digit the committee misses.\n\n"
-        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
-        "  --set NAME        t10k (default) or train: as given to eval\n"
-        "  --first N         first digit the scores are for, as given to eval (0)\n"
-        "  --classes K       scores a digit (default 10)\n"
-        "  --neocognitron    answer as a neocognitron: no answer (an error) for a\n"
-        "                    digit whose largest mean score is not above 0\n"
-        "  --list            print each digit the committee gets wrong\n"
-        "  -h, --help        this text\n\n"
-        "The number of digits is each file's size over 4 x classes; every file must\n"
-        "hold the same number, all within the set from --first.\n");
-}
+enum {
+    O_DATA, O_SET, O_FIRST, O_CLASSES, O_NEOCOGNITRON, O_LIST, O_END,
+};
+
+static const nc_opt table[] = {
+    [O_DATA] = { "data", "DIR", "folder with the MNIST files (default $NC_MNIST_DIR)" },
+    [O_SET] = { "set", "NAME", "t10k (default) or train: as given to eval" },
+    [O_FIRST] = { "first", "N", "first digit the scores are for, as given to eval (0)" },
+    [O_CLASSES] = { "classes", "K", "scores a digit (default 10)" },
+    [O_NEOCOGNITRON] = { "neocognitron", NULL,
+        "answer as a neocognitron: no answer (an error) for a\n"
+        "digit whose largest mean score is not above 0" },
+    [O_LIST] = { "list", NULL, "print each digit the committee gets wrong" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const char usage_text[] =
+    "usage: neocog-train combine [OPTIONS] SCORES...\n"
+    "\n"
+    "The committee of score files that 'neocog-train eval --save-scores' wrote\n"
+    "for the same digits: the mean of their scores, answered by the largest, as\n"
+    "'neocog-train committee' answers.  Prints each file's errors, the\n"
+    "committee's, and how many files miss each digit the committee misses.\n";
 
 /* The scores of one file, checked: up to max_digits x n_classes finite
  * floats (a larger file cannot be scores of the set's digits). */
@@ -96,53 +99,33 @@ static int read_scores(const char *path, uint32_t n_classes, uint32_t max_digits
 int train_combine_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
-    enum { O_DATA = 256, O_SET, O_FIRST, O_CLASSES, O_NEOCOG, O_LIST };
-    static const struct option longopts[] = {
-        { "data", required_argument, NULL, O_DATA },
-        { "set", required_argument, NULL, O_SET },
-        { "first", required_argument, NULL, O_FIRST },
-        { "classes", required_argument, NULL, O_CLASSES },
-        { "neocognitron", no_argument, NULL, O_NEOCOG },
-        { "list", no_argument, NULL, O_LIST },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
+    nc_opts p = { .prog = "neocog-train combine", .usage = usage_text, .table = table };
     const char *data = NULL, *set = "t10k";
     uint32_t first = 0, n_classes = 10;
-    int neocog = 0, list = 0, c, bad = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int neocog = 0, list = 0;
+    for (int c; (c = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
+        const char *v = p.value;
         int err = 0;
         switch (c) {
-        case O_DATA: data = optarg; break;
-        case O_SET: set = optarg; break;
-        case O_FIRST: err = train_parse_u32(optarg, &first); break;
-        case O_CLASSES: err = train_parse_u32(optarg, &n_classes); break;
-        case O_NEOCOG: neocog = 1; break;
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return TRAIN_EXIT_OK;
+        case NC_OPTS_ERROR: return train_opts_fail(&p, NULL);
+        case O_DATA: data = v; break;
+        case O_SET: set = v; err = strcmp(set, "t10k") && strcmp(set, "train"); break;
+        case O_FIRST: err = train_parse_u32(v, &first); break;
+        case O_CLASSES: err = nc_opts_u32(v, 2, NC_MF_MAX_CLASSES, &n_classes); break;
+        case O_NEOCOGNITRON: neocog = 1; break;
         case O_LIST: list = 1; break;
-        case 'h': usage(stdout); return TRAIN_EXIT_OK;
-        default: usage(stderr); return TRAIN_EXIT_USAGE;
         }
-        if (err) {
-            fprintf(stderr, "neocog-train combine: not a valid value: '%s'\n", optarg);
-            bad = 1;
-        }
+        if (err)
+            return train_opts_bad(&p, c, c == O_SET ? "(t10k or train)" : NULL);
     }
-    const uint32_t n_files = (uint32_t)(argc - optind);
-    if (!bad && (n_files == 0 || n_files > MAX_FILES || (strcmp(set, "t10k") &&
-                 strcmp(set, "train")) || n_classes < 2 || n_classes > NC_MF_MAX_CLASSES)) {
-        fprintf(stderr, "neocog-train combine: need 1..%u score files; --set t10k|train; "
-                "--classes 2..%u\n", MAX_FILES, NC_MF_MAX_CLASSES);
-        bad = 1;
-    }
-    const char *dir = NULL;
-    if (!bad && !(dir = train_need_data_dir("neocog-train combine", data)))
-        bad = 1;
-    if (bad) {
-        usage(stderr);
+    const uint32_t n_files = (uint32_t)(argc - p.next);
+    if (n_files == 0 || n_files > MAX_FILES)
+        return train_opts_fail(&p, "need 1..%u score files", MAX_FILES);
+    const char *dir = train_need_data_dir("neocog-train combine", data);
+    if (!dir)
         return TRAIN_EXIT_USAGE;
-    }
-    char *const *paths = argv + optind;
+    char *const *paths = argv + p.next;
 
     int status = TRAIN_EXIT_FAIL;
     nc_dataset ds = { 0 };

@@ -101,21 +101,26 @@ static const char *tag_str(uint32_t tag, char *dst)
     return dst;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train convert IN OUT\n"
-        "       neocog-train convert --test-error PCT IN OUT\n"
-        "\n"
-        "Rewrite the neocognitron model file IN as OUT with each stage's weights in\n"
-        "the smaller of the dense and sparse forms.  The network comes back bit for\n"
-        "bit and every other section (provenance, NIVT, ...) is copied unchanged.\n"
-        "OUT may be IN (written atomically).\n"
-        "\n"
-        "With --test-error, IN may be any model file: its record's test error becomes\n"
-        "PCT percent (as measured on the record's test set, e.g. by eval --set t10k)\n"
-        "and every other section is copied unchanged, weights included.\n");
-}
+enum { O_TEST_ERROR, O_END };
+
+static const nc_opt table[] = {
+    [O_TEST_ERROR] = { "test-error", "PCT",
+                       "set the record's test error to PCT percent (0..100)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const char usage_text[] =
+    "usage: neocog-train convert IN OUT\n"
+    "       neocog-train convert --test-error PCT IN OUT\n"
+    "\n"
+    "Rewrite the neocognitron model file IN as OUT with each stage's weights in\n"
+    "the smaller of the dense and sparse forms.  The network comes back bit for\n"
+    "bit and every other section (provenance, NIVT, ...) is copied unchanged.\n"
+    "OUT may be IN (written atomically).\n"
+    "\n"
+    "With --test-error, IN may be any model file: its record's test error becomes\n"
+    "PCT percent (as measured on the record's test set, e.g. by eval --set t10k)\n"
+    "and every other section is copied unchanged, weights included.\n";
 
 /* The record's test error section (core/modelfile/modelfile_info.c). */
 #define TAG_TERR NC_MF_TAG('T', 'E', 'R', 'R')
@@ -174,14 +179,9 @@ static int set_test_error(const uint8_t *buf, size_t len, double err_frac, uint8
     return err;
 }
 
+/* --test-error: pct_s, already checked to be 0..100, into the record. */
 static int record_main(const char *pct_s, const char *in_path, const char *out_path)
 {
-    float pct;
-    if (train_parse_float(pct_s, &pct) || !(pct >= 0.0f && pct <= 100.0f)) {
-        fprintf(stderr, "neocog-train convert: --test-error: a percentage 0..100, not '%s'\n",
-                pct_s);
-        return TRAIN_EXIT_USAGE;
-    }
     /* the figure as printed (two decimals), not the float's rounding */
     const double frac = strtod(pct_s, NULL) / 100.0;
     uint8_t *buf = NULL, *obuf = NULL;
@@ -206,17 +206,25 @@ static int record_main(const char *pct_s, const char *in_path, const char *out_p
 int train_convert_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;      /* the file keeps its own provenance: nothing is added */
-    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        usage(stdout);
-        return TRAIN_EXIT_OK;
+    nc_opts p = { .prog = "neocog-train convert", .usage = usage_text, .table = table };
+    const char *pct_s = NULL;
+    for (int c; (c = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
+        float pct;
+        switch (c) {
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return TRAIN_EXIT_OK;
+        case NC_OPTS_ERROR: return train_opts_fail(&p, NULL);
+        case O_TEST_ERROR:
+            pct_s = p.value;
+            if (train_parse_float(pct_s, &pct) || !(pct >= 0.0f && pct <= 100.0f))
+                return train_opts_bad(&p, c, "(a percentage 0..100)");
+            break;
+        }
     }
-    if (argc == 5 && !strcmp(argv[1], "--test-error"))
-        return record_main(argv[2], argv[3], argv[4]);
-    if (argc != 3) {
-        usage(stderr);
-        return TRAIN_EXIT_USAGE;
-    }
-    const char *in_path = argv[1], *out_path = argv[2];
+    if (argc - p.next != 2)
+        return train_opts_fail(&p, "need IN and OUT");
+    if (pct_s)
+        return record_main(pct_s, argv[p.next], argv[p.next + 1]);
+    const char *in_path = argv[p.next], *out_path = argv[p.next + 1];
     int status = TRAIN_EXIT_FAIL, err;
     uint8_t *buf = NULL, *obuf = NULL;
     size_t len = 0, olen = 0;

@@ -29,7 +29,6 @@
 #include "train_calib.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,41 +219,51 @@ static int write_sheet(const char *path, const nc_dataset *d, const nc_model_inf
 
 /* ---- the command ------------------------------------------------------------------ */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: neocog-train eval --model FILE [OPTIONS]\n"
-        "\n"
-        "Measure a model file (CNN or neocognitron) on MNIST digits: error rate,\n"
-        "confusion matrix, per-class errors, error at 0.5/1/2%% rejection and\n"
-        "throughput; optionally the worst misrecognitions as a PNG sheet.\n"
-        "\n"
-        "  --model FILE      model file (required)\n"
-        "  --data DIR        folder with the MNIST files (default $NC_MNIST_DIR)\n"
-        "  --set NAME        t10k (default) or train\n"
-        "  --idx PREFIX      measure an IDX set instead of MNIST: PREFIX-images-idx3-\n"
-        "                    ubyte, PREFIX-labels-idx1-ubyte and PREFIX-classes.txt\n"
-        "                    (neocog-unipen's; the classes must be the model's)\n"
-        "  --first N         first digit of the set to use (0)\n"
-        "  --count N         digits to use (all from --first)\n"
-        "  --sheet FILE      write the most confident misrecognitions as PNG\n"
-        "  --sheet-max N     tiles on the sheet (100)\n"
-        "  --max-response    neocognitron: ignore an interpolating-vector mark\n"
-        "  --heights H,H,..  prepare each digit with these boxes in place of the\n"
-        "                    file's (a neocognitron's digit height, a CNN's fit box)\n"
-        "                    and average the scores, up to 8: a trial of the views\n"
-        "                    that committee --heights stores in a model file\n"
-        "                    (not for a file with views of its own)\n"
-        "  --ensemble FILE   with a CNN model: also measure the ensemble with this\n"
-        "                    neocognitron file (the rule the daemon would use)\n"
-        "  --threads N       threads (default 1)\n"
-        "  --gpu N           run the model (and --ensemble's) on CUDA device N (a CUDA\n"
-        "                    build); the threads then prepare digits for it\n"
-        "  --save-scores F   write the raw scores (after --heights) to F: float32,\n"
-        "                    little-endian, digits x classes, for offline trials\n"
-        "                    (neocog-train combine: committees of such files)\n"
-        "  -h, --help        this text\n");
-}
+enum {
+    O_MODEL, O_DATA, O_SET, O_IDX, O_FIRST, O_COUNT, O_SHEET, O_SHEET_MAX, O_MAX_RESPONSE,
+    O_HEIGHTS, O_ENSEMBLE, O_THREADS, O_GPU, O_SAVE_SCORES, O_END,
+};
+
+static const nc_opt table[] = {
+    [O_MODEL] = { "model", "FILE", "model file (required)" },
+    [O_DATA] = { "data", "DIR", "folder with the MNIST files (default $NC_MNIST_DIR)" },
+    [O_SET] = { "set", "NAME", "t10k (default) or train" },
+    [O_IDX] = { "idx", "PREFIX",
+        "measure an IDX set instead of MNIST: PREFIX-images-idx3-\n"
+        "ubyte, PREFIX-labels-idx1-ubyte and PREFIX-classes.txt\n"
+        "(neocog-unipen's; the classes must be the model's)" },
+    [O_FIRST] = { "first", "N", "first digit of the set to use (0)" },
+    [O_COUNT] = { "count", "N", "digits to use (all from --first)" },
+    [O_SHEET] = { "sheet", "FILE", "write the most confident misrecognitions as PNG" },
+    [O_SHEET_MAX] = { "sheet-max", "N", "tiles on the sheet (100)" },
+    [O_MAX_RESPONSE] = { "max-response", NULL,
+        "neocognitron: ignore an interpolating-vector mark" },
+    [O_HEIGHTS] = { "heights", "H,H,..",
+        "prepare each digit with these boxes in place of the\n"
+        "file's (a neocognitron's digit height, a CNN's fit box)\n"
+        "and average the scores, up to 8: a trial of the views\n"
+        "that committee --heights stores in a model file\n"
+        "(not for a file with views of its own)" },
+    [O_ENSEMBLE] = { "ensemble", "FILE",
+        "with a CNN model: also measure the ensemble with this\n"
+        "neocognitron file (the rule the daemon would use)" },
+    [O_THREADS] = { "threads", "N", "threads (default 1)" },
+    [O_GPU] = { "gpu", "N",
+        "run the model (and --ensemble's) on CUDA device N (a CUDA\n"
+        "build); the threads then prepare digits for it" },
+    [O_SAVE_SCORES] = { "save-scores", "F",
+        "write the raw scores (after --heights) to F: float32,\n"
+        "little-endian, digits x classes, for offline trials\n"
+        "(neocog-train combine: committees of such files)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static const char usage_text[] =
+    "usage: neocog-train eval --model FILE [OPTIONS]\n"
+    "\n"
+    "Measure a model file (CNN or neocognitron) on MNIST digits: error rate,\n"
+    "confusion matrix, per-class errors, error at 0.5/1/2% rejection and\n"
+    "throughput; optionally the worst misrecognitions as a PNG sheet.\n";
 
 typedef struct conf_idx {
     float conf;
@@ -441,71 +450,42 @@ static int save_scores(const char *path, const float *raw, size_t n)
 int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
 {
     (void)cmd;
-    enum { O_MODEL = 256, O_DATA, O_SET, O_FIRST, O_COUNT, O_SHEET, O_SHEETMAX, O_MAXR,
-           O_THREADS, O_ENS, O_HEIGHTS, O_GPU, O_SAVE, O_IDX };
-    static const struct option longopts[] = {
-        { "model", required_argument, NULL, O_MODEL },
-        { "data", required_argument, NULL, O_DATA },
-        { "set", required_argument, NULL, O_SET },
-        { "first", required_argument, NULL, O_FIRST },
-        { "count", required_argument, NULL, O_COUNT },
-        { "sheet", required_argument, NULL, O_SHEET },
-        { "sheet-max", required_argument, NULL, O_SHEETMAX },
-        { "max-response", no_argument, NULL, O_MAXR },
-        { "threads", required_argument, NULL, O_THREADS },
-        { "ensemble", required_argument, NULL, O_ENS },
-        { "heights", required_argument, NULL, O_HEIGHTS },
-        { "gpu", required_argument, NULL, O_GPU },
-        { "save-scores", required_argument, NULL, O_SAVE },
-        { "idx", required_argument, NULL, O_IDX },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
+    nc_opts p = { .prog = "neocog-train eval", .usage = usage_text, .table = table };
     const char *model = NULL, *data = NULL, *set = "t10k", *sheet = NULL, *ensemble = NULL;
     const char *save = NULL, *idx = NULL;
     uint32_t first = 0, count = 0, sheet_max = 100, threads = 1, gpu_u = 0;
     int gpu = -1;
-    int max_resp = 0, c, bad = 0;
+    int max_resp = 0;
     uint32_t heights[MAX_HEIGHTS], n_heights = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    for (int c; (c = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
+        const char *v = p.value;
         int err = 0;
         switch (c) {
-        case O_MODEL: model = optarg; break;
-        case O_DATA: data = optarg; break;
-        case O_SET: set = optarg; break;
-        case O_SHEET: sheet = optarg; break;
-        case O_FIRST: err = train_parse_u32(optarg, &first); break;
-        case O_COUNT: err = train_parse_u32(optarg, &count); break;
-        case O_SHEETMAX: err = train_parse_u32(optarg, &sheet_max); break;
-        case O_THREADS: err = train_parse_u32(optarg, &threads); break;
-        case O_MAXR: max_resp = 1; break;
-        case O_ENS: ensemble = optarg; break;
-        case O_HEIGHTS: err = train_parse_heights(optarg, heights, MAX_HEIGHTS, &n_heights); break;
-        case O_GPU: err = train_parse_u32(optarg, &gpu_u) || gpu_u > 64; gpu = (int)gpu_u; break;
-        case O_SAVE: save = optarg; break;
-        case O_IDX: idx = optarg; break;
-        case 'h': usage(stdout); return TRAIN_EXIT_OK;
-        default: usage(stderr); return TRAIN_EXIT_USAGE;
+        case NC_OPTS_HELP: nc_opts_usage(&p, stdout); return TRAIN_EXIT_OK;
+        case NC_OPTS_ERROR: return train_opts_fail(&p, NULL);
+        case O_MODEL: model = v; break;
+        case O_DATA: data = v; break;
+        case O_SET: set = v; err = strcmp(set, "t10k") && strcmp(set, "train"); break;
+        case O_SHEET: sheet = v; break;
+        case O_FIRST: err = train_parse_u32(v, &first); break;
+        case O_COUNT: err = train_parse_u32(v, &count); break;
+        case O_SHEET_MAX: err = train_parse_u32(v, &sheet_max); break;
+        case O_THREADS: err = nc_opts_u32(v, 1, 64, &threads); break;
+        case O_MAX_RESPONSE: max_resp = 1; break;
+        case O_ENSEMBLE: ensemble = v; break;
+        case O_HEIGHTS: err = train_parse_heights(v, heights, MAX_HEIGHTS, &n_heights); break;
+        case O_GPU: err = nc_opts_u32(v, 0, 64, &gpu_u); gpu = (int)gpu_u; break;
+        case O_SAVE_SCORES: save = v; break;
+        case O_IDX: idx = v; break;
         }
-        if (err) {
-            fprintf(stderr, "neocog-train eval: not a valid value: '%s'\n", optarg);
-            bad = 1;
-        }
+        if (err)
+            return train_opts_bad(&p, c, c == O_SET ? "(t10k or train)" : NULL);
     }
-    if (!bad && (!model || optind < argc || (strcmp(set, "t10k") && strcmp(set, "train")) ||
-                 threads == 0 || threads > 64)) {
-        fprintf(stderr, "neocog-train eval: need --model FILE; --set t10k|train; "
-                "--threads 1..64\n");
-        bad = 1;
-    }
+    if (!model || p.next < argc)
+        return train_opts_fail(&p, "need --model FILE (and no operands)");
     const char *dir = NULL;
-    if (!bad && !idx && !(dir = train_need_data_dir("neocog-train eval", data)))
-        bad = 1;
-    if (bad) {
-        usage(stderr);
+    if (!idx && !(dir = train_need_data_dir("neocog-train eval", data)))
         return TRAIN_EXIT_USAGE;
-    }
 
     int status = TRAIN_EXIT_FAIL, err;
     uint8_t *buf = NULL;

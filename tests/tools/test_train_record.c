@@ -180,7 +180,9 @@ static void test_record(const char *tool)
     CHECK(fp_old.crc != fp_new.crc && fp_old.len == fp_new.len);
     snprintf(cmd, sizeof cmd, "'%s' convert --test-error 101 '%s' '%s' 2>&1", tool, old_p,
              cnn2_p);
-    CHECK(sh(cmd, &out) != 0);
+    CHECK_INT_EQ(sh(cmd, &out), 2);
+    CHECK_MSG(out && strstr(out, "bad value for --test-error: '101'"), "said: %s",
+              out ? out : "(nothing)");
     free(out);
     CHECK(access(cnn2_p, F_OK) != 0);
 
