@@ -331,6 +331,14 @@ int nc_http_start(nc_server *s, int fd)
         s->http = NULL;
         return b ? -ENOMEM : -EINVAL;
     }
+    int err = nc_http_calls_start(s);
+    if (err) {
+        event_free(http_resume_ev);
+        http_resume_ev = NULL;
+        evhttp_free(s->http);
+        s->http = NULL;
+        return err;
+    }
     http_listener = evhttp_bound_socket_get_listener(b);
     http_server = s;
     evconnlistener_set_error_cb(http_listener, on_http_accept_error);
@@ -339,6 +347,7 @@ int nc_http_start(nc_server *s, int fd)
 
 void nc_http_stop(nc_server *s)
 {
+    nc_http_calls_stop();   /* before evhttp_free: they hold its connections' callbacks */
     if (s->http)
         evhttp_free(s->http);
     s->http = NULL;

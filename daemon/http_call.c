@@ -2,6 +2,7 @@
 #include "http_call.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "http_request.h"
 #include "log.h"
 #include "message.h"
+#include "offload.h"
 #include "request.h"
 
 typedef struct call {
@@ -35,9 +37,21 @@ typedef struct call {
     /* The answer's body, made by the worker that finished the last image
      * (call_prepare) when prepared is set: NULL there is out of memory. */
     int prepared;
-    int status;
-    char *body;
-    size_t body_len;
+    int answer_status;
+    char *answer;
+    size_t answer_len;
+    /* Parsing, on the offload thread (parse_run): what it needs, copied
+     * from the evhttp request (which may go meanwhile), and what it found. */
+    nc_offload_job job;
+    struct evbuffer *body;              /* the request's body, moved here */
+    char *query;                        /* after '?', NULL none */
+    char *content_type;                 /* NULL none */
+    int v2_model;
+    uint64_t id;
+    int parse_status;                   /* 0, else the HTTP status to refuse with */
+    char why[320];
+    size_t packed;                      /* the Request's packed size */
+    int queued;                         /* the handler holds the call */
 } call;
 
 static const char *reason_phrase(int status)
@@ -111,7 +125,11 @@ static void call_free(call *c)
 {
     nc_http_call_in_free(&c->in);
     free(c->images);
-    free(c->body);
+    free(c->answer);
+    if (c->body)
+        evbuffer_free(c->body);
+    free(c->query);
+    free(c->content_type);
     free(c);
 }
 
@@ -150,10 +168,10 @@ static void call_send(void *owner, const Neocog__Reply *reply)
     size_t len = 0;
     char *body;
     if (c->prepared) {
-        body = c->body;
-        status = c->status;
-        len = c->body_len;
-        c->body = NULL;
+        body = c->answer;
+        status = c->answer_status;
+        len = c->answer_len;
+        c->answer = NULL;
     } else {
         body = render(c, reply, &status, &len);
     }
@@ -164,11 +182,15 @@ static void call_send(void *owner, const Neocog__Reply *reply)
     c->req = NULL;
 }
 
+/* Keep the call until its answer, told when the client goes (a client
+ * already gone while its body was parsed: its connection is no more). */
 static void call_hold(void *owner)
 {
     call *c = owner;
+    c->queued = 1;
+    if (!c->held && !atomic_load(&c->gone))
+        evhttp_connection_set_closecb(c->evcon, on_close, c);
     c->held = 1;
-    evhttp_connection_set_closecb(c->evcon, on_close, c);
 }
 
 static void call_done(void *owner)
@@ -183,8 +205,8 @@ static void call_prepare(void *owner, const Neocog__Reply *reply)
     call *c = owner;
     if (atomic_load(&c->gone))
         return;
-    c->status = 500;
-    c->body = render(c, reply, &c->status, &c->body_len);
+    c->answer_status = 500;
+    c->answer = render(c, reply, &c->answer_status, &c->answer_len);
     c->prepared = 1;
 }
 
@@ -199,6 +221,105 @@ static void refuse(nc_server *s, struct evhttp_request *r, int status, int code,
 {
     nc_metrics_count_reply(&s->metrics, code);
     nc_http_send_error(s, r, status, code_name ? code_name : nc_msg_code_name(code), why);
+}
+
+/* An error found after the call was held for parsing: sent as refuse()
+ * does, when the client is still there to read it. */
+static void call_refuse(call *c, int status, int code, const char *code_name, const char *why)
+{
+    c->answered = 1;
+    if (c->held && !atomic_load(&c->gone))
+        evhttp_connection_set_closecb(c->evcon, NULL, NULL);
+    if (c->req)
+        refuse(c->s, c->req, status, code, code_name, why);
+    else
+        nc_metrics_count_reply(&c->s->metrics, code);
+}
+
+/* The offload thread: the body and query into c->in and the Request, or
+ * parse_status and why.  Reads only the call's own copies. */
+static void parse_run(nc_offload_job *job)
+{
+    call *c = (call *)((char *)job - offsetof(call, job));
+    char empty[1] = { 0 };
+    size_t len = evbuffer_get_length(c->body);
+    char *body = len ? (char *)evbuffer_pullup(c->body, -1) : empty;
+    int status = 0;
+    c->why[0] = '\0';
+    nc_http_opts_init(&c->in.opts);
+    if (!body) {
+        status = 500;
+        snprintf(c->why, sizeof c->why, "out of memory");
+    } else if (c->query && nc_http_opts_query(&c->in.opts, c->query, c->why, sizeof c->why)) {
+        status = 400;
+    } else if (c->api == NC_HTTP_API_V1) {
+        status = nc_http_v1_parse(&c->in, c->content_type, body, len, c->why, sizeof c->why);
+    } else {
+        status = nc_http_v2_parse(&c->in, body, len, c->why, sizeof c->why);
+    }
+    if (c->api == NC_HTTP_API_V2)
+        c->in.opts.model = c->v2_model;     /* the path names it */
+    /* The Request as the socket would carry it, without packing it: its
+     * packed size is what the frame limit and the queue's byte budget
+     * count. */
+    if (!status && !(c->images = malloc((c->in.n ? c->in.n : 1) * sizeof *c->images))) {
+        status = 500;
+        snprintf(c->why, sizeof c->why, "out of memory");
+    }
+    if (!status) {
+        nc_http_request_fill(&c->in, c->id, c->images, &c->rq, &c->rr);
+        c->packed = protobuf_c_message_get_packed_size(&c->rq.base);
+    }
+    c->parse_status = status;
+}
+
+/* The event thread, the body parsed: refused, or into the handler. */
+static void parse_finish(nc_offload_job *job)
+{
+    call *c = (call *)((char *)job - offsetof(call, job));
+    nc_server *s = c->s;
+    int status = c->parse_status;
+    s->requests_in_flight--;
+    if (!status && c->packed > s->cfg.max_frame_bytes) {
+        status = 413;
+        snprintf(c->why, sizeof c->why, "request of %zu bytes exceeds the limit of %u "
+                 "(max_frame_bytes)", c->packed, s->cfg.max_frame_bytes);
+    }
+    if (status) {
+        call_refuse(c, status, status == 413 || status == 500 ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                                              : NEOCOG__CODE__INVALID_ARGUMENT,
+                    status == 415 ? "UNSUPPORTED_MEDIA_TYPE" : NULL, c->why);
+        call_free(c);
+    } else {
+        nc_origin o = { .ops = &call_ops, .owner = c, .cancelled = &c->gone };
+        nc_handle_recognize(s, &o, &c->rq, NC_FRAME_HEADER_LEN + c->packed);
+        if (!c->queued)
+            call_free(c);   /* answered at once */
+    }
+    nc_server_check_drained(s);
+}
+
+/* At exit, a call still being parsed: no answer (evhttp_free closes its
+ * connection). */
+static void parse_drop(nc_offload_job *job)
+{
+    call *c = (call *)((char *)job - offsetof(call, job));
+    if (!atomic_load(&c->gone))
+        evhttp_connection_set_closecb(c->evcon, NULL, NULL);
+    call_free(c);
+}
+
+static nc_offload *parser;
+
+int nc_http_calls_start(nc_server *s)
+{
+    return nc_offload_new(s->base, &parser);
+}
+
+void nc_http_calls_stop(void)
+{
+    nc_offload_free(parser, parse_drop);
+    parser = NULL;
 }
 
 void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, int v2_model,
@@ -222,11 +343,20 @@ void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, 
         refuse(s, r, 413, NEOCOG__CODE__RESOURCE_EXHAUSTED, NULL, why);
         return;
     }
-    char empty[1] = { 0 };
-    char *body = len ? (char *)evbuffer_pullup(input, -1) : empty;
+    /* The body, the query and the Content-Type go with the call to the
+     * parsing thread: the call owns them, as evhttp may free the request
+     * if the client goes meanwhile (and workers read the images from the
+     * body until the answer). */
     call *c = calloc(1, sizeof *c);
-    if (!body || !c) {
-        free(c);
+    const char *uri = evhttp_request_get_uri(r), *q = strchr(uri, '?');
+    const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(r), "Content-Type");
+    if (c && (!(c->body = evbuffer_new()) || evbuffer_add_buffer(c->body, input) ||
+              (q && !(c->query = strdup(q + 1))) ||
+              (ctype && !(c->content_type = strdup(ctype))))) {
+        call_free(c);
+        c = NULL;
+    }
+    if (!c) {
         refuse(s, r, 500, NEOCOG__CODE__RESOURCE_EXHAUSTED, NULL, "out of memory");
         return;
     }
@@ -234,48 +364,16 @@ void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, 
     c->req = r;
     c->evcon = evhttp_request_get_connection(r);
     c->api = api;
+    c->v2_model = v2_model;
+    c->id = ++next_id;
     atomic_init(&c->gone, 0);
     snprintf(c->model_name, sizeof c->model_name, "%s", v2_name ? v2_name : "");
-    nc_http_opts_init(&c->in.opts);
-    const char *uri = evhttp_request_get_uri(r), *q = strchr(uri, '?');
-    int status = 0;
-    why[0] = '\0';
-    if (q && nc_http_opts_query(&c->in.opts, q + 1, why, sizeof why))
-        status = 400;
-    else if (api == NC_HTTP_API_V1)
-        status = nc_http_v1_parse(&c->in, evhttp_find_header(evhttp_request_get_input_headers(r),
-                                                             "Content-Type"),
-                                  body, len, why, sizeof why);
-    else
-        status = nc_http_v2_parse(&c->in, body, len, why, sizeof why);
-    if (api == NC_HTTP_API_V2)
-        c->in.opts.model = v2_model;    /* the path names it */
-    /* The Request as the socket would carry it, without packing it: its
-     * packed size is what the frame limit and the queue's byte budget
-     * count. */
-    size_t n = 0;
-    if (!status && !(c->images = malloc((c->in.n ? c->in.n : 1) * sizeof *c->images))) {
-        status = 500;
-        snprintf(why, sizeof why, "out of memory");
-    }
-    if (!status) {
-        nc_http_request_fill(&c->in, ++next_id, c->images, &c->rq, &c->rr);
-        n = protobuf_c_message_get_packed_size(&c->rq.base);
-    }
-    if (!status && n > s->cfg.max_frame_bytes) {
-        status = 413;
-        snprintf(why, sizeof why, "request of %zu bytes exceeds the limit of %u "
-                 "(max_frame_bytes)", n, s->cfg.max_frame_bytes);
-    }
-    if (status) {
-        refuse(s, r, status, status == 413 || status == 500 ? NEOCOG__CODE__RESOURCE_EXHAUSTED
-                                                            : NEOCOG__CODE__INVALID_ARGUMENT,
-               status == 415 ? "UNSUPPORTED_MEDIA_TYPE" : NULL, why);
-        call_free(c);
-        return;
-    }
-    nc_origin o = { .ops = &call_ops, .owner = c, .cancelled = &c->gone };
-    nc_handle_recognize(s, &o, &c->rq, NC_FRAME_HEADER_LEN + n);
-    if (!c->held)
-        call_free(c);   /* answered at once */
+    /* Held from here: a client that goes while its body is parsed is
+     * noticed, and the drain waits for the call as for a queued one. */
+    c->held = 1;
+    evhttp_connection_set_closecb(c->evcon, on_close, c);
+    s->requests_in_flight++;
+    c->job.run = parse_run;
+    c->job.finish = parse_finish;
+    nc_offload_submit(parser, &c->job);
 }

@@ -36,6 +36,11 @@ typedef enum nc_http_api {
 void nc_http_recognize(nc_server *s, struct evhttp_request *r, nc_http_api api, int v2_model,
                        const char *v2_name);
 
+/* The thread that parses calls' bodies (before any call; -errno), and its
+ * end (calls still being parsed are dropped unanswered: at exit only). */
+int nc_http_calls_start(nc_server *s);
+void nc_http_calls_stop(void);
+
 /* Send body (taken over, malloc'd) as application/json with status; CORS
  * and Retry-After (429, 503) headers added here. */
 void nc_http_send_json(nc_server *s, struct evhttp_request *r, int status, char *body,
