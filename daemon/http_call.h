@@ -5,8 +5,10 @@
  * protocol's Request (http_request.h) and handed to nc_handle_request, the
  * socket path's own way into the batcher, with the call as its origin
  * (request.h): same checks, caps, queue, priorities, deadlines, metrics
- * and drain accounting.  The Request is built in memory, pointing into the
- * body, and handed over as it is (nc_handle_recognize): no protobuf packing
+ * and drain accounting.  The body is parsed on a thread of its own
+ * (offload.h), the call owning it from the start, and the event thread then
+ * only hands the result to the handler.  The Request is built in memory,
+ * pointing into the body, and handed over as it is (nc_handle_recognize): no protobuf packing
  * and unpacking, only its packed size for the frame limit and the queue's
  * byte budget.  The JSON answer is written on the worker that finishes the
  * call's last image (the origin's prepare, request.h); the event thread
