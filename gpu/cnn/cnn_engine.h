@@ -71,9 +71,4 @@ int nc_gpu_cnn_forward_finish(nc_gpu_cnn *g, float *out);
 }
 #endif
 
-/* tools/train_cnn.c and tools/train_norm.c read the training interface
- * through this header; until they include cnn_engine_train.h themselves,
- * it comes along here. */
-#include "cnn_engine_train.h"
-
 #endif
