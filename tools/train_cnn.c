@@ -81,7 +81,6 @@
  *    files (nc_cnn_save) plus the schedule state: see write_checkpoint(). */
 #include "train_cnn.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>

@@ -4,7 +4,6 @@
  * Layer: tools; part of `neocog-train cnn` (train_cnn.c says how it trains). */
 #include "train_cnn.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
