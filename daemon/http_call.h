@@ -1,14 +1,15 @@
 /* daemon/http_call.h — an HTTP recognition call (POST /v1/recognize,
  * POST /v2/models/NAME/infer) from its evhttp request to its answer.
  *
- * Layer: daemon, event thread only.  The body is translated into the
- * protocol's Request (http_request.h) and handed to nc_handle_request, the
- * socket path's own way into the batcher, with the call as its origin
+ * Layer: daemon; these functions run on the event thread.  The body is
+ * translated into the protocol's Request (http_request.h) and handed to
+ * the handler's one way into the batcher (nc_handle_recognize, beside
+ * nc_handle_request of the socket path), with the call as its origin
  * (request.h): same checks, caps, queue, priorities, deadlines, metrics
  * and drain accounting.  The body is parsed on a thread of its own
- * (offload.h), the call owning it from the start, and the event thread then
+ * (offload.h), the call owning it from the start; the event thread then
  * only hands the result to the handler.  The Request is built in memory,
- * pointing into the body, and handed over as it is (nc_handle_recognize): no protobuf packing
+ * pointing into the body, and handed over as it is: no protobuf packing
  * and unpacking, only its packed size for the frame limit and the queue's
  * byte budget.  The JSON answer is written on the worker that finishes the
  * call's last image (the origin's prepare, request.h); the event thread
