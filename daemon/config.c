@@ -52,14 +52,16 @@ static const key_def keys[] = {
     U32(priority_workers, 0, 64, "more worker threads of each model's queue that take only its "
                                  "high-priority requests (camera frames), so those never wait "
                                  "for a bulk batch to finish (default 1)"),
-    U32(max_batch, 1, 65536, "images per forward pass (default 64)"),
+    U32(max_batch, 1, 65536, "images per forward pass; the GPU engines are made for that many "
+                             "(times a model's views, at most 1024 images) (default 64)"),
     U32(gpus, 0, 1024, "GPUs to run the models on, the first N visible ones (CUDA_VISIBLE_DEVICES "
                        "applies); 0 = the CPU only (default 1024: every GPU)"),
     U32(cnn_gpu_lanes, 1, 8, "engines of the CNN per GPU, each with its own stream and "
-                             "device memory (about 0.5 GB a column), so that one batch's "
-                             "copies and host work overlap another's kernels (default 2)"),
-    U32(neocog_gpu_lanes, 1, 8, "the same for the neocognitron (about 11.6 GB an engine for "
-                                "the shipped committee, which keeps a GPU busy alone; "
+                             "device memory (about 0.5 GB a column made for 1024 images), so "
+                             "that one batch's copies and host work overlap another's "
+                             "kernels (default 2)"),
+    U32(neocog_gpu_lanes, 1, 8, "the same for the neocognitron (about 11.6 GB an engine made "
+                                "for 1024 images of the shipped committee, which keeps a GPU busy alone; "
                                 "default 1)"),
     U64(max_queue_delay_us, 0, 10000000, "longest a batch waits to fill, us; 0 = take what is "
                                          "queued (default 0)"),

@@ -298,7 +298,8 @@ static void open_lanes(const nc_config *cfg, nc_model *m, const char *path, cons
         for (int d = 0; d < n_dev && (uint32_t)d < cfg->gpus; d++)
             for (uint32_t k = 0; k < lanes && m->n_lanes < NC_MAX_LANES; k++) {
                 nc_backend *be = NULL;
-                int err = nc_backend_open(ac->ops, buf, len, d, &be);
+                /* made for the batcher's largest pass, not the engine's */
+                int err = nc_backend_open_batch(ac->ops, buf, len, d, cfg->max_batch, &be);
                 if (!err && (err = warm_up(be))) {
                     nc_backend_close(be);
                     be = NULL;

@@ -36,12 +36,16 @@ typedef struct nc_backend_ops {
 
     /* Required.  Load a model file image (buf/len; borrowed, may be freed
      * after return) and make it resident.  device selects an engine
-     * instance (GPU ordinal; ignored by the CPU).  Writes the model's kind
+     * instance (GPU ordinal; ignored by the CPU).  max_batch: the most
+     * images (digits, each with all its views) a caller passes to one
+     * forward, for an engine that sizes its buffers once here (the GPU);
+     * 0 for the engine's own largest batch.  forward still takes any n and
+     * splits it.  The CPU sizes per worker (worker_new).  Writes the model's kind
      * (nc_mf_kind), its info and the opaque instance.  A corrupt or
      * truncated file gives the loader's error (-EBADMSG...), a kind this
      * engine cannot run -ENOTSUP. */
-    int (*init)(const uint8_t *buf, size_t len, int device, void **ret_impl,
-                uint32_t *ret_kind, nc_model_info *ret_info);
+    int (*init)(const uint8_t *buf, size_t len, int device, uint32_t max_batch,
+                void **ret_impl, uint32_t *ret_kind, nc_model_info *ret_info);
 
     /* Required.  1 if this engine can run models of kind (nc_mf_kind) at
      * all, else 0.  The daemon asks before init and falls back to the CPU
@@ -95,6 +99,11 @@ typedef struct nc_backend {
  * rather than silently serving uncalibrated probabilities. */
 int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
                     int device, nc_backend **ret_be);
+/* The same, for callers that never pass more than max_batch images to one
+ * forward (neocogd's max_batch): a GPU engine is made for that many
+ * (ops->init); nc_backend_open passes 0, the engine's largest. */
+int nc_backend_open_batch(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
+                          int device, uint32_t max_batch, nc_backend **ret_be);
 void nc_backend_close(nc_backend *be);          /* NULL is fine */
 
 /* ---- turning raw scores into answers (shared by every engine) ----------- */

@@ -87,10 +87,11 @@ static int cpu_supports(uint32_t kind)
     return kind == NC_MF_KIND_CNN || kind == NC_MF_KIND_NEOCOG;
 }
 
-static int cpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
-                    uint32_t *ret_kind, nc_model_info *ret_info)
+static int cpu_init(const uint8_t *buf, size_t len, int device, uint32_t max_batch,
+                    void **ret_impl, uint32_t *ret_kind, nc_model_info *ret_info)
 {
     (void)device;
+    (void)max_batch;            /* scratch memory is a worker's (cpu_worker_new) */
     nc_mf_reader *r = NULL;
     int err = nc_mf_open(buf, len, &r);
     if (err)
@@ -406,6 +407,12 @@ const nc_backend_ops nc_backend_cpu = {
 int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
                     int device, nc_backend **ret_be)
 {
+    return nc_backend_open_batch(ops, buf, len, device, 0, ret_be);
+}
+
+int nc_backend_open_batch(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
+                          int device, uint32_t max_batch, nc_backend **ret_be)
+{
     if (!ops || !ops->init || !ops->forward || !ops->worker_new || !ret_be ||
         (!buf && len))
         return -EINVAL;
@@ -424,7 +431,7 @@ int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
         err = nc_model_fingerprint(buf, len, &be->fp);
     nc_mf_close(r);
     if (!err)
-        err = ops->init(buf, len, device, &be->impl, &be->kind, &be->info);
+        err = ops->init(buf, len, device, max_batch, &be->impl, &be->kind, &be->info);
     if (err) {
         free(be);
         return err;

@@ -102,30 +102,34 @@ typedef struct gpu_impl {
     int device;
     uint32_t n_inputs, n_classes;   /* n_inputs: floats of one view */
     uint32_t n_views;               /* nc_prep_views of the file's prep */
+    uint32_t batch;                 /* images (a digit's views each one) the
+                                       engines and the buffers below are made
+                                       for: the caller's largest forward, at
+                                       most NC_BACKEND_GPU_MAX_BATCH */
     nc_cnn_committee *cnn;          /* host columns (the engines' source) */
     nc_gpu_cnn **gcnn;              /* [n_cols]: one engine per column */
     uint32_t n_cols;
-    float *col_out;                 /* [MAX_BATCH][n_classes], under lock:
+    float *col_out;                 /* [batch][n_classes], under lock:
                                        columns 2.. before they are summed */
-    float *col_in;                  /* [MAX_BATCH][n_inputs], under lock: a
+    float *col_in;                  /* [batch][n_inputs], under lock: a
                                        W<w> column's own input (host-side
                                        nc_cnn_input_transform); NULL if none */
-    float *view_out;                /* [MAX_BATCH][n_classes], under lock: the
+    float *view_out;                /* [batch][n_classes], under lock: the
                                        committee's answer on every view, before
                                        their mean; NULL without views */
     nc_gpu_neocog **gneo;           /* [n_neo]: one engine per committee member */
     uint32_t n_neo;
     uint32_t *view_mask;            /* [n_neo]: the views each member answers on */
     uint32_t n_scores;              /* what a committee's mean divides by */
-    float *gather;                  /* [MAX_BATCH][n_inputs], under lock: a member's
+    float *gather;                  /* [batch][n_inputs], under lock: a member's
                                        own views; NULL when every member takes all */
-    nc_neocog_result *res;          /* [NC_BACKEND_GPU_MAX_BATCH], under lock */
+    nc_neocog_result *res;          /* [batch], under lock */
     nc_neocog_cascade cascade;      /* the committee's (neocog.h); on 0: none */
-    float *cas_in;                  /* cascade, under lock: [MAX_BATCH][n_inputs],
+    float *cas_in;                  /* cascade, under lock: [batch][n_inputs],
                                        the views of the digits the first member left */
-    float *cas_score;               /* [MAX_BATCH][n_classes]: its scores, per view */
-    float *cas_out;                 /* [MAX_BATCH][n_classes]: the others' answers */
-    uint32_t *cas_digit;            /* [MAX_BATCH]: which digits those are */
+    float *cas_score;               /* [batch][n_classes]: its scores, per view */
+    float *cas_out;                 /* [batch][n_classes]: the others' answers */
+    uint32_t *cas_digit;            /* [batch]: which digits those are */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
     size_t device_bytes;
@@ -213,16 +217,19 @@ static void draw_strokes(float *in, uint32_t n, uint32_t side)
  * sparse kernel). */
 static int warm(gpu_impl *impl)
 {
-    const uint32_t maxb = NC_BACKEND_GPU_MAX_BATCH;
+    const uint32_t maxb = impl->batch;
     float *in = (float *)calloc((size_t)maxb * impl->n_inputs, sizeof(float));
     float *out = (float *)calloc((size_t)maxb * impl->n_classes, sizeof(float));
     int err = in && out ? 0 : -ENOMEM;
     if (impl->gcnn) {
         for (uint32_t c = 0; c < impl->n_cols; c++) {
-            for (uint32_t n = 1; !err && n <= NC_GPU_CNN_GRAPH_MAX; n++)
+            uint32_t n = 1;
+            for (; !err && n <= NC_GPU_CNN_GRAPH_MAX && n <= maxb; n++)
                 err = nc_gpu_cnn_forward(impl->gcnn[c], in, n, out);
-            for (uint32_t n = 2 * NC_GPU_CNN_GRAPH_MAX; !err && n <= maxb; n *= 2)
+            for (n = 2 * NC_GPU_CNN_GRAPH_MAX; !err && n <= maxb; n *= 2)
                 err = nc_gpu_cnn_forward(impl->gcnn[c], in, n, out);
+            if (!err && maxb > NC_GPU_CNN_GRAPH_MAX && n / 2 != maxb)
+                err = nc_gpu_cnn_forward(impl->gcnn[c], in, maxb, out);  /* its bucket */
         }
         if (err)
             fail(err, "cuda:%d: CNN warm-up", impl->device);
@@ -241,7 +248,7 @@ static int warm(gpu_impl *impl)
                     err = nc_gpu_neocog_tune(g, NC_GPU_NEOCOG_AUTO, tn);
                 memset(in, 0, (size_t)tn * impl->n_inputs * sizeof *in);
             }
-            for (uint32_t n = 1; !err && n <= NC_GPU_NEOCOG_GRAPH_MAX; n++)
+            for (uint32_t n = 1; !err && n <= NC_GPU_NEOCOG_GRAPH_MAX && n <= maxb; n++)
                 err = nc_gpu_neocog_forward(g, in, n, impl->res);
             if (!err)
                 err = nc_gpu_neocog_forward(g, in, maxb, impl->res);
@@ -279,8 +286,7 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
             return -ENOMEM;
         impl->n_cols = n;
         for (uint32_t c = 0; c < n; c++) {
-            err = nc_gpu_cnn_new(impl->cnn->column[c], dev, NC_BACKEND_GPU_MAX_BATCH,
-                                 &impl->gcnn[c]);
+            err = nc_gpu_cnn_new(impl->cnn->column[c], dev, impl->batch, &impl->gcnn[c]);
             if (err)
                 return fail(err, "cuda:%d: cannot make the CNN engine of column %u of %u",
                             dev, c + 1, n);
@@ -296,12 +302,12 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
         memcpy(impl->view_mask, neo->view_mask, n * sizeof *impl->view_mask);
         for (uint32_t m = 0; m < n && !impl->gather; m++)
             if (impl->view_mask[m] != all &&
-                !(impl->gather = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
-                                                 impl->n_inputs * sizeof(float))))
+                !(impl->gather = (float *)malloc((size_t)impl->batch * impl->n_inputs *
+                                                 sizeof(float))))
                 return -ENOMEM;
         impl->cascade = neo->cascade;
         if (impl->cascade.on) {
-            const size_t B = NC_BACKEND_GPU_MAX_BATCH;
+            const size_t B = impl->batch;
             impl->cas_in = (float *)malloc(B * impl->n_inputs * sizeof(float));
             impl->cas_score = (float *)malloc(B * impl->n_classes * sizeof(float));
             impl->cas_out = (float *)malloc(B * impl->n_classes * sizeof(float));
@@ -310,8 +316,7 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
                 return -ENOMEM;
         }
         for (uint32_t m = 0; m < n; m++) {
-            err = nc_gpu_neocog_new(neo->member[m], dev, NC_BACKEND_GPU_MAX_BATCH,
-                                    &impl->gneo[m]);
+            err = nc_gpu_neocog_new(neo->member[m], dev, impl->batch, &impl->gneo[m]);
             if (err)
                 return fail(err, "cuda:%d: cannot make the neocognitron engine of member "
                             "%u of %u", dev, m + 1, n);
@@ -327,8 +332,8 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
     return 0;
 }
 
-static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
-                    uint32_t *ret_kind, nc_model_info *ret_info)
+static int gpu_init(const uint8_t *buf, size_t len, int device, uint32_t max_batch,
+                    void **ret_impl, uint32_t *ret_kind, nc_model_info *ret_info)
 {
     why_buf[0] = '\0';
     if (!ret_impl || !ret_kind || !ret_info || (!buf && len))
@@ -363,19 +368,6 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         }
         impl->n_inputs = impl->cnn->n_inputs;
         impl->n_classes = impl->cnn->n_outputs;
-        if (impl->cnn->n_columns > 1 &&
-            !(impl->col_out = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
-                                              impl->n_classes * sizeof(float)))) {
-            err = -ENOMEM;
-            goto out;
-        }
-        for (uint32_t c = 0; c < impl->cnn->n_columns && !impl->col_in; c++)
-            if (impl->cnn->column[c]->width_norm &&
-                !(impl->col_in = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
-                                                 impl->n_inputs * sizeof(float)))) {
-                err = -ENOMEM;
-                goto out;
-            }
     } else {
         /* as the CPU table: a malformed classifier mark fails the file */
         if ((err = nc_neocog_committee_load(buf, len, &neo, &info))) {
@@ -387,12 +379,6 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
     }
     /* As the CPU table: the stored preprocessing must give the net's input. */
     impl->n_views = nc_prep_views(&info.prep);
-    if (!neo && impl->n_views > 1 &&
-        !(impl->view_out = (float *)malloc((size_t)NC_BACKEND_GPU_MAX_BATCH *
-                                           impl->n_classes * sizeof(float)))) {
-        err = -ENOMEM;
-        goto out;
-    }
     if (nc_prep_check(&info.prep) || nc_prep_view_len(&info.prep) != impl->n_inputs ||
         info.n_classes != impl->n_classes || impl->n_classes > NC_MF_MAX_CLASSES ||
         (neo && impl->n_classes > NC_NEOCOG_MAX_CLASSES)) {
@@ -400,10 +386,28 @@ static int gpu_init(const uint8_t *buf, size_t len, int device, void **ret_impl,
         snprintf(why_buf, sizeof why_buf, "model file: prep or classes disagree with the net");
         goto out;
     }
-    impl->res = (nc_neocog_result *)calloc(NC_BACKEND_GPU_MAX_BATCH, sizeof *impl->res);
-    if (!impl->res) {
+    /* every view of the caller's largest batch in one pass, so its buffers
+     * and the engines' device memory are no bigger than it needs */
+    impl->batch = NC_BACKEND_GPU_MAX_BATCH;
+    if (max_batch && max_batch < NC_BACKEND_GPU_MAX_BATCH / impl->n_views)
+        impl->batch = max_batch * impl->n_views;
+    if (!(impl->res = (nc_neocog_result *)calloc(impl->batch, sizeof *impl->res))) {
         err = -ENOMEM;
         goto out;
+    }
+    if (impl->cnn) {
+        const size_t B = impl->batch;
+        int need_in = 0;
+        for (uint32_t c = 0; c < impl->cnn->n_columns; c++)
+            need_in |= impl->cnn->column[c]->width_norm != 0;
+        if ((impl->cnn->n_columns > 1 &&
+             !(impl->col_out = (float *)malloc(B * impl->n_classes * sizeof(float)))) ||
+            (need_in && !(impl->col_in = (float *)malloc(B * impl->n_inputs * sizeof(float)))) ||
+            (impl->n_views > 1 &&
+             !(impl->view_out = (float *)malloc(B * impl->n_classes * sizeof(float))))) {
+            err = -ENOMEM;
+            goto out;
+        }
     }
     if (neo && !(iv = (nc_neocog_iv **)calloc(neo->n_members, sizeof *iv))) {
         err = -ENOMEM;
@@ -453,7 +457,7 @@ static int gpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
     return 0;
 }
 
-/* A committee's mean over m <= NC_BACKEND_GPU_MAX_BATCH images: summed in
+/* A committee's mean over m <= impl->batch images: summed in
  * column order, then divided, as core's nc_cnn_committee_run.  Every column
  * is started before any is waited for, so their engines (a stream each) run
  * side by side on the device: a digit waits for the slowest column, not for
@@ -522,7 +526,7 @@ static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uin
 }
 
 /* A neocognitron committee's mean over m digits of impl->n_views views each
- * (m x views <= NC_BACKEND_GPU_MAX_BATCH images).  Every member's engine is
+ * (m x views <= impl->batch images).  Every member's engine is
  * started on its views of every digit before any is waited for, so the
  * members (each on its own streams) share the device; the raw scores are
  * then added in member order, each member's views in view order, and
@@ -630,7 +634,7 @@ static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, fl
 static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out)
 {
     /* digits per slice: all their views fit the engines' batch */
-    const uint32_t step = NC_BACKEND_GPU_MAX_BATCH / impl->n_views;
+    const uint32_t step = impl->batch / impl->n_views;
     for (uint32_t i = 0; i < n; i += step) {
         uint32_t m = n - i < step ? n - i : step;
         const float *x = in + (size_t)i * impl->n_views * impl->n_inputs;

@@ -4,8 +4,10 @@
  *
  * One instance (ops->init with a device ordinal) is ONE model resident on
  * ONE CUDA device: the host copy of the net, and one engine of
- * gpu/cnn/cnn_engine.h or gpu/neocog/neocog_engine.h made for batches of up to
- * NC_BACKEND_GPU_MAX_BATCH images (forward splits larger ones).  A process
+ * gpu/cnn/cnn_engine.h or gpu/neocog/neocog_engine.h made for the caller's
+ * largest batch (init's max_batch digits times the file's views: neocogd's
+ * max_batch), at most NC_BACKEND_GPU_MAX_BATCH images, which is also the
+ * size when the caller names none (forward splits larger batches).  A process
  * that uses several GPUs opens one instance per device and spreads batches
  * over them itself (daemon/models.c, daemon/work.c).
  *
@@ -39,7 +41,7 @@ extern "C" {
 
 #include "backend.h"
 
-/* The engines' batch capacity; forward takes any n and splits. */
+/* The most images an engine is made for; forward takes any n and splits. */
 #define NC_BACKEND_GPU_MAX_BATCH 1024u
 
 extern const nc_backend_ops nc_backend_gpu;

@@ -187,11 +187,14 @@ static void test_threads(const char *name, const nc_backend *gpu)
     }
 }
 
-static void test_model(const char *name, const uint8_t *buf, size_t len, int device)
+/* max_batch: the open's (0: the engine's largest); any batch is then split
+ * into passes of at most that many digits, with the same answers. */
+static void test_model(const char *name, const uint8_t *buf, size_t len, int device,
+                       uint32_t max_batch)
 {
     nc_backend *cpu = NULL, *gpu = NULL;
     REQUIRE(nc_backend_open(&nc_backend_cpu, buf, len, 0, &cpu) == 0);
-    int r = nc_backend_open(under_test, buf, len, device, &gpu);
+    int r = nc_backend_open_batch(under_test, buf, len, device, max_batch, &gpu);
     CHECK_MSG(r == 0, "%s: open on device %d: %d (%s)", name, device, r,
               under_test == &nc_backend_gpu ? nc_backend_gpu_last_error() : "");
     if (r) {
@@ -234,8 +237,8 @@ static void test_model(const char *name, const uint8_t *buf, size_t len, int dev
         }
         free(in);
     }
-    fprintf(stderr, "  %s on device %d: batches 1/3/33/1000/2100: %s\n", name, device,
-            fails ? "DIFFER" : "same as the CPU");
+    fprintf(stderr, "  %s on device %d, made for %u digits: batches 1/3/33/1000/2100: %s\n",
+            name, device, max_batch, fails ? "DIFFER" : "same as the CPU");
     /* A worker of another instance is refused. */
     REQUIRE(cpu->ops->worker_new(cpu->impl, 64, &wg2) == 0);
     float *in1 = make_inputs(cpu, 0, 1);
@@ -253,13 +256,15 @@ static void test_model(const char *name, const uint8_t *buf, size_t len, int dev
     nc_backend_close(cpu);
 }
 
-/* The shipped neocognitron against the CPU table: batches 1, 33, 200. */
-static void test_shipped(const uint8_t *buf, size_t len, int device)
+/* The shipped neocognitron against the CPU table: batches 1, 33, 200, on an
+ * instance made for max_batch digits (0: the engine's largest; 64: neocogd's
+ * default, 200 then runs in four passes, its cascade in each). */
+static void test_shipped(const uint8_t *buf, size_t len, int device, uint32_t max_batch)
 {
     static const uint32_t sb[] = { 1, 33, 200 };
     nc_backend *cpu = NULL, *gpu = NULL;
     REQUIRE(nc_backend_open(&nc_backend_cpu, buf, len, 0, &cpu) == 0);
-    int r = nc_backend_open(under_test, buf, len, device, &gpu);
+    int r = nc_backend_open_batch(under_test, buf, len, device, max_batch, &gpu);
     CHECK_MSG(r == 0, "shipped neocognitron: open on device %d: %d (%s)", device, r,
               under_test == &nc_backend_gpu ? nc_backend_gpu_last_error() : "");
     if (r) {
@@ -298,8 +303,9 @@ static void test_shipped(const uint8_t *buf, size_t len, int device)
                 "the CPU's\n", device, n, same, n);
         free(in);
     }
-    fprintf(stderr, "  shipped neocognitron on device %d: batches 1/33/200: %s (%u of %u "
-            "right)\n", device, fails ? "DIFFER" : "same as the CPU", right, total);
+    fprintf(stderr, "  shipped neocognitron on device %d, made for %u digits: batches "
+            "1/33/200: %s (%u of %u right)\n", device, max_batch,
+            fails ? "DIFFER" : "same as the CPU", right, total);
     cpu->ops->worker_free(wc);
     gpu->ops->worker_free(wg);
     free(oc);
@@ -500,18 +506,26 @@ int main(void)
         }
     }
     for (int d = 0; d < n_dev; d++) {
-        if (cnn)
-            test_model("cnn", cnn, cnn_len, d);
+        if (cnn) {
+            test_model("cnn", cnn, cnn_len, d, 0);
+            test_model("cnn", cnn, cnn_len, d, 64);     /* neocogd's default max_batch */
+        }
         if (com)
-            test_model("cnn committee", com, com_len, d);
-        if (vcom)
-            test_model("cnn committee with views", vcom, vcom_len, d);
+            test_model("cnn committee", com, com_len, d, 0);
+        if (vcom) {
+            test_model("cnn committee with views", vcom, vcom_len, d, 0);
+            test_model("cnn committee with views", vcom, vcom_len, d, 5);
+        }
         if (neo)
-            test_model("neocognitron", neo, neo_len, d);
-        if (ncom)
-            test_model("neocognitron committee", ncom, ncom_len, d);
-        if (shipped)
-            test_shipped(shipped, shipped_len, d);
+            test_model("neocognitron", neo, neo_len, d, 0);
+        if (ncom) {
+            test_model("neocognitron committee", ncom, ncom_len, d, 0);
+            test_model("neocognitron committee", ncom, ncom_len, d, 7);
+        }
+        if (shipped) {
+            test_shipped(shipped, shipped_len, d, 0);
+            test_shipped(shipped, shipped_len, d, 64);
+        }
     }
     free(cnn);
     free(vcom);
