@@ -7,9 +7,21 @@
  * column loader (nc_cnn_load) checks it exactly as it checks a file of its
  * own, so there is one set of checks for a column wherever it lives. */
 #include "cnn_internal.h"
+#include "modelfile_committee.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* A column's own net sections: a committee file holds none beside its
+ * columns (one file form per committee). */
+static const uint32_t net_tags[] = {
+    NC_MF_TAG('A', 'R', 'C', 'H'), NC_MF_TAG('W', 'G', 'T', 'S'), NC_MF_TAG('C', 'T', 'A', 'B'),
+};
+
+static const nc_mf_committee_form form = {
+    NC_MF_KIND_CNN, NC_CNN_TAG_NCOL, 'C', 'L', NC_CNN_MAX_COLUMNS, net_tags,
+    (uint32_t)NC_ARRAY_LEN(net_tags),
+};
 
 const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
                                       const nc_cnn *b, const nc_model_info *ib)
@@ -22,6 +34,18 @@ const char *nc_cnn_committee_mismatch(const nc_cnn *a, const nc_model_info *ia,
     if (a->n_outputs != b->n_outputs)
         return "a different number of outputs";
     return nc_mf_info_mismatch(ia, ib);
+}
+
+typedef struct save_ctx {
+    const nc_cnn *const *nets;
+    const nc_model_info *info;
+} save_ctx;
+
+/* Column i as a one-column file image. */
+static int column_image(void *ctx, uint32_t i, uint8_t **ret_buf, size_t *ret_len)
+{
+    const save_ctx *sc = ctx;
+    return nc_cnn_save(sc->nets[i], &sc->info[i], ret_buf, ret_len);
 }
 
 int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_info,
@@ -42,25 +66,8 @@ int nc_cnn_committee_save(const nc_cnn *const *nets, const nc_model_info *col_in
         if (!nets[i] || nc_cnn_committee_mismatch(nets[0], &col_info[0], nets[i], &col_info[i]) ||
             nc_mf_info_mismatch(info, &col_info[i]) || col_info[i].prep.n_views)
             return -EINVAL;
-    nc_mf_writer *mw = NULL;
-    int err = nc_mf_writer_new(NC_MF_KIND_CNN, &mw);
-    if (err)
-        return err;
-    const uint32_t count = n;
-    err = nc_mf_put_u32(mw, NC_CNN_TAG_NCOL, &count, 1);
-    for (uint32_t i = 0; !err && i < n; i++) {
-        uint8_t *cb = NULL;
-        size_t cl = 0;
-        if (!(err = nc_cnn_save(nets[i], &col_info[i], &cb, &cl)))
-            err = nc_mf_put_member(mw, 'C', 'L', i, cb, cl);
-        free(cb);
-    }
-    if (!err)
-        err = nc_mf_put_info(mw, info);
-    if (!err)
-        err = nc_mf_finish(mw, ret_buf, ret_len);
-    nc_mf_writer_free(mw);
-    return err;
+    save_ctx sc = { nets, col_info };
+    return nc_mf_committee_save(&form, n, column_image, &sc, info, ret_buf, ret_len);
 }
 
 void nc_cnn_committee_free(nc_cnn_committee *c)
@@ -89,10 +96,27 @@ static nc_cnn_committee *committee_alloc(uint32_t n)
     return c;
 }
 
-/* Anything the file says that cannot be a committee is corrupt data. */
-static int bad(int err)
+typedef struct load_ctx {
+    nc_cnn_committee *c;
+    const nc_model_info *info;      /* the committee's own record */
+} load_ctx;
+
+/* Column i from its file image, checked against column 0 and the record. */
+static int load_column(void *ctx, uint32_t i, const void *data, size_t len)
 {
-    return err == -ENOMEM ? err : -EBADMSG;
+    const load_ctx *lc = ctx;
+    nc_cnn_committee *c = lc->c;
+    /* a nested committee comes back -ENOTSUP: corrupt here */
+    int err = nc_cnn_load(data, len, &c->column[i], &c->column_info[i]);
+    if (err)
+        return nc_mf_committee_corrupt(err);
+    if (nc_cnn_norm_layers(c->column[i]))
+        return -ENOTSUP;
+    if (nc_cnn_committee_mismatch(c->column[0], &c->column_info[0], c->column[i],
+                                  &c->column_info[i]) ||
+        nc_mf_info_mismatch(lc->info, &c->column_info[i]) || c->column_info[i].prep.n_views)
+        return -EBADMSG;
+    return 0;
 }
 
 /* The columns of a file with NCOL, checked against its info *info. */
@@ -100,37 +124,14 @@ static int load_columns(const nc_mf_reader *r, const nc_model_info *info,
                         nc_cnn_committee **ret_c)
 {
     uint32_t n;
-    if (nc_mf_members(r, NC_CNN_TAG_NCOL, 'C', 'L', NC_CNN_MAX_COLUMNS, &n))
-        return -EBADMSG;
-    /* one file form per committee: no net of its own beside the columns */
-    if (nc_mf_get(r, NC_MF_TAG('A', 'R', 'C', 'H'), NULL, NULL, NULL) != -ENOENT ||
-        nc_mf_get(r, NC_MF_TAG('W', 'G', 'T', 'S'), NULL, NULL, NULL) != -ENOENT ||
-        nc_mf_get(r, NC_MF_TAG('C', 'T', 'A', 'B'), NULL, NULL, NULL) != -ENOENT)
-        return -EBADMSG;
+    int err = nc_mf_committee_count(r, &form, &n);
+    if (err)
+        return err;
     nc_cnn_committee *c = committee_alloc(n);
     if (!c)
         return -ENOMEM;
-    int err = 0;
-    for (uint32_t i = 0; !err && i < n; i++) {
-        const void *data;
-        size_t len;
-        if ((err = nc_mf_member(r, 'C', 'L', i, &data, &len)))
-            break;
-        /* a nested committee comes back -ENOTSUP: corrupt here */
-        if ((err = nc_cnn_load(data, len, &c->column[i], &c->column_info[i]))) {
-            err = bad(err);
-            break;
-        }
-        if (nc_cnn_norm_layers(c->column[i])) {
-            err = -ENOTSUP;
-            break;
-        }
-        if (nc_cnn_committee_mismatch(c->column[0], &c->column_info[0], c->column[i],
-                                      &c->column_info[i]) ||
-            nc_mf_info_mismatch(info, &c->column_info[i]) || c->column_info[i].prep.n_views)
-            err = -EBADMSG;
-    }
-    if (err) {
+    load_ctx lc = { c, info };
+    if ((err = nc_mf_committee_each(r, &form, n, load_column, &lc))) {
         nc_cnn_committee_free(c);
         return err;
     }
@@ -155,7 +156,7 @@ int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret
         err = -EBADMSG;
         goto out;
     }
-    if (nc_mf_get(r, NC_CNN_TAG_NCOL, NULL, NULL, NULL) == -ENOENT) {
+    if (!nc_mf_committee_is(r, &form)) {
         /* the one-column form */
         if (!(c = committee_alloc(1))) {
             err = -ENOMEM;
@@ -170,7 +171,7 @@ int nc_cnn_committee_load(const uint8_t *buf, size_t len, nc_cnn_committee **ret
         c->column_info[0] = *info;
     } else {
         if ((err = nc_mf_get_info(r, info))) {
-            err = bad(err);
+            err = nc_mf_committee_corrupt(err);
             goto out;
         }
         if ((err = load_columns(r, info, &c)))

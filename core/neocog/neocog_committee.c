@@ -8,8 +8,18 @@
  * committee is the engines' job (backend_cpu.c, gpu/backend/backend_gpu.cu): each
  * member answers as its own file would, and the raw scores are averaged. */
 #include "neocog_impl.h"
+#include "modelfile_committee.h"
 
 #include <string.h>
+
+/* A one-network file's own sections: a committee file holds neither beside
+ * its members (one form per file). */
+static const uint32_t net_tags[] = { NC_MF_TAG('N', 'S', 'T', 'G'), NC_NEOCOG_TAG_IV };
+
+static const nc_mf_committee_form form = {
+    NC_MF_KIND_NEOCOG, NC_NEOCOG_TAG_NMEM, 'N', 'M', NC_NEOCOG_MAX_MEMBERS, net_tags,
+    (uint32_t)NC_ARRAY_LEN(net_tags),
+};
 
 const char *nc_neocog_committee_mismatch(const nc_neocog *a, const nc_model_info *ia,
                                          const nc_neocog *b, const nc_model_info *ib)
@@ -105,6 +115,20 @@ static int member_views(const nc_model_info *info, const nc_model_info *members,
     return all == (1u << nc_prep_views(&info->prep)) - 1u ? 0 : -1;
 }
 
+typedef struct save_ctx {
+    const nc_neocog *const *nets;
+    const nc_model_info *info;
+    const uint32_t *top_t;
+    uint32_t flags;
+} save_ctx;
+
+/* Member i as a one-network file image. */
+static int member_image(void *ctx, uint32_t i, uint8_t **ret_buf, size_t *ret_len)
+{
+    const save_ctx *sc = ctx;
+    return save_one(sc->nets[i], &sc->info[i], sc->top_t[i], sc->flags, ret_buf, ret_len);
+}
+
 int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *info_i,
                              const uint32_t *top_t, uint32_t n, const nc_model_info *info,
                              uint32_t flags, uint8_t **ret_buf, size_t *ret_len)
@@ -128,24 +152,8 @@ int nc_neocog_committee_save(const nc_neocog *const *nets, const nc_model_info *
             return -EINVAL;
     if (member_views(info, info_i, n, NULL, &n_scores))
         return -EINVAL;
-    nc_mf_writer *mw = NULL;
-    int err = nc_mf_writer_new(NC_MF_KIND_NEOCOG, &mw);
-    if (err)
-        return err;
-    err = nc_mf_put_u32(mw, NC_NEOCOG_TAG_NMEM, &n, 1);
-    for (uint32_t i = 0; !err && i < n; i++) {
-        uint8_t *mb = NULL;
-        size_t ml = 0;
-        if (!(err = save_one(nets[i], &info_i[i], top_t[i], flags, &mb, &ml)))
-            err = nc_mf_put_member(mw, 'N', 'M', i, mb, ml);
-        free(mb);
-    }
-    if (!err)
-        err = nc_mf_put_info(mw, info);
-    if (!err)
-        err = nc_mf_finish(mw, ret_buf, ret_len);
-    nc_mf_writer_free(mw);
-    return err;
+    save_ctx sc = { nets, info_i, top_t, flags };
+    return nc_mf_committee_save(&form, n, member_image, &sc, info, ret_buf, ret_len);
 }
 
 void nc_neocog_committee_free(nc_neocog_committee *c)
@@ -178,12 +186,6 @@ static nc_neocog_committee *committee_alloc(uint32_t n)
     return c;
 }
 
-/* Anything the file says that cannot be a committee is corrupt data. */
-static int bad(int err)
-{
-    return err == -ENOMEM ? err : -EBADMSG;
-}
-
 /* One network file, open as r: the network, its record and its mark. */
 static int load_one(const nc_mf_reader *r, nc_neocog **ret_net, nc_model_info *ret_info,
                     uint32_t *ret_top_t)
@@ -194,40 +196,43 @@ static int load_one(const nc_mf_reader *r, nc_neocog **ret_net, nc_model_info *r
     return err ? err : nc_neocog__load_reader(r, ret_net, ret_info);
 }
 
+typedef struct load_ctx {
+    nc_neocog_committee *c;
+    const nc_model_info *info;      /* the committee's own record */
+} load_ctx;
+
+/* Member i from its file image, checked against member 0 and the record. */
+static int load_member(void *ctx, uint32_t i, const void *data, size_t len)
+{
+    const load_ctx *lc = ctx;
+    nc_neocog_committee *c = lc->c;
+    /* a nested committee has no NSTG: the network reader calls it corrupt */
+    nc_mf_reader *mr = NULL;
+    int err = nc_mf_open(data, len, &mr);
+    if (!err)
+        err = load_one(mr, &c->member[i], &c->member_info[i], &c->iv_top_t[i]);
+    nc_mf_close(mr);
+    if (err)
+        return nc_mf_committee_corrupt(err);
+    if (!same_shape(c->member[0], c->member[i]) ||
+        nc_neocog_member_mismatch(lc->info, &c->member_info[i]))
+        return -EBADMSG;
+    return 0;
+}
+
 /* The members of a file with NMEM, checked against its record *info. */
 static int load_members(const nc_mf_reader *r, const nc_model_info *info,
                         nc_neocog_committee **ret_c)
 {
     uint32_t n;
-    if (nc_mf_members(r, NC_NEOCOG_TAG_NMEM, 'N', 'M', NC_NEOCOG_MAX_MEMBERS, &n))
-        return -EBADMSG;
-    /* one form per file: no network or mark of its own beside the members */
-    if (nc_mf_get(r, NC_MF_TAG('N', 'S', 'T', 'G'), NULL, NULL, NULL) != -ENOENT ||
-        nc_mf_get(r, NC_NEOCOG_TAG_IV, NULL, NULL, NULL) != -ENOENT)
-        return -EBADMSG;
+    int err = nc_mf_committee_count(r, &form, &n);
+    if (err)
+        return err;
     nc_neocog_committee *c = committee_alloc(n);
     if (!c)
         return -ENOMEM;
-    int err = 0;
-    for (uint32_t i = 0; !err && i < n; i++) {
-        const void *data;
-        size_t len;
-        if ((err = nc_mf_member(r, 'N', 'M', i, &data, &len)))
-            break;
-        /* a nested committee has no NSTG: the network reader calls it corrupt */
-        nc_mf_reader *mr = NULL;
-        if (!(err = nc_mf_open(data, len, &mr)))
-            err = load_one(mr, &c->member[i], &c->member_info[i], &c->iv_top_t[i]);
-        nc_mf_close(mr);
-        if (err) {
-            err = bad(err);
-            break;
-        }
-        if (!same_shape(c->member[0], c->member[i]) ||
-            nc_neocog_member_mismatch(info, &c->member_info[i]))
-            err = -EBADMSG;
-    }
-    if (err) {
+    load_ctx lc = { c, info };
+    if ((err = nc_mf_committee_each(r, &form, n, load_member, &lc))) {
         nc_neocog_committee_free(c);
         return err;
     }
@@ -252,7 +257,7 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
         err = -EBADMSG;
         goto out;
     }
-    if (nc_mf_get(r, NC_NEOCOG_TAG_NMEM, NULL, NULL, NULL) == -ENOENT) {
+    if (!nc_mf_committee_is(r, &form)) {
         /* the one-network form */
         if (!(c = committee_alloc(1))) {
             err = -ENOMEM;
@@ -263,7 +268,7 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
         c->member_info[0] = *info;
     } else {
         if ((err = nc_mf_get_info(r, info))) {
-            err = bad(err);
+            err = nc_mf_committee_corrupt(err);
             goto out;
         }
         if ((err = load_members(r, info, &c)))
