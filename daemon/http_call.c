@@ -198,13 +198,10 @@ static void call_done(void *owner)
     call_free(owner);
 }
 
-/* Worker thread: the answer's body, so the event thread only sends it.  A
- * client already gone gets none (call_send then has nothing to send to). */
+/* Worker thread: the answer's body, so the event thread only sends it. */
 static void call_prepare(void *owner, const Neocog__Reply *reply)
 {
     call *c = owner;
-    if (atomic_load(&c->gone))
-        return;
     c->answer_status = 500;
     c->answer = render(c, reply, &c->answer_status, &c->answer_len);
     c->prepared = 1;
@@ -313,7 +310,7 @@ static nc_offload *parser;
 
 int nc_http_calls_start(nc_server *s)
 {
-    return nc_offload_new(s->base, &parser);
+    return parser ? 0 : nc_offload_new(s->base, &parser);
 }
 
 void nc_http_calls_stop(void)
