@@ -385,6 +385,34 @@ static void test_slow_clients(int port)
         close(fd);
     }
     expect_seven(port, "clients gone before their answers");
+    /* and with bodies of many images, gone while those are parsed or
+     * decoded (the call owns its body: nothing read after it is freed) */
+    static const char bd[] = "nc-gone-x1";
+    enum { PARTS = 32 };
+    size_t cap = PARTS * (pgm7_len + 160) + 64, len = 0;
+    char *body = malloc(cap);
+    REQUIRE(body);
+    for (int p = 0; p < PARTS; p++) {
+        len += (size_t)sprintf(body + len, "--%s\r\nContent-Disposition: form-data; "
+                               "name=\"image\"; filename=\"%d.pgm\"\r\n\r\n", bd, p);
+        memcpy(body + len, pgm7, pgm7_len);
+        len += pgm7_len;
+        memcpy(body + len, "\r\n", 2);
+        len += 2;
+    }
+    len += (size_t)sprintf(body + len, "--%s--\r\n", bd);
+    int hn = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: multipart/form-data; boundary=%s\r\n"
+                      "Content-Length: %zu\r\n\r\n", bd, len);
+    for (int i = 0; i < 16; i++) {
+        int fd = nc_connect_tcp(port);
+        if (fd < 0)
+            continue;
+        CHECK(!nc_send_all(fd, head, (size_t)hn) && !nc_send_all(fd, body, len));
+        close(fd);
+    }
+    free(body);
+    expect_seven(port, "clients of many images gone");
     close(stalled);
     expect_seven(port, "the stalled client left");
 }
