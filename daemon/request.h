@@ -84,7 +84,7 @@ typedef struct nc_task {
     struct nc_task *next;           /* queue and completion lists */
     nc_request *req;
     uint32_t index;                 /* image number within the request */
-    const Neocog__Image *image;     /* borrowed from req->msg */
+    const Neocog__Image *image;     /* borrowed from req->rq */
     /* the answer (worker) */
     int code;                       /* Neocog__Code */
     char message[256];
