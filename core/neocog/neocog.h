@@ -84,7 +84,7 @@ typedef struct nc_neocog_arch {
     float g_radius_o;       /* 1.5, centre of the difference of Gaussians */
     float g_radius;         /* 3.3, surround and mask radius */
     float g_cut;            /* 1e-4: |x| at or below this is neither on nor off */
-    uint32_t n_classes;     /* UC4 planes (10) */
+    uint32_t n_classes;     /* UC4 planes: 10 digits by default, 1..NC_NEOCOG_MAX_CLASSES */
     uint32_t n_stages;      /* 1..NC_NEOCOG_MAX_STAGES; the last has C_CLASS */
     nc_neocog_stage stage[NC_NEOCOG_MAX_STAGES];
 } nc_neocog_arch;
