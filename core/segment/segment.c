@@ -6,7 +6,8 @@
  * segment_binarise.c, boxes drawn around digits in segment_boxes.c,
  * pieces and lines (steps 4-6) in segment_lines.c, splitting and the
  * expected count (7-8) in segment_split.c, reading order, patches and the
- * result (9-10) in segment_result.c, character mode in segment_chars.c.
+ * result (9-10) in segment_result.c, character mode in segment_chars.c,
+ * the piece helpers they share in segment_pieces.c.
  * Working coordinates are the ROI's; boxes are moved to frame coordinates
  * at the very end. */
 #include "segment_internal.h"
@@ -89,19 +90,6 @@ int nc_segment_params_check(const nc_segment_params *p)
     if (p->prep)
         return nc_prep_check(p->prep);
     return 0;
-}
-
-void nc_segment_result_free(nc_segment_result *r)
-{
-    if (!r)
-        return;
-    free(r->digits);
-    free(r->lines);
-    free(r->inputs);
-    free(r->alts);
-    free(r->alt_inputs);
-    free(r->patch_pixels);
-    free(r);
 }
 
 /* ---- segmenter ------------------------------------------------------------ */
@@ -240,9 +228,15 @@ int nc_segment_frame(nc_segmenter *seg, const nc_image *frame,
     if (!order || !scratch || !heights || !best_dx || !prof)
         goto out;
     nc_seg_assign_lines(&w, order, best_dx, scratch, heights);
-    if ((p.charset == NC_SEGMENT_CHARSET_TEXT && (err = nc_seg_chars_rehome(&w)) < 0) ||
-        (err = nc_seg_cut_and_merge(&w, order, scratch, heights)) < 0)
+    if (p.charset == NC_SEGMENT_CHARSET_TEXT && (err = nc_seg_chars_rehome(&w)) < 0)
         goto out;
+    nc_seg_cut_lines(&w, order, scratch, heights);
+    if (p.charset == NC_SEGMENT_CHARSET_TEXT) {
+        if ((err = nc_seg_chars_merge(&w, order, scratch)) < 0)
+            goto out;
+    } else {
+        nc_seg_merge_digits(&w, order, scratch, heights);
+    }
     err = p.charset == NC_SEGMENT_CHARSET_TEXT ? nc_seg_chars_split(&w, scratch, heights, prof)
                                                 : nc_seg_split_wide(&w, scratch, heights, prof);
     if (err < 0 || (err = nc_seg_fit_count(&w, order, scratch, heights, prof)) < 0)

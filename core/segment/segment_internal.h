@@ -1,7 +1,7 @@
 /* core/segment/segment_internal.h — what the segmentation's files share
  * (segment.c runs the steps; segment_binarise.c, segment_boxes.c,
  * segment_lines.c, segment_split.c, segment_result.c and segment_chars.c
- * hold them).
+ * hold them; segment_pieces.c holds the piece helpers they share).
  *
  * Layer: core, private to the segmentation module. */
 #ifndef NC_CORE_SEGMENT_INTERNAL_H
@@ -70,17 +70,22 @@ static inline int nc_seg_piece_has(const work *w, const piece *a, uint32_t x, ui
 }
 
 /* The steps in the order segment.c runs them (segment.h numbers them).
+ * Calls run one way: segment.c calls the steps, a step calls the piece
+ * helpers below (and segment_chars.c the split at profile minima), never
+ * segment.c or a step of another file; scripts/check-deps holds it.
  * order, scratch (2 entries a piece), heights and best_dx hold an entry a
- * piece, prof one a column; each returns 0 or a negative errno.
+ * piece, prof one a column; each int one returns 0 or a negative errno.
  * segment_lines.c: step 4, every component that could be (part of) a
  * digit as a piece of its own; 4b, boxes around digits dropped; step 5,
- * every piece given a line; steps 5-6, lines cut at wide gaps and
- * overlapping pieces merged. */
+ * every piece given a line, lines cut at wide gaps; step 6 in digit mode,
+ * overlapping pieces merged, fragments attached, what is too short for
+ * its line dropped. */
 int nc_seg_collect(work *w);
 void nc_seg_drop_enclosures(work *w);
 void nc_seg_assign_lines(work *w, uint32_t *order, double *best_dx, uint32_t *best_m,
                          uint32_t *heights);
-int nc_seg_cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights);
+void nc_seg_cut_lines(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights);
+void nc_seg_merge_digits(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights);
 /* segment_split.c: step 7, pieces broader than a digit cut; step 8,
  * lines brought to the expected count. */
 int nc_seg_split_wide(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *prof);
@@ -91,20 +96,15 @@ int nc_seg_fit_count(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heig
 int nc_seg_build_result(work *w, uint32_t polarity, uint32_t ox, uint32_t oy, uint32_t *order,
                         uint32_t *scratch, nc_segment_result **ret_result);
 
-/* segment_lines.c's piece helpers, for the steps after it.  Shrink a's box
- * to the pixels it really has and count them (0: none); append a piece
- * (-ERANGE past 4 NC_SEG_MAX_PIECES); a fragment clearly shorter than its
- * line joins its nearer neighbour when their union is no broader than a
- * digit. */
+/* The piece helpers (segment_pieces.c), which call no step.  Shrink a's
+ * box to the pixels it really has and count them (0: none); append a
+ * piece (-ERANGE past 4 NC_SEG_MAX_PIECES); fold b into a (b's components
+ * join a's group, boxes unite, b dies); live pieces sorted by (line, x0)
+ * into order, how many; median height of line l's live pieces; mean
+ * horizontal run of a's pixels x16 (its pen for upright strokes); median
+ * of that over line l's pieces.  scratch: npc entries. */
 uint32_t nc_seg_piece_tighten(const work *w, piece *a);
 int nc_seg_push_piece(work *w, piece a);
-void nc_seg_attach_fragments(work *w, uint32_t *order, const uint32_t *heights);
-
-/* segment.c's helpers that segment_chars.c uses too.  Fold b into a (b's
- * components join a's group, boxes unite, b dies); live pieces sorted by
- * (line, x0) into order, how many; median height of line l's live pieces;
- * mean horizontal run of a's pixels x16 (its pen for upright strokes);
- * median of that over line l's pieces.  scratch: npc entries. */
 void nc_seg_piece_merge(work *w, piece *a, piece *b);
 uint32_t nc_seg_sorted_live(const work *w, uint32_t *order);
 uint32_t nc_seg_line_height(const work *w, uint32_t l, uint32_t *scratch);
@@ -125,7 +125,7 @@ int nc_seg_chars_split(work *w, uint32_t *scratch, uint32_t *heights, uint32_t *
 /* Step 10b: word gaps and marks on the finished result. */
 void nc_seg_chars_words(nc_segment_result *r, float word_gap);
 
-/* segment.c's cut at ink-profile minima (step 7), for segment_chars.c. */
+/* segment_split.c's cut at ink-profile minima (step 7), for segment_chars.c. */
 int nc_seg_split_piece(work *w, uint32_t idx, uint32_t n, uint32_t *prof, uint32_t min_h);
 
 /* Scratch that grows to the largest frame seen and is reused after. */

@@ -2,7 +2,8 @@
  * candidate pieces (a "piece" is a group of components restricted to a
  * column range: segment_internal.h), boxes drawn around digits dropped,
  * pieces gathered into lines (tallest first), lines cut at wide gaps and
- * overlapping pieces merged.  The shared piece helpers live here too.
+ * overlapping pieces merged (digit mode; segment_chars.c merges
+ * characters).  The piece helpers are segment_pieces.c's.
  *
  * Layer: core, private to the segmentation module. */
 #include "segment_internal.h"
@@ -11,57 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- pieces ------------------------------------------------------------- */
-
-/* Shrink a's box to the pixels it really has (after a split) and count
- * them; 0 if it has none. */
-uint32_t nc_seg_piece_tighten(const work *w, piece *a)
-{
-    uint32_t x0 = NONE, y0 = NONE, x1 = 0, y1 = 0, area = 0;
-    for (uint32_t y = a->y0; y < a->y1; y++)
-        for (uint32_t x = a->x0; x < a->x1; x++)
-            if (nc_seg_piece_has(w, a, x, y)) {
-                x0 = umin(x0, x); x1 = umax(x1, x + 1);
-                y0 = umin(y0, y); y1 = umax(y1, y + 1);
-                area++;
-            }
-    if (!area)
-        return 0;
-    a->x0 = x0; a->x1 = x1; a->y0 = y0; a->y1 = y1;
-    a->area = area;
-    return area;
-}
-
-int nc_seg_push_piece(work *w, piece a)
-{
-    if (w->npc == w->cap_pc) {
-        if (w->cap_pc >= 4 * NC_SEG_MAX_PIECES)
-            return -ERANGE;
-        uint32_t cap = w->cap_pc ? 2 * w->cap_pc : 64;
-        piece *n = realloc(w->pc, (size_t)cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        w->pc = n;
-        w->cap_pc = cap;
-    }
-    w->pc[w->npc++] = a;
-    return 0;
-}
-
-/* Fold b into a: b's components join a's group, boxes unite. */
-void nc_seg_piece_merge(work *w, piece *a, piece *b)
-{
-    if (a->group != b->group)
-        for (uint32_t c = 0; c < w->ncomps; c++)
-            if (w->group_of[c] == b->group)
-                w->group_of[c] = a->group;
-    a->x0 = umin(a->x0, b->x0); a->x1 = umax(a->x1, b->x1);
-    a->y0 = umin(a->y0, b->y0); a->y1 = umax(a->y1, b->y1);
-    a->area += b->area;
-    a->flags |= NC_SEGMENT_DIGIT_MERGED | b->flags;
-    b->alive = 0;
-}
 
 /* ---- step 4: components -> candidate pieces ----------------------------- */
 
@@ -163,13 +113,6 @@ static int by_height_desc(const void *a, const void *b)
         return hp > hq ? -1 : 1;
     return p->x0 < q->x0 ? -1 : p->x0 > q->x0;
 }
-static int by_line_x(const void *a, const void *b)
-{
-    const piece *p = &sort_base[*(const uint32_t *)a], *q = &sort_base[*(const uint32_t *)b];
-    if (p->line != q->line)
-        return p->line < q->line ? -1 : 1;
-    return p->x0 < q->x0 ? -1 : p->x0 > q->x0;
-}
 
 /* Assign every piece a line (tallest first, see segment.h step 5).  best_dx
  * and best_m are per-line scratch of npc entries. */
@@ -221,62 +164,13 @@ void nc_seg_assign_lines(work *w, uint32_t *order, double *best_dx, uint32_t *be
     }
 }
 
-/* Median height of the live pieces of line l (scratch: n entries). */
-uint32_t nc_seg_line_height(const work *w, uint32_t l, uint32_t *scratch)
-{
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < w->npc; i++)
-        if (w->pc[i].alive && w->pc[i].line == l)
-            scratch[k++] = ph(&w->pc[i]);
-    return nc_median_u32(scratch, k);
-}
-
-/* Sort live pieces by (line, x0) into order; returns how many. */
-uint32_t nc_seg_sorted_live(const work *w, uint32_t *order)
-{
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < w->npc; i++)
-        if (w->pc[i].alive)
-            order[k++] = i;
-    sort_base = w->pc;
-    qsort(order, k, sizeof *order, by_line_x);
-    return k;
-}
-
-/* Mean horizontal run length of a's pixels, x16 (fixed point): the pen's
- * width for upright strokes, more for slanted or horizontal ones. */
-uint32_t nc_seg_stroke_runs(const work *w, const piece *a)
-{
-    uint32_t area = 0, runs = 0;
-    for (uint32_t y = a->y0; y < a->y1; y++) {
-        int prev = 0;
-        for (uint32_t x = a->x0; x < a->x1; x++) {
-            int in = nc_seg_piece_has(w, a, x, y);
-            area += (uint32_t)in;
-            runs += (uint32_t)(in && !prev);
-            prev = in;
-        }
-    }
-    return runs ? 16 * area / runs : 0;
-}
-
-/* The line's pen width: median of its pieces' stroke_runs (scratch: npc). */
-uint32_t nc_seg_line_stroke(const work *w, uint32_t l, uint32_t *scratch)
-{
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < w->npc; i++)
-        if (w->pc[i].alive && w->pc[i].line == l)
-            scratch[k++] = nc_seg_stroke_runs(w, &w->pc[i]);
-    return nc_median_u32(scratch, k);
-}
-
 /* A digit broken by the binarisation (the detached bar of a 5, the open
  * arm of a 4) leaves a piece clearly shorter than its line beside the
  * rest, overlapping it in columns too little for the merge above.  Such a
  * fragment joins its nearer neighbour when they nearly touch and their
  * union is no wider than a broad digit.  Dots (small both ways) are left
  * alone, so a decimal point is not glued to a digit. */
-void nc_seg_attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
+static void attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
 {
     for (int changed = 1; changed;) {
         changed = 0;
@@ -311,8 +205,8 @@ void nc_seg_attach_fragments(work *w, uint32_t *order, const uint32_t *heights)
     }
 }
 
-/* Cut lines at wide gaps, then merge overlapping pieces (steps 5-6). */
-int nc_seg_cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights)
+/* Cut lines at wide gaps (step 5, either charset). */
+void nc_seg_cut_lines(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights)
 {
     for (uint32_t l = 0; l < w->nlines; l++)
         heights[l] = nc_seg_line_height(w, l, scratch);
@@ -333,13 +227,15 @@ int nc_seg_cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *
         }
         a->line = new_id;
     }
+}
 
-    if (w->p->charset == NC_SEGMENT_CHARSET_TEXT)
-        return nc_seg_chars_merge(w, order, scratch);
-
-    /* Merge: walk each line left to right, folding a piece into the one
-     * before it when their column ranges overlap enough. */
-    k = nc_seg_sorted_live(w, order);
+/* Merge overlapping pieces, attach fragments, drop what is too short for
+ * its line (step 6, digit mode). */
+void nc_seg_merge_digits(work *w, uint32_t *order, uint32_t *scratch, uint32_t *heights)
+{
+    /* Walk each line left to right, folding a piece into the one before it
+     * when their column ranges overlap enough. */
+    uint32_t k = nc_seg_sorted_live(w, order);
     piece *cur = NULL;
     for (uint32_t i = 0; i < k; i++) {
         piece *a = &w->pc[order[i]];
@@ -356,7 +252,7 @@ int nc_seg_cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *
 
     for (uint32_t l = 0; l < w->nlines; l++)
         heights[l] = nc_seg_line_height(w, l, scratch);
-    nc_seg_attach_fragments(w, order, heights);
+    attach_fragments(w, order, heights);
 
     /* Drop what is too short for its line. */
     for (uint32_t l = 0; l < w->nlines; l++)
@@ -398,5 +294,4 @@ int nc_seg_cut_and_merge(work *w, uint32_t *order, uint32_t *scratch, uint32_t *
         if (pw(a) * 4 < ph(a) && 4 * nc_seg_stroke_runs(w, a) < scratch[ref])
             a->alive = 0;
     }
-    return 0;
 }

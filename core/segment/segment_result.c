@@ -1,15 +1,30 @@
 /* core/segment/segment_result.c — segment.h's steps 9 and 10: lines in
  * reading order (rows top to bottom, left to right within a row), each
  * digit's patch cut from the frame and prepared, frame coordinates, and
- * the result's arrays.
+ * the result's arrays; nc_segment_result_free (segment.h), which frees
+ * them.
  *
- * Layer: core, private to the segmentation module. */
+ * Layer: core, private to the segmentation module but for
+ * nc_segment_result_free. */
 #include "segment_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+void nc_segment_result_free(nc_segment_result *r)
+{
+    if (!r)
+        return;
+    free(r->digits);
+    free(r->lines);
+    free(r->inputs);
+    free(r->alts);
+    free(r->alt_inputs);
+    free(r->patch_pixels);
+    free(r);
+}
 
 /* ---- step 9 and output -------------------------------------------------- */
 
