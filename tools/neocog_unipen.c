@@ -36,7 +36,8 @@
  * --size 29 is the 28 layout with an empty last row and column, as the
  * CNN's input.  --look gives every image the look of another source:
  * binarised, stretched to its box, resampled at 16 px, blurred
- * (neocog_unipen_look.h).  Exit status: 0 done, 1 failure, 2 usage. */
+ * (neocog_unipen_look.h).  Options are io/opts.h's (--help lists them).
+ * Exit status: 0 done, 1 failure, 2 usage. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
 #include "fileio.h"
 #include "neocog_unipen.h"
 #include "neocog_unipen_look.h"
+#include "opts.h"
 #include "pgm.h"
 #include "strokes.h"
 
@@ -61,17 +63,51 @@ typedef struct options {
     float pen_min, pen_max, slant, rotate, aspect, scale, jitter;
 } options;
 
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: neocog-unipen --data FILE.jsonl.gz (--out PREFIX | --counts)\n"
-            "  [--classes digits|alnum|all94] [--split train|val|all] [--size-mode box|line]\n"
-            "  [--size 28|29] [--count N] [--seed S] [--variants K] [--pen-width MIN:MAX]\n"
-            "  [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
-            "  [--look none|binary|stretch|r16|blur]\n"
-            "  [--sheet FILE.pgm] [--sheet-cols N]\n");
-    return 2;
-}
+enum {
+    O_DATA, O_OUT, O_COUNTS, O_CLASSES, O_SPLIT, O_SIZE_MODE, O_SIZE, O_COUNT, O_SEED,
+    O_VARIANTS, O_PEN_WIDTH, O_SLANT, O_ROTATE, O_ASPECT, O_SCALE, O_JITTER, O_PLAIN,
+    O_LOOK, O_SHEET, O_SHEET_COLS, O_END,
+};
+
+static const nc_opt opt_table[] = {
+    [O_DATA] = { "data", "FILE.jsonl.gz", "the pen strokes (shared/data/unipen's JSON lines)" },
+    [O_OUT] = { "out", "PREFIX", "write PREFIX-images-idx3-ubyte, -labels-idx1-ubyte and\n"
+                                 "-classes.txt" },
+    [O_COUNTS] = { "counts", NULL, "print the samples per class per split; write nothing" },
+    [O_CLASSES] = { "classes", "digits|alnum|all94", "which characters (default all94)" },
+    [O_SPLIT] = { "split", "train|val|all", "whose strokes, by writer (default train)" },
+    [O_SIZE_MODE] = { "size-mode", "box|line", "MNIST's box or the writer's line (default box)" },
+    [O_SIZE] = { "size", "28|29", "image side (default 28; 29 adds an empty row and column)" },
+    [O_COUNT] = { "count", "N", "keep the first N of the seeded order (default all)" },
+    [O_SEED] = { "seed", "S", "the random seed (default 1)" },
+    [O_VARIANTS] = { "variants", "K", "draw each sample K times, 1..1000 (default 1)" },
+    [O_PEN_WIDTH] = { "pen-width", "MIN:MAX", "pen width in pixels, under 20 (default 1.8:3.2)" },
+    [O_SLANT] = { "slant", "DEG", "slant within +-DEG, 0..60 (default 10)" },
+    [O_ROTATE] = { "rotate", "DEG", "rotation within +-DEG, 0..45 (default 5)" },
+    [O_ASPECT] = { "aspect", "F", "x stretch 1 +- F, 0..0.5 (default 0.1)" },
+    [O_SCALE] = { "scale", "F", "size 1 +- F in line mode, 0..0.5 (default 0.1)" },
+    [O_JITTER] = { "jitter", "F", "per-stroke shift, turn and scale, 0..0.2 (default 0.03)" },
+    [O_PLAIN] = { "plain", NULL, "no deformations, the middle pen width (validation sets)" },
+    [O_LOOK] = { "look", "none|binary|stretch|r16|blur",
+                 "the look of another source (default none)" },
+    [O_SHEET] = { "sheet", "FILE.pgm", "a contact sheet of the first 400 images too" },
+    [O_SHEET_COLS] = { "sheet-cols", "N", "images a row of the sheet (default 20)" },
+    [O_END] = { NULL, NULL, NULL },
+};
+
+static nc_opts opts = {
+    .prog = "neocog-unipen",
+    .usage =
+        "usage: neocog-unipen --data FILE.jsonl.gz (--out PREFIX | --counts)\n"
+        "  [--classes digits|alnum|all94] [--split train|val|all] [--size-mode box|line]\n"
+        "  [--size 28|29] [--count N] [--seed S] [--variants K] [--pen-width MIN:MAX]\n"
+        "  [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
+        "  [--look none|binary|stretch|r16|blur]\n"
+        "  [--sheet FILE.pgm] [--sheet-cols N]\n"
+        "UNIPEN pen strokes to training and validation images (IDX, MNIST's layout);\n"
+        "tools/README.md says how an image is made.\n",
+    .table = opt_table,
+};
 
 /* Label of class cls (character - 33) in the chosen class set, or -1. */
 static int label_of(const char *classes, uint8_t cls)
@@ -115,6 +151,8 @@ static int parse_range(const char *v, float *lo, float *hi)
 {
     char *end;
     *lo = strtof(v, &end);
+    if (end == v)
+        return 0;
     if (*end == ':')
         *hi = strtof(end + 1, &end);
     else
@@ -122,89 +160,82 @@ static int parse_range(const char *v, float *lo, float *hi)
     return *end == 0 && *lo > 0.0f && *hi >= *lo;
 }
 
+/* A float value in [lo, hi) (hi_closed: [lo, hi]); NaN is out of range. */
+static int parse_float(const char *v, float lo, float hi, int hi_closed, float *ret)
+{
+    char *end;
+    float x = strtof(v, &end);
+    if (end == v || *end || !(x >= lo && (hi_closed ? x <= hi : x < hi)))
+        return 0;
+    *ret = x;
+    return 1;
+}
+
+static int one_of(const char *v, const char *a, const char *b, const char *c)
+{
+    return !strcmp(v, a) || !strcmp(v, b) || (c && !strcmp(v, c));
+}
+
+/* -1: go on; otherwise the exit status (0 after --help, 2 on a usage
+ * error, said on stderr). */
 static int parse_options(int argc, char **argv, options *o)
 {
     *o = (options){ .classes = "all94", .split = "train", .mode = "box", .size = 28,
                     .variants = 1, .sheet_cols = 20, .seed = 1, .pen_min = 1.8f,
                     .pen_max = 3.2f, .slant = 10.0f, .rotate = 5.0f, .aspect = 0.1f,
                     .scale = 0.1f, .jitter = 0.03f };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--counts")) {
-            o->counts_only = 1;
-            continue;
-        }
-        if (!strcmp(a, "--plain")) {
-            o->plain = 1;
-            continue;
-        }
-        if (!v)
-            return -1;
-        i++;
+    for (int opt; (opt = nc_opts_next(&opts, argc, argv)) != NC_OPTS_END;) {
+        const char *v = opts.value;
         char *end = NULL;
-        if (!strcmp(a, "--data"))
-            o->data = v;
-        else if (!strcmp(a, "--out"))
-            o->out = v;
-        else if (!strcmp(a, "--sheet"))
-            o->sheet = v;
-        else if (!strcmp(a, "--classes"))
-            o->classes = v;
-        else if (!strcmp(a, "--split"))
-            o->split = v;
-        else if (!strcmp(a, "--look")) {
-            if (nc_look_parse(v, &o->look))
-                return -1;
-        } else if (!strcmp(a, "--size-mode"))
-            o->mode = v;
-        else if (!strcmp(a, "--size"))
-            o->size = (uint32_t)strtoul(v, &end, 10);
-        else if (!strcmp(a, "--count"))
-            o->count = (uint32_t)strtoul(v, &end, 10);
-        else if (!strcmp(a, "--variants"))
-            o->variants = (uint32_t)strtoul(v, &end, 10);
-        else if (!strcmp(a, "--sheet-cols"))
-            o->sheet_cols = (uint32_t)strtoul(v, &end, 10);
-        else if (!strcmp(a, "--seed"))
+        int ok = 1;
+        switch (opt) {
+        case NC_OPTS_HELP: nc_opts_usage(&opts, stdout); return 0;
+        case NC_OPTS_ERROR: return nc_opts_fail(&opts);
+        case O_COUNTS: o->counts_only = 1; break;
+        case O_PLAIN: o->plain = 1; break;
+        case O_DATA: o->data = v; break;
+        case O_OUT: o->out = v; break;
+        case O_SHEET: o->sheet = v; break;
+        case O_CLASSES: ok = one_of(v, "digits", "alnum", "all94"); o->classes = v; break;
+        case O_SPLIT: ok = one_of(v, "train", "val", "all"); o->split = v; break;
+        case O_SIZE_MODE: ok = one_of(v, "box", "line", NULL); o->mode = v; break;
+        case O_LOOK: ok = !nc_look_parse(v, &o->look); break;
+        case O_SIZE: ok = !nc_opts_u32(v, 28, 29, &o->size); break;
+        case O_COUNT: ok = !nc_opts_u32(v, 0, UINT32_MAX, &o->count); break;
+        case O_VARIANTS: ok = !nc_opts_u32(v, 1, 1000, &o->variants); break;
+        case O_SHEET_COLS: ok = !nc_opts_u32(v, 1, UINT32_MAX, &o->sheet_cols); break;
+        case O_SEED:
+            errno = 0;
             o->seed = strtoull(v, &end, 10);
-        else if (!strcmp(a, "--pen-width")) {
-            if (!parse_range(v, &o->pen_min, &o->pen_max))
-                return -1;
-        } else if (!strcmp(a, "--slant"))
-            o->slant = strtof(v, &end);
-        else if (!strcmp(a, "--rotate"))
-            o->rotate = strtof(v, &end);
-        else if (!strcmp(a, "--aspect"))
-            o->aspect = strtof(v, &end);
-        else if (!strcmp(a, "--scale"))
-            o->scale = strtof(v, &end);
-        else if (!strcmp(a, "--jitter"))
-            o->jitter = strtof(v, &end);
-        else
-            return -1;
-        if (end && *end)
-            return -1;
+            ok = !errno && end != v && !*end && *v != '-';
+            break;
+        case O_PEN_WIDTH:
+            ok = parse_range(v, &o->pen_min, &o->pen_max) && o->pen_max < 20.0f;
+            break;
+        case O_SLANT: ok = parse_float(v, 0.0f, 60.0f, 0, &o->slant); break;
+        case O_ROTATE: ok = parse_float(v, 0.0f, 45.0f, 1, &o->rotate); break;
+        case O_ASPECT: ok = parse_float(v, 0.0f, 0.5f, 0, &o->aspect); break;
+        case O_SCALE: ok = parse_float(v, 0.0f, 0.5f, 0, &o->scale); break;
+        case O_JITTER: ok = parse_float(v, 0.0f, 0.2f, 0, &o->jitter); break;
+        }
+        if (!ok) {
+            nc_opts_bad_value(&opts, opt, NULL);
+            return nc_opts_fail(&opts);
+        }
     }
-    if (!o->data || (!o->out && !o->counts_only))
-        return -1;
-    if (strcmp(o->classes, "digits") && strcmp(o->classes, "alnum") && strcmp(o->classes, "all94"))
-        return -1;
-    if (strcmp(o->split, "train") && strcmp(o->split, "val") && strcmp(o->split, "all"))
-        return -1;
-    if (strcmp(o->mode, "box") && strcmp(o->mode, "line"))
-        return -1;
-    if ((o->size != 28 && o->size != 29) || o->variants == 0 || o->variants > 1000 ||
-        o->sheet_cols == 0 || o->pen_max >= 20.0f)
-        return -1;
-    if (!(o->slant >= 0 && o->slant < 60) || !(o->rotate >= 0 && o->rotate <= 45) ||
-        !(o->aspect >= 0 && o->aspect < 0.5f) || !(o->scale >= 0 && o->scale < 0.5f) ||
-        !(o->jitter >= 0 && o->jitter < 0.2f))
-        return -1;
+    if (opts.next < argc) {
+        nc_opts_error(&opts, "unexpected argument '%s'", argv[opts.next]);
+        return nc_opts_fail(&opts);
+    }
+    if (!o->data || (!o->out && !o->counts_only)) {
+        nc_opts_error(&opts, "give --data FILE and one of --out PREFIX or --counts");
+        return nc_opts_fail(&opts);
+    }
     if (o->plain) {
         o->pen_min = o->pen_max = 0.5f * (o->pen_min + o->pen_max);
         o->slant = o->rotate = o->aspect = o->scale = o->jitter = 0.0f;
     }
-    return 0;
+    return -1;
 }
 
 static int load(const char *path, nc_unipen *u)
@@ -347,8 +378,9 @@ static int write_sheet(const options *o, const nc_dataset *d, const char *classe
 int main(int argc, char **argv)
 {
     options o;
-    if (parse_options(argc, argv, &o))
-        return usage();
+    int st = parse_options(argc, argv, &o);
+    if (st >= 0)
+        return st;
     nc_unipen u;
     if (load(o.data, &u))
         return 1;

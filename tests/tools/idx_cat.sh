@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/tools/idx_cat.sh — idx-cat joins ranges of IDX pairs byte for byte,
 # --shuffle reorders them (the same items, the same order for a seed), bad
-# ranges fail; and neocog-unipen --look binary writes only ink or paper.
+# ranges fail; and neocog-unipen --look binary writes only ink or paper,
+# and its usage errors are worded as every program's (io/opts.h).
 #   idx_cat.sh IDX_CAT NEOCOG_UNIPEN   (NC_SOURCE_ROOT names the source tree)
 set -u
 cat_bin=$1
@@ -56,8 +57,21 @@ grey=$(tail -c +17 "$tmp/bin-images-idx3-ubyte" | od -An -v -tu1 | tr -s ' ' '\n
        awk 'NF && $1 != 0 && $1 != 255 { n++ } END { print n + 0 }')
 [ "$grey" = 0 ] || fail "--look binary: $grey grey pixels"
 "$unipen_bin" --data "$root/tests/data/unipen-2w.jsonl.gz" --look paper --out "$tmp/p" \
-    2>/dev/null
+    2>"$tmp/err"
 [ $? -eq 2 ] || fail "--look paper: not a usage error"
+grep -q "^neocog-unipen: bad value for --look: 'paper'" "$tmp/err" ||
+    fail "--look paper: said '$(cat "$tmp/err")'"
+# its options are io/opts.h's: the common wording, --help on stdout
+"$unipen_bin" --data "$root/tests/data/unipen-2w.jsonl.gz" --out "$tmp/p" --variants 0 \
+    2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "bad value for --variants: '0'" "$tmp/err" ||
+    fail "--variants 0: exit or wording: $(cat "$tmp/err")"
+"$unipen_bin" --data "$root/tests/data/unipen-2w.jsonl.gz" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "one of --out PREFIX or --counts" "$tmp/err" ||
+    fail "no --out: exit or wording: $(cat "$tmp/err")"
+"$unipen_bin" --help >"$tmp/help" || fail "--help: exit $?"
+grep -q -- "--look none|binary|stretch|r16|blur" "$tmp/help" || fail "--help: no --look"
+[ -e "$tmp/p-images-idx3-ubyte" ] && fail "a usage error wrote a file"
 
 [ $failed -eq 0 ] && echo "idx-cat and --look: all checks passed"
 exit $((failed > 0))
