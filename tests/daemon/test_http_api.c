@@ -9,7 +9,8 @@
  * oversized body, a client that stalls half way through its body, one that
  * hangs up half way, one that hangs up before its answer) answered with a
  * clear status while the daemon keeps serving; 405 for wrong methods; CORS
- * only when configured; 503 once draining. */
+ * only when configured; 503 once draining; 429 with Retry-After for a full
+ * queue and 504 for a passed deadline, as the socket path refuses them. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -561,6 +562,110 @@ static void test_v2_infer(int port)
     free(b64);
 }
 
+/* ---- a full queue and a passed deadline, on a daemon of their own --------------------- */
+
+/* A multipart body of 4 large PNGs of a seven: small on the wire, heavy to
+ * decode and shrink, so that one worker is busy with it for a while. */
+static char *heavy_body(size_t *len, char *ctype, size_t ctype_cap)
+{
+    enum { BIG = 2048, PARTS = 4 };
+    static const char bd[] = "nc-heavy-x1";
+    uint8_t *px = malloc((size_t)BIG * BIG), *png = NULL;
+    size_t png_len = 0;
+    if (!px)
+        return NULL;
+    for (int y = 0; y < BIG; y++)
+        for (int x = 0; x < BIG; x++)
+            px[(size_t)y * BIG + x] = px7[(y * 84 / BIG) * 84 + x * 84 / BIG];
+    int err = nc_encode_png(px, BIG, BIG, &png, &png_len);
+    free(px);
+    if (err)
+        return NULL;
+    size_t cap = PARTS * (png_len + 160) + 64, n = 0;
+    char *body = malloc(cap);
+    for (int p = 0; body && p < PARTS; p++) {
+        n += (size_t)sprintf(body + n, "--%s\r\nContent-Disposition: form-data; name=\"image\"; "
+                             "filename=\"%d.png\"\r\nContent-Type: image/png\r\n\r\n", bd, p);
+        memcpy(body + n, png, png_len);
+        n += png_len;
+        memcpy(body + n, "\r\n", 2);
+        n += 2;
+    }
+    if (body)
+        n += (size_t)sprintf(body + n, "--%s--\r\n", bd);
+    free(png);
+    snprintf(ctype, ctype_cap, "multipart/form-data; boundary=%s", bd);
+    *len = n;
+    return body;
+}
+
+/* The twins of the socket path's full queue (RESOURCE_EXHAUSTED) and
+ * expired deadline (DEADLINE_EXCEEDED): one worker and a queue of 4
+ * images, heavy requests sent back to back on their own connections. */
+static void test_queue_full_and_deadline(const char *bin, const char *cnn)
+{
+    char dir[] = "/tmp/nc-http-busy-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    const char *args[] = { "--models", dir, "--cnn-model", cnn, "--gpus", "0",
+                           "--listen-unix", "none", "--workers", "1",
+                           "--queue-capacity", "4", "--max-images-per-request", "4",
+                           "--log-level", "4", NULL };
+    nc_daemon d;
+    REQUIRE(nc_daemon_start(&d, bin, dir, 1, args) == 0);
+    char ctype[128];
+    size_t len = 0;
+    char *body = heavy_body(&len, ctype, sizeof ctype);
+    REQUIRE(body);
+
+    /* the twin of "expired deadline": 4 large images cannot be read within 1 ms */
+    response r;
+    REQUIRE(post(d.http_port, "/v1/recognize?deadline_ms=1", ctype, body, len, &r) == 0);
+    CHECK_MSG(r.status == 504 && has(&r, "\"code\":\"DEADLINE_EXCEEDED\"") &&
+              has(&r, "deadline exceeded") && strstr(r.head, "application/json"),
+              "deadline_ms=1: %d %s", r.status, r.body);
+    response_free(&r);
+    expect_seven(d.http_port, "a passed deadline");
+
+    /* the twin of the full queue: while the worker reads one request and
+     * the next waits, the ones after are refused as busy, not lost */
+    enum { N_FULL = 16 };
+    int fds[N_FULL];
+    char head[256];
+    int hn = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                      ctype, len);
+    for (int i = 0; i < N_FULL; i++) {
+        fds[i] = nc_connect_tcp(d.http_port);
+        CHECK(fds[i] >= 0 && !nc_send_all(fds[i], head, (size_t)hn) &&
+              !nc_send_all(fds[i], body, len));
+    }
+    int ok = 0, full = 0;
+    for (int i = 0; i < N_FULL; i++) {
+        if (fds[i] < 0 || read_response(fds[i], &r)) {
+            CHECK_MSG(0, "full queue: request %d unanswered", i);
+        } else if (r.status == 200 && has(&r, "\"text\":\"7\"")) {
+            ok++;
+        } else if (r.status == 429) {
+            CHECK_MSG(strstr(r.head, "\r\nRetry-After: 1") &&
+                      strstr(r.head, "application/json") &&
+                      has(&r, "\"code\":\"RESOURCE_EXHAUSTED\"") && has(&r, "queue full"),
+                      "429 without its Retry-After or reason: %s%s", r.head, r.body);
+            full++;
+        } else {
+            CHECK_MSG(0, "full queue: %d %s", r.status, r.body);
+        }
+        response_free(&r);
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    CHECK_MSG(ok + full == N_FULL && ok >= 1 && full >= 1,
+              "%d requests to a full queue: %d answered, %d refused as busy", N_FULL, ok, full);
+    expect_seven(d.http_port, "a full queue");
+    free(body);
+    CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
+    rmdir(dir);
+}
+
 /* ---- CORS and drain, on a daemon of their own ------------------------------------------ */
 
 static void test_cors_and_drain(const char *bin, const char *const *base_args)
@@ -659,6 +764,7 @@ int main(int argc, char **argv)
     test_v2_infer(d.http_port);
     CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
     test_cors_and_drain(argv[1], args);
+    test_queue_full_and_deadline(argv[1], cnn);
     rmdir(dir);
     free(pgm7);
     free(pgm2);
