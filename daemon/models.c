@@ -263,6 +263,16 @@ static void describe_views(const nc_prep *p, char *arch, size_t cap)
     }
 }
 
+/* "; cascade: member 4 first, alone at confidence >= 0.849" after the
+ * committee's views, members counted from 1 as models/README.md does. */
+static void describe_cascade(const nc_neocog_cascade *c, char *arch, size_t cap)
+{
+    size_t at = strlen(arch);
+    if (c->on && at < cap)
+        say(arch + at, cap - at, "%scascade: member %u first, alone at confidence >= %.3f",
+            at ? "; " : "", c->first + 1, c->threshold);
+}
+
 /* One forward pass of a blank input, so the first request does not pay
  * for page faults and BLAS start-up, and so a model that cannot run fails
  * here rather than on a client's request. */
@@ -353,6 +363,7 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
     err = -ENOTSUP;
     nc_mf_reader *r = NULL;
     uint32_t kind = 0;
+    nc_neocog_cascade cascade = { 0 };  /* a neocognitron committee's, if it has one */
     if (!(err = nc_mf_open(buf, len, &r))) {
         kind = nc_mf_kind_of(r);
         /* The notation, for ModelInfo; a neocognitron has none, a committee
@@ -365,8 +376,12 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
             if (nc_mf_get_u32(r, NC_CNN_TAG_NCOL, &cols, 1) == 0)
                 say(m->arch, sizeof m->arch, "committee of %u columns", cols);
         }
-        if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &cols, 1) == 0)
+        if (kind == NC_MF_KIND_NEOCOG && nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &cols, 1) == 0) {
             say(m->arch, sizeof m->arch, "committee of %u neocognitrons", cols);
+            /* A broken cascade is the engine's to refuse below, with its reason. */
+            if (nc_neocog_cascade_read(r, cols, &cascade, NULL))
+                cascade.on = 0;
+        }
         err = slot_takes(want_slot, r) ? -ENOTSUP : -EMEDIUMTYPE;
         nc_mf_close(r);
         /* The CPU table first: it judges the file, and stays as the fallback. */
@@ -389,6 +404,7 @@ static int load_one(const nc_config *cfg, const char *path, int want_slot, nc_mo
         goto fail;
     }
     describe_views(&m->cpu->info.prep, m->arch, sizeof m->arch);
+    describe_cascade(&cascade, m->arch, sizeof m->arch);
     if ((err = warm_up(m->cpu))) {
         say(why, n, "%s: warm-up forward failed: %s", path, nc_strerror(err));
         goto fail;

@@ -7,7 +7,8 @@
  * reason; a broken file in a scanned folder is skipped with a warning while
  * the daemon serves (and a reload keeps the model it has); while the models
  * load, /healthz answers, /readyz says "loading", a protocol request waits
- * and is answered once they are in, and SIGTERM exits at once.  The
+ * and is answered once they are in, and SIGTERM exits at once; the status describes the
+ * neocognitron's cascade when its file has one, and only then.  The
  * neocognitron (seconds to load on a CPU, --gpus 0) makes loading long
  * enough to look at. */
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 
 #include "fileio.h"
 #include "harness.h"
+#include "neocog.h"
 #include "test.h"
 
 static const char *bin;
@@ -334,6 +336,12 @@ static void test_loading(void)
         CHECK(r->status && r->status->health && r->status->health->ready);
         CHECK(r->status && r->status->n_models == 2 && r->status->models[0]->loaded &&
               r->status->models[1]->loaded);
+        /* the shipped committee's cascade (models/README.md: member 4 first) */
+        const char *arch = r->status && r->status->n_models == 2
+                         ? r->status->models[1]->architecture : "";
+        CHECK_MSG(strstr(arch, "committee of 4 neocognitrons") &&
+                  strstr(arch, "; cascade: member 4 first, alone at confidence >= 0.8"),
+                  "the shipped neocognitron described as: %s", arch);
     }
     nc_msg_free(m);
     if (fd >= 0)
@@ -342,6 +350,38 @@ static void test_loading(void)
     CHECK_MSG(readyz && strstr(readyz, " 200 ") && strstr(readyz, "ready"),
               "/readyz once loaded: %s", readyz);
     free(readyz);
+    CHECK_INT_EQ(nc_daemon_stop(&d, 20000), 0);
+}
+
+/* The shipped committee with its cascade sections dropped: described
+ * without one. */
+static void test_no_cascade(void)
+{
+    char plain[400], log[400];
+    snprintf(plain, sizeof plain, "%s/no-cascade.ncm", dir);
+    snprintf(log, sizeof log, "%s/no-cascade.log", dir);
+    uint8_t *buf = NULL, *out = NULL;
+    size_t len = 0, out_len = 0;
+    const nc_neocog_cascade off = { 0 };
+    REQUIRE(nc_file_read_model(neo_good, 512u << 20, &buf, &len) == 0);
+    REQUIRE(nc_neocog_cascade_rewrite(buf, len, &off, &out, &out_len) == 0);
+    REQUIRE(nc_write_file(plain, out, out_len) == 0);
+    free(buf);
+    free(out);
+    const char *args[] = { "--neocog-model", plain, "--gpus", "0", "--workers", "1", NULL };
+    nc_daemon d;
+    REQUIRE(nc_daemon_spawn(&d, bin, dir, 1, args, log) == 0);
+    CHECK_MSG(nc_daemon_wait_notify(&d, "READY=1", 60000) == 0, "no READY=1 after loading");
+    Neocog__StatusReply *st = NULL;
+    nc_msg *m = NULL;
+    CHECK(nc_status_tcp(d.port, &st, &m) == 0);
+    const char *arch = "(none)";
+    for (size_t i = 0; st && i < st->n_models; i++)       /* the chars model loads too */
+        if (strstr(st->models[i]->architecture, "neocognitrons"))
+            arch = st->models[i]->architecture;
+    CHECK_MSG(strstr(arch, "committee of 4 neocognitrons") && !strstr(arch, "cascade"),
+              "the committee without a cascade described as: %s", arch);
+    nc_msg_free(m);
     CHECK_INT_EQ(nc_daemon_stop(&d, 20000), 0);
 }
 
@@ -392,6 +432,7 @@ int main(int argc, char **argv)
     test_named_broken();
     test_scan_skips();
     test_loading();
+    test_no_cascade();
     test_stop_while_loading();
 
     char cmd[400];
