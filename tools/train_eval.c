@@ -6,7 +6,7 @@
  * error at 0.5 / 1 / 2 % rejection (rejecting the least confident answers;
  * confidence = share of the best class minus the runner-up's, so ties and
  * "nothing fired" go first), throughput, and writes the most confident
- * misrecognitions as a PNG sheet.
+ * misrecognitions as a PNG sheet, captioned with the classes' labels (glyphs.h).
  *
  * Every file runs through the CPU engine table (core/backend/backend.h, via
  * train_scores.c): a CNN committee answers with its columns' mean, a
@@ -37,6 +37,7 @@
 #include "backend.h"
 #include "cnn.h"
 #include "fileio.h"
+#include "glyphs.h"
 #include "image_clean.h"
 #include "modelfile.h"
 #include "nc_config.h"
@@ -128,19 +129,13 @@ int train_neo_evaluate(train_neo_run *run)
 
 /* ---- the PNG sheet -------------------------------------------------------------- */
 
-/* 3x5 digits for the captions ("true>answer"); bit 2 is the left column. */
-static const uint8_t font3x5[11][5] = {
-    { 7, 5, 5, 5, 7 }, { 2, 6, 2, 2, 7 }, { 7, 1, 7, 4, 7 }, { 7, 1, 7, 1, 7 },
-    { 5, 5, 7, 1, 1 }, { 7, 4, 7, 1, 7 }, { 7, 4, 7, 5, 7 }, { 7, 1, 1, 2, 2 },
-    { 7, 5, 7, 5, 7 }, { 7, 5, 7, 1, 7 }, { 0, 0, 7, 0, 0 },   /* 10: '-' */
-};
-
-static void put_glyph(uint8_t *rgb, uint32_t w, uint32_t x0, uint32_t y0, int g,
+/* Character c (glyphs.h) at (x0, y0), each pixel a scale x scale square. */
+static void put_glyph(uint8_t *rgb, uint32_t w, uint32_t x0, uint32_t y0, int c,
                       uint32_t scale, const uint8_t col[3])
 {
-    for (uint32_t y = 0; y < 5; y++)
-        for (uint32_t x = 0; x < 3; x++)
-            if (font3x5[g][y] >> (2 - x) & 1)
+    for (uint32_t y = 0; y < NC_GLYPH_H; y++)
+        for (uint32_t x = 0; x < NC_GLYPH_W; x++)
+            if (nc_glyph_row(c, y) >> (NC_GLYPH_W - 1 - x) & 1)
                 for (uint32_t sy = 0; sy < scale; sy++)
                     for (uint32_t sx = 0; sx < scale; sx++) {
                         uint8_t *p = rgb + (((size_t)(y0 + y * scale + sy)) * w +
@@ -178,12 +173,13 @@ static int png_write_rgb(const char *path, const uint8_t *rgb, uint32_t W, uint3
     return err;
 }
 
-/* The caption glyph of a class: its label when that is one digit, else the
- * dash (a character set's captions are in the printed list). */
+/* The caption character of a class: its label when that is one printable
+ * character, else the dash (no answer, or a longer label: those are in the
+ * printed list). */
 static int glyph_of(const nc_model_info *info, int32_t cls)
 {
     const char *t = cls >= 0 && (uint32_t)cls < info->n_classes ? info->labels[cls] : "";
-    return t[0] >= '0' && t[0] <= '9' && !t[1] ? t[0] - '0' : 10;
+    return t[0] > 0x20 && t[0] < 0x7f && !t[1] ? t[0] : '-';
 }
 
 /* Tiles of the given digits (raw MNIST pixels, scaled 2x, ink dark on white)

@@ -10,7 +10,8 @@
  * fits the file's rule on the set and writes a file the engine opens with
  * the labels kept; `eval --idx` prints the character report (kinds, top-3,
  * the groups, the confusions) and refuses a set whose classes are not the
- * model's.  Last the calibrated file answers an image through the engine
+ * model's, and its --sheet captions each error with the true label and the
+ * answer, letters included.  Last the calibrated file answers an image through the engine
  * table and core/backend/answer with all 12 candidates, each once, best first.
  * Usage: test_train_chars NEOCOG-TRAIN. */
 #include "fixture.h"
@@ -26,7 +27,9 @@
 #include "answer.h"
 #include "backend.h"
 #include "dataset.h"
+#include "decode.h"
 #include "fileio.h"
+#include "glyphs.h"
 #include "image.h"
 #include "modelfile.h"
 
@@ -110,6 +113,65 @@ static int losses(const char *out, double *first, double *last)
         *last = x;
     }
     return n;
+}
+
+/* The caption character drawn at (x0, y0) of a gray sheet (eval's scale 2):
+ * 1 when its pixels are glyph c's, 0 when not. */
+static int caption_is(const nc_image *im, uint32_t x0, uint32_t y0, int c)
+{
+    for (uint32_t y = 0; y < NC_GLYPH_H; y++)
+        for (uint32_t x = 0; x < NC_GLYPH_W; x++) {
+            const uint32_t px = x0 + 2 * x, py = y0 + 2 * y;
+            if (px >= im->width || py >= im->height)
+                return 0;
+            const int ink = im->pixels[(size_t)py * im->stride + px] < 200;
+            if (ink != (int)(nc_glyph_row(c, y) >> (NC_GLYPH_W - 1 - x) & 1))
+                return 0;
+        }
+    return 1;
+}
+
+/* `eval --sheet`: the tiles' captions are the labels, letters too (not the
+ * dash a digit-only font drew for them).  The tile of every listed error
+ * ("#N true T answer A", in tile order) is found at eval's geometry: ten
+ * tiles a row, each image twice its size plus 8 px across and 16 down, the
+ * true label at its caption's left, the answer 10 px right of it. */
+static void check_sheet(const char *tool, const char *model, const char *set, const char *dir)
+{
+    char sheet[300];
+    snprintf(sheet, sizeof sheet, "%s/sheet.png", dir);
+    char *out = NULL;
+    const char *args[] = { "eval", "--model", model, "--idx", set, "--sheet", sheet, NULL };
+    CHECK_INT_EQ(run(tool, args, &out), 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_image *im = NULL;
+    const nc_decode_limits lim = { 1u << 14, 1u << 26 };
+    char why[128] = "";
+    CHECK_INT_EQ(nc_file_read(sheet, 64u << 20, &buf, &len), 0);
+    CHECK_INT_EQ(nc_decode_image(NC_DECODE_AUTO, buf, len, 0, 0, &lim, &im, why, sizeof why), 0);
+    CHECK(im && im->width % 10 == 0);
+    uint32_t letters = 0, tiles = 0;
+    const char *o = out ? out : "";
+    for (const char *l = strstr(o, "\n  #"); im && l; l = strstr(l + 1, "\n  #")) {
+        unsigned idx;
+        char t[8], a[8];
+        if (sscanf(l, " #%u true %7s answer %7s", &idx, t, a) != 3)
+            continue;
+        const uint32_t tw = im->width / 10, side = (tw - 8) / 2, th = 2 * side + 16;
+        const uint32_t x0 = (tiles % 10) * tw + 4, cy = (tiles / 10) * th + 2 + 2 * side + 2;
+        CHECK_MSG(caption_is(im, x0, cy, t[0]) && caption_is(im, x0 + 10, cy, a[0]),
+                  "tile %u (true %s, answer %s): its caption is not the labels", tiles, t, a);
+        letters += t[0] == 'x' || t[0] == 'X' || a[0] == 'x' || a[0] == 'X';
+        if (t[0] == 'x' || t[0] == 'X')
+            CHECK(!caption_is(im, x0, cy, '-'));
+        tiles++;
+    }
+    CHECK_MSG(tiles > 0 && letters > 0, "%u tiles listed, %u with a letter: %s", tiles, letters,
+              o);
+    nc_image_free(im);
+    free(buf);
+    free(out);
 }
 
 int main(int argc, char **argv)
@@ -197,6 +259,7 @@ int main(int argc, char **argv)
     CHECK(strstr(o, "most frequent confusions") != NULL);
     CHECK(strstr(o, "confusion (rows: true") != NULL);    /* 12 classes: the matrix too */
     free(out);
+    check_sheet(tool, cal, va, dir);
     const char *eval_other[] = { "eval", "--model", cal, "--idx", other, NULL };
     CHECK_INT_EQ(run(tool, eval_other, NULL), 1);
 

@@ -7,7 +7,8 @@
 # with the set's 94 labels in their order (the same classes with two labels
 # swapped are refused), answers its training images with at most 10 % error
 # and a fresh deformed rendering of them with at most 50 % (chance: 98.9 %);
-# a --val whose classes differ from --train's is refused, and so is
+# `eval --sheet` draws the errors to a PNG; a --val whose classes differ
+# from --train's is refused, and so is
 # --resume with a checkpoint of other sets.
 #   train_neocog_chars.sh NEOCOG_TRAIN NEOCOG_UNIPEN   (NC_SOURCE_ROOT names the source tree)
 set -u
@@ -47,6 +48,14 @@ echo "training images: ${e:-?} of 471 wrong"
 e=$(errors_of "$tmp/evald.txt")
 echo "deformed rendering: ${e:-?} of 471 wrong"
 [ -n "$e" ] && [ "$e" -le 235 ] || fail "deformed rendering: ${e:-no figure} errors, more than 50 %"
+
+# --sheet of the errors: a PNG, each tile listed with its labels (the
+# captions' glyphs are checked in test_train_chars)
+"$train_bin" eval --model "$tmp/m.ncm" --idx "$tmp/d" --sheet "$tmp/sheet.png" --sheet-max 40 \
+    >"$tmp/sheet.txt" 2>&1 || fail "eval --sheet: exit $?"
+[ "$(od -An -c -N4 "$tmp/sheet.png" 2>/dev/null | tr -d ' ')" = "211PNG" ] ||
+    fail "--sheet wrote no PNG"
+grep -q "^  #[0-9]* true [A-Za-z] answer" "$tmp/sheet.txt" || fail "the sheet lists no letter"
 
 # the labels are the file's: the same images under a classes file with "A"
 # and "B" swapped are refused
