@@ -66,7 +66,7 @@ static int send_digit(nc_client *c, size_t k, int n_images, uint64_t *id)
 typedef struct fault {
     pthread_t thread;
     nc_daemon *d;
-    atomic_int answered, done;
+    atomic_int answered, signalled, done;
     int old_exit, restarted;
 } fault;
 
@@ -76,6 +76,7 @@ static void *fault_main(void *arg)
     while (atomic_load(&f->answered) < FAULT_AFTER)
         nc_sleep_ms(2);
     kill(f->d->pid, SIGTERM);
+    atomic_store(&f->signalled, 1);
     f->old_exit = nc_daemon_wait_exit(f->d, 20000);
     nc_daemon_stop(f->d, 1000);
     /* A moment with no socket at all: the client must back off, not fail. */
@@ -97,17 +98,25 @@ static void test_restart(void)
     fault f = { .d = &d };
     atomic_init(&f.answered, 0);
     atomic_init(&f.done, 0);
+    atomic_init(&f.signalled, 0);
     REQUIRE(pthread_create(&f.thread, NULL, fault_main, &f) == 0);
     static uint8_t seen[N_MAX + 1];
     uint64_t sent = 0, ok = 0, gave_up = 0, wrong = 0, dup = 0, other = 0;
     char first_problem[300] = "";
-    /* The stream goes on until the new daemon is up and N_AFTER more were
-     * sent: a drain that answers the whole window (the connection never
-     * idle) would otherwise let the stream end on the old daemon, with no
-     * reconnection to test. */
+    /* The draining daemon serves a connection until it is idle, then
+     * refuses what arrives on it (UNAVAILABLE) and half-closes it.  A client
+     * that keeps its window full may never leave it idle, so once SIGTERM is
+     * sent this one lets its window empty and waits a moment (as a camera
+     * between frames would), then streams on until the new daemon is up and
+     * N_AFTER more were sent: what it sends in between is refused or lost and
+     * must be resent, through a reconnection. */
     uint64_t target = N_RESTART;
-    int after_set = 0;
+    int after_set = 0, paused = 0;
     while (sent < target || nc_client_in_flight(c)) {
+        if (!paused && atomic_load(&f.signalled) && !nc_client_in_flight(c)) {
+            paused = 1;
+            nc_sleep_ms(50);
+        }
         if (!after_set && atomic_load(&f.done)) {
             after_set = 1;
             if (target < sent + N_AFTER)
@@ -115,7 +124,8 @@ static void test_restart(void)
         } else if (!after_set && sent + 1 >= target && target < N_MAX) {
             target++;               /* the restart is not over: keep streaming */
         }
-        if (sent < target && nc_client_in_flight(c) < WINDOW) {
+        const int hold = !paused && atomic_load(&f.signalled);
+        if (!hold && sent < target && nc_client_in_flight(c) < WINDOW) {
             uint64_t id;
             int r = send_digit(c, sent, 1, &id);
             CHECK_MSG(r == 0 && id == sent + 1, "send %llu: %d %s", (unsigned long long)sent, r,
