@@ -1230,8 +1230,9 @@ static void reply_order(int fd, int n, const uint64_t *ids, int n_ids, int *ret_
 }
 
 /* One bulk worker, one priority worker (the default), batches of up to
- * BULK images, and a model heavy enough that a bulk batch takes tens of
- * milliseconds on a CPU core.
+ * BULK images, and a model heavy enough that a bulk batch lasts several times
+ * the 20 ms pause below on a CPU core, even on a fast, quiet host (half of
+ * this model let a batch finish first now and then).
  *  1. Pipelined on one connection: six bulk requests at normal priority,
  *     one image at high priority, one at normal.  The high one must come
  *     back before the last bulk batch, the trailing normal one last (first
@@ -1245,7 +1246,7 @@ static void test_priority(void)
     char sock[300], heavy[300];
     snprintf(sock, sizeof sock, "%s/p.sock", dir);
     snprintf(heavy, sizeof heavy, "%s/heavy.ncm", dir);
-    REQUIRE(nc_make_cnn_model_arch(heavy, 9, "1x29x29-64C4-MP2-128C5-MP3-10N") == 0);
+    REQUIRE(nc_make_cnn_model_arch(heavy, 9, "1x29x29-64C4-MP2-256C5-MP3-10N") == 0);
     /* on the CPU (--gpus 0): the test needs a bulk batch that lasts past
        its 20 ms pause, which a GPU finishes well within */
     const char *args[] = { "--cnn-model", heavy, "--listen-tcp", "none", "--listen-unix", sock,
