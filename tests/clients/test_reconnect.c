@@ -110,7 +110,7 @@ static void test_restart(void)
      * between frames would), then streams on until the new daemon is up and
      * N_AFTER more were sent: what it sends in between is refused or lost and
      * must be resent, through a reconnection. */
-    uint64_t target = N_RESTART;
+    uint64_t target = N_MAX;        /* until the restart is over */
     int after_set = 0, paused = 0;
     while (sent < target || nc_client_in_flight(c)) {
         if (!paused && atomic_load(&f.signalled) && !nc_client_in_flight(c)) {
@@ -119,10 +119,7 @@ static void test_restart(void)
         }
         if (!after_set && atomic_load(&f.done)) {
             after_set = 1;
-            if (target < sent + N_AFTER)
-                target = sent + N_AFTER;
-        } else if (!after_set && sent + 1 >= target && target < N_MAX) {
-            target++;               /* the restart is not over: keep streaming */
+            target = sent + N_AFTER > N_RESTART ? sent + N_AFTER : N_RESTART;
         }
         const int hold = !paused && atomic_load(&f.signalled);
         if (!hold && sent < target && nc_client_in_flight(c) < WINDOW) {
