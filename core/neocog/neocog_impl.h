@@ -15,8 +15,9 @@
 #define NC_NEOCOG_HOT
 #endif
 
-/* The plain references (neocog_layers.c): loops straight from the equations,
- * windows clipped by arithmetic rather than the tables, double sums. */
+/* The plain references (neocog_s.c, neocog_c.c, neocog_g.c): loops straight
+ * from the equations, windows clipped by arithmetic rather than the tables,
+ * double sums. */
 void nc_neocog__s_ref(const nc_neocog_s_args *s, const float *in, float *out);
 void nc_neocog__c_ref(const nc_neocog_index *ix, const float *d, uint32_t k,
                       const float *in, float *out);
@@ -47,8 +48,16 @@ uint32_t nc_neocog__log8_of(float v, float scale);
 float nc_neocog__float_of_log8(uint32_t q, float scale);
 
 /* Is live tap (ty, tx) of a win-wide window with radius A (the one rule
- * nc_neocog_index_new uses). */
+ * nc_neocog_index_new uses; defined in neocog_s.c). */
 int nc_neocog__tap_live(uint32_t win, float radius, uint32_t ty, uint32_t tx);
+
+/* The references' clipping: the input cell feeding output o through window
+ * tap t along one axis, or -1 when it falls in the zero padding. */
+static inline long nc_neocog__in_coord(const nc_neocog_index *ix, uint32_t o, uint32_t t)
+{
+    long i = (long)o * ix->step - (long)ix->pad + (long)t;
+    return i >= 0 && i < (long)ix->n_in ? i : -1;
+}
 
 /* A stage's layout as the layers read it (neocog_net.c). */
 /* Plane stride of stage l's input layer in a state (UG: 8). */
