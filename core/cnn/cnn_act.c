@@ -1,130 +1,10 @@
-/* core/cnn/cnn_forward.c — the CNN forward pass as plain loops: the
- * specification every faster path (cnn_blas.c, gpu/) must reproduce.
+/* core/cnn/cnn_act.c — losses and the optimisers' steps (SGD, with
+ * momentum, Adam): the CPU twin of gpu/cnn/cnn_act.cu.  The activation and
+ * its derivative (nc_cnn_act_ref, nc_cnn_act_grad) are inline in
+ * cnn_internal.h, where every engine reads them.
  *
- * Layer: core.  Written to be read, one loop nest per layer kind, shapes
- * beside every index.  Sums are accumulated in double so that the finite-
- * difference checks of the tests see little rounding noise.  Layout:
- * image-major, act[l][b][map][y][x] for image b of the batch. */
+ * Layer: core.  The losses' sums are taken in double. */
 #include "cnn_internal.h"
-
-#include <string.h>
-
-/* Convolution (seed 000 §2.2, §3.2).
- *   x: [n][in_maps][in_h][in_w]    the previous layer
- *   y: [n][maps][h][w]             h = (in_h - ky) / (skip_y + 1) + 1, same for w
- *   weights: [maps][in_maps][ky][kx], bias: [maps], table: [maps][in_maps]
- * y[b][m][oy][ox] = f(bias[m] + sum over connected c, i < ky, j < kx of
- *                     w[m][c][i][j] * x[b][c][oy*step_y + i][ox*step_x + j]) */
-static void conv_forward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
-                             const float *x, float *y, uint32_t n)
-{
-    const uint32_t in_maps = P->maps, in_h = P->height, in_w = P->width;
-    const uint32_t kx = L->kernel_x, ky = L->kernel_y;
-    const uint32_t step_x = L->skip_x + 1, step_y = L->skip_y + 1;
-    for (uint32_t b = 0; b < n; b++) {
-        const float *xb = x + (size_t)b * L->n_in;
-        float *yb = y + (size_t)b * L->n_out;
-        for (uint32_t m = 0; m < L->maps; m++) {
-            for (uint32_t oy = 0; oy < L->height; oy++) {
-                for (uint32_t ox = 0; ox < L->width; ox++) {
-                    double a = L->bias[m];
-                    for (uint32_t c = 0; c < in_maps; c++) {
-                        if (!L->table[(size_t)m * in_maps + c])
-                            continue;
-                        const float *k = L->weights + ((size_t)m * in_maps + c) * kx * ky;
-                        const float *xc = xb + (size_t)c * in_h * in_w;
-                        for (uint32_t i = 0; i < ky; i++)
-                            for (uint32_t j = 0; j < kx; j++)
-                                a += (double)k[i * kx + j] *
-                                     xc[(size_t)(oy * step_y + i) * in_w + ox * step_x + j];
-                    }
-                    yb[((size_t)m * L->height + oy) * L->width + ox] =
-                        nc_cnn_act_ref(a, nc_cnn_sum_act(L));
-                }
-            }
-        }
-    }
-}
-
-/* Max-pooling over non-overlapping kx x ky regions (seed 000 §2.3).
- *   x: [n][maps][h*ky][w*kx]  ->  y: [n][maps][h][w] */
-static void pool_forward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
-                             const float *x, float *y, uint32_t n)
-{
-    const uint32_t kx = L->kernel_x, ky = L->kernel_y, in_w = P->width;
-    for (uint32_t b = 0; b < n; b++) {
-        for (uint32_t m = 0; m < L->maps; m++) {
-            const float *xm = x + (size_t)b * L->n_in + (size_t)m * P->height * in_w;
-            float *ym = y + (size_t)b * L->n_out + (size_t)m * L->height * L->width;
-            for (uint32_t oy = 0; oy < L->height; oy++) {
-                for (uint32_t ox = 0; ox < L->width; ox++) {
-                    float best = xm[(size_t)oy * ky * in_w + ox * kx];
-                    for (uint32_t i = 0; i < ky; i++)
-                        for (uint32_t j = 0; j < kx; j++) {
-                            float v = xm[(size_t)(oy * ky + i) * in_w + ox * kx + j];
-                            if (v > best)
-                                best = v;
-                        }
-                    ym[(size_t)oy * L->width + ox] = best;
-                }
-            }
-        }
-    }
-}
-
-/* Fully connected: x: [n][n_in] (the previous layer flattened as
- * [maps][h][w]), weights: [units][n_in], y: [n][units].
- * y[b][u] = f(bias[u] + sum_k w[u][k] x[b][k]) */
-static void full_forward_ref(const nc_cnn_layer *L, const float *x, float *y, uint32_t n)
-{
-    for (uint32_t b = 0; b < n; b++) {
-        const float *xb = x + (size_t)b * L->n_in;
-        for (uint32_t u = 0; u < L->maps; u++) {
-            const float *wu = L->weights + (size_t)u * L->n_in;
-            double a = L->bias[u];
-            for (uint32_t k = 0; k < L->n_in; k++)
-                a += (double)wu[k] * xb[k];
-            y[(size_t)b * L->n_out + u] = nc_cnn_act_ref(a, nc_cnn_sum_act(L));
-        }
-    }
-}
-
-int nc_cnn_forward_ref(const nc_cnn *net, nc_cnn_work *w,
-                       const float *in, uint32_t n, float *out)
-{
-    int err = nc_cnn_work_check(net, w, n);
-    if (err)
-        return err;
-    if (!in)
-        return -EINVAL;
-    w->state = NC_CNN_STATE_NONE;
-    for (uint32_t l = 1; l < net->n_layers; l++) {
-        const nc_cnn_layer *L = &net->layers[l];
-        const float *x = l == 1 ? in : w->act[l - 1];
-        switch (L->kind) {
-        case NC_CNN_KIND_CONV: conv_forward_ref(L, &net->layers[l - 1], x, w->act[l], n); break;
-        case NC_CNN_KIND_POOL: pool_forward_ref(L, &net->layers[l - 1], x, w->act[l], n); break;
-        case NC_CNN_KIND_FULL: full_forward_ref(L, x, w->act[l], n); break;
-        default: return -EINVAL;
-        }
-        if (L->norm) {      /* the sums, standardised over the batch, then f */
-            const uint32_t plane = L->height * L->width;
-            float *y = w->act[l];
-            nc_cnn_norm_forward(L, y, n, (nc_cnn_runs){ plane, L->n_out, plane }, w->xhat[l],
-                                w->nstat[l]);
-            for (size_t i = 0; i < (size_t)n * L->n_out; i++)
-                y[i] = nc_cnn_act_ref(y[i], L->act);
-        }
-        if (w->hook)
-            w->hook(w->hook_ctx, l);
-    }
-    if (out)
-        memcpy(out, w->act[net->n_layers - 1], (size_t)n * net->n_outputs * sizeof(float));
-    w->state = NC_CNN_STATE_REF;
-    w->state_n = n;
-    w->state_in = in;
-    return 0;
-}
 
 /* E = 1/2 sum_b sum_k (y[b][k] - t[b][k])^2, t = +1 at the label, -1 elsewhere
  * (or targets[b][k]); dE/dy = y - t. */
@@ -210,5 +90,65 @@ int nc_cnn_loss_softmax(const nc_cnn *net, const float *out, const uint8_t *labe
         *ret_loss = loss;
     if (ret_errors)
         *ret_errors = errors;
+    return 0;
+}
+
+/* Every convolution's cut kernels back to 0 after an update. */
+static void mask_all_kernels(nc_cnn *net)
+{
+    for (uint32_t l = 1; l < net->n_layers; l++)
+        if (net->layers[l].kind == NC_CNN_KIND_CONV)
+            nc_cnn_mask_kernels(net, l);
+}
+
+int nc_cnn_sgd_momentum(nc_cnn *net, const float *grads, float *velocity, float lr,
+                        float momentum)
+{
+    if (!net || !grads || !velocity || !isfinite(lr) || !(momentum >= 0.0f && momentum < 1.0f))
+        return -EINVAL;
+    for (size_t i = 0; i < net->n_params; i++) {
+        velocity[i] = momentum * velocity[i] + grads[i];
+        net->params[i] -= lr * velocity[i];
+    }
+    mask_all_kernels(net);
+    return 0;
+}
+
+void nc_cnn_adam_corrections(uint64_t step, float beta1, float beta2, float *c1, float *c2)
+{
+    *c1 = (float)(1.0 / (1.0 - pow((double)beta1, (double)step)));
+    *c2 = (float)(1.0 / (1.0 - pow((double)beta2, (double)step)));
+}
+
+int nc_cnn_adam(nc_cnn *net, const float *grads, float *m, float *v, uint64_t step, float lr,
+                float beta1, float beta2, float eps)
+{
+    if (!net || !grads || !m || !v || step == 0 || !isfinite(lr) ||
+        !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f) ||
+        !(eps > 0.0f) || !isfinite(eps))
+        return -EINVAL;
+    float c1, c2;
+    nc_cnn_adam_corrections(step, beta1, beta2, &c1, &c2);
+    const float r1 = 1.0f - beta1, r2 = 1.0f - beta2;
+    for (size_t i = 0; i < net->n_params; i++) {
+        const float g = grads[i];
+        const float mi = beta1 * m[i] + r1 * g;
+        const float vi = beta2 * v[i] + r2 * (g * g);
+        m[i] = mi;
+        v[i] = vi;
+        net->params[i] -= lr * (mi * c1) / (sqrtf(vi * c2) + eps);
+    }
+    mask_all_kernels(net);
+    return 0;
+}
+
+int nc_cnn_sgd(nc_cnn *net, const float *grads, float lr)
+{
+    if (!net || !grads || !isfinite(lr))
+        return -EINVAL;
+    for (size_t i = 0; i < net->n_params; i++)
+        net->params[i] -= lr * grads[i];
+    /* grads from the backward passes are already 0 there; a caller's may not be */
+    mask_all_kernels(net);
     return 0;
 }

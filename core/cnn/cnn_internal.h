@@ -1,8 +1,9 @@
 /* core/cnn/cnn_internal.h — what the cnn_*.c files share and nobody else sees.
  *
- * Layer: core.  The working memory of nc_cnn_work and the activation
- * function, used by the reference (cnn_forward.c, cnn_backward.c) and the
- * BLAS (cnn_blas.c) engines. */
+ * Layer: core.  The working memory of nc_cnn_work, the reference engine's
+ * layer loops and the activation function, used by the reference
+ * (cnn_forward.c, cnn_backward.c over cnn_conv.c, cnn_pool.c, cnn_full.c)
+ * and the BLAS (cnn_blas.c) engines. */
 #ifndef NC_CNN_INTERNAL_H
 #define NC_CNN_INTERNAL_H
 
@@ -72,6 +73,27 @@ void nc_cnn_norm_forward(const nc_cnn_layer *L, float *a, uint32_t n, nc_cnn_run
 /* d: dE/d(gamma a^ + beta) in, dE/da out; ggamma, gbeta: [maps], written. */
 void nc_cnn_norm_backward(const nc_cnn_layer *L, float *d, uint32_t n, nc_cnn_runs r,
                           const float *xhat, const float *stat, float *ggamma, float *gbeta);
+
+/* The reference engine's layer loops, image-major, run by nc_cnn_forward_ref
+ * (cnn_forward.c) and nc_cnn_backward_ref (cnn_backward.c).  L is the
+ * layer, P the one below it; x its input, y its output (the backward passes:
+ * y as the forward left it, dy = dE/dy in, dx = dE/dx out, NULL where not
+ * needed, gw/gb = its weight and bias gradients, added to). */
+/* cnn_conv.c */
+void nc_cnn_conv_forward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
+                             const float *x, float *y, uint32_t n);
+void nc_cnn_conv_backward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
+                              const float *x, const float *y, const float *dy,
+                              float *dx, float *gw, float *gb, uint32_t n);
+/* cnn_pool.c */
+void nc_cnn_pool_forward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
+                             const float *x, float *y, uint32_t n);
+void nc_cnn_pool_backward_ref(const nc_cnn_layer *L, const nc_cnn_layer *P,
+                              const float *x, const float *dy, float *dx, uint32_t n);
+/* cnn_full.c */
+void nc_cnn_full_forward_ref(const nc_cnn_layer *L, const float *x, float *y, uint32_t n);
+void nc_cnn_full_backward_ref(const nc_cnn_layer *L, const float *x, const float *y,
+                              const float *dy, float *dx, float *gw, float *gb, uint32_t n);
 
 /* The activation a layer's kernels apply to its sums: none for a normalised
  * layer (it activates after normalising), else its own. */
