@@ -159,6 +159,12 @@ typedef enum nc_prep_kind {
     NC_PREP_NEOCOG = 2,     /* threshold, crop, scale to box px tall (width at
                                most size-4), re-binarise, centre in size x size
                                (spec: size 65, box 40..44); output 0/1 */
+    NC_PREP_LINE = 3,       /* the image is a character cell as tall as its
+                               text line: no crop, the cell's height scaled
+                               to box rows (aspect kept, width at most size),
+                               centre of mass to the middle along x only, so
+                               size and height on the line survive (o O 0,
+                               . , '); output in [0,1] */
 } nc_prep_kind;
 
 /* Views: a neocognitron answers a digit better when it sees it at a few
@@ -175,7 +181,8 @@ typedef enum nc_prep_kind {
 typedef struct nc_prep {
     uint32_t kind;          /* nc_prep_kind */
     uint32_t size;          /* output field is size x size */
-    uint32_t box;           /* MNIST: fit box; NEOCOG: digit height */
+    uint32_t box;           /* MNIST: fit box; NEOCOG: digit height; LINE:
+                               the cell's height */
     uint32_t pad;           /* zero border added on every side of the
                                size x size field (meant for MNIST; NEOCOG
                                honours it too) */
@@ -208,6 +215,11 @@ typedef struct nc_prep {
 #define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
 #define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
 #define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0, 0, { 0 }, { 0 } })
+/* The CNN's 29x29 input from a line cell: the cell's height becomes the
+ * field's 29 rows, so a 29x29 cell of `neocog-unipen --size-mode line` (capital
+ * height 12 px, baseline on row 19) passes through unchanged but for its
+ * x centring. */
+#define NC_PREP_LINE_29   ((nc_prep){ NC_PREP_LINE, 29, 29, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
 
 /* Number of floats nc_prep_apply writes: views x (size + 2 pad)^2, views
  * being nc_prep_views(p); 0 if p is NULL. */
@@ -234,7 +246,8 @@ const char *nc_prep_deskew_name(uint32_t deskew);
 /* 0 if p is a valid, supported setting, else -EINVAL / -ERANGE.  Views:
  * n_views at most NC_PREP_MAX_VIEWS, each view's box and deskew valid as
  * box and deskew are, and the unused entries zero (so two equal preps
- * compare equal). */
+ * compare equal).  NC_PREP_LINE takes no deskew (0, in every view too:
+ * -EINVAL otherwise): a shear about the ink would move it on the line. */
 int nc_prep_check(const nc_prep *p);
 
 /* Turn a raw grey image into a network input per p (see nc_prep_kind):
@@ -276,7 +289,22 @@ int nc_prep_check(const nc_prep *p);
  *  when threshold < 0): 1 where above, else 0; nothing left is -ENOENT.
  *  The bounding box of what is left is placed at ((size - w) / 2,
  *  (size - h) / 2), integer division.
- * Both: the size x size field then sits at (pad, pad) in the output, with
+ * NC_PREP_LINE: steps 1-3 as above (the ink threshold only decides that
+ *  there is ink and sets the contrast), but no crop and no deskew: the
+ *  whole image is the character's cell, as tall as its text line (what
+ *  `neocog-unipen --size-mode line` renders, or a segmenter cuts from a
+ *  line: the line's top to its bottom, the character's columns plus a
+ *  margin).  The cell's height becomes box rows and its width keeps the
+ *  aspect ratio (round(width * box / height), at least 1); a cell too wide
+ *  for the field has its width become size instead (the height then
+ *  round(height * size / width), at least 1).  The scaled cell's top row
+ *  goes to field row (size - height) / 2, integer division, so heights on
+ *  the line are kept; along x it is shifted by whole pixels so its
+ *  intensity-weighted centre of mass lands as near as rounding allows to
+ *  column size / 2, clamped so that no ink leaves the field (the renderer
+ *  centres by mass too, so a margin on one side does not move the ink).
+ *  Grey output.
+ * All: the size x size field then sits at (pad, pad) in the output, with
  * zeros around it.  out is written only on success. */
 int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out);
 

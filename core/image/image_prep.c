@@ -68,7 +68,7 @@ int nc_prep_check(const nc_prep *p)
 {
     if (!p)
         return -EINVAL;
-    if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
+    if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG && p->kind != NC_PREP_LINE)
         return -EINVAL;
     if (p->size == 0 || p->invert > 1 || p->deskew > NC_PREP_DESKEW_GENTLE)
         return -EINVAL;
@@ -91,6 +91,14 @@ int nc_prep_check(const nc_prep *p)
         } else if ((err = box_check(p, p->view_box[v])) < 0) {
             return err;
         }
+    }
+    /* LINE keeps the ink where it sits on the line: a shear would move it. */
+    if (p->kind == NC_PREP_LINE) {
+        if (p->deskew)
+            return -EINVAL;
+        for (uint32_t v = 0; v < p->n_views; v++)
+            if (p->view_deskew[v])
+                return -EINVAL;
     }
     /* NEOCOG caps the width at size - 4, which must leave a pixel. */
     if (p->kind == NC_PREP_NEOCOG && p->size < 5)
@@ -343,6 +351,20 @@ static void mnist_dims(const nc_prep *p, nc_rect crop, uint32_t *w, uint32_t *h)
     *h = scale_dim(crop.height, p->box, longer);
 }
 
+/* LINE: the cell's height to box rows, unless its width would then pass
+ * the field's: then its width to size. */
+static void line_dims(const nc_prep *p, uint32_t cw, uint32_t ch, uint32_t *w, uint32_t *h)
+{
+    *h = p->box;
+    *w = scale_dim(cw, p->box, ch);
+    if (*w > p->size) {
+        *w = p->size;
+        *h = scale_dim(ch, p->size, cw);
+        if (*h > p->size)   /* rounding at the edge: at most one row over */
+            *h = p->size;
+    }
+}
+
 static void neocog_dims(const nc_prep *p, nc_rect crop, uint32_t *w, uint32_t *h)
 {
     uint32_t max_w = p->size - 4;
@@ -377,6 +399,36 @@ static int mnist_place(const nc_prep *p, const float *v, uint32_t w, uint32_t h,
     ox = ox < 0 ? 0 : ox > max_x ? max_x : ox;
     oy = oy < 0 ? 0 : oy > max_y ? max_y : oy;
     *ret = (placed){ v, w, h, (int32_t)ox, (int32_t)oy };
+    return 0;
+}
+
+/* LINE: the top row at (size - h) / 2, the centre of mass along x to
+ * size / 2 by whole pixels, clamped so no ink leaves the field (a cell as
+ * wide as the field may still move its empty margin out).  The values are
+ * clamped to [0, 1] first: area averages of full ink can round a hair
+ * above 1. */
+static int line_place(const nc_prep *p, float *v, uint32_t w, uint32_t h, placed *ret)
+{
+    uint32_t x0 = UINT32_MAX, x1 = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            float *a = &v[(size_t)y * w + x];
+            *a = *a > 1.0f ? 1.0f : *a > 0.0f ? *a : 0.0f;
+            if (*a == 0.0f)
+                continue;
+            if (x < x0) x0 = x;
+            if (x > x1) x1 = x;
+        }
+    double sum, sx, sy;
+    grey_mass(v, w, h, &sum, &sx, &sy);
+    /* the source has ink, but shrinking a huge cell may average it away */
+    if (x0 == UINT32_MAX || !(sum > 0))
+        return -ENOENT;
+    /* ink columns x0..x1 (at most w <= size wide) stay in 0..size-1 */
+    long ox = lround((double)(p->size / 2) - sx / sum);
+    long min_x = -(long)x0, max_x = (long)p->size - 1 - (long)x1;
+    ox = ox < min_x ? min_x : ox > max_x ? max_x : ox;
+    *ret = (placed){ v, w, h, (int32_t)ox, (int32_t)((p->size - h) / 2) };
     return 0;
 }
 
@@ -440,6 +492,7 @@ static void write_field(const nc_prep *p, const placed *pl, float *out)
 /* Steps 1-3, the same for every view of a digit: the ink level, the ink's
  * bounding box as a crop of img, and the contrast table. */
 typedef struct prep_source {
+    nc_image cell;          /* the whole image (LINE's input) */
     nc_image crop;          /* borrows img's pixels */
     nc_rect box;
     float lut[256];
@@ -458,6 +511,7 @@ static int make_source(const nc_image *img, const nc_prep *p, prep_source *src)
     contrast_lut(hist, t, p->invert != 0, src->lut);
     if ((err = nc_image_crop(img, src->box, &src->crop)) < 0)
         return err;
+    src->cell = *img;
     /* Ink in stretched units: the level t itself, polarity undone. */
     src->ink = src->lut[p->invert ? 255 - t : t];
     return 0;
@@ -485,7 +539,9 @@ static int place_view(const nc_prep *p, const prep_source *src, const prep_uprig
                       float *out)
 {
     uint32_t w, h;
-    if (p->kind == NC_PREP_MNIST)
+    if (p->kind == NC_PREP_LINE)
+        line_dims(p, src->cell.width, src->cell.height, &w, &h);
+    else if (p->kind == NC_PREP_MNIST)
         mnist_dims(p, u->fit, &w, &h);
     else
         neocog_dims(p, u->fit, &w, &h);
@@ -496,13 +552,16 @@ static int place_view(const nc_prep *p, const prep_source *src, const prep_uprig
         return -ENOMEM;
     placed pl;
     int err;
-    if (u->upright)
+    if (p->kind == NC_PREP_LINE)        /* no crop, never deskewed */
+        err = nc_image_resample_u8(&src->cell, src->lut, scaled, w, h);
+    else if (u->upright)
         err = nc_image_resample(u->upright, u->fit.width, u->fit.height, scaled, w, h);
     else
         err = nc_image_resample_u8(&src->crop, src->lut, scaled, w, h);
     if (err >= 0)
-        err = p->kind == NC_PREP_MNIST ? mnist_place(p, scaled, w, h, &pl)
-                                       : neocog_place(p, scaled, w, h, &pl);
+        err = p->kind == NC_PREP_LINE    ? line_place(p, scaled, w, h, &pl)
+              : p->kind == NC_PREP_MNIST ? mnist_place(p, scaled, w, h, &pl)
+                                         : neocog_place(p, scaled, w, h, &pl);
     if (err >= 0)
         write_field(p, &pl, out);
     free(scaled);

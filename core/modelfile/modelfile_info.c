@@ -56,7 +56,7 @@ static int info_valid(const nc_model_info *in)
         if (!field_ok(in->labels[c], LABEL_LEN) || in->labels[c][0] == '\0')
             return 0;
     const nc_prep *p = &in->prep;
-    if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG)
+    if (p->kind != NC_PREP_MNIST && p->kind != NC_PREP_NEOCOG && p->kind != NC_PREP_LINE)
         return 0;
     if (p->size < 1 || p->size > PREP_MAX_SIZE || p->box < 1 ||
         p->box > PREP_MAX_SIZE || p->pad > PREP_MAX_SIZE || p->invert > 1 ||

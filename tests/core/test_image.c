@@ -561,7 +561,7 @@ static void test_prep_args(void)
     CHECK_INT_EQ(nc_prep_apply(NULL, &cnn, out), -EINVAL);
     CHECK_INT_EQ(nc_prep_apply(img, NULL, out), -EINVAL);
     CHECK_INT_EQ(nc_prep_apply(img, &cnn, NULL), -EINVAL);
-    bad = cnn; bad.kind = 3;
+    bad = cnn; bad.kind = NC_PREP_LINE + 1;
     CHECK_INT_EQ(nc_prep_apply(img, &bad, out), -EINVAL);
     bad = cnn; bad.size = 0;
     CHECK_INT_EQ(nc_prep_apply(img, &bad, out), -EINVAL);

@@ -286,6 +286,27 @@ static int info_file(const nc_model_info *in, uint32_t extra_type, const void *e
     return e;
 }
 
+/* NC_PREP_LINE is stored and read back like the other kinds, and a record
+ * that differs from another only by the kind does not join it. */
+static void test_line_kind(void)
+{
+    nc_model_info in = sample_info(), got;
+    in.prep = NC_PREP_LINE_29;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE_OK(info_file(&in, 0, NULL, 0, &buf, &len));
+    nc_mf_reader *r = NULL;
+    REQUIRE_OK(nc_mf_open(buf, len, &r));
+    memset(&got, 0xa5, sizeof(got));
+    CHECK_INT_EQ(nc_mf_get_info(r, &got), 0);
+    CHECK(memcmp(&got.prep, &in.prep, sizeof(in.prep)) == 0);
+    nc_model_info mnist = in;
+    mnist.prep.kind = NC_PREP_MNIST;
+    CHECK(nc_mf_info_mismatch(&got, &mnist) != NULL);
+    nc_mf_close(r);
+    free(buf);
+}
+
 static void test_views(void)
 {
     nc_model_info in = sample_info(), got;
@@ -430,7 +451,7 @@ static void test_writer_rules(void)
     in.n_classes = 0;
     CHECK_INT_EQ(nc_mf_put_info(w, &in), -EINVAL);
     in = sample_info();
-    in.prep.kind = 3;
+    in.prep.kind = NC_PREP_LINE + 1;
     CHECK_INT_EQ(nc_mf_put_info(w, &in), -EINVAL);
     in = sample_info();
     memset(in.created, 'x', sizeof(in.created));     /* unterminated */
@@ -743,6 +764,7 @@ int main(void)
     test_wrong_gets();
     test_deskew_flag();
     test_views();
+    test_line_kind();
     test_writer_rules();
     test_many_classes();
     test_truncation();
