@@ -1,6 +1,8 @@
-/* core/cnn/cnn_blas.c — the CNN on CBLAS: seed 001's unrolled convolution.
+/* core/cnn/cnn_blas.c — the CNN on CBLAS: seed 001's unrolled convolution (its GPU
+ * twin is gpu/cnn/cnn_blas.cu).
  *
- * Layer: core.  Computes what cnn_forward.c / cnn_backward.c specify, with
+ * Layer: core.  Computes what the reference (cnn_conv.c, cnn_pool.c,
+ * cnn_full.c, walked by cnn_forward.c / cnn_backward.c) specifies, with
  * each layer's work over the whole batch turned into matrix products:
  *
  *   convolution   U[K][n*P]  = unroll(x)        K = in_maps*ky*kx, P = h*w

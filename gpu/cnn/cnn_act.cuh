@@ -1,7 +1,7 @@
 /* gpu/cnn/cnn_act.cuh — the element-wise parts of CNN training on the GPU: the
- * activation's derivative, the losses (twins of core's nc_cnn_loss and
- * nc_cnn_loss_softmax) and the optimisers' steps (twins of nc_cnn_sgd,
- * nc_cnn_sgd_momentum and nc_cnn_adam).
+ * activation's derivative, the losses (twins of core/cnn/cnn_act.c's
+ * nc_cnn_loss and nc_cnn_loss_softmax) and the optimisers' steps (twins of
+ * nc_cnn_sgd, nc_cnn_sgd_momentum and nc_cnn_adam, in the same file).
  *
  * Layer: gpu, C linkage.  Device pointers; enqueue on `stream`; 0 or a
  * negative errno. */

@@ -1,7 +1,6 @@
 /* gpu/cnn/cnn_conv.cu — convolution with skipping factors and connection tables:
  * forward, back-propagation by pulling deltas, and the weight gradients
- * (seed 000 §3.2-3.4; core/cnn/cnn_forward.c and core/cnn/cnn_backward.c are the
- * specification).
+ * (seed 000 §3.2-3.4; its CPU twin core/cnn/cnn_conv.c is the specification).
  *
  * Layer: gpu.  Thread mapping:
  *   forward:  grid (pixel tiles, output map, images); one thread per output

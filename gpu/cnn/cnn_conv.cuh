@@ -1,5 +1,5 @@
-/* gpu/cnn/cnn_conv.cuh — convolution layers on the GPU (twins of core/cnn/cnn_forward.c's
- * conv_forward_ref and core/cnn/cnn_backward.c's conv_backward_ref).
+/* gpu/cnn/cnn_conv.cuh — convolution layers on the GPU (twins of
+ * core/cnn/cnn_conv.c's nc_cnn_conv_forward_ref and nc_cnn_conv_backward_ref).
  *
  * Layer: gpu, C linkage.  All pointers are device memory, image-major; every
  * function enqueues on `stream` and returns 0 or a negative errno. */

@@ -4,9 +4,9 @@
  *
  * Layer: gpu, internal to cnn_conv.cu.  Each function returns -E2BIG, having
  * enqueued nothing, when the layer does not fit; cnn_conv.cu then runs its
- * general kernel.  Same semantics as those kernels (core/cnn/cnn_forward.c and
- * core/cnn/cnn_backward.c are the specification); the sums run in another order,
- * so results agree to float rounding, not bit for bit. */
+ * general kernel.  Same semantics as those kernels (core/cnn/cnn_conv.c is
+ * the specification); the sums run in another order, so results agree to
+ * float rounding, not bit for bit. */
 #ifndef NC_GPU_CNN_CONV_STAGED_CUH
 #define NC_GPU_CNN_CONV_STAGED_CUH
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 
 #include "cnn_act.cuh"
+#include "cnn_blas.cuh"
 #include "cnn_conv.cuh"
 #include "cnn_full.cuh"
 #include "cnn_fused_ops.h"
@@ -19,7 +20,6 @@
 #include "cnn_layer.h"
 #include "cnn_norm.cuh"
 #include "cnn_pool.cuh"
-#include "cnn_unroll.cuh"
 #include "cuda_check.cuh"
 #include "deform.cuh"
 

@@ -1,5 +1,5 @@
-/* gpu/cnn/cnn_full.cuh — fully connected layers on the GPU (twin of core's
- * full_forward_ref and full_backward_ref).
+/* gpu/cnn/cnn_full.cuh — fully connected layers on the GPU (twin of
+ * core/cnn/cnn_full.c's nc_cnn_full_forward_ref and nc_cnn_full_backward_ref).
  *
  * Layer: gpu, C linkage.  Device pointers; x is [n][n_in] (the previous
  * layer flattened as [maps][h][w]), y and da are [n][units]; enqueue on

@@ -1,5 +1,5 @@
-/* gpu/cnn/cnn_pool.cuh — max-pooling on the GPU (twin of core's pool_forward_ref
- * and pool_backward_ref).
+/* gpu/cnn/cnn_pool.cuh — max-pooling on the GPU (twin of core/cnn/cnn_pool.c's
+ * nc_cnn_pool_forward_ref and nc_cnn_pool_backward_ref).
  *
  * Layer: gpu, C linkage.  Device pointers, image-major; enqueue on `stream`;
  * 0 or a negative errno. */

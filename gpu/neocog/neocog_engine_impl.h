@@ -15,11 +15,11 @@
 #include "neocog_c.cuh"
 #include "neocog_class.cuh"
 #include "neocog_g.cuh"
-#include "neocog_gemm.cuh"
 #include "neocog_gs1.cuh"
 #include "neocog_iv.cuh"
 #include "neocog_list.cuh"
 #include "neocog_s.cuh"
+#include "neocog_s_gemm.cuh"
 #include "neocog_s_warp.cuh"
 
 /* One chunk's working buffers.  Every kernel of a chunk writes and reads

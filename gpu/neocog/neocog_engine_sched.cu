@@ -3,7 +3,7 @@
  *
  * Layer: gpu.  Variants: the S-layer kernel of every stage follows
  * e->variant; AUTO (the default) runs the sparse kernels below e->auto_min
- * characters and the GEMM path (gpu/neocog/neocog_gemm.cuh) from there on.
+ * characters and the GEMM path (gpu/neocog/neocog_s_gemm.cuh) from there on.
  * Under GEMM a stage keeps the sparse kernel where the tuner found it
  * faster (use_gemm[l] = 0), or runs the warp-team or list kernel where the
  * tuner set one; below NC_GPU_NEOCOG_S_WARP_BATCH the sparse variant runs

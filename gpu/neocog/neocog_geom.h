@@ -76,8 +76,9 @@ typedef enum nc_gpu_neocog_variant {
                                    inputs into a shared-memory list (exact) */
     NC_GPU_NEOCOG_GEMM = 5,     /* throughput path: rows with an occupied
                                    window compacted, then an implicit GEMM
-                                   (gpu/neocog/neocog_gemm.cuh); the engine's tuner
-                                   may keep the sparse kernel for a stage */
+                                   (gpu/neocog/neocog_s_gemm.cuh); the
+                                   engine's tuner may keep the sparse kernel
+                                   for a stage */
     NC_GPU_NEOCOG_N_VARIANTS = 6,
     NC_GPU_NEOCOG_AUTO = 6,     /* engine only (the default): sparse below a
                                    batch threshold the tuner measures, GEMM

@@ -30,8 +30,8 @@ int nc_gpu_neocog_s_forward(const nc_gpu_neocog_s_args *s, const float *in,
  * characters (the device's limits: threads per block, shared memory, grid);
  * -E2BIG when this plane count, window or block is too large for that
  * variant's kernel, -EINVAL for arguments no variant takes, -EIO on a CUDA
- * failure.  Queues nothing.  The GEMM path (neocog_gemm.cuh) takes any plane
- * count up to NC_NEOCOG_MAX_PLANES. */
+ * failure.  Queues nothing.  The GEMM path (neocog_s_gemm.cuh) takes any
+ * plane count up to NC_NEOCOG_MAX_PLANES. */
 int nc_gpu_neocog_s_check(const nc_gpu_neocog_s_args *s, uint32_t batch, int variant,
                           uint32_t per_block);
 

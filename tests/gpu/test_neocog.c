@@ -13,7 +13,7 @@
  * resident engine, in every variant (and AUTO, which switches from the
  * sparse kernels to the GEMM path at a batch threshold), must give core's
  * labels on every fixture digit, through the graph path (batches <= 64) and
- * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog/neocog_gemm)
+ * the chunked, stream-overlapped path.  The GEMM variant (gpu/neocog/neocog_s_gemm)
  * is a layer variant like the others here: every S-layer, both inputs,
  * every batch, poisoned outputs and occupancy.  So is the sparse kernel
  * with its reduction split over blocks (2, 5 and 32 runs at batches 1, 3 and
@@ -52,12 +52,12 @@
 #include "neocog_class.cuh"
 #include "neocog_engine_dev.h"
 #include "neocog_g.cuh"
-#include "neocog_gemm.cuh"
 #include "neocog_geom.h"
 #include "neocog_gs1.cuh"
 #include "neocog_list.cuh"
 #include "neocog_occ.cuh"
 #include "neocog_s.cuh"
+#include "neocog_s_gemm.cuh"
 #include "neocog_s_warp.cuh"
 
 #define POOL 37

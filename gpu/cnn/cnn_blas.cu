@@ -1,5 +1,5 @@
-/* gpu/cnn/cnn_unroll.cu — unrolled convolution + cuBLAS (seed 001's idea on the
- * GPU), and fully connected layers through cuBLAS.
+/* gpu/cnn/cnn_blas.cu — unrolled convolution + cuBLAS (seed 001's idea on the
+ * GPU), and fully connected layers through cuBLAS; twin of core/cnn/cnn_blas.c.
  *
  * Layer: gpu.  Per chunk of c images (N = c * h * w columns):
  *   unroll:   one thread per element of U[fan_in][N], U[(ci, i, j)][(b, oy, ox)]
@@ -16,7 +16,7 @@
  * quarter of the M3 shape's kernel time in a profile (docs/lessons.md).
  * They move the same values to the same places, and col2im sums in the same
  * order, as before. */
-#include "cnn_unroll.cuh"
+#include "cnn_blas.cuh"
 
 #include <errno.h>
 #include <stdio.h>

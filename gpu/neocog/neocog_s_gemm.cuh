@@ -1,5 +1,5 @@
-/* gpu/neocog/neocog_gemm.cuh — the S-layer as a row-compacted implicit GEMM, the
- * throughput path for large batches (variant NC_GPU_NEOCOG_GEMM).
+/* gpu/neocog/neocog_s_gemm.cuh — the S-layer as a row-compacted implicit
+ * GEMM, the throughput path for large batches (variant NC_GPU_NEOCOG_GEMM).
  *
  * Layer: gpu, C linkage.  Each S-layer numerator is a matrix product: for
  * every (character, output position) row, the live-tap patch of its input

@@ -1,5 +1,6 @@
-/* gpu/neocog/neocog_gemm.cu — the S-layer as a row-compacted implicit GEMM (see
- * neocog_gemm.cuh); the throughput path for large batches.
+/* gpu/neocog/neocog_s_gemm.cu — the S-layer as a row-compacted implicit GEMM
+ * (see neocog_s_gemm.cuh); the throughput path for large batches.  A variant
+ * of neocog_s.cu, whose CPU twin is core/neocog/neocog_s.c.
  *
  * Layer: gpu.  Per forward, three launches on one stream:
  *   1. qflag_kernel a block per band of 8 output rows of one character
@@ -44,7 +45,7 @@
  *                   gemm_kernel was measured too: 3 % faster at
  *                   batch >= 1024 but 1-22 % slower from 32 to 256, where the
  *                   daemon's batches are, so it was left out (git history). */
-#include "neocog_gemm.cuh"
+#include "neocog_s_gemm.cuh"
 
 #include <errno.h>
 #include <stdlib.h>

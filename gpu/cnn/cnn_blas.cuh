@@ -1,4 +1,4 @@
-/* gpu/cnn/cnn_unroll.cuh — the unrolled convolution (seed 001 on the GPU):
+/* gpu/cnn/cnn_blas.cuh — the unrolled convolution (seed 001 on the GPU):
  * unroll the input patches, one cuBLAS product per chunk of images, then bias
  * and activation; the two backward products of training the same way; and
  * the same cuBLAS route for fully connected layers.
