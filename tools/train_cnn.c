@@ -26,7 +26,10 @@
  *    levels divided by the digit's brightest pixel rather than by 255.  (On
  *    the 10000 test digits: 89.8 % have a pixel at 255 and come out as
  *    pixels / 255 exactly; all but 3 equal pixels / max exactly; those 3
- *    have a 19 px box that the prep scales to 20.)
+ *    have a 19 px box that the prep scales to 20.)  --prep line records
+ *    NC_PREP_LINE instead (box 28: the cell's height to 28 rows, no crop;
+ *    NC_PREP_LINE_29 for a 1x29x29 input), which passes neocog-unipen
+ *    --size-mode line's 28x28 renderings through unchanged.
  *  - Deformations (--deform, default on): every training presentation is
  *    freshly distorted by core/data/deform with NC_DEFORM_MNIST (affine +
  *    elastic), its strengths times --deform-scale; validation and test
@@ -203,6 +206,12 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
                 "is not supported\n", net->width_norm);
         goto out;
     }
+    if (o.prep_line && net->width_norm) {
+        /* W normalises the ink's width, moving it on the line the prep keeps */
+        fprintf(stderr, "neocog-train cnn: --prep line with a width-normalised --arch (W%u) "
+                "is not supported\n", net->width_norm);
+        goto out;
+    }
     t.side = in_layer->width;
     const uint32_t plane = t.side * t.side;
 
@@ -243,6 +252,8 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     info.n_classes = K;
     memcpy(info.labels, classes.label, sizeof classes.label);
     info.prep = t.side == 29 ? NC_PREP_CNN_29 : NC_PREP_MNIST_28;
+    if (o.prep_line)        /* the 28x28 cell as it is, in 28 or 29 */
+        info.prep = (nc_prep){ NC_PREP_LINE, t.side, 28, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } };
     char extra_note[160] = "";
     if (o.extra)
         snprintf(extra_note, sizeof(extra_note), " + %u images of %s", extra.count, o.extra);

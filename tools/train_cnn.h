@@ -64,6 +64,7 @@ typedef struct options {
     const char *val_set;    /* --val PREFIX: its validation set */
     const char *test_set;   /* --test PREFIX: its test set */
     const char *data_note;  /* --data-note: where --train's images came from */
+    int prep_line;          /* --prep line: NC_PREP_LINE (image.h), not MNIST's */
 } options;
 
 /* One row of the per-epoch table. */

@@ -18,7 +18,7 @@ enum {
     O_LR_DECAY, O_MOMENTUM, O_ADAM, O_VALIDATION, O_KEEP_LAST, O_AVERAGE_LAST, O_NO_TEST,
     O_LIMIT, O_DEFORM, O_NO_DEFORM, O_DEFORM_PARAMS, O_DEFORM_SCALE, O_SEED, O_THREADS, O_GPU,
     O_EXTRA, O_INIT, O_TEACHER, O_TEACHER_WEIGHT, O_SOFTMAX, O_INIT_GAIN, O_GPU_KERNELS,
-    O_CHECKPOINT, O_RESUME, O_END,
+    O_CHECKPOINT, O_RESUME, O_PREP, O_END,
 };
 
 static const nc_opt table[] = {
@@ -128,6 +128,12 @@ static const nc_opt table[] = {
         "the same network" },
     [O_CHECKPOINT] = { "checkpoint", "FILE", "rewrite FILE atomically after every epoch" },
     [O_RESUME] = { "resume", NULL, "continue from --checkpoint (same options)" },
+    [O_PREP] = { "prep", "mnist|line",
+        "the preparation the model file records: mnist (default:\n"
+        "ink cropped, fit in a 20 px box) or line (the image is\n"
+        "a cell as tall as its text line, scaled whole, so size\n"
+        "and height on the line survive: neocog-unipen\n"
+        "--size-mode line's renderings)" },
     [O_END] = { NULL, NULL, NULL },
 };
 
@@ -221,6 +227,10 @@ int train_cnn_parse_options(int argc, char **argv, options *o)
         case O_SEED: err = train_parse_u64(v, &o->seed); break;
         case O_THREADS: err = train_parse_u32(v, &o->threads); break;
         case O_RESUME: o->resume = 1; break;
+        case O_PREP:
+            o->prep_line = !strcmp(v, "line");
+            err = !o->prep_line && strcmp(v, "mnist");
+            break;
         case O_KEEP_LAST: o->keep_last = 1; break;
         case O_NO_TEST: o->no_test = 1; break;
         case O_TRAIN: o->train_set = v; break;

@@ -215,11 +215,13 @@ typedef struct nc_prep {
 #define NC_PREP_MNIST_28  ((nc_prep){ NC_PREP_MNIST, 28, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
 #define NC_PREP_CNN_29    ((nc_prep){ NC_PREP_MNIST, 29, 20, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
 #define NC_PREP_NEOCOG_65 ((nc_prep){ NC_PREP_NEOCOG, 65, 40, 0, 0, 0.5f, 0, 0, { 0 }, { 0 } })
-/* The CNN's 29x29 input from a line cell: the cell's height becomes the
- * field's 29 rows, so a 29x29 cell of `neocog-unipen --size-mode line` (capital
- * height 12 px, baseline on row 19) passes through unchanged but for its
- * x centring. */
-#define NC_PREP_LINE_29   ((nc_prep){ NC_PREP_LINE, 29, 29, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
+/* The CNN's 29x29 input from a line cell: the cell's height becomes 28
+ * rows, so a 28x28 cell of `neocog-unipen --size-mode line` (capital height
+ * 12 px, baseline on row 19, centre of mass on column 14) passes through
+ * unchanged plus an empty last row and column, as NC_PREP_CNN_29 pads
+ * MNIST's 28; a segmenter's cell of a line of capital height S reaches from
+ * 19 S / 12 above the baseline to 9 S / 12 below it. */
+#define NC_PREP_LINE_29   ((nc_prep){ NC_PREP_LINE, 29, 28, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
 
 /* Number of floats nc_prep_apply writes: views x (size + 2 pad)^2, views
  * being nc_prep_views(p); 0 if p is NULL. */

@@ -17,6 +17,9 @@
 #define SIDE 29
 #define PLANE (SIDE * SIDE)
 
+/* The cell's height to all 29 rows (NC_PREP_LINE_29 takes it to 28). */
+#define FULL_29 ((nc_prep){ NC_PREP_LINE, 29, 29, 0, 0, 0.0f, 0, 0, { 0 }, { 0 } })
+
 static nc_image *blank(uint32_t w, uint32_t h)
 {
     nc_image *img = NULL;
@@ -86,7 +89,7 @@ static int in_unit_range(const float *f, size_t n)
  * which is the confusion the line prep removes. */
 static void test_sizes_kept(void)
 {
-    const nc_prep line = NC_PREP_LINE_29, cnn = NC_PREP_CNN_29;
+    const nc_prep line = FULL_29, cnn = NC_PREP_CNN_29;
     nc_image *small = blank(40, 58), *big = blank(40, 58);
     REQUIRE(small && big);
     /* line height 58: both bottoms on row 39, capitals 27 tall, o 15 */
@@ -120,7 +123,7 @@ static void test_sizes_kept(void)
  * bottom, an apostrophe near the top, whatever the cell's width. */
 static void test_marks_stay(void)
 {
-    const nc_prep line = NC_PREP_LINE_29;
+    const nc_prep line = FULL_29;
     nc_image *dot = blank(12, 58), *tick = blank(12, 58);
     REQUIRE(dot && tick);
     fill_rect(dot, 4, 34, 4, 4, 255);       /* rows 34..37, just above row 38 */
@@ -142,7 +145,7 @@ static void test_marks_stay(void)
  * of a cell shift nothing but the centring. */
 static void test_identity_and_margins(void)
 {
-    const nc_prep line = NC_PREP_LINE_29;
+    const nc_prep line = FULL_29;
     nc_image *cell = blank(SIDE, SIDE);
     REQUIRE(cell);
     fill_rect(cell, 12, 8, 5, 12, 200);     /* columns 12..16: mass on 14 */
@@ -153,6 +156,22 @@ static void test_identity_and_margins(void)
     for (int i = 0; i < PLANE; i++)
         same &= fabsf(out[i] - cell->pixels[i] / 255.0f) < 1e-6f;
     CHECK(same);
+
+    /* NC_PREP_LINE_29: a 28x28 rendering as it is, plus an empty last row
+     * and column (the 28 layout padded to 29, as NC_PREP_CNN_29 does). */
+    nc_image *r28 = blank(28, 28);
+    REQUIRE(r28);
+    fill_rect(r28, 12, 14, 5, 5, 255);      /* a period-sized blob low down */
+    fill_rect(r28, 13, 2, 3, 9, 128);       /* and a grey apostrophe high up */
+    const nc_prep l29 = NC_PREP_LINE_29;
+    CHECK_INT_EQ(nc_prep_apply(r28, &l29, out), 0);
+    same = 1;
+    for (int y = 0; y < SIDE; y++)
+        for (int x = 0; x < SIDE; x++)
+            same &= out[y * SIDE + x] ==
+                    (x < 28 && y < 28 ? r28->pixels[y * 28 + x] / 255.0f : 0.0f);
+    CHECK(same);
+    nc_image_free(r28);
 
     /* The same ink with 9 empty columns on its left: the same input. */
     nc_image *wide = blank(SIDE + 9, SIDE);
@@ -188,7 +207,7 @@ static void test_polarity(void)
     draw_ring(light, 10, 24, 6);
     for (size_t i = 0; i < 20 * 40; i++)
         dark->pixels[i] = (uint8_t)(230 - light->pixels[i] * 200 / 255);
-    nc_prep p = NC_PREP_LINE_29, q = p;
+    nc_prep p = FULL_29, q = p;
     q.invert = 1;
     q.threshold = -1.0f;
     float a[PLANE], b[PLANE];
@@ -205,7 +224,7 @@ static void test_polarity(void)
 /* Odd sizes: 1x1, very wide, very tall, sizes that do not divide. */
 static void test_awkward_sizes(void)
 {
-    const nc_prep line = NC_PREP_LINE_29;
+    const nc_prep line = FULL_29;
     float out[PLANE];
     uint8_t px = 255;
     nc_image one;
@@ -268,14 +287,14 @@ static void test_views_and_box(void)
     nc_image *cell = blank(30, 60);
     REQUIRE(cell);
     fill_rect(cell, 0, 0, 30, 60, 255);
-    nc_prep p = NC_PREP_LINE_29;
+    nc_prep p = FULL_29;
     p.box = 21;
     float out[PLANE];
     CHECK_INT_EQ(nc_prep_apply(cell, &p, out), 0);
     ink_box b = field_ink(out);
     CHECK(b.y0 == 4 && b.y1 == 24 && b.x1 - b.x0 + 1 == 11);
 
-    nc_prep v = NC_PREP_LINE_29;
+    nc_prep v = FULL_29;
     v.n_views = 2;
     v.view_box[0] = 29;
     v.view_box[1] = 21;
@@ -288,7 +307,7 @@ static void test_views_and_box(void)
     CHECK_INT_EQ(nc_prep_apply(cell, &first, one), 0);
     CHECK(!memcmp(two, one, sizeof one));
 
-    nc_prep padded = NC_PREP_LINE_29;
+    nc_prep padded = FULL_29;
     padded.pad = 2;
     float big[33 * 33];
     CHECK_INT_EQ(nc_prep_apply(cell, &padded, big), 0);
@@ -302,7 +321,7 @@ static void test_invalid(void)
     REQUIRE(cell);
     fill_rect(cell, 3, 5, 4, 10, 255);
     float out[33 * 33];
-    const nc_prep line = NC_PREP_LINE_29;
+    const nc_prep line = FULL_29;
     CHECK_INT_EQ(nc_prep_check(&line), 0);
     CHECK_INT_EQ(nc_prep_apply(NULL, &line, out), -EINVAL);
     CHECK_INT_EQ(nc_prep_apply(cell, NULL, out), -EINVAL);
