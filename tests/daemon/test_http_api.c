@@ -1,160 +1,30 @@
 /* tests/daemon/test_http_api.c — the HTTP recognition API of the real
- * neocogd (argv[1]) with the shipped CNN column, spoken to by a small
- * HTTP/1.1 client over a socket.
+ * neocogd (argv[1]) with the shipped CNN column, spoken to by
+ * tests/daemon/http_client's small HTTP/1.1 client (/v2, the Open
+ * Inference Protocol: test_http_v2.c).
  *
  * /v1/recognize with a PGM, PNG and JPEG body, multipart/form-data, JSON
- * with base64 and query options; /v2 metadata, health, readiness and infer
- * with BYTES and UINT8; every bad input of the socket path with its HTTP
- * twin (garbage, a wrong type, a truncated JPEG, absurd dimensions, an
- * oversized body, a client that stalls half way through its body, one that
- * hangs up half way, one that hangs up before its answer) answered with a
- * clear status while the daemon keeps serving; 405 for wrong methods; CORS
- * only when configured; 503 once draining; 429 with Retry-After for a full
- * queue and 504 for a passed deadline, as the socket path refuses them. */
-#include <errno.h>
-#include <poll.h>
+ * with base64 and query options; every bad input of the socket path with
+ * its HTTP twin (garbage, a wrong type, a truncated JPEG, absurd
+ * dimensions, an oversized body, a client that stalls half way through its
+ * body, one that hangs up half way, one that hangs up before its answer,
+ * one that sends a byte at a time) answered with a clear status while the
+ * daemon keeps serving, and a stalled body closed after frame_timeout_ms;
+ * 405 for wrong methods; CORS only when configured; 503 once draining; 429
+ * with Retry-After for a full queue and 504 for a passed deadline, as the
+ * socket path refuses them. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fixture.h"
 #include "harness.h"
+#include "http_client.h"
 #include "test.h"
 
-enum { MAX_FRAME = 262144 };
-
-typedef struct response {
-    int status;
-    char *head;         /* status line and headers, NUL-terminated */
-    char *body;         /* NUL-terminated */
-    size_t body_len;
-} response;
-
-static void response_free(response *r)
-{
-    free(r->head);
-    free(r->body);
-    memset(r, 0, sizeof *r);
-}
-
-/* Read one response (Content-Length framed) from fd. */
-static int read_response(int fd, response *r)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    memset(r, 0, sizeof *r);
-    if (!buf)
-        return -1;
-    size_t need = 0;
-    char *hend = NULL;
-    for (;;) {
-        if (hend && len >= need)
-            break;
-        struct pollfd p = { fd, POLLIN, 0 };
-        if (poll(&p, 1, 30000) != 1)
-            break;
-        if (len + 4096 > cap) {
-            char *q = realloc(buf, cap * 2);
-            if (!q)
-                break;
-            buf = q;
-            cap *= 2;
-            if (hend)
-                hend = NULL;    /* recomputed below */
-        }
-        ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-        if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
-            const char *cl = strcasestr(buf, "\r\nContent-Length:");
-            need = (size_t)(hend + 4 - buf) + (cl && cl < hend ? strtoul(cl + 17, NULL, 10) : 0);
-        }
-    }
-    buf[len] = '\0';
-    hend = strstr(buf, "\r\n\r\n");
-    if (!hend || sscanf(buf, "HTTP/1.%*d %d", &r->status) != 1) {
-        free(buf);
-        return -1;
-    }
-    size_t hl = (size_t)(hend - buf) + 2;
-    r->head = strndup(buf, hl);
-    r->body_len = len - hl - 2;
-    r->body = strndup(hend + 4, r->body_len);
-    free(buf);
-    return r->head && r->body ? 0 : -1;
-}
-
-/* One request on a new connection (closed after). */
-static int http(int port, const char *method, const char *path, const char *headers,
-                const void *body, size_t len, response *r)
-{
-    int fd = nc_connect_tcp(port);
-    if (fd < 0)
-        return -1;
-    char head[1024];
-    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: localhost\r\n%s"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n", method, path,
-                     headers ? headers : "", len);
-    int err = nc_send_all(fd, head, (size_t)n) || (len && nc_send_all(fd, body, len)) ||
-              read_response(fd, r);
-    close(fd);
-    return err ? -1 : 0;
-}
-
-static int post(int port, const char *path, const char *ctype, const void *body, size_t len,
-                response *r)
-{
-    char h[256];
-    snprintf(h, sizeof h, "Content-Type: %s\r\n", ctype);
-    return http(port, "POST", path, ctype ? h : NULL, body, len, r);
-}
-
-static int has(const response *r, const char *s)
-{
-    return r->body && strstr(r->body, s) != NULL;
-}
-
-/* ---- the sample images -------------------------------------------------------- */
-
-static uint8_t *pgm7, *pgm2;
-static size_t pgm7_len, pgm2_len;
-static uint8_t px7[84 * 84];
-
-static uint8_t *read_file(const char *name, size_t *len)
-{
-    char path[1024];
-    const char *data = getenv("NC_TEST_DATA");
-    snprintf(path, sizeof path, "%s/%s", data ? data : "tests/data", name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buf = malloc(1 << 20);
-    *len = buf ? fread(buf, 1, 1 << 20, f) : 0;
-    fclose(f);
-    return buf;
-}
-
-static char *base64(const uint8_t *p, size_t n)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc(4 * (n / 3 + 1) + 1), *q = o;
-    for (size_t i = 0; o && i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-                     (i + 2 < n ? p[i + 2] : 0);
-        *q++ = t[v >> 18];
-        *q++ = t[v >> 12 & 63];
-        *q++ = i + 1 < n ? t[v >> 6 & 63] : '=';
-        *q++ = i + 2 < n ? t[v & 63] : '=';
-    }
-    if (q)
-        *q = '\0';
-    return o;
-}
+enum { MAX_FRAME = NC_HTTP_TEST_MAX_FRAME };
 
 /* ---- /v1 ----------------------------------------------------------------------- */
 
@@ -350,10 +220,6 @@ static void test_bad_input(int port)
               has(&r, "exceeds the limit of 262144 (max_frame_bytes)") &&
               strstr(r.head, "application/json"), "over the cap: %d %s", r.status, r.body);
     response_free(&r);
-    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", big, 2 * MAX_FRAME, &r) == 0);
-    CHECK_MSG(r.status == 413 && has(&r, "\"code\":\"RESOURCE_EXHAUSTED\""), "/v2 over the "
-              "cap: %d %s", r.status, r.body);
-    response_free(&r);
     /* past twice the cap: evhttp refuses by Content-Length, before the body */
     REQUIRE(post(port, "/v1/recognize", "image/png", big, 3 * MAX_FRAME, &r) == 0);
     CHECK_INT_EQ(r.status, 413);
@@ -363,7 +229,9 @@ static void test_bad_input(int port)
 }
 
 /* A client that sends half its body and stalls, one that hangs up half
- * way, one that hangs up before its answer: the others are served. */
+ * way, one that hangs up before its answer: the others are served.  One
+ * that sends a byte at a time is answered; one that stalls is closed after
+ * frame_timeout_ms. */
 static void test_slow_clients(int port)
 {
     char head[256];
@@ -416,6 +284,27 @@ static void test_slow_clients(int port)
     expect_seven(port, "clients of many images gone");
     close(stalled);
     expect_seven(port, "the stalled client left");
+
+    /* the socket path's slow client: one byte at a time, answered */
+    n = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
+                 "Content-Type: image/x-portable-graymap\r\nContent-Length: %zu\r\n"
+                 "Connection: close\r\n\r\n", pgm7_len);
+    int slow = nc_connect_tcp(port);
+    REQUIRE(slow >= 0);
+    response r;
+    CHECK(!send_slowly(slow, head, (size_t)n) && !send_slowly(slow, pgm7, pgm7_len));
+    CHECK_MSG(!read_response(slow, &r) && r.status == 200 && has(&r, "\"text\":\"7\""),
+              "one byte at a time: %d %s", r.status, r.body ? r.body : "");
+    response_free(&r);
+    close(slow);
+    /* and its stalled frame: a body that stops half way is dropped after
+     * frame_timeout_ms without an answer (evhttp has no way to send one) */
+    stalled = nc_connect_tcp(port);
+    REQUIRE(stalled >= 0);
+    CHECK(!nc_send_all(stalled, head, (size_t)n) && !nc_send_all(stalled, pgm7, pgm7_len / 2));
+    CHECK_MSG(closed_without_answer(stalled), "a stalled body was not closed");
+    close(stalled);
+    expect_seven(port, "a stalled body timed out");
 }
 
 static void test_keep_alive_and_methods(int port)
@@ -453,133 +342,16 @@ static void test_keep_alive_and_methods(int port)
     response_free(&r);
 }
 
-/* ---- /v2 ----------------------------------------------------------------------------- */
-
-static void test_v2_metadata(int port)
-{
-    response r;
-    REQUIRE(http(port, "GET", "/v2", NULL, NULL, 0, &r) == 0);
-    CHECK_MSG(r.status == 200 && has(&r, "\"name\":\"neocogd\"") && has(&r, "\"extensions\":[]"),
-              "%d %s", r.status, r.body);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/health/live", NULL, NULL, 0, &r) == 0);
-    CHECK_INT_EQ(r.status, 200);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/health/ready", NULL, NULL, 0, &r) == 0);
-    CHECK_INT_EQ(r.status, 200);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/models/cnn", NULL, NULL, 0, &r) == 0);
-    CHECK_MSG(r.status == 200 && has(&r, "\"name\":\"cnn\"") &&
-              has(&r, "{\"name\":\"image\",\"datatype\":\"BYTES\",\"shape\":[-1]}") &&
-              has(&r, "{\"name\":\"scores\",\"datatype\":\"FP32\",\"shape\":[-1,10]}"),
-              "%d %s", r.status, r.body);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/models/cnn/ready", NULL, NULL, 0, &r) == 0);
-    CHECK_INT_EQ(r.status, 200);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/models/neocognitron/ready", NULL, NULL, 0, &r) == 0);
-    CHECK_INT_EQ(r.status, 400);        /* not loaded here */
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/models/ensemble/ready", NULL, NULL, 0, &r) == 0);
-    CHECK_INT_EQ(r.status, 400);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/models/resnet", NULL, NULL, 0, &r) == 0);
-    CHECK_MSG(r.status == 404 && has(&r, "\"error\":"), "%d %s", r.status, r.body);
-    response_free(&r);
-}
-
-static void test_v2_infer(int port)
-{
-    char *b64 = base64(pgm7, pgm7_len);
-    REQUIRE(b64);
-    size_t cap = strlen(b64) + 84 * 84 * 4 + 512;
-    char *body = malloc(cap);
-    REQUIRE(body);
-    snprintf(body, cap, "{\"id\":\"req-1\",\"inputs\":[{\"name\":\"image\",\"shape\":[1],"
-             "\"datatype\":\"BYTES\",\"data\":[\"%s\"]}]}", b64);
-    response r;
-    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, strlen(body), &r) == 0);
-    CHECK_MSG(r.status == 200 && has(&r, "\"model_name\":\"cnn\"") && has(&r, "\"id\":\"req-1\"") &&
-              has(&r, "{\"name\":\"label\",\"datatype\":\"INT32\",\"shape\":[1],\"data\":[7]}") &&
-              has(&r, "{\"name\":\"text\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"7\"]}") &&
-              has(&r, "\"name\":\"confidence\",\"datatype\":\"FP32\",\"shape\":[1]") &&
-              has(&r, "\"name\":\"scores\",\"datatype\":\"FP32\",\"shape\":[1,10]"),
-              "%d %s", r.status, r.body);
-    response_free(&r);
-    /* only the outputs asked for */
-    snprintf(body, cap, "{\"inputs\":[{\"name\":\"image\",\"shape\":[1],\"datatype\":\"BYTES\","
-             "\"data\":[\"%s\"]}],\"outputs\":[{\"name\":\"text\"}]}", b64);
-    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, strlen(body), &r) == 0);
-    CHECK_MSG(r.status == 200 && has(&r, "\"text\"") && !has(&r, "\"label\""), "%s", r.body);
-    response_free(&r);
-    /* UINT8 [1,84,84]: the same digit as raw pixels */
-    size_t len = (size_t)snprintf(body, cap, "{\"inputs\":[{\"name\":\"pixels\","
-                                  "\"shape\":[1,84,84],\"datatype\":\"UINT8\",\"data\":[");
-    for (int i = 0; i < 84 * 84; i++)
-        len += (size_t)snprintf(body + len, cap - len, "%s%u", i ? "," : "", px7[i]);
-    len += (size_t)snprintf(body + len, cap - len, "]}]}");
-    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, len, &r) == 0);
-    CHECK_MSG(r.status == 200 && has(&r, "\"data\":[7]"), "uint8: %d %s", r.status, r.body);
-    response_free(&r);
-    /* a shape that does not match its data, absurd dimensions, a wrong datatype */
-    static const char *const bad[] = {
-        "{\"inputs\":[{\"name\":\"p\",\"shape\":[1,2,2],\"datatype\":\"UINT8\",\"data\":[1,2,3]}]}",
-        "{\"inputs\":[{\"name\":\"p\",\"shape\":[1,100000,100000],\"datatype\":\"UINT8\","
-        "\"data\":[1]}]}",
-        "{\"inputs\":[{\"name\":\"p\",\"shape\":[1],\"datatype\":\"FP32\",\"data\":[1.5]}]}",
-        "{\"inputs\":[]}",
-        "not json",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", bad[i], strlen(bad[i]),
-                      &r) == 0);
-        CHECK_MSG(r.status == 400 && has(&r, "\"error\":"), "bad %zu: %d %s", i, r.status,
-                  r.body);
-        response_free(&r);
-    }
-    /* a raw image over the size limit: the handler's own check */
-    static const char wide[] = "{\"inputs\":[{\"name\":\"p\",\"shape\":[1,1,5000],"
-                               "\"datatype\":\"UINT8\",\"data\":[";
-    len = (size_t)snprintf(body, cap, "%s", wide);
-    for (int i = 0; i < 5000; i++)
-        len += (size_t)snprintf(body + len, cap - len, "%s0", i ? "," : "");
-    len += (size_t)snprintf(body + len, cap - len, "]}]}");
-    REQUIRE(post(port, "/v2/models/cnn/infer", "application/json", body, len, &r) == 0);
-    CHECK_MSG(r.status == 400 && has(&r, "exceeds the size limit"), "wide: %d %s", r.status,
-              r.body);
-    response_free(&r);
-    /* a model that is not loaded */
-    snprintf(body, cap, "{\"inputs\":[{\"name\":\"image\",\"shape\":[1],\"datatype\":\"BYTES\","
-             "\"data\":[\"%s\"]}]}", b64);
-    REQUIRE(post(port, "/v2/models/neocognitron/infer", "application/json", body, strlen(body),
-                 &r) == 0);
-    CHECK_MSG(r.status == 503 && has(&r, "not loaded"), "%d %s", r.status, r.body);
-    response_free(&r);
-    REQUIRE(http(port, "GET", "/v2/models/cnn/infer", NULL, NULL, 0, &r) == 0);
-    CHECK_INT_EQ(r.status, 405);
-    response_free(&r);
-    free(body);
-    free(b64);
-}
-
 /* ---- a full queue and a passed deadline, on a daemon of their own --------------------- */
 
-/* A multipart body of 4 large PNGs of a seven: small on the wire, heavy to
- * decode and shrink, so that one worker is busy with it for a while. */
+/* A multipart body of 4 of heavy_png's large PNGs of a seven. */
 static char *heavy_body(size_t *len, char *ctype, size_t ctype_cap)
 {
-    enum { BIG = 2048, PARTS = 4 };
+    enum { PARTS = 4 };
     static const char bd[] = "nc-heavy-x1";
-    uint8_t *px = malloc((size_t)BIG * BIG), *png = NULL;
     size_t png_len = 0;
-    if (!px)
-        return NULL;
-    for (int y = 0; y < BIG; y++)
-        for (int x = 0; x < BIG; x++)
-            px[(size_t)y * BIG + x] = px7[(y * 84 / BIG) * 84 + x * 84 / BIG];
-    int err = nc_encode_png(px, BIG, BIG, &png, &png_len);
-    free(px);
-    if (err)
+    uint8_t *png = heavy_png(&png_len);
+    if (!png)
         return NULL;
     size_t cap = PARTS * (png_len + 160) + 64, n = 0;
     char *body = malloc(cap);
@@ -728,13 +500,8 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    pgm7 = read_file("sample-7.pgm", &pgm7_len);
-    pgm2 = read_file("sample-2.pgm", &pgm2_len);
-    if (!pgm7 || !pgm2 || pgm7_len != 13 + 84 * 84 || memcmp(pgm7, "P5\n84 84\n255\n", 13)) {
-        fprintf(stderr, "tests/data/sample-7.pgm is not the 84x84 PGM expected\n");
+    if (load_samples())
         return 1;
-    }
-    memcpy(px7, pgm7 + pgm7_len - 84 * 84, sizeof px7);
     char cnn[1024], dir[] = "/tmp/nc-http-XXXXXX";
     nc_test_model_path("cnn-column.ncm", cnn, sizeof cnn);
     if (!mkdtemp(dir)) {
@@ -747,7 +514,7 @@ int main(int argc, char **argv)
      * unloaded (and the start fast) */
     const char *args[] = { "--models", dir, "--cnn-model", cnn, "--gpus", "0",
                            "--listen-unix", "none", "--max-frame-bytes", frame,
-                           "--log-level", "4", NULL };
+                           "--frame-timeout-ms", "1000", "--log-level", "4", NULL };
     nc_daemon d;
     if (nc_daemon_start(&d, argv[1], dir, 1, args)) {
         fprintf(stderr, "neocogd did not start\n");
@@ -760,13 +527,10 @@ int main(int argc, char **argv)
     test_bad_input(d.http_port);
     test_slow_clients(d.http_port);
     test_keep_alive_and_methods(d.http_port);
-    test_v2_metadata(d.http_port);
-    test_v2_infer(d.http_port);
     CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
     test_cors_and_drain(argv[1], args);
     test_queue_full_and_deadline(argv[1], cnn);
     rmdir(dir);
-    free(pgm7);
-    free(pgm2);
+    free_samples();
     return nc_test_finish();
 }
