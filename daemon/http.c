@@ -310,9 +310,11 @@ int nc_http_start(nc_server *s, int fd)
      * JSON error body every other status has (413); a larger one evhttp
      * refuses by its Content-Length before reading it, with its own page
      * (libevent 2.1 has no hook to word that answer), and with lingering
-     * close the client reads that answer instead of a reset.  A request
-     * that has started must arrive within frame_timeout_ms, which also
-     * closes idle keep-alive connections. */
+     * close the client reads that answer instead of a reset.  A client
+     * that sends nothing for frame_timeout_ms while its request arrives is
+     * dropped without an answer, as is an idle keep-alive connection
+     * (evhttp's timer restarts with each read: it bounds a stall, not the
+     * whole request as the socket path's frame timer does). */
     evhttp_set_max_headers_size(s->http, 8192);
     evhttp_set_max_body_size(s->http, 2 * (ev_ssize_t)s->cfg.max_frame_bytes);
     evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
