@@ -159,9 +159,11 @@ static void task_fail(nc_task *t, int code, const char *fmt, const char *detail)
     snprintf(t->message, sizeof t->message, fmt, t->index, detail);
 }
 
-/* Preprocess one view into row r of every needed slot. */
+/* Preprocess one view into row r of every needed slot; a slot whose model
+ * reads line cells (NC_PREP_LINE, core/image/image.h) gets cell instead when
+ * there is one (a segmented character placed on its line). */
 static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
-                     const nc_image *view, size_t r)
+                     const nc_image *view, const nc_image *cell, size_t r)
 {
     row *rw = &w->rows[r];
     for (int s = 0; s < NC_SLOTS; s++) {
@@ -172,7 +174,7 @@ static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
         float *dst = w->slot[s].in + r * be->input_len;
         nc_prep p = be->info.prep;
         p.invert = 0;           /* the view is light ink already */
-        int err = nc_prep_apply(view, &p, dst);
+        int err = nc_prep_apply(cell && p.kind == NC_PREP_LINE ? cell : view, &p, dst);
         if (err) {
             memset(dst, 0, be->input_len * sizeof *dst);
             if (err != -ENOENT)
@@ -182,6 +184,37 @@ static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
             rw->ok[s] = 1;
         }
     }
+}
+
+/* 1 when a needed slot's model reads line cells (NC_PREP_LINE). */
+static int wants_line_cells(const nc_models *gen, const int need[NC_SLOTS])
+{
+    for (int s = 0; s < NC_SLOTS; s++)
+        if (need[s] && gen->slot[s] && gen->slot[s]->be->info.prep.kind == NC_PREP_LINE)
+            return 1;
+    return 0;
+}
+
+/* Segmented piece sd in its line's cell (core/image/image.h, nc_line_cell):
+ * the line's scale and baseline measured over the boxes of the line's
+ * pieces, so a small o stays small beside the line's capitals and a period
+ * stays at the baseline.  *ret is the caller's to free. */
+static int line_cell(const nc_segment_result *sr, const nc_segment_digit *sd, nc_image **ret)
+{
+    const nc_segment_line *ln = &sr->lines[sd->line];
+    if (!ln->count || ln->first + ln->count > sr->count)
+        return -EINVAL;
+    nc_rect *boxes = malloc((size_t)ln->count * sizeof *boxes);
+    if (!boxes)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < ln->count; k++)
+        boxes[k] = sr->digits[ln->first + k].box;
+    uint32_t scale, base;
+    int err = nc_line_geometry(boxes, ln->count, &scale, &base);
+    free(boxes);
+    if (!err)
+        err = nc_line_cell(&sd->patch, sd->patch_box.y, scale, base, ret);
+    return err;
 }
 
 /* The ensemble rule for gen's pair of models (core/backend/backend.h): the one
@@ -423,9 +456,11 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             nc_image_free(img);
             continue;
         }
+        const int cells = im->segment && wants_line_cells(gen, need);
         for (uint32_t v = 0; v < n_views; v++) {
             uint8_t blank = 0;
             nc_image view = clean ? *clean : (nc_image){ 1, 1, 1, &blank };
+            nc_image *cell = NULL;
             if (one == 1 || (one == 2 && v + 1 == n_views)) {
                 t->digits[v] = (nc_digit){ one_box.x, one_box.y, one_box.width,
                                            one_box.height, -1, 0.0f };
@@ -435,9 +470,15 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
                 view = sd->patch;
                 t->digits[v] = (nc_digit){ sd->box.x, sd->box.y, sd->box.width,
                                            sd->box.height, -1, 0.0f };
+                if (cells && (err = line_cell(sr, sd, &cell)) < 0)
+                    task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                                : NEOCOG__CODE__INTERNAL,
+                              "image %u: cannot place a character on its line: %s",
+                              nc_strerror(err));
             }
             w->rows[n_rows] = (row){ .task = t, .digit = im->segment ? (int)v : -1 };
-            prep_row(w, gen, need, &view, n_rows);
+            prep_row(w, gen, need, &view, cell, n_rows);
+            nc_image_free(cell);
             n_rows++;
         }
         if (one == 1 && !(t->more = calloc(1, sizeof *t->more)))

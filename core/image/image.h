@@ -310,4 +310,37 @@ int nc_prep_check(const nc_prep *p);
  * zeros around it.  out is written only on success. */
 int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out);
 
+/* ---- line cells (NC_PREP_LINE's input from a segmented line) ------------ */
+
+/* The layout of a 28-row cell of `neocog-unipen --size-mode line`, as ink
+ * boxes measure it (level above 64 of 255, the validation writers plain):
+ * the median ink height of capitals is 15 rows (12 px capital height plus
+ * the pen) and the median first row below the ink of the letters that sit
+ * on the line (a c e m n o ...) is row 21. */
+#define NC_LINE_CELL_ROWS  28u
+#define NC_LINE_CELL_SCALE 15u
+#define NC_LINE_CELL_BASE  21u
+
+/* A text line's geometry from its characters' ink boxes (n >= 1, else
+ * -EINVAL): *ret_scale is the third quartile of their heights (capitals or
+ * ascenders; the x-height on a line of small letters), as core/segment's
+ * character mode measures a line, and *ret_baseline the median of
+ * y + height (the first row below the ink) over the boxes at least half
+ * that tall, so marks and dots do not pull it.  -ENOMEM. */
+int nc_line_geometry(const nc_rect *boxes, uint32_t n, uint32_t *ret_scale,
+                     uint32_t *ret_baseline);
+
+/* The cell of one character of such a line, laid out as the renderer lays
+ * out its training images: patch (its first row at frame row patch_y)
+ * copied into a new zero image as wide as the patch and
+ * round(NC_LINE_CELL_ROWS * scale / NC_LINE_CELL_SCALE) rows tall, whose
+ * first row is frame row baseline - round(NC_LINE_CELL_BASE * scale /
+ * NC_LINE_CELL_SCALE); NC_PREP_LINE_29 then puts the line's scale on 15 rows
+ * and its baseline on row 21.  A patch reaching above or below that cell
+ * grows it to hold the patch whole (no ink lost; the character is then
+ * smaller, as the renderer shrinks a character taller than its field).
+ * scale 0 or a cell above NC_IMAGE_MAX_DIM is -EINVAL / -ERANGE; -ENOMEM. */
+int nc_line_cell(const nc_image *patch, int64_t patch_y, uint32_t scale, int64_t baseline,
+                 nc_image **ret_cell);
+
 #endif

@@ -7,7 +7,8 @@
  * apostrophe at the top; a 29x29 cell centred by mass passes through
  * unchanged; margins along x do not move the ink; dark ink on paper gives
  * the light-ink result; odd sizes, 1x1, very wide and very tall cells;
- * views; invalid settings. */
+ * views; invalid settings; a segmented line's geometry and cells
+ * (nc_line_geometry, nc_line_cell). */
 #include "image.h"
 #include "test.h"
 
@@ -354,6 +355,78 @@ static void test_invalid(void)
     nc_image_free(cell);
 }
 
+/* A line's geometry and its cells: a capital H and a small o cut from one
+ * line (patches as core/segment hands them, their boxes in the frame) land
+ * in NC_PREP_LINE_29's field with the line's scale on about 15 rows and
+ * both bottoms on row 20, the o about half as tall. */
+static void test_line_cells(void)
+{
+    /* frame rows: capitals 30 tall from row 100, baseline (first row below
+     * the ink) 130; an o of 16 rows; a period; a descender g */
+    const nc_rect boxes[] = {
+        { 10, 100, 20, 30 },    /* H */
+        { 40, 114, 18, 16 },    /* o */
+        { 62, 126, 4, 4 },      /* . */
+        { 70, 114, 18, 26 },    /* g, 10 below the line */
+        { 95, 100, 16, 30 },    /* k */
+    };
+    uint32_t scale = 0, base = 0;
+    CHECK_INT_EQ(nc_line_geometry(boxes, 5, &scale, &base), 0);
+    CHECK_INT_EQ(scale, 30);
+    CHECK_INT_EQ(base, 130);
+    CHECK_INT_EQ(nc_line_geometry(boxes, 0, &scale, &base), -EINVAL);
+    CHECK_INT_EQ(nc_line_geometry(NULL, 1, &scale, &base), -EINVAL);
+    CHECK_INT_EQ(nc_line_geometry(boxes + 2, 1, &scale, &base), 0);
+    CHECK(scale == 4 && base == 130);
+
+    nc_image *h = blank(20, 30), *o = blank(18, 16);
+    REQUIRE(h && o);
+    fill_rect(h, 0, 0, 4, 30, 255);
+    fill_rect(h, 16, 0, 4, 30, 255);
+    fill_rect(h, 0, 13, 20, 4, 255);
+    draw_ring(o, 8.5, 7.5, 7);
+    nc_image *ch = NULL, *co = NULL;
+    CHECK_INT_EQ(nc_line_cell(h, 100, 30, 130, &ch), 0);
+    CHECK_INT_EQ(nc_line_cell(o, 114, 30, 130, &co), 0);
+    REQUIRE(ch && co);
+    /* 28 * 30 / 15 = 56 rows from 130 - 42 = 88 */
+    CHECK(ch->width == 20 && ch->height == 56 && co->height == 56);
+    CHECK(ch->pixels[(size_t)(99 - 88) * ch->stride] == 0 &&
+          ch->pixels[(size_t)(100 - 88) * ch->stride] == 255 &&
+          ch->pixels[(size_t)(129 - 88) * ch->stride] == 255 &&
+          ch->pixels[(size_t)(130 - 88) * ch->stride] == 0);
+    const nc_prep l29 = NC_PREP_LINE_29;
+    float a[PLANE], b[PLANE];
+    CHECK_INT_EQ(nc_prep_apply(ch, &l29, a), 0);
+    CHECK_INT_EQ(nc_prep_apply(co, &l29, b), 0);
+    ink_box ih = field_ink(a), io = field_ink(b);
+    CHECK_MSG(ih.y1 - ih.y0 + 1 == 15 && ih.y1 == 20, "H rows %d..%d", ih.y0, ih.y1);
+    CHECK_MSG(io.y1 >= 19 && io.y1 <= 20 && io.y1 - io.y0 + 1 <= 9, "o rows %d..%d", io.y0,
+              io.y1);
+    nc_image_free(ch);
+    nc_image_free(co);
+
+    /* a patch reaching below the cell grows it: no ink lost */
+    CHECK_INT_EQ(nc_line_cell(h, 120, 30, 130, &ch), 0);
+    REQUIRE(ch);
+    CHECK(ch->height == 120 + 30 - 88);
+    CHECK(ch->pixels[(size_t)(ch->height - 1) * ch->stride] == 255);
+    nc_image_free(ch);
+    /* and above it */
+    CHECK_INT_EQ(nc_line_cell(h, 50, 30, 130, &ch), 0);
+    REQUIRE(ch);
+    CHECK(ch->height == 88 + 56 - 50 && ch->pixels[0] == 255);
+    nc_image_free(ch);
+
+    CHECK_INT_EQ(nc_line_cell(h, 100, 0, 130, &ch), -EINVAL);
+    CHECK_INT_EQ(nc_line_cell(NULL, 100, 30, 130, &ch), -EINVAL);
+    CHECK_INT_EQ(nc_line_cell(h, 100, 30, 130, NULL), -EINVAL);
+    CHECK_INT_EQ(nc_line_cell(h, 100, 10000, 130, &ch), -ERANGE);
+    CHECK_INT_EQ(nc_line_cell(h, -100000, 30, 130, &ch), -ERANGE);
+    nc_image_free(h);
+    nc_image_free(o);
+}
+
 int main(void)
 {
     test_sizes_kept();
@@ -363,5 +436,6 @@ int main(void)
     test_awkward_sizes();
     test_views_and_box();
     test_invalid();
+    test_line_cells();
     return nc_test_finish();
 }
