@@ -290,6 +290,15 @@ static void test_v2_slow_clients(int port)
     CHECK_MSG(closed_without_answer(stalled), "a stalled body was not closed");
     close(stalled);
     expect_seven(port, "a stalled body timed out");
+    /* the socket path's oversized frame header: a Content-Length far past
+     * the cap and no body, dropped without an answer as a stall is */
+    int huge = nc_connect_tcp(port);
+    REQUIRE(huge >= 0);
+    n = post_head(head, sizeof head, "/v2/models/cnn/infer", "application/json", 2147483647);
+    CHECK(n > 0 && !nc_send_all(huge, head, (size_t)n));
+    CHECK_MSG(closed_without_answer(huge), "an announced body past the cap was not dropped");
+    close(huge);
+    expect_seven(port, "an announced body past the cap");
     free(body);
 }
 
