@@ -30,9 +30,14 @@
  * GEMM path) must give core's max-response labels and scores.  Exit 77
  * without a device.
  *
+ * The C kernels on geometries no net here has (steps 1-3, windows 5-19)
+ * are test_ops.c's (neocog_c_scatter, neocog_c_geom), with the layers'
+ * kernels on random weights over a grid of plane counts and batches.
+ *
  * Over 800 lines on purpose: one program opens the GPU once and every layer's
- * case uses the network and inputs built at the top; a table-driven parity
- * harness over a grid of shapes is the way to shorten it. */
+ * case uses the network and inputs built at the top (the real digits, core's
+ * forward of them, and the variants' settings), which test_ops.c's table
+ * does not reach. */
 #include "fixture.h"
 #include "test.h"
 #include "gpu_test.h"
@@ -924,95 +929,6 @@ static void test_layers(void)
     }
 }
 
-/* ---- the scatter C kernel on geometries no net here has -------------------- */
-
-/* Steps 1, 2 and 3 (the kernel's three code paths for the step), windows
- * of 5 to 19 (up to 361 candidates a cell: the loop that is not unrolled),
- * odd and even, plane counts 1, 3 and 17, dense and sparse random inputs,
- * three characters: against core's form G, outputs poisoned, occupancy
- * maps checked. */
-static void test_c_scatter_geoms(void)
-{
-    static const uint32_t sizes[] = { 1, 3, 7, 13 }, ks_[] = { 1, 3, 17 },
-                          wins[] = { 5, 8, 14, 18, 19 };
-    enum { B = 3 };
-    int cases = 0, before = nc_test_failures;
-    for (size_t si = 0; si < NC_ARRAY_LEN(sizes); si++)
-        for (size_t wi = 0; wi < NC_ARRAY_LEN(wins); wi++)
-            for (size_t ki = 0; ki < NC_ARRAY_LEN(ks_); ki++) {
-                const uint32_t n_out = sizes[si], win = wins[wi], step = 1 + cases % 3;
-                uint32_t pad = (uint32_t)((cases * 7) % win);
-                if ((n_out - 1) * step + win <= 2 * pad)
-                    pad = 0;
-                const uint32_t n_in = (n_out - 1) * step + win - 2 * pad, k = ks_[ki];
-                const float radius = win * 0.5f + 0.4f, ro = win == 8 ? radius : 3.4f;
-                nc_neocog_index *ix = NULL;
-                REQUIRE(nc_neocog_index_new(n_in, n_out, win, pad, step, radius, &ix) == 0);
-                const uint32_t ks = nc_neocog_kstride(k);
-                const size_t n_i = (size_t)n_in * n_in, n_o = (size_t)n_out * n_out;
-                float *d = malloc(ix->n_live * sizeof(float));
-                float *in = calloc(B * n_i * ks, sizeof(float));
-                float *ref = malloc(B * n_o * ks * sizeof(float));
-                float *got = malloc(B * n_o * ks * sizeof(float));
-                float *ws = malloc(nc_neocog_c_ws_floats(ix, k) * sizeof(float));
-                uint8_t *occ = malloc(B * n_o);
-                REQUIRE(d && in && ref && got && ws && occ);
-                nc_neocog_taps_ccell(ix, ro < radius ? ro : radius, d);
-                const double dens = cases % 2 ? 0.05 : 0.5;
-                for (size_t i = 0; i < B * n_i; i++)
-                    for (uint32_t kk = 0; kk < k; kk++)
-                        in[i * ks + kk] = urand() < dens ? urand() : 0.0f;
-                for (int bb = 0; bb < B; bb++)
-                    CHECK_INT_EQ(nc_neocog_c_forward(ix, d, k, in + bb * n_i * ks,
-                                                     ref + bb * n_o * ks, ws, NC_NEOCOG_FORM_G),
-                                 0);
-                nc_gpu_neocog_c_args c;
-                memset(&c, 0, sizeof c);
-                c.k = k;
-                if (nc_gpu_neocog_geom_init(ix, d, &c.g) == 0) {
-                    float *d_in = NULL, *d_out = NULL;
-                    uint8_t *d_occ_in = NULL, *d_occ = NULL;
-                    CUDA_OK(cudaMalloc((void **)&d_in, B * n_i * ks * sizeof(float)));
-                    CUDA_OK(cudaMalloc((void **)&d_out, B * n_o * ks * sizeof(float)));
-                    CUDA_OK(cudaMalloc((void **)&d_occ_in, B * n_i));
-                    CUDA_OK(cudaMalloc((void **)&d_occ, B * n_o));
-                    CUDA_OK(cudaMemcpy(d_in, in, B * n_i * ks * sizeof(float),
-                                       cudaMemcpyHostToDevice));
-                    CUDA_OK(cudaMemset(d_out, 0xff, B * n_o * ks * sizeof(float)));
-                    CUDA_OK(cudaMemset(d_occ, 0xab, B * n_o));
-                    /* with the input's occupancy map, and (odd cases) without */
-                    int r = nc_gpu_neocog_occupancy(d_in, (uint32_t)n_i, k, ks, d_occ_in, B, 0);
-                    if (r == 0)
-                        r = nc_gpu_neocog_c_scatter_forward(&c, d_in, cases % 2 ? NULL : d_occ_in,
-                                                            d_out, d_occ, B, 0);
-                    char what[128];
-                    snprintf(what, sizeof what, "C scatter n_out %u win %u pad %u step %u k %u",
-                             n_out, win, pad, step, k);
-                    CHECK_MSG(r == 0, "%s: %d (%s)", what, r, nc_gpu_last_error());
-                    CUDA_OK(cudaDeviceSynchronize());
-                    CUDA_OK(cudaMemcpy(got, d_out, B * n_o * ks * sizeof(float),
-                                       cudaMemcpyDeviceToHost));
-                    CUDA_OK(cudaMemcpy(occ, d_occ, B * n_o, cudaMemcpyDeviceToHost));
-                    compare(what, got, ref, B * n_o * ks);
-                    check_occ(what, occ, got, B * n_o, ks);
-                    cudaFree(d_in);
-                    cudaFree(d_out);
-                    cudaFree(d_occ_in);
-                    cudaFree(d_occ);
-                    cases++;
-                }
-                free(d);
-                free(in);
-                free(ref);
-                free(got);
-                free(ws);
-                free(occ);
-                nc_neocog_index_free(ix);
-            }
-    fprintf(stderr, "  C scatter kernel on %d geometries (steps 1/2/3, windows 5..19, k 1/3/17): "
-            "%s\n", cases, nc_test_failures == before ? "ok" : "FAILED");
-}
-
 /* ---- UG and US1 as one kernel ---------------------------------------------- */
 
 /* nc_gpu_neocog_gs1_forward on batch images tiled from pool_in (b mod
@@ -1815,7 +1731,6 @@ int main(void)
                               NC_NEOCOG_FORM_F, &res) < 0)
             return 1;
     test_layers();
-    test_c_scatter_geoms();
     test_gs1();
     CHECK_MSG(refused == 0, "%d S-layer variant(s) refused the seeded net", refused);
     test_engine();
