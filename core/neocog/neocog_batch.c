@@ -8,71 +8,65 @@
  * non-zero cells in most planes somewhere), so one pass costs ~15 ms however
  * sparse the work is.  Form B reads the weights once for all n passes:
  *
- *  1. per pass, per output position o, the list of its non-zero inputs in
- *     the order form F adds them (input positions ascending through the
- *     inverse index, planes ascending), each entry the value u and the
- *     weight row (kappa, t) it multiplies;
- *  2. for each tile of 64 output planes, for each pass and position: 64
- *     accumulators in registers run down the position's list, one weight
- *     load per multiply-add, and are stored once.  The weights come from a
- *     pack, a copy laid out tile after tile ([row][64] floats, made once at
- *     load): a tile of US4 is 17k rows x 256 B, contiguous, read from memory
- *     once and then from the caches by every pass (in place, rows 9 kB apart,
- *     each access would be a TLB miss);
+ *  1. per pass, the non-zero cells of each input position (planes
+ *     ascending) and each output position's V-cell sum;
+ *  2. for each tile of 64 output planes, tap by tap: for each pass and
+ *     output position, 64 accumulators in registers load what the earlier
+ *     taps left, run down the non-zero cells of the input position the tap
+ *     reads, one weight load per multiply-add, and are stored back.  The
+ *     weights come from a pack, a copy laid out tile after tile and, within
+ *     a tile, tap after tap ([t][kappa][64] floats, made once at load): the
+ *     tap's block (US4: 233 rows x 256 B, 60 kB) stays in L1/L2 while every
+ *     pass and position uses it, where rows in form F's order would come
+ *     from all over a 4 MB tile;
  *  3. form F's own finishing step (the V-cell and the threshold).
  *
  * Every output cell adds the same products in the same order as form F
- * (multiply then add, no fused multiply-add in any clone), starting from the
- * same 0, so the layer is bit-for-bit form F's: the engine's answers do not
- * move.  The lists cost 8 bytes per (non-zero input cell, output it
- * reaches), ~200 kB a US4 pass, allocated per call.  A serving engine hands
- * the dense weights over to the pack (nc_neocog_packs_take), so they are
- * held once.
+ * (taps ascending, planes ascending within a tap; multiply then add, no
+ * fused multiply-add in any clone), starting from the same 0, so the layer
+ * is bit-for-bit form F's: the engine's answers do not move.  The lists
+ * cost 8 bytes per non-zero input cell plus the positions' offsets,
+ * allocated per call.  A serving engine hands the dense weights over to the
+ * pack (nc_neocog_packs_take), so they are held once.
  *
- * Measured on the shipped file's member 0 (24 passes at once, one core of
- * the 2-core dev machine while others ran, thread CPU time): US4 4.1 ms a
- * pass against form F's 12-15 ms.  The kernel is bound by moving each
- * term's 256 B row slice from L2/L3 (~10 cycles a term where an L1-resident
- * row takes 5).  What did not help there: splitting the input planes into
- * chunks whose rows fit L2 (the same time, and no longer form F's order),
- * 128-plane tiles (register spills), an AVX-512 clone, fused multiply-add,
- * more passes at once (48), skipping terms whose row slice is all zero
- * (a quarter of them; the compaction cost more than it saved), and an
- * 8-plane block-sparse pack (the weights are 13 % non-zero but 43 % of
- * 8-plane blocks are: 2x slower, read-modify-writes of the outputs). */
+ * Measured on the shipped file's member 3 (24 passes at once, one core of
+ * the busy 2-core dev machine, thread CPU time, best of 8): US4 3.1 ms a
+ * pass, against 3.7-3.8 ms with each (pass, position) running down its
+ * whole list in form F's order (rows from L3) and form F's 8.6 ms.  The
+ * kernel is now bound by its arithmetic: 26,800 non-zero inputs x 38 tiles
+ * a pass, 8 multiplies and 8 adds each (US4's weights are 14 % non-zero,
+ * but 38 % of the products of non-zero inputs are, and 84 % of 8-plane
+ * blocks of them: too dense for sparse kernels).  What did not help:
+ * splitting the taps' blocks further into chunks of input planes that fit
+ * L1 (more loads and stores of the accumulators than the L2 reads saved:
+ * slower), more passes at once (48), 128-plane tiles in AVX2 (register
+ * spills), fused multiply-add, skipping terms whose row slice is all zero,
+ * and an 8-plane block-sparse pack (2x slower, read-modify-writes of the
+ * outputs). */
 #include "neocog_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* One term of an output position's sum: u times weight row `row` =
- * kappa * n_live + t. */
-typedef struct b_term {
-    uint32_t row;
-    float u;
-} b_term;
-
 #if defined(__GNUC__)
-#define B_AHEAD 16      /* terms ahead to prefetch: the rows come from L3 */
 typedef float b_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 #define BV(p) (*(const b_v8 *)(p))
 
-/* eo[0 .. 8 NV) = sum over the terms of u * a[row][0 .. 8 NV) (a: one tile
- * of the pack, rows 8 NV floats), terms in order, from 0: each lane adds
- * form F's products in form F's order.  NV vectors of 8 planes. */
+/* eo[0 .. 8 NV) += val[j] * a[kap[j]][0 .. 8 NV) for j in order (a: one tap's
+ * block of a tile of the pack, rows 8 NV floats): each lane adds form F's
+ * products in form F's order onto what the earlier taps left there.  NV
+ * vectors of 8 planes. */
 #define B_KERNEL(NV)                                                              \
     static inline void b_kernel_##NV(float *restrict eo, const float *restrict a,  \
-                                     const b_term *restrict tm, uint32_t n)        \
+                                     const uint32_t *restrict kap,                \
+                                     const float *restrict val, uint32_t n)        \
     {                                                                             \
         b_v8 acc[NV];                                                             \
         for (int v = 0; v < NV; v++)                                              \
-            acc[v] = (b_v8){ 0 };                                                 \
+            acc[v] = BV(eo + 8 * v);                                              \
         for (uint32_t j = 0; j < n; j++) {                                        \
-            const float *w = a + (size_t)tm[j].row * (8 * NV);                    \
-            if (j + B_AHEAD < n)                                                  \
-                for (int v = 0; v < NV; v += 2)                                   \
-                    __builtin_prefetch(a + (size_t)tm[j + B_AHEAD].row * (8 * NV) + 8 * v); \
-            const float u = tm[j].u;                                              \
+            const float *w = a + (size_t)kap[j] * (8 * NV);                       \
+            const float u = val[j];                                               \
             for (int v = 0; v < NV; v++)                                          \
                 acc[v] += u * BV(w + 8 * v);                                      \
         }                                                                         \
@@ -82,12 +76,14 @@ typedef float b_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 #else
 #define B_KERNEL(NV)                                                              \
     static inline void b_kernel_##NV(float *restrict eo, const float *restrict a,  \
-                                     const b_term *restrict tm, uint32_t n)        \
+                                     const uint32_t *restrict kap,                \
+                                     const float *restrict val, uint32_t n)        \
     {                                                                             \
-        float acc[8 * NV] = { 0 };                                                \
+        float acc[8 * NV];                                                        \
+        memcpy(acc, eo, sizeof acc);                                              \
         for (uint32_t j = 0; j < n; j++)                                          \
             for (int i = 0; i < 8 * NV; i++)                                      \
-                acc[i] += tm[j].u * a[(size_t)tm[j].row * (8 * NV) + i];          \
+                acc[i] += val[j] * a[(size_t)kap[j] * (8 * NV) + i];              \
         memcpy(eo, acc, sizeof acc);                                              \
     }
 #endif
@@ -100,96 +96,80 @@ B_KERNEL(3)
 B_KERNEL(2)
 B_KERNEL(1)
 
-/* Terms of every (pass, position) and each one's V-cell sum.  term_ptr has
- * n * n_o + 1 entries, list (p, o) at p * n_o + o; v2 n * n_o floats. */
+/* The non-zero cells of every pass's input, position by position, and each
+ * output position's V-cell sum.  Cells of pass p's input position i are
+ * [cptr[p * (n_i + 1) + i], cptr[p * (n_i + 1) + i + 1]) of kap (its plane)
+ * and val (its value), planes ascending; v2 n * n_o floats; oi[t * n_o + o]
+ * the input position output o reads through live tap t, -1 where the
+ * window is clipped there. */
 typedef struct b_lists {
-    b_term *term;
-    size_t *term_ptr;
+    size_t *cptr;
+    uint32_t *kap;
+    float *val;
     float *v2;
+    int32_t *oi;
 } b_lists;
 
-/* Non-zero cells of input position i (planes ascending) into kap/val, and
- * the position's sum of squares over every plane in order, as form F sums
- * it.  Returns the count. */
-static uint32_t b_cells(const float *restrict ui, uint32_t k_in, uint32_t *restrict kap,
-                        float *restrict val, float *ret_uu)
+static void b_lists_free(b_lists *L)
 {
-    float uu = 0.0f;
-    uint32_t c = 0;
-    for (uint32_t k = 0; k < k_in; k++) {
-        uu += ui[k] * ui[k];
-        if (ui[k] != 0.0f) {
-            kap[c] = k;
-            val[c++] = ui[k];
-        }
-    }
-    *ret_uu = uu;
-    return c;
+    free(L->cptr);
+    free(L->kap);
+    free(L->val);
+    free(L->v2);
+    free(L->oi);
 }
 
-/* Terms of pass p: the non-zero cells each output position reads. */
-static size_t b_count(const nc_neocog_s_args *s, const float *in, uint32_t *nnz)
-{
-    const nc_neocog_index *ix = s->ix;
-    const size_t n_i = (size_t)ix->n_in * ix->n_in, n_o = (size_t)ix->n_out * ix->n_out;
-    for (size_t i = 0; i < n_i; i++) {
-        uint32_t c = 0;
-        for (uint32_t k = 0; k < s->k_in; k++)
-            c += in[i * s->in_stride + k] != 0.0f;
-        nnz[i] = c;
-    }
-    size_t need = 0;
-    for (size_t o = 0; o < n_o; o++)
-        for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++)
-            need += nnz[ix->gat_in[j]];
-    return need;
-}
-
-/* Build the lists of n passes.  Every buffer is allocated once, at its
- * exact size (the same sizes call after call come back from the heap
- * without new pages).  Returns 0 or -ENOMEM. */
+/* Build the lists of n passes, each buffer allocated once at its exact
+ * size.  v2 as form F sums it: over the position's gather entries in order
+ * (taps ascending), c[t] times the input position's sum of squares over
+ * every plane in order.  Returns 0 or -ENOMEM. */
 static int b_build(const nc_neocog_s_args *s, uint32_t n, const float *const *in,
                    b_lists *L)
 {
     const nc_neocog_index *ix = s->ix;
     const uint32_t nl = ix->n_live;
     const size_t n_i = (size_t)ix->n_in * ix->n_in, n_o = (size_t)ix->n_out * ix->n_out;
-    /* non-zero cells of input position i: [cptr[i], cptr[i + 1]) of kap, val */
-    size_t *cptr = malloc((n_i + 1) * sizeof *cptr);
-    uint32_t *kap = malloc(n_i * s->k_in * sizeof *kap);
-    float *val = malloc(n_i * s->k_in * sizeof *val), *uu = malloc(n_i * sizeof *uu);
-    L->term_ptr = malloc(((size_t)n * n_o + 1) * sizeof *L->term_ptr);
-    L->v2 = malloc(n * n_o * sizeof *L->v2);
-    L->term = NULL;
-    int err = cptr && kap && val && uu && L->term_ptr && L->v2 ? 0 : -ENOMEM;
-    size_t need = 0, used = 0;
-    for (uint32_t p = 0; !err && p < n; p++)
-        need += b_count(s, in[p], kap);
-    if (!err && !(L->term = malloc((need ? need : 1) * sizeof *L->term)))
-        err = -ENOMEM;
-    for (uint32_t p = 0; !err && p < n; p++) {
-        cptr[0] = 0;
+    size_t nnz = 0;
+    for (uint32_t p = 0; p < n; p++)
         for (size_t i = 0; i < n_i; i++)
-            cptr[i + 1] = cptr[i] + b_cells(in[p] + i * s->in_stride, s->k_in,
-                                            kap + cptr[i], val + cptr[i], &uu[i]);
+            for (uint32_t k = 0; k < s->k_in; k++)
+                nnz += in[p][i * s->in_stride + k] != 0.0f;
+    L->cptr = malloc((size_t)n * (n_i + 1) * sizeof *L->cptr);
+    L->kap = malloc((nnz ? nnz : 1) * sizeof *L->kap);
+    L->val = malloc((nnz ? nnz : 1) * sizeof *L->val);
+    L->v2 = malloc((size_t)n * n_o * sizeof *L->v2);
+    L->oi = malloc((size_t)nl * n_o * sizeof *L->oi);
+    float *uu = malloc(n_i * sizeof *uu);
+    int err = L->cptr && L->kap && L->val && L->v2 && L->oi && uu ? 0 : -ENOMEM;
+    for (size_t q = 0; !err && q < (size_t)nl * n_o; q++)
+        L->oi[q] = -1;
+    for (size_t o = 0; !err && o < n_o; o++)
+        for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++)
+            L->oi[(size_t)ix->gat_tap[j] * n_o + o] = ix->gat_in[j];
+    size_t used = 0;
+    for (uint32_t p = 0; !err && p < n; p++) {
+        size_t *cp = L->cptr + (size_t)p * (n_i + 1);
+        for (size_t i = 0; i < n_i; i++) {
+            const float *ui = in[p] + i * s->in_stride;
+            float q = 0.0f;
+            cp[i] = used;
+            for (uint32_t k = 0; k < s->k_in; k++) {
+                q += ui[k] * ui[k];
+                if (ui[k] != 0.0f) {
+                    L->kap[used] = k;
+                    L->val[used++] = ui[k];
+                }
+            }
+            uu[i] = q;
+        }
+        cp[n_i] = used;
         for (size_t o = 0; o < n_o; o++) {
             float v2 = 0.0f;
-            L->term_ptr[p * n_o + o] = used;
-            for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++) {
-                const size_t i = (size_t)ix->gat_in[j];
-                const uint32_t t = (uint32_t)ix->gat_tap[j];
-                v2 += s->c[t] * uu[i];
-                for (size_t q = cptr[i]; q < cptr[i + 1]; q++)
-                    L->term[used++] = (b_term){ kap[q] * nl + t, val[q] };
-            }
-            L->v2[p * n_o + o] = v2;
+            for (int32_t j = ix->gat_ptr[o]; j < ix->gat_ptr[o + 1]; j++)
+                v2 += s->c[ix->gat_tap[j]] * uu[ix->gat_in[j]];
+            L->v2[(size_t)p * n_o + o] = v2;
         }
     }
-    if (!err)
-        L->term_ptr[(size_t)n * n_o] = used;
-    free(cptr);
-    free(kap);
-    free(val);
     free(uu);
     return err;
 }
@@ -207,15 +187,16 @@ static uint32_t b_tile_width(uint32_t ks, uint32_t k0)
 
 struct nc_neocog_s_pack {
     uint32_t k_in, n_live, k_out;   /* what it was made for */
-    float *w;           /* tile after tile: [k_in * n_live][width] each */
+    float *w;           /* tile after tile, in each tap after tap:
+                           [n_live][k_in][width] (row kappa of tap t) */
 };
 
 int nc_neocog_s_pack_new(const nc_neocog_s_args *s, nc_neocog_s_pack **ret)
 {
     if (!s || !s->ix || !s->a || !ret || s->k_in < 1 || s->k_out < 1)
         return -EINVAL;
-    const uint32_t ks = nc_neocog_kstride(s->k_out);
-    const size_t rows = (size_t)s->k_in * s->ix->n_live;
+    const uint32_t ks = nc_neocog_kstride(s->k_out), nl = s->ix->n_live;
+    const size_t rows = (size_t)s->k_in * nl;
     nc_neocog_s_pack *pk = calloc(1, sizeof *pk);
     float *w = pk ? aligned_alloc(64, (rows * ks * sizeof(float) + 63) & ~(size_t)63) : NULL;
     if (!w) {
@@ -225,10 +206,11 @@ int nc_neocog_s_pack_new(const nc_neocog_s_args *s, nc_neocog_s_pack **ret)
     float *cur = w;
     for (uint32_t k0 = 0; k0 < ks; k0 += b_tile_width(ks, k0)) {
         const uint32_t tw = b_tile_width(ks, k0);
-        for (size_t r = 0; r < rows; r++, cur += tw)
-            memcpy(cur, s->a + r * ks + k0, tw * sizeof(float));
+        for (uint32_t t = 0; t < nl; t++)
+            for (uint32_t kappa = 0; kappa < s->k_in; kappa++, cur += tw)
+                memcpy(cur, s->a + ((size_t)kappa * nl + t) * ks + k0, tw * sizeof(float));
     }
-    *pk = (nc_neocog_s_pack){ s->k_in, s->ix->n_live, s->k_out, w };
+    *pk = (nc_neocog_s_pack){ s->k_in, nl, s->k_out, w };
     *ret = pk;
     return 0;
 }
@@ -241,27 +223,46 @@ void nc_neocog_s_pack_free(nc_neocog_s_pack *pk)
     free(pk);
 }
 
-/* Every pass's e over planes [k0, k0 + w); a: the pack's tile.  The tile
- * (17k rows x 256 B for US4) stays in the caches while all n passes use it. */
+/* Every pass's e over planes [k0, k0 + w), added into out (0 there before
+ * the first tap); a: the pack's tile.  Tap by tap, so that the tap's block
+ * of the tile (k_in rows of w floats: 60 kB for US4) is read from the
+ * caches by every pass and position before the next tap's: each output
+ * cell still adds its products taps ascending, planes ascending within a
+ * tap, as form F does. */
 NC_NEOCOG_HOT
 static void b_tile(const nc_neocog_s_args *s, const float *a, uint32_t n, float *const *out,
                    const b_lists *L, uint32_t k0, uint32_t w)
 {
-    const uint32_t ks = nc_neocog_kstride(s->k_out);
+    const uint32_t ks = nc_neocog_kstride(s->k_out), nl = s->ix->n_live;
+    const size_t n_i = (size_t)s->ix->n_in * s->ix->n_in;
     const size_t n_o = (size_t)s->ix->n_out * s->ix->n_out;
-    for (size_t q = 0; q < (size_t)n * n_o; q++) {
-        const b_term *tm = L->term + L->term_ptr[q];
-        const uint32_t nt = (uint32_t)(L->term_ptr[q + 1] - L->term_ptr[q]);
-        float *eo = out[q / n_o] + (q % n_o) * ks + k0;
-        switch (w) {
-        case 64: b_kernel_8(eo, a, tm, nt); break;
-        case 56: b_kernel_7(eo, a, tm, nt); break;
-        case 48: b_kernel_6(eo, a, tm, nt); break;
-        case 40: b_kernel_5(eo, a, tm, nt); break;
-        case 32: b_kernel_4(eo, a, tm, nt); break;
-        case 24: b_kernel_3(eo, a, tm, nt); break;
-        case 16: b_kernel_2(eo, a, tm, nt); break;
-        default: b_kernel_1(eo, a, tm, nt); break;
+    for (uint32_t t = 0; t < nl; t++) {
+        const float *at = a + (size_t)t * s->k_in * w;
+        const int32_t *oi = L->oi + (size_t)t * n_o;
+        for (uint32_t p = 0; p < n; p++) {
+            const size_t *cp = L->cptr + (size_t)p * (n_i + 1);
+            float *op = out[p] + k0;
+            for (size_t o = 0; o < n_o; o++) {
+                if (oi[o] < 0)
+                    continue;
+                const size_t c0 = cp[oi[o]];
+                const uint32_t nt = (uint32_t)(cp[oi[o] + 1] - c0);
+                if (!nt)
+                    continue;
+                float *eo = op + o * ks;
+                const uint32_t *kap = L->kap + c0;
+                const float *val = L->val + c0;
+                switch (w) {
+                case 64: b_kernel_8(eo, at, kap, val, nt); break;
+                case 56: b_kernel_7(eo, at, kap, val, nt); break;
+                case 48: b_kernel_6(eo, at, kap, val, nt); break;
+                case 40: b_kernel_5(eo, at, kap, val, nt); break;
+                case 32: b_kernel_4(eo, at, kap, val, nt); break;
+                case 24: b_kernel_3(eo, at, kap, val, nt); break;
+                case 16: b_kernel_2(eo, at, kap, val, nt); break;
+                default: b_kernel_1(eo, at, kap, val, nt); break;
+                }
+            }
         }
     }
 }
@@ -288,6 +289,8 @@ int nc_neocog_s_forward_many(const nc_neocog_s_args *s, const nc_neocog_s_pack *
     err = b_build(s, n, in, &L);
     if (!err) {
         const float *a = pk ? pk->w : own->w;
+        for (uint32_t p = 0; p < n; p++)
+            memset(out[p], 0, n_o * ks * sizeof(float));
         for (uint32_t k0 = 0; k0 < ks;) {
             const uint32_t w = b_tile_width(ks, k0);
             b_tile(s, a, n, out, &L, k0, w);
@@ -297,9 +300,7 @@ int nc_neocog_s_forward_many(const nc_neocog_s_args *s, const nc_neocog_s_pack *
         for (uint32_t p = 0; p < n; p++)
             nc_neocog_s_finish_(out[p], L.v2 + p * n_o, s->b, s->theta, ks, ks, n_o);
     }
-    free(L.term);
-    free(L.term_ptr);
-    free(L.v2);
+    b_lists_free(&L);
     nc_neocog_s_pack_free(own);
     return err;
 }
