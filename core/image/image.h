@@ -324,9 +324,10 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out);
 /* A text line's geometry from its characters' ink boxes (n >= 1, else
  * -EINVAL): *ret_scale is the third quartile of their heights (capitals or
  * ascenders; the x-height on a line of small letters), as core/segment's
- * character mode measures a line, and *ret_baseline the median of
- * y + height (the first row below the ink) over the boxes at least half
- * that tall, so marks and dots do not pull it.  -ENOMEM. */
+ * character mode measures a line (the quantile q of n sorted values is the
+ * one at round(q (n - 1))), and *ret_baseline the median of y + height (the
+ * first row below the ink) over the boxes at least half that tall, so marks
+ * and dots do not pull it.  -ENOMEM. */
 int nc_line_geometry(const nc_rect *boxes, uint32_t n, uint32_t *ret_scale,
                      uint32_t *ret_baseline);
 

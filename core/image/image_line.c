@@ -27,14 +27,15 @@ int nc_line_geometry(const nc_rect *boxes, uint32_t n, uint32_t *ret_scale,
     for (uint32_t i = 0; i < n; i++)
         v[i] = boxes[i].height;
     qsort(v, n, sizeof *v, cmp_u32);
-    const uint32_t scale = v[(3 * (size_t)(n - 1)) / 4];
+    /* core/segment's quantiles: the element at round(q (n - 1)) */
+    const uint32_t scale = v[(3 * (size_t)(n - 1) + 2) / 4];
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++)
         if (2 * (uint64_t)boxes[i].height >= scale)
             v[m++] = boxes[i].y + boxes[i].height;
     /* the box of the third quartile itself qualifies: m >= 1 */
     qsort(v, m, sizeof *v, cmp_u32);
-    *ret_baseline = v[(m - 1) / 2];
+    *ret_baseline = v[m / 2];
     *ret_scale = scale;
     free(v);
     return 0;

@@ -378,6 +378,13 @@ static void test_line_cells(void)
     CHECK_INT_EQ(nc_line_geometry(NULL, 1, &scale, &base), -EINVAL);
     CHECK_INT_EQ(nc_line_geometry(boxes + 2, 1, &scale, &base), 0);
     CHECK(scale == 4 && base == 130);
+    /* two pieces: the taller is the scale (round(0.75) = 1), as in core/segment */
+    CHECK_INT_EQ(nc_line_geometry(boxes, 2, &scale, &base), 0);
+    CHECK(scale == 30 && base == 130);
+    /* four: round(2.25) = 2, the third of 4, 16, 26, 30; the bottoms of the
+     * o, g and k (the period is under half of 26) are 130, 140, 130 */
+    CHECK_INT_EQ(nc_line_geometry(boxes + 1, 4, &scale, &base), 0);
+    CHECK(scale == 26 && base == 130);
 
     nc_image *h = blank(20, 30), *o = blank(18, 16);
     REQUIRE(h && o);

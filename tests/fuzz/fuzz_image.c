@@ -17,7 +17,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The image as a whole-digit request: both preps, both polarities; any
+/* The image as a whole-digit request: every prep, both polarities; any
  * error is fine, a crash or a write past out is not. */
 static void prep_both(const nc_image *img, int invert)
 {
@@ -31,6 +31,9 @@ static void prep_both(const nc_image *img, int invert)
     (void)nc_prep_apply(img, &cnn, out);
     cnn.deskew = 1;
     (void)nc_prep_apply(img, &cnn, out);
+    nc_prep line = NC_PREP_LINE_29;     /* the whole image as a line's cell */
+    line.invert = (uint32_t)invert;
+    (void)nc_prep_apply(img, &line, out);
 }
 
 static unsigned patch_sum(const nc_image *p)
