@@ -19,7 +19,8 @@
  * the occupancy map each kernel writes matching its output
  * (test_neocog.c); the CNN's layers 1e-4 both as ||gpu - ref|| / ||ref||
  * and as max |gpu - ref| / max |ref| (test_cnn.c); list building exact
- * (sums of squares to 1e-6).
+ * (sums of squares to 1e-6); deformations max |gpu - cpu| <= 1e-4 a pixel,
+ * none bit for bit (test_deform.c).
  *
  * To add an op: write its grid function (fill the shapes, return how
  * many), its make (inputs into c->priv), cpu (core's answer into c->ref,
@@ -45,6 +46,8 @@
 #include "cnn_layer.h"
 #include "cnn_norm.cuh"
 #include "cnn_pool.cuh"
+#include "deform.cuh"
+#include "deform.h"
 #include "device.h"
 #include "neocog.h"
 #include "neocog_c.cuh"
@@ -70,7 +73,7 @@ typedef struct op_shape {
     uint32_t batch;
 } op_shape;
 
-enum { CMP_NEO, CMP_CNN, CMP_EXACT };
+enum { CMP_NEO, CMP_CNN, CMP_EXACT, CMP_ABS };
 
 typedef struct op_ctx {
     const op_shape *sh;
@@ -1408,6 +1411,135 @@ static int gpu_cnn_act(op_ctx *c)
     return r;
 }
 
+/* ---- deformations (gpu/data/deform against core/data/deform) --------------------- */
+
+/* A few Gaussian blobs of ink, clamped to [0, 1] (test_deform.c's: bilinear
+ * sampling turns a tiny error in a sampling point into a tiny error in the
+ * value). */
+static void blobs(nc_test_rng *r, float *img, uint32_t w, uint32_t h)
+{
+    memset(img, 0, (size_t)w * h * sizeof(float));
+    for (int b = 0; b < 4; b++) {
+        double cx = nc_test_uniform(r) * w, cy = nc_test_uniform(r) * h;
+        double s = 1.0 + 3.0 * nc_test_uniform(r);
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                double d2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+                float v = img[(size_t)y * w + x] + (float)exp(-d2 / (2 * s * s));
+                img[(size_t)y * w + x] = v > 1.0f ? 1.0f : v;
+            }
+    }
+}
+
+enum { DEFORM_SRC = 5 };
+
+typedef struct deform_case {
+    nc_deform_params p;
+    uint32_t w, h;
+    float *src;                 /* [DEFORM_SRC][w * h] */
+    uint32_t *index;
+    uint64_t *state;
+} deform_case;
+
+/* a: parameter set (0 MNIST's, 1 affine only, 2 elastic only, 3 none), b: width,
+ * c: height, batch: images */
+static const char *const deform_names[] = { "mnist", "affine", "elastic", "none" };
+
+static nc_deform_params deform_params(int i)
+{
+    const nc_deform_params set[] = { NC_DEFORM_MNIST,
+                                     { 2.0f, 30.0f, 0.3f, 0.4f, 0.0f, 0.0f },
+                                     { 0.0f, 0.0f, 0.0f, 0.0f, 4.0f, 40.0f },
+                                     NC_DEFORM_NONE };
+    return set[i];
+}
+
+static size_t deform_grid(op_shape *sh, size_t cap, int none)
+{
+    static const int32_t wh[][2] = { { 29, 29 }, { 28, 28 }, { 17, 23 }, { 40, 9 }, { 33, 31 },
+                                     { 5, 64 } };
+    static const uint32_t batches[] = { 1, 3, 37, 65 };
+    size_t n = 0;
+    for (int32_t ps = none ? 3 : 0; ps < (none ? 4 : 3); ps++)
+        for (size_t i = 0; i < LEN(wh); i++)
+            for (size_t bi = 0; bi < LEN(batches) && n < cap; bi++)
+                sh[n++] = (op_shape){ .a = ps, .b = wh[i][0], .c = wh[i][1],
+                                      .batch = batches[bi] };
+    return n;
+}
+
+static size_t grid_deform(op_shape *sh, size_t cap) { return deform_grid(sh, cap, 0); }
+static size_t grid_deform_none(op_shape *sh, size_t cap) { return deform_grid(sh, cap, 1); }
+
+static int make_deform(op_ctx *c)
+{
+    deform_case *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    c->priv = p;
+    p->p = deform_params(c->sh->a);
+    p->w = (uint32_t)c->sh->b;
+    p->h = (uint32_t)c->sh->c;
+    const size_t plane = (size_t)p->w * p->h;
+    const uint32_t n = c->sh->batch;
+    p->src = malloc(DEFORM_SRC * plane * sizeof(float));
+    p->index = malloc(n * sizeof(uint32_t));
+    p->state = malloc(n * sizeof(uint64_t));
+    if (!p->src || !p->index || !p->state)
+        return -ENOMEM;
+    for (int i = 0; i < DEFORM_SRC; i++)
+        blobs(&c->rng, p->src + i * plane, p->w, p->h);
+    for (uint32_t i = 0; i < n; i++) {
+        p->index[i] = (uint32_t)(nc_test_next(&c->rng) % DEFORM_SRC);
+        p->state[i] = nc_test_next(&c->rng);
+    }
+    c->count = (size_t)n * plane;
+    snprintf(c->shape, sizeof c->shape, "%s %ux%u images %u", deform_names[c->sh->a], p->w,
+             p->h, n);
+    return 0;
+}
+
+/* core's deformation of each image; a deformation must move pixels (none:
+ * none at all), as test_deform.c checks */
+static int cpu_deform(op_ctx *c)
+{
+    deform_case *p = c->priv;
+    const size_t plane = (size_t)p->w * p->h;
+    nc_deform *d = NULL;
+    int r = nc_deform_new(&p->p, p->w, p->h, &d);
+    double moved = 0.0;
+    for (uint32_t i = 0; r == 0 && i < c->sh->batch; i++) {
+        nc_deform_rng rng = { p->state[i] };
+        r = nc_deform_apply(d, &rng, p->src + p->index[i] * plane, c->ref + i * plane);
+        for (size_t k = 0; r == 0 && k < plane; k++)
+            moved += fabs(c->ref[i * plane + k] - p->src[p->index[i] * plane + k]);
+    }
+    nc_deform_free(d);
+    const int none = c->sh->a == 3;
+    if (r == 0 && (none ? moved != 0.0 : moved <= 0.01 * (double)c->count))
+        extra_fail(c, "%s: sum |out - in| %zu over %zu pixels", "core's deformation",
+                   (size_t)moved, c->count);
+    return r;
+}
+
+static int gpu_deform(op_ctx *c)
+{
+    deform_case *p = c->priv;
+    return nc_gpu_deform_run(&p->p, p->w, p->h, 0, p->src, DEFORM_SRC, p->index, p->state,
+                             c->sh->batch, c->got);
+}
+
+static void fini_deform(op_ctx *c)
+{
+    deform_case *p = c->priv;
+    if (!p)
+        return;
+    free(p->src);
+    free(p->index);
+    free(p->state);
+    free(p);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const op_desc ops[] = {
@@ -1449,6 +1581,10 @@ static const op_desc ops[] = {
     { "cnn_act", "activation's derivative da = dy f'(y) (nc_gpu_cnn_act_backward)",
       grid_cnn_act, make_cnn_act, cpu_cnn_act, gpu_cnn_act, fini_free_priv, CMP_CNN,
       CNN_TOL },
+    { "deform", "elastic / affine deformation of images (nc_gpu_deform_run)", grid_deform,
+      make_deform, cpu_deform, gpu_deform, fini_deform, CMP_ABS, 1e-4 },
+    { "deform_none", "no deformation: an exact copy", grid_deform_none, make_deform,
+      cpu_deform, gpu_deform, fini_deform, CMP_ABS, 0.0 },
 };
 
 /* ---- the driver ------------------------------------------------------------------- */
@@ -1486,6 +1622,8 @@ static int compare(const op_desc *op, const op_ctx *c, double *max_abs, double *
     }
     if (op->cmp == CMP_EXACT)
         return bad == 0 && md == 0.0;
+    if (op->cmp == CMP_ABS)
+        return bad == 0 && md <= op->tol;
     return bad == 0 && *rel <= op->tol;
 }
 
@@ -1531,8 +1669,9 @@ static int run_op(const op_desc *op, op_shape *grid, int *n_fail, int *n_skip)
                 nz += c.ref[j] != 0.0f;
                 mr = fabs(c.ref[j]) > mr ? fabs(c.ref[j]) : mr;
             }
-            printf("%-24s %-72s ref max %.3g non-zero %.1f%% DRY\n", op->name, c.shape, mr,
-                   c.count ? 100.0 * (double)nz / (double)c.count : 0.0);
+            printf("%-24s %-72s ref max %.3g non-zero %.1f%% DRY%s%s\n", op->name, c.shape,
+                   mr, c.count ? 100.0 * (double)nz / (double)c.count : 0.0,
+                   c.fail ? "  " : "", c.fail ? c.note : "");
         } else if (r == 0) {
             for (size_t j = 0; j < c.count; j++)
                 c.got[j] = NAN;
