@@ -232,6 +232,26 @@ int main(int argc, char **argv)
                             "--epochs", "1", "--out", model, NULL };
     CHECK_INT_EQ(run(tool, mixed, NULL), 1);
 
+    /* --prep line records the line prep (the 28x28 cell whole, to 28 rows
+     * of the 29x29 input); an unknown prep is a usage error */
+    char line_model[256];
+    snprintf(line_model, sizeof line_model, "%s/m12-line.ncm", dir);
+    const char *line[] = { "cnn", "--train", tr, "--val", va, "--no-test", "--arch", ARCH12,
+                           "--epochs", "1", "--softmax", "3", "--prep", "line", "--out",
+                           line_model, NULL };
+    CHECK_INT_EQ(run(tool, line, NULL), 0);
+    be = open_file(line_model);
+    CHECK(be != NULL);
+    if (be) {
+        const nc_prep want = NC_PREP_LINE_29;
+        CHECK(!memcmp(&be->info.prep, &want, sizeof want));
+        CHECK_INT_EQ(be->info.n_classes, C);
+    }
+    nc_backend_close(be);
+    const char *bad_prep[] = { "cnn", "--train", tr, "--no-test", "--arch", ARCH12, "--prep",
+                               "box", "--out", line_model, NULL };
+    CHECK_INT_EQ(run(tool, bad_prep, NULL), 2);
+
     /* calibration on the validation set */
     const char *calib[] = { "calibrate", "--model", model, "--idx", va, "--out", cal, NULL };
     CHECK_INT_EQ(run(tool, calib, NULL), 0);
