@@ -10,39 +10,43 @@
  *
  *  1. per pass, the non-zero cells of each input position (planes
  *     ascending) and each output position's V-cell sum;
- *  2. for each tile of 64 output planes, tap by tap: for each pass and
- *     output position, 64 accumulators in registers load what the earlier
- *     taps left, run down the non-zero cells of the input position the tap
- *     reads, one weight load per multiply-add, and are stored back.  The
- *     weights come from a pack, a copy laid out tile after tile and, within
- *     a tile, tap after tap ([t][kappa][64] floats, made once at load): the
- *     tap's block (US4: 233 rows x 256 B, 60 kB) stays in L1/L2 while every
- *     pass and position uses it, where rows in form F's order would come
- *     from all over a 4 MB tile;
+ *  2. for each tile of 128 output planes (AVX-512; 64 with AVX2), tap by
+ *     tap: for each pass and output position, the tile's accumulators in
+ *     registers load what the earlier taps left, run down the non-zero
+ *     cells of the input position the tap reads, one weight load per
+ *     multiply-add, and are stored back.  The weights come from a pack, a
+ *     copy laid out tile after tile and, within a tile, tap after tap
+ *     ([t][kappa][width] floats, made once at load): the tap's block (US4:
+ *     233 rows x 512 B, 120 kB) stays in L2 while every pass and position
+ *     uses it, where rows in form F's order would come from all over an
+ *     8 MB tile;
  *  3. form F's own finishing step (the V-cell and the threshold).
  *
  * Every output cell adds the same products in the same order as form F
  * (taps ascending, planes ascending within a tap; multiply then add, no
- * fused multiply-add in any clone), starting from the same 0, so the layer
- * is bit-for-bit form F's: the engine's answers do not move.  The lists
- * cost 8 bytes per non-zero input cell plus the positions' offsets,
- * allocated per call.  A serving engine hands the dense weights over to the
- * pack (nc_neocog_packs_take), so they are held once.
+ * fused multiply-add in any kernel), starting from the same 0, so the
+ * layer is bit-for-bit form F's whatever the tile width: the engine's
+ * answers do not move.  The lists cost 8 bytes per non-zero input cell
+ * plus the positions' offsets, allocated per call.  A serving engine hands
+ * the dense weights over to the pack (nc_neocog_packs_take), so they are
+ * held once.
  *
  * Measured on the shipped file's member 3 (24 passes at once, one core of
- * the busy 2-core dev machine, thread CPU time, best of 8): US4 3.1 ms a
- * pass, against 3.7-3.8 ms with each (pass, position) running down its
- * whole list in form F's order (rows from L3) and form F's 8.6 ms.  The
- * kernel is now bound by its arithmetic: 26,800 non-zero inputs x 38 tiles
- * a pass, 8 multiplies and 8 adds each (US4's weights are 14 % non-zero,
- * but 38 % of the products of non-zero inputs are, and 84 % of 8-plane
- * blocks of them: too dense for sparse kernels).  What did not help:
- * splitting the taps' blocks further into chunks of input planes that fit
- * L1 (more loads and stores of the accumulators than the L2 reads saved:
- * slower), more passes at once (48), 128-plane tiles in AVX2 (register
- * spills), fused multiply-add, skipping terms whose row slice is all zero,
- * and an 8-plane block-sparse pack (2x slower, read-modify-writes of the
- * outputs). */
+ * the busy 2-core AMD EPYC dev machine, thread CPU time, best of 6): US4
+ * 2.5-2.6 ms a pass (3.1 with 64-plane AVX2 tiles), against 3.7-3.9 ms
+ * with each (pass, position) running down its whole list in form F's
+ * order (rows from L3) and form F's 8.6 ms.  The kernel is now bound by
+ * its arithmetic: 26,800 non-zero inputs x 2,405 planes a pass, a multiply
+ * and an add each (US4's weights are 14 % non-zero, but 38 % of the
+ * products of non-zero inputs are, and 84 % of 8-plane blocks of them: too
+ * dense for sparse kernels).  What did not help: 256-plane AVX-512 tiles
+ * (slower), splitting the taps' blocks into chunks of input planes that
+ * fit L1 (more loads and stores of the accumulators than the L2 reads
+ * saved: slower), this form for US3 (its positions read ~2 non-zero cells
+ * each: form F's scatter is as fast), more passes at once (48), 128-plane
+ * tiles in AVX2 (register spills), fused multiply-add, skipping terms
+ * whose row slice is all zero, and an 8-plane block-sparse pack (2x
+ * slower, read-modify-writes of the outputs). */
 #include "neocog_impl.h"
 
 #include <stdlib.h>
@@ -174,19 +178,41 @@ static int b_build(const nc_neocog_s_args *s, uint32_t n, const float *const *in
     return err;
 }
 
-/* Tiles of a pack: planes [k0, k0 + w) with w = 64 while 64 remain, then
- * the rest in one tile (ks is a multiple of 8): 8 vectors of accumulators
- * at most, which with the broadcast value fill AVX2's 16 registers (the
- * weights are memory operands), and as many as there are planes so that
- * each list is walked once a tile (US3's 248 planes: 64, 64, 64, 56). */
-static uint32_t b_tile_width(uint32_t ks, uint32_t k0)
+/* Tiles of a pack: planes [k0, k0 + w) with w = wide (64, or 128 where the
+ * AVX-512 kernel runs) while that many remain, then 64 while 64 remain,
+ * then the rest in one tile (ks is a multiple of 8): 8 vectors of
+ * accumulators at most, which with the broadcast value fill AVX2's 16
+ * registers (the weights are memory operands), or 8 of AVX-512's 32, and
+ * as many as there are planes so that each list is walked once a tile
+ * (US3's 248 planes: 64, 64, 64, 56). */
+static uint32_t b_tile_width(uint32_t ks, uint32_t k0, uint32_t wide)
 {
     const uint32_t r = ks - k0;
-    return r >= 64 ? 64 : r;
+    return r >= wide ? wide : r >= 64 ? 64 : r;
 }
+
+/* The widest tile this machine runs: 128 planes where the AVX-512 kernel
+ * below can (half the instructions a term of AVX2's 64-plane kernel takes
+ * per plane; the same multiplies and adds lane by lane), else 64. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__ELF__) && !defined(NC_NO_TARGET_CLONES)
+#define B_WIDE 1
+static uint32_t b_wide(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ? 128u : 64u;
+}
+#else
+#define B_WIDE 0
+static uint32_t b_wide(void)
+{
+    return 64u;
+}
+#endif
 
 struct nc_neocog_s_pack {
     uint32_t k_in, n_live, k_out;   /* what it was made for */
+    uint32_t wide;                  /* b_wide() when it was made */
     float *w;           /* tile after tile, in each tap after tap:
                            [n_live][k_in][width] (row kappa of tap t) */
 };
@@ -203,14 +229,15 @@ int nc_neocog_s_pack_new(const nc_neocog_s_args *s, nc_neocog_s_pack **ret)
         free(pk);
         return -ENOMEM;
     }
+    const uint32_t wide = b_wide();
     float *cur = w;
-    for (uint32_t k0 = 0; k0 < ks; k0 += b_tile_width(ks, k0)) {
-        const uint32_t tw = b_tile_width(ks, k0);
+    for (uint32_t k0 = 0; k0 < ks; k0 += b_tile_width(ks, k0, wide)) {
+        const uint32_t tw = b_tile_width(ks, k0, wide);
         for (uint32_t t = 0; t < nl; t++)
             for (uint32_t kappa = 0; kappa < s->k_in; kappa++, cur += tw)
                 memcpy(cur, s->a + ((size_t)kappa * nl + t) * ks + k0, tw * sizeof(float));
     }
-    *pk = (nc_neocog_s_pack){ s->k_in, nl, s->k_out, w };
+    *pk = (nc_neocog_s_pack){ s->k_in, nl, s->k_out, wide, w };
     *ret = pk;
     return 0;
 }
@@ -267,6 +294,49 @@ static void b_tile(const nc_neocog_s_args *s, const float *a, uint32_t n, float 
     }
 }
 
+#if B_WIDE
+typedef float b_v16 __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* b_tile for a 128-plane tile with AVX-512: the same products added in the
+ * same order, lane by lane (vmulps then vaddps; C11 mode contracts none
+ * into fused multiply-adds). */
+__attribute__((target("avx512f")))
+static void b_tile_wide(const nc_neocog_s_args *s, const float *a, uint32_t n,
+                        float *const *out, const b_lists *L, uint32_t k0)
+{
+    const uint32_t ks = nc_neocog_kstride(s->k_out), nl = s->ix->n_live;
+    const size_t n_i = (size_t)s->ix->n_in * s->ix->n_in;
+    const size_t n_o = (size_t)s->ix->n_out * s->ix->n_out;
+    for (uint32_t t = 0; t < nl; t++) {
+        const float *at = a + (size_t)t * s->k_in * 128;
+        const int32_t *oi = L->oi + (size_t)t * n_o;
+        for (uint32_t p = 0; p < n; p++) {
+            const size_t *cp = L->cptr + (size_t)p * (n_i + 1);
+            float *op = out[p] + k0;
+            for (size_t o = 0; o < n_o; o++) {
+                if (oi[o] < 0)
+                    continue;
+                const size_t c0 = cp[oi[o]], c1 = cp[oi[o] + 1];
+                if (c0 == c1)
+                    continue;
+                float *eo = op + o * ks;
+                b_v16 acc[8];
+                for (int v = 0; v < 8; v++)
+                    acc[v] = *(const b_v16 *)(eo + 16 * v);
+                for (size_t j = c0; j < c1; j++) {
+                    const float *w = at + (size_t)L->kap[j] * 128;
+                    const float u = L->val[j];
+                    for (int v = 0; v < 8; v++)
+                        acc[v] += u * *(const b_v16 *)(w + 16 * v);
+                }
+                for (int v = 0; v < 8; v++)
+                    *(b_v16 *)(eo + 16 * v) = acc[v];
+            }
+        }
+    }
+}
+#endif
+
 int nc_neocog_s_forward_many(const nc_neocog_s_args *s, const nc_neocog_s_pack *pk,
                              uint32_t n, const float *const *in, float *const *out)
 {
@@ -288,12 +358,18 @@ int nc_neocog_s_forward_many(const nc_neocog_s_args *s, const nc_neocog_s_pack *
     b_lists L;
     err = b_build(s, n, in, &L);
     if (!err) {
-        const float *a = pk ? pk->w : own->w;
+        const nc_neocog_s_pack *use = pk ? pk : own;
+        const float *a = use->w;
         for (uint32_t p = 0; p < n; p++)
             memset(out[p], 0, n_o * ks * sizeof(float));
         for (uint32_t k0 = 0; k0 < ks;) {
-            const uint32_t w = b_tile_width(ks, k0);
-            b_tile(s, a, n, out, &L, k0, w);
+            const uint32_t w = b_tile_width(ks, k0, use->wide);
+#if B_WIDE
+            if (w == 128)
+                b_tile_wide(s, a, n, out, &L, k0);
+            else
+#endif
+                b_tile(s, a, n, out, &L, k0, w);
             a += rows * w;
             k0 += w;
         }
