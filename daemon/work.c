@@ -390,10 +390,14 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
          * polarity, paper and light flattened, cropped), as the offline tools
          * do.  No character (-ENOENT) leaves an empty view, which every
          * network answers as "no ink".  Segmentation decides polarity itself
-         * and hands back clean light-ink patches. */
+         * and hands back clean light-ink patches.  A line-layout model takes
+         * the whole image as the character's cell: a photo's character is
+         * put back where it was in the frame (nc_image_clean_cell). */
         nc_image *clean = NULL;
+        const nc_polarity pol = (nc_polarity)im->polarity;
         if (!im->segment &&
-            (err = nc_image_clean(img, (nc_polarity)im->polarity, &clean, NULL)) < 0 &&
+            (err = wants_line_cells(gen, need) ? nc_image_clean_cell(img, pol, &clean)
+                                               : nc_image_clean(img, pol, &clean, NULL)) < 0 &&
             err != -ENOENT) {
             task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
                                         : NEOCOG__CODE__INVALID_ARGUMENT,

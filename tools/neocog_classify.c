@@ -114,8 +114,14 @@ static int parse_polarity(const char *v)
 static int classify(model *m, uint32_t n_models, int polarity, const nc_ens_rule *rule,
                     double threshold, uint32_t top, const nc_image *img, nc_answer *ret)
 {
+    /* a line-layout model (NC_PREP_LINE) takes the whole image as its cell,
+     * as neocogd does: the cleaned character stays where it was */
+    int line = 0;
+    for (uint32_t k = 0; k < n_models; k++)
+        line |= m[k].be->info.prep.kind == NC_PREP_LINE;
     nc_image *clean = NULL;
-    int err = nc_image_clean(img, (nc_polarity)polarity, &clean, NULL);
+    int err = line ? nc_image_clean_cell(img, (nc_polarity)polarity, &clean)
+                   : nc_image_clean(img, (nc_polarity)polarity, &clean, NULL);
     if (err && err != -ENOENT)
         return err;
     nc_answer_in in = { .threshold = threshold, .top_k = top, .rule = rule };

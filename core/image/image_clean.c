@@ -420,7 +420,8 @@ static int pen_normalise(nc_image *img, float *buf)
  * character's box (without the margin) is in working coordinates in
  * *ret_box. */
 static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_out,
-                       nc_rect *ret_box, float *ret_contrast, float *ret_floor)
+                       nc_rect *ret_box, nc_rect *ret_crop, float *ret_contrast,
+                       float *ret_floor)
 {
     size_t n = (size_t)w * h;
     float *cov = malloc(n * sizeof *cov), *sm = malloc(n * sizeof *sm);
@@ -564,6 +565,7 @@ static int clean_photo(const float *g, uint32_t w, uint32_t h, nc_image **ret_ou
         if (err < 0)
             goto done;
     }
+    *ret_crop = (nc_rect){ cx0, cy0, out->width, out->height };
     *ret_out = out;
     out = NULL;
     *ret_box = (nc_rect){ x0, y0, bw, bh };
@@ -661,6 +663,9 @@ int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
             return err;
         }
         info.contrast = 1.0f;
+        info.frame_width = in->width;
+        info.frame_height = in->height;
+        info.frame_box = (nc_rect){ 0, 0, in->width, in->height };
         goto ok;
     }
 
@@ -688,7 +693,9 @@ int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
     nc_rect box = { 0 };
     float contrast = 0.0f, floor_ = 0.0f;
     if (!err)
-        err = clean_photo(g, w, h, &out, &box, &contrast, &floor_);
+        err = clean_photo(g, w, h, &out, &box, &info.frame_box, &contrast, &floor_);
+    info.frame_width = w;
+    info.frame_height = h;
     free(g);
     if (err < 0)
         return err;
@@ -711,7 +718,8 @@ int nc_image_clean_prep(const nc_image *in, nc_polarity polarity, const nc_prep 
     if (!p)
         return -EINVAL;
     nc_image *clean = NULL;
-    int err = nc_image_clean(in, polarity, &clean, NULL);
+    int err = p->kind == NC_PREP_LINE ? nc_image_clean_cell(in, polarity, &clean)
+                                      : nc_image_clean(in, polarity, &clean, NULL);
     if (!err) {
         nc_prep light = *p;
         light.invert = 0;

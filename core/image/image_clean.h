@@ -42,6 +42,11 @@ typedef struct nc_clean_info {
                                    at the ink's core; 1 for clean input) */
     float noise;                /* the floor cut below the ink, 0..1 of the
                                    paper's level (0 for clean input) */
+    uint32_t frame_width, frame_height;  /* the frame the output was cut
+                                   from: the input, or a photo shrunk to
+                                   its working size (NC_CLEAN_WORK_SIDE) */
+    nc_rect frame_box;          /* where the output lies in that frame (the
+                                   whole frame for clean input) */
 } nc_clean_info;
 
 /* The clean image of one character in *ret_out (release with
@@ -93,11 +98,20 @@ int nc_image_clean(const nc_image *in, nc_polarity polarity, nc_image **ret_out,
 
 /* One network's input from one character: nc_image_clean, then
  * nc_prep_apply of p with invert 0 (the clean image is light ink), into
- * nc_prep_out_len(p) floats.  -ENOENT when there is no character, other
+ * nc_prep_out_len(p) floats; for NC_PREP_LINE, nc_image_clean_cell in
+ * place of nc_image_clean.  -ENOENT when there is no character, other
  * errors as those two give; out is written only on success.  (A caller
  * with several networks cleans once and prepares for each, as the daemon
  * does.) */
 int nc_image_clean_prep(const nc_image *in, nc_polarity polarity, const nc_prep *p,
                         float *out);
+
+/* The clean image of a whole character cell, for NC_PREP_LINE (image.h),
+ * whose layout is the cell's: nc_image_clean, then a photo's character put
+ * back where it was in its frame (info.frame_box of a zero image
+ * frame_width x frame_height), so its size and height in the frame are
+ * kept; clean input is the same image as nc_image_clean's.  Errors as
+ * nc_image_clean's. */
+int nc_image_clean_cell(const nc_image *in, nc_polarity polarity, nc_image **ret_out);
 
 #endif

@@ -8,8 +8,10 @@
  * unchanged; margins along x do not move the ink; dark ink on paper gives
  * the light-ink result; odd sizes, 1x1, very wide and very tall cells;
  * views; invalid settings; a segmented line's geometry and cells
- * (nc_line_geometry, nc_line_cell). */
+ * (nc_line_geometry, nc_line_cell); a photo cleaned as a cell
+ * (nc_image_clean_cell). */
 #include "image.h"
+#include "image_clean.h"
 #include "test.h"
 
 #include <math.h>
@@ -434,6 +436,80 @@ static void test_line_cells(void)
     nc_image_free(o);
 }
 
+/* A photo taken as a cell (nc_image_clean_cell): the paper cleaned away,
+ * the character kept where it was in the frame, where nc_image_clean crops
+ * it; clean input unchanged; a large photo at its working size. */
+static void test_clean_cell(void)
+{
+    /* dark ring low in a tall frame of grey paper */
+    nc_image *photo = blank(40, 90);
+    REQUIRE(photo);
+    for (size_t i = 0; i < 40 * 90; i++)
+        photo->pixels[i] = (uint8_t)(190 + i % 7);
+    for (uint32_t y = 0; y < 90; y++)
+        for (uint32_t x = 0; x < 40; x++) {
+            double d = hypot(x - 20.0, y - 70.0);
+            if (fabs(d - 7.0) <= 1.5)
+                photo->pixels[(size_t)y * 40 + x] = 40;
+        }
+    nc_image *cell = NULL, *crop = NULL;
+    CHECK_INT_EQ(nc_image_clean_cell(photo, NC_POLARITY_AUTO, &cell), 0);
+    CHECK_INT_EQ(nc_image_clean(photo, NC_POLARITY_AUTO, &crop, NULL), 0);
+    REQUIRE(cell && crop);
+    CHECK(cell->width == 40 && cell->height == 90);
+    CHECK(crop->height < 30);
+    nc_rect b;
+    CHECK_INT_EQ(nc_image_bbox(cell, 0, &b), 0);
+    CHECK_MSG(b.y >= 60 && b.y <= 63 && b.y + b.height >= 77 && b.y + b.height <= 80 &&
+                  b.x >= 10 && b.x + b.width <= 30, "ink %u..%u x %u..%u", b.x,
+              b.x + b.width, b.y, b.y + b.height);
+    /* the paper is 0 away from the ring */
+    CHECK(cell->pixels[5 * 40 + 5] == 0 && cell->pixels[40 * 40 + 20] == 0);
+    /* the line prep of the cell keeps the ring low and small */
+    float out[PLANE];
+    const nc_prep l29 = NC_PREP_LINE_29;
+    CHECK_INT_EQ(nc_image_clean_prep(photo, NC_POLARITY_AUTO, &l29, out), 0);
+    ink_box ib = field_ink(out);
+    CHECK_MSG(ib.y0 >= 18 && ib.y1 <= 26, "ring on rows %d..%d", ib.y0, ib.y1);
+    nc_image_free(cell);
+    nc_image_free(crop);
+
+    /* clean input: the same pixels */
+    nc_image *clean = blank(20, 30);
+    REQUIRE(clean);
+    fill_rect(clean, 5, 20, 6, 6, 255);
+    CHECK_INT_EQ(nc_image_clean_cell(clean, NC_POLARITY_LIGHT_INK, &cell), 0);
+    REQUIRE(cell);
+    CHECK(cell->width == 20 && cell->height == 30 &&
+          !memcmp(cell->pixels, clean->pixels, 20 * 30));
+    nc_image_free(cell);
+
+    /* a large photo: the frame at its working size, the ring where it was */
+    nc_image *big = blank(400, 800);
+    REQUIRE(big);
+    memset(big->pixels, 200, 400 * 800);
+    for (uint32_t y = 0; y < 800; y++)
+        for (uint32_t x = 0; x < 400; x++)
+            if (fabs(hypot(x - 200.0, y - 600.0) - 60.0) <= 10.0)
+                big->pixels[(size_t)y * 400 + x] = 30;
+    CHECK_INT_EQ(nc_image_clean_cell(big, NC_POLARITY_DARK_INK, &cell), 0);
+    REQUIRE(cell);
+    CHECK(cell->width == NC_CLEAN_WORK_SIDE && cell->height == 2 * NC_CLEAN_WORK_SIDE);
+    CHECK_INT_EQ(nc_image_bbox(cell, 0, &b), 0);
+    /* rows 530..670 of 800 are 424..536 of 640 */
+    CHECK_MSG(b.y >= 418 && b.y <= 428 && b.y + b.height >= 532 && b.y + b.height <= 542,
+              "ring on rows %u..%u", b.y, b.y + b.height);
+    nc_image_free(cell);
+
+    memset(clean->pixels, 0, 20 * 30);
+    CHECK_INT_EQ(nc_image_clean_cell(clean, NC_POLARITY_LIGHT_INK, &cell), -ENOENT);
+    CHECK_INT_EQ(nc_image_clean_cell(NULL, NC_POLARITY_AUTO, &cell), -EINVAL);
+    CHECK_INT_EQ(nc_image_clean_cell(photo, NC_POLARITY_AUTO, NULL), -EINVAL);
+    nc_image_free(clean);
+    nc_image_free(big);
+    nc_image_free(photo);
+}
+
 int main(void)
 {
     test_sizes_kept();
@@ -444,5 +520,6 @@ int main(void)
     test_views_and_box();
     test_invalid();
     test_line_cells();
+    test_clean_cell();
     return nc_test_finish();
 }

@@ -8,7 +8,9 @@
  * frame is one line: a capital-sized H and a small o on its baseline.
  * In the line's cell the H reaches into the top rows and the o does not,
  * so the line reads "Bs"; the o in its own box, as a digit model's patch,
- * fills the field from top to bottom and would read "B". */
+ * fills the field from top to bottom and would read "B".  A request of one
+ * image is its own cell: the o sent in a crop as tall as its line reads
+ * "s", in a crop of its own size "B". */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -126,6 +128,21 @@ static void test_segmented_line(int port)
                   res->digits[1]->text[0] == 's',
               "the line read as '%s' in %zu pieces (want B, s)", res ? res->text : "-",
               res ? res->n_digits : 0);
+    nc_msg_free(m);
+    free(pgm);
+
+    /* The o sent alone in a cell as tall as its line (rows 18..73: 21/15
+     * of the H's height above the baseline, 7/15 below) is a photo whose
+     * cleaning keeps the frame (nc_image_clean_cell): "s" again. */
+    enum { CW = 30, CH = 56 };
+    uint8_t c[CW * CH];
+    for (int y = 0; y < CH; y++)
+        memcpy(c + y * CW, px + (size_t)(18 + y) * W + 60, CW);
+    REQUIRE(nc_encode_pgm(c, CW, CH, &pgm, &len) == 0);
+    m = recognize(port, pgm, len, 0);
+    res = result_of(m);
+    CHECK_MSG(res && !strcmp(res->text, "s"), "the o in its line's cell read as '%s'",
+              res ? res->text : "-");
     nc_msg_free(m);
     free(pgm);
 
