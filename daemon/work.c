@@ -217,6 +217,19 @@ static int line_cell(const nc_segment_result *sr, const nc_segment_digit *sd, nc
     return err;
 }
 
+/* A frame read as one character has no line to measure it by: its cell
+ * takes the character as a line of its own (nc_line_cell with the ink's
+ * height as the scale and its bottom as the baseline), so it is read at
+ * capital size on the baseline rather than filling the cell. */
+static int own_cell(const nc_image *clean, nc_image **ret)
+{
+    nc_rect b;
+    int err = nc_image_bbox(clean, 0, &b);
+    if (!err)
+        err = nc_line_cell(clean, 0, b.height, (int64_t)b.y + b.height, ret);
+    return err;
+}
+
 /* The ensemble rule for gen's pair of models (core/backend/backend.h): the one
  * fitted on validation and stored in the CNN file when it was fitted with
  * the neocognitron file now loaded, else the plain mean.  A rule fitted
@@ -468,6 +481,11 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             if (one == 1 || (one == 2 && v + 1 == n_views)) {
                 t->digits[v] = (nc_digit){ one_box.x, one_box.y, one_box.width,
                                            one_box.height, -1, 0.0f };
+                if (cells && clean && (err = own_cell(clean, &cell)) < 0 && err != -ENOENT)
+                    task_fail(t, err == -ENOMEM ? NEOCOG__CODE__RESOURCE_EXHAUSTED
+                                                : NEOCOG__CODE__INTERNAL,
+                              "image %u: cannot place a character on its line: %s",
+                              nc_strerror(err));
             } else if (im->segment) {
                 const nc_segment_digit *sd =
                     v < sr->count ? &sr->digits[v] : &sr->alts[v - sr->count].whole;
