@@ -712,6 +712,38 @@ ok:
     return 0;
 }
 
+/* nc_image_clean, then its crop put back where it was in the frame: the
+ * cell NC_PREP_LINE reads (a line-layout model learnt characters placed on
+ * their line, so the frame, not the ink's box, is the cell). */
+int nc_image_clean_cell(const nc_image *in, nc_polarity polarity, nc_image **ret_out)
+{
+    if (!ret_out)
+        return -EINVAL;
+    nc_image *clean = NULL, *cell = NULL;
+    nc_clean_info info;
+    int err = nc_image_clean(in, polarity, &clean, &info);
+    if (err < 0 || !info.photo) {
+        if (!err)
+            *ret_out = clean;
+        return err;
+    }
+    /* the output is a crop of the (working) frame: put it back */
+    const nc_rect b = info.frame_box;
+    if (b.width != clean->width || b.height != clean->height ||
+        b.x + (uint64_t)b.width > info.frame_width || b.y + (uint64_t)b.height > info.frame_height)
+        err = -EINVAL;      /* cannot happen: nc_image_clean's own numbers */
+    if (!err)
+        err = nc_image_new(info.frame_width, info.frame_height, &cell);
+    if (!err) {
+        for (uint32_t y = 0; y < b.height; y++)
+            memcpy(cell->pixels + (size_t)(b.y + y) * cell->stride + b.x,
+                   clean->pixels + (size_t)y * clean->stride, b.width);
+        *ret_out = cell;
+    }
+    nc_image_free(clean);
+    return err;
+}
+
 int nc_image_clean_prep(const nc_image *in, nc_polarity polarity, const nc_prep *p,
                         float *out)
 {

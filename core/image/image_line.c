@@ -1,14 +1,13 @@
 /* core/image/image_line.c — the cells NC_PREP_LINE reads: cut from a
- * segmented text line (nc_line_geometry, nc_line_cell in image.h), or a
- * whole request image cleaned without losing its frame (nc_image_clean_cell
- * in image_clean.h).
+ * segmented text line (nc_line_geometry, nc_line_cell in image.h).  A
+ * whole request image cleaned without losing its frame is image_clean.c's
+ * nc_image_clean_cell.
  *
  * Layer: core.  Why: a line-layout model learnt characters placed on their
  * line (size and height kept), so a character cut from a photo must be
  * placed the same way: the line's scale and baseline, not the character's
  * own box, decide where it sits in its cell. */
 #include "image.h"
-#include "image_clean.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,33 +75,4 @@ int nc_line_cell(const nc_image *patch, int64_t patch_y, uint32_t scale, int64_t
                patch->pixels + (size_t)y * patch->stride, patch->width);
     *ret_cell = cell;
     return 0;
-}
-
-int nc_image_clean_cell(const nc_image *in, nc_polarity polarity, nc_image **ret_out)
-{
-    if (!ret_out)
-        return -EINVAL;
-    nc_image *clean = NULL, *cell = NULL;
-    nc_clean_info info;
-    int err = nc_image_clean(in, polarity, &clean, &info);
-    if (err < 0 || !info.photo) {
-        if (!err)
-            *ret_out = clean;
-        return err;
-    }
-    /* the output is a crop of the (working) frame: put it back */
-    const nc_rect b = info.frame_box;
-    if (b.width != clean->width || b.height != clean->height ||
-        b.x + (uint64_t)b.width > info.frame_width || b.y + (uint64_t)b.height > info.frame_height)
-        err = -EINVAL;      /* cannot happen: nc_image_clean's own numbers */
-    if (!err)
-        err = nc_image_new(info.frame_width, info.frame_height, &cell);
-    if (!err) {
-        for (uint32_t y = 0; y < b.height; y++)
-            memcpy(cell->pixels + (size_t)(b.y + y) * cell->stride + b.x,
-                   clean->pixels + (size_t)y * clean->stride, b.width);
-        *ret_out = cell;
-    }
-    nc_image_free(clean);
-    return err;
 }
