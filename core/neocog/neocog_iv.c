@@ -14,7 +14,6 @@ struct nc_neocog_iv {
     uint32_t top_t, K, n_classes;
     uint32_t cls_off[NC_NEOCOG_MAX_CLASSES + 1];    /* members of class c: */
     uint32_t *members;                  /* members[cls_off[c] .. cls_off[c+1]) */
-    uint32_t *rank;                     /* plane -> index within its class */
     size_t gram_off[NC_NEOCOG_MAX_CLASSES + 1];
     float *gram;                        /* per class n_c x n_c cosines */
 };
@@ -24,7 +23,6 @@ void nc_neocog_iv_free(nc_neocog_iv *iv)
     if (!iv)
         return;
     free(iv->members);
-    free(iv->rank);
     free(iv->gram);
     free(iv);
 }
@@ -60,8 +58,7 @@ int nc_neocog_iv_new(const nc_neocog *net, uint32_t top_t, nc_neocog_iv **ret_iv
     iv->K = K;
     iv->n_classes = C;
     iv->members = malloc(K * sizeof(uint32_t));
-    iv->rank = malloc(K * sizeof(uint32_t));
-    if (!iv->members || !iv->rank)
+    if (!iv->members)
         goto out;
     uint32_t cnt[NC_NEOCOG_MAX_CLASSES] = { 0 };
     for (uint32_t k = 0; k < K; k++)
@@ -75,7 +72,6 @@ int nc_neocog_iv_new(const nc_neocog *net, uint32_t top_t, nc_neocog_iv **ret_iv
     uint32_t fill[NC_NEOCOG_MAX_CLASSES] = { 0 };
     for (uint32_t k = 0; k < K; k++) {
         uint32_t c = net->labels[k];
-        iv->rank[k] = fill[c];
         iv->members[iv->cls_off[c] + fill[c]++] = k;
     }
     iv->gram = malloc((iv->gram_off[C] ? iv->gram_off[C] : 1) * sizeof(float));
@@ -132,6 +128,85 @@ out:
 
 /* Input positions whose sums of squares fit on the stack (US4 reads 13 x 13). */
 #define IV_SU_STACK 1024
+/* Planes whose similarities fit on the stack (the shipped members: <= 2,405). */
+#define IV_SV_STACK 4096
+
+/* Where the compiler can, an AVX-512 and an AVX2 clone of iv_sims: the same
+ * double operations lane by lane (C11 mode contracts none into fused
+ * multiply-adds and keeps both divisions), so the same doubles. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__ELF__) && !defined(NC_NO_TARGET_CLONES)
+#define IV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define IV_CLONES
+#endif
+
+/* Every plane's similarity at one position, sv[k] for k < K: the cell's
+ * response u = us[k] inverted for its excitation e, s = e / (b v) clipped
+ * to [0, 1]; -1 where u or b is not positive (no candidate).  Computed for
+ * every plane and then chosen, so that the loop vectorises (a lane whose
+ * b is 0 may divide by 0; its result is dropped). */
+IV_CLONES
+static void iv_sims(const float *restrict us, const float *restrict b, uint32_t K, double th,
+                    double v, double *restrict sv)
+{
+    for (uint32_t k = 0; k < K; k++) {
+        const double u = us[k], bk = b[k];
+        /* invert u = th/(1-th) ((1+e)/(1+th b v) - 1) for e, exactly */
+        const double e = (u * (1.0 - th) / th + 1.0) * (1.0 + th * bk * v) - 1.0;
+        double s = e / (bk * v);
+        s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
+        sv[k] = u > 0.0 && bk > 0.0 ? s : -1.0;
+    }
+}
+
+/* The similarity of each pair's segment, pv[q] for q < np: alpha = al[q]
+ * and beta = be[q] the pair's similarities, g = g[q] the cosine between
+ * its planes; the segment's best point's similarity where both its
+ * coefficients are positive and the planes are not parallel, else 0 (the
+ * answer is a maximum that starts at the list's first similarity >= 0, so
+ * 0 adds nothing, as a skipped pair did).  No branch waits on a loaded
+ * cosine, so the loads (from Gram matrices of ~230 kB a class, mostly
+ * cache misses) overlap; an excluded pair may take the square root of a
+ * negative number, and is dropped.  (The square root, which may set errno,
+ * keeps the loop scalar.) */
+static void iv_segments(const float *restrict g, const float *restrict al,
+                        const float *restrict be, uint32_t np, double *restrict pv)
+{
+    for (uint32_t q = 0; q < np; q++) {
+        const double a = al[q], b = be[q], gq = g[q];
+        const double den = 1.0 - gq * gq;
+        const double pa = (a - gq * b) / den, pb = (b - gq * a) / den;
+        double s = sqrt(pa * a + pb * b);
+        s = s > 1.0 ? 1.0 : s;
+        pv[q] = gq < 1.0 - 1e-6 && pa > 0.0 && pb > 0.0 ? s : 0.0;
+    }
+}
+
+/* Each input position's sum of squares over its kin planes, planes in
+ * order: eight positions at a time, whose independent sums hide the add
+ * latency (each position's own sum keeps its order, so the same doubles). */
+static void iv_sum_squares(const float *in, uint32_t stride, uint32_t kin, size_t n_i,
+                           double *su_in)
+{
+    size_t i = 0;
+    for (; i + 8 <= n_i; i += 8) {
+        double acc[8] = { 0 };
+        for (uint32_t kap = 0; kap < kin; kap++)
+            for (int j = 0; j < 8; j++) {
+                const double x = in[(i + j) * stride + kap];
+                acc[j] += x * x;
+            }
+        memcpy(su_in + i, acc, sizeof acc);
+    }
+    for (; i < n_i; i++) {
+        const float *u = in + i * stride;
+        double su = 0.0;
+        for (uint32_t kap = 0; kap < kin; kap++)
+            su += (double)u[kap] * u[kap];
+        su_in[i] = su;
+    }
+}
 
 int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
                           const nc_neocog_state *st, nc_neocog_result *ret)
@@ -146,34 +221,39 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
     const uint32_t stride = nc_neocog_in_stride_(net, l), T = iv->top_t, C = iv->n_classes;
     const double th = net->arch.stage[l].theta;
     const float *in = st->uc[l - 1], *us = st->us[l];
-    /* Each class's top-T list, C x T entries on the heap: sized by the
-     * model's classes and T rather than the caps (128 x 256 would be 256 KB
-     * of stack), which leaves a 94-class model's lists at 6 KB for T = 8. */
-    float *top_s = malloc((size_t)C * T * sizeof *top_s);
-    uint32_t *top_i = malloc((size_t)C * T * sizeof *top_i);
-    uint32_t *top_n = malloc((size_t)C * sizeof *top_n);
+    /* One class's top-T list at a time (classes never share a list, and
+     * each class's planes are visited in ascending order as before), T
+     * entries on the heap: T is at most 256. */
+    float *top_s = malloc((size_t)T * sizeof *top_s);
+    uint32_t *top_i = malloc((size_t)T * sizeof *top_i);
+    /* and its pairs: T (T - 1) / 2 of them at most */
+    const size_t max_pairs = (size_t)T * (T - 1) / 2 + 1;
+    float *pg = malloc(3 * max_pairs * sizeof *pg), *pal = pg + max_pairs, *pbe = pal + max_pairs;
+    double *pv = malloc(max_pairs * sizeof *pv);
 
     /* Each input position's sum of squares, once: every output position
      * reads most of them (US4: 25 outputs, 69 taps each), and summed in the
      * same order they are the same doubles as summing them per tap. */
     const size_t n_i = (size_t)ix->n_in * ix->n_in;
-    double su_stack[IV_SU_STACK];
+    double su_stack[IV_SU_STACK], sv_stack[IV_SV_STACK];
+    uint32_t cand_stack[IV_SV_STACK];
     double *su_in = n_i <= IV_SU_STACK ? su_stack : malloc(n_i * sizeof *su_in);
-    if (!su_in || !top_s || !top_i || !top_n) {
+    double *sv = K <= IV_SV_STACK ? sv_stack : malloc((size_t)K * sizeof *sv);
+    uint32_t *cand = K <= IV_SV_STACK ? cand_stack : malloc((size_t)K * sizeof *cand);
+    if (!su_in || !sv || !cand || !top_s || !top_i || !pg || !pv) {
         if (su_in != su_stack)
             free(su_in);
+        if (sv != sv_stack)
+            free(sv);
+        if (cand != cand_stack)
+            free(cand);
         free(top_s);
         free(top_i);
-        free(top_n);
+        free(pg);
+        free(pv);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n_i; i++) {
-        const float *u = in + i * stride;
-        double su = 0.0;
-        for (uint32_t kap = 0; kap < kin; kap++)
-            su += (double)u[kap] * u[kap];
-        su_in[i] = su;
-    }
+    iv_sum_squares(in, stride, kin, n_i, su_in);
 
     memset(ret, 0, sizeof(*ret));
     ret->n_classes = C;
@@ -184,62 +264,64 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
             v2 += net->s_c[l][ix->gat_tap[j]] * su_in[ix->gat_in[j]];
         if (!(v2 > 0.0))
             continue;
-        const double v = sqrt(v2);
-        memset(top_n, 0, (size_t)C * sizeof *top_n);
-        for (uint32_t k = 0; k < K; k++) {
-            const double u = us[p * ks + k], b = net->b[l][k];
-            if (!(u > 0.0) || !(b > 0.0))
-                continue;
-            /* invert u = th/(1-th) ((1+e)/(1+th b v) - 1) for e, exactly */
-            const double e = (u * (1.0 - th) / th + 1.0) * (1.0 + th * b * v) - 1.0;
-            double s = e / (b * v);
-            s = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
-            const uint32_t c = net->labels[k];
-            float *cs = top_s + (size_t)c * T;
-            uint32_t *ci = top_i + (size_t)c * T;
-            uint32_t n = top_n[c], i = n < T ? n : T - 1;
-            if (n == T && !(s > cs[T - 1]))
-                continue;
-            /* insertion into the class's descending top-T list */
-            while (i > 0 && cs[i - 1] < s) {
-                cs[i] = cs[i - 1];
-                ci[i] = ci[i - 1];
-                i--;
-            }
-            cs[i] = (float)s;
-            ci[i] = iv->rank[k];
-            if (n < T)
-                top_n[c]++;
-        }
+        iv_sims(us + p * ks, net->b[l], K, th, sqrt(v2), sv);
         for (uint32_t c = 0; c < C; c++) {
-            const uint32_t n = top_n[c], nc = iv->cls_off[c + 1] - iv->cls_off[c];
-            const float *G = iv->gram + iv->gram_off[c];
-            const float *cs = top_s + (size_t)c * T;
-            const uint32_t *ci = top_i + (size_t)c * T;
-            double best = n ? cs[0] : 0.0;
-            for (uint32_t x = 0; x < n; x++)
-                for (uint32_t y = x + 1; y < n; y++) {
-                    const double al = cs[x], be = cs[y];
-                    const double g = G[(size_t)ci[x] * nc + ci[y]];
-                    if (!(g < 1.0 - 1e-6))
-                        continue;       /* parallel: the segment adds nothing */
-                    const double den = 1.0 - g * g;
-                    const double pa = (al - g * be) / den, pb = (be - g * al) / den;
-                    if (pa > 0.0 && pb > 0.0) {
-                        double s = sqrt(pa * al + pb * be);
-                        s = s > 1.0 ? 1.0 : s;
-                        best = s > best ? s : best;
-                    }
+            const uint32_t c0 = iv->cls_off[c], nc = iv->cls_off[c + 1] - c0;
+            const uint32_t *mem = iv->members + c0;
+            float *cs = top_s;
+            uint32_t *ci = top_i;
+            /* the class's candidates, ranks ascending, without a branch
+             * (about half the planes are candidates, so a branch would
+             * mispredict): a similarity is >= 0, no candidate is -1 */
+            uint32_t m = 0, n = 0;
+            for (uint32_t r = 0; r < nc; r++) {
+                cand[m] = r;
+                m += !(sv[mem[r]] < 0.0);
+            }
+            for (uint32_t q = 0; q < m; q++) {
+                const uint32_t r = cand[q];
+                const double s = sv[mem[r]];
+                uint32_t i = n < T ? n : T - 1;
+                if (n == T && !(s > cs[T - 1]))
+                    continue;
+                /* insertion into the class's descending top-T list */
+                while (i > 0 && cs[i - 1] < s) {
+                    cs[i] = cs[i - 1];
+                    ci[i] = ci[i - 1];
+                    i--;
                 }
+                cs[i] = (float)s;
+                ci[i] = r;
+                if (n < T)
+                    n++;
+            }
+            /* the list's pairs (x < y), then the segments between them */
+            const float *G = iv->gram + iv->gram_off[c];
+            uint32_t np = 0;
+            for (uint32_t x = 0; x < n; x++)
+                for (uint32_t y = x + 1; y < n; y++, np++) {
+                    pg[np] = G[(size_t)ci[x] * nc + ci[y]];
+                    pal[np] = cs[x];
+                    pbe[np] = cs[y];
+                }
+            double best = n ? cs[0] : 0.0;
+            iv_segments(pg, pal, pbe, np, pv);
+            for (uint32_t q = 0; q < np; q++)
+                best = pv[q] > best ? pv[q] : best;
             if (best > ret->score[c])
                 ret->score[c] = (float)best;
         }
     }
     if (su_in != su_stack)
         free(su_in);
+    if (sv != sv_stack)
+        free(sv);
+    if (cand != cand_stack)
+        free(cand);
     free(top_s);
     free(top_i);
-    free(top_n);
+    free(pg);
+    free(pv);
     float bv = 0.0f;
     for (uint32_t c = 0; c < C; c++)
         if (ret->score[c] > bv) {
