@@ -131,6 +131,14 @@ out:
 /* Planes whose similarities fit on the stack (the shipped members: <= 2,405). */
 #define IV_SV_STACK 4096
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__ELF__) && !defined(NC_NO_TARGET_CLONES)
+#define IV_WIDE 1
+#include <immintrin.h>
+#else
+#define IV_WIDE 0
+#endif
+
 /* Where the compiler can, an AVX-512 and an AVX2 clone of iv_sims: the same
  * double operations lane by lane (C11 mode contracts none into fused
  * multiply-adds and keeps both divisions), so the same doubles. */
@@ -169,7 +177,7 @@ static void iv_sims(const float *restrict us, const float *restrict b, uint32_t 
  * cosine, so the loads (from Gram matrices of ~230 kB a class, mostly
  * cache misses) overlap; an excluded pair may take the square root of a
  * negative number, and is dropped.  (The square root, which may set errno,
- * keeps the loop scalar.) */
+ * keeps this loop scalar: iv_segments_wide is its AVX-512 form.) */
 static void iv_segments(const float *restrict g, const float *restrict al,
                         const float *restrict be, uint32_t np, double *restrict pv)
 {
@@ -182,6 +190,34 @@ static void iv_segments(const float *restrict g, const float *restrict al,
         pv[q] = gq < 1.0 - 1e-6 && pa > 0.0 && pb > 0.0 ? s : 0.0;
     }
 }
+
+#if IV_WIDE
+/* iv_segments eight pairs at a time (np rounded up to a multiple of 8, the
+ * extra pairs zeros, which come out 0): the same operations on each lane,
+ * correctly rounded as the scalar ones (C11 mode contracts none into fused
+ * multiply-adds); min(s, 1) is s > 1 ? 1 : s for every lane kept. */
+__attribute__((target("avx512f")))
+static void iv_segments_wide(const float *restrict g, const float *restrict al,
+                             const float *restrict be, uint32_t np, double *restrict pv)
+{
+    const __m512d one = _mm512_set1_pd(1.0), lim = _mm512_set1_pd(1.0 - 1e-6);
+    const __m512d zero = _mm512_setzero_pd();
+    for (uint32_t q = 0; q < np; q += 8) {
+        const __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(al + q));
+        const __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(be + q));
+        const __m512d gq = _mm512_cvtps_pd(_mm256_loadu_ps(g + q));
+        const __m512d den = _mm512_sub_pd(one, _mm512_mul_pd(gq, gq));
+        const __m512d pa = _mm512_div_pd(_mm512_sub_pd(a, _mm512_mul_pd(gq, b)), den);
+        const __m512d pb = _mm512_div_pd(_mm512_sub_pd(b, _mm512_mul_pd(gq, a)), den);
+        const __m512d s = _mm512_min_pd(
+            _mm512_sqrt_pd(_mm512_add_pd(_mm512_mul_pd(pa, a), _mm512_mul_pd(pb, b))), one);
+        const __mmask8 ok = _mm512_cmp_pd_mask(gq, lim, _CMP_LT_OQ) &
+                            _mm512_cmp_pd_mask(pa, zero, _CMP_GT_OQ) &
+                            _mm512_cmp_pd_mask(pb, zero, _CMP_GT_OQ);
+        _mm512_storeu_pd(pv + q, _mm512_maskz_mov_pd(ok, s));
+    }
+}
+#endif
 
 /* Each input position's sum of squares over its kin planes, planes in
  * order: eight positions at a time, whose independent sums hide the add
@@ -227,7 +263,7 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
     float *top_s = malloc((size_t)T * sizeof *top_s);
     uint32_t *top_i = malloc((size_t)T * sizeof *top_i);
     /* and its pairs: T (T - 1) / 2 of them at most */
-    const size_t max_pairs = (size_t)T * (T - 1) / 2 + 1;
+    const size_t max_pairs = ((size_t)T * (T - 1) / 2 + 8) & ~(size_t)7;
     float *pg = malloc(3 * max_pairs * sizeof *pg), *pal = pg + max_pairs, *pbe = pal + max_pairs;
     double *pv = malloc(max_pairs * sizeof *pv);
 
@@ -254,6 +290,9 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
         return -ENOMEM;
     }
     iv_sum_squares(in, stride, kin, n_i, su_in);
+#if IV_WIDE
+    const int wide = __builtin_cpu_supports("avx512f");
+#endif
 
     memset(ret, 0, sizeof(*ret));
     ret->n_classes = C;
@@ -305,7 +344,14 @@ int nc_neocog_iv_classify(const nc_neocog_iv *iv, const nc_neocog *net,
                     pbe[np] = cs[y];
                 }
             double best = n ? cs[0] : 0.0;
-            iv_segments(pg, pal, pbe, np, pv);
+#if IV_WIDE
+            if (wide) {
+                for (uint32_t q = np; q % 8; q++)
+                    pg[q] = pal[q] = pbe[q] = 0.0f;
+                iv_segments_wide(pg, pal, pbe, np, pv);
+            } else
+#endif
+                iv_segments(pg, pal, pbe, np, pv);
             for (uint32_t q = 0; q < np; q++)
                 best = pv[q] > best ? pv[q] : best;
             if (best > ret->score[c])
