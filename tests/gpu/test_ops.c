@@ -26,7 +26,12 @@
  * many), its make (inputs into c->priv), cpu (core's answer into c->ref,
  * c->count floats) and gpu (the kernel's into c->got; return 0, or the
  * kernel's refusal and set c->skip), an optional fini, and add a row to
- * ops[] at the bottom.  Extra checks (occupancy, labels) call extra_fail(). */
+ * ops[] at the bottom.  Extra checks (occupancy, labels) call extra_fail().
+ *
+ * Over 800 lines on purpose: the point is one table of every op, and each
+ * op's grid, inputs and two runs are short functions beside its row's
+ * neighbours; split by network, the driver and the poisoning would be
+ * repeated. */
 #include "test.h"
 #include "gpu_test.h"
 
