@@ -696,10 +696,15 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
         printf("committee   %u neocognitrons, answer by the mean of their scores\n", n_cols);
     nc_neocog_cascade cas;
     if (kind == NC_MF_KIND_NEOCOG && n_cols > 1 &&
-        nc_neocog_cascade_read(rd, n_cols, &cas, NULL) == 0 && cas.on)
+        nc_neocog_cascade_read(rd, n_cols, &cas, NULL) == 0 && cas.on) {
+        if (cas.view_on)
+            printf("cascade     view %u of member %u alone where its confidence >= %.6f "
+                   "(beta %.6g), then\n", cas.view, cas.first, cas.view_threshold,
+                   cas.view_beta);
         printf("cascade     member %u (0-based) first, alone where its confidence >= %.6f "
                "(beta %.6g), else all %u (the answers above are the cascade's)\n", cas.first,
                cas.threshold, cas.beta, n_cols);
+    }
     printf("throughput  %.1f digits/s (%u thread%s, preprocessing included)\n",
            count / secs, threads, threads > 1 ? "s" : "");
     qsort(ci, count, sizeof(conf_idx), by_conf_asc);

@@ -229,11 +229,11 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
     return 0;
 }
 
-/* Member m's views of d digits (digit[0..d), or i0.. when digit is NULL) in
- * one nc_neocog_forward_many: its raw scores, each digit's views in view
- * order, into dst[d][views][classes]. */
-static int member_run(const cpu_impl *impl, cpu_worker *w, uint32_t m, const float *in,
-                      uint32_t i0, const uint32_t *digit, uint32_t d, float *dst)
+/* Member m's views in mask (a subset of its own) of the d digits
+ * digit[0..d) in one nc_neocog_forward_many: its raw
+ * scores, each digit's views in view order, into dst[d][views][classes]. */
+static int member_run(const cpu_impl *impl, cpu_worker *w, uint32_t m, uint32_t mask,
+                      const float *in, const uint32_t *digit, uint32_t d, float *dst)
 {
     const nc_neocog_committee *c = impl->neo;
     const nc_neocog *net = c->member[m];
@@ -242,11 +242,12 @@ static int member_run(const cpu_impl *impl, cpu_worker *w, uint32_t m, const flo
     nc_neocog_result res[NC_NEOCOG_MANY_MAX];
     uint32_t np = 0;
     for (uint32_t k = 0; k < d; k++) {
-        const uint32_t i = digit ? digit[k] : i0 + k;
         for (uint32_t v = 0; v < V; v++)
-            if (c->view_mask[m] >> v & 1u)
-                input[np++] = in + ((size_t)i * V + v) * impl->n_inputs;
+            if (mask >> v & 1u)
+                input[np++] = in + ((size_t)digit[k] * V + v) * impl->n_inputs;
     }
+    if (np == 0)
+        return 0;
     int err = nc_neocog_forward_many(net, impl->packs[m], w->state, np, input, res);
     for (uint32_t p = 0; !err && p < np; p++) {
         if (impl->iv[m])
@@ -256,59 +257,110 @@ static int member_run(const cpu_impl *impl, cpu_worker *w, uint32_t m, const flo
     return err;
 }
 
-/* A committee with a cascade (neocog.h): the first member runs on every
- * digit of a batch; its mean answers the digits it decides; the others
- * run, in slices, only on the digits it left, whose answer is the whole
- * committee's, added in member order exactly as without a cascade. */
-static int cascade_forward(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t n,
-                           float *out)
+/* A committee with a cascade (neocog.h), one batch of nb digits from b0:
+ * the one-view stage (when the file has one) runs the first member's view
+ * on every digit and answers those it decides; the first member's other
+ * views run on the rest, whose mean over all its views answers those it
+ * decides; the other members run, in slices, only on the digits left,
+ * whose answer is the whole committee's, added in member order exactly as
+ * without a cascade.  w->first_score holds the first member's scores of
+ * digit b0 + i at [i][its views][classes], each view at its place. */
+static int cascade_batch(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t b0,
+                         uint32_t nb, float *out)
 {
     const nc_neocog_committee *c = impl->neo;
-    const uint32_t M = c->n_members, K = impl->n_classes, f = c->cascade.first;
-    const uint32_t slice = w->n_state / impl->max_passes, vf = views_of(c->view_mask[f]);
-    for (uint32_t b0 = 0; b0 < n; b0 += w->max_batch) {
-        const uint32_t nb = n - b0 < w->max_batch ? n - b0 : w->max_batch;
-        for (uint32_t i0 = 0; i0 < nb; i0 += slice) {
-            const uint32_t d = nb - i0 < slice ? nb - i0 : slice;
-            int err = member_run(impl, w, f, in, b0 + i0, NULL, d,
-                                 w->first_score + (size_t)i0 * vf * K);
-            if (err)
-                return err;
-        }
-        uint32_t nu = 0;
-        for (uint32_t i = 0; i < nb; i++) {
-            float *o = out + (size_t)(b0 + i) * K;
-            memset(o, 0, K * sizeof *o);
-            for (uint32_t j = 0; j < vf; j++)
-                nc_backend_member_add(o, w->first_score + ((size_t)i * vf + j) * K, K);
-            nc_backend_member_mean(o, vf, K);
-            if (!nc_neocog_cascade_decides(&c->cascade, o, K))
-                w->undecided[nu++] = b0 + i;
-        }
+    const nc_neocog_cascade *cas = &c->cascade;
+    const uint32_t M = c->n_members, K = impl->n_classes, f = cas->first;
+    const uint32_t slice = w->n_state / impl->max_passes, mf = c->view_mask[f];
+    const uint32_t vf = views_of(mf);
+    const uint32_t one = cas->view_on ? 1u << cas->view : 0u;   /* the stage's view bit */
+    const uint32_t at = views_of(mf & (one - 1u));              /* its place among f's */
+    /* w->undecided: the digits still open, shrunk in place stage by stage */
+    uint32_t nu = 0;
+    for (uint32_t i = 0; i < nb; i++)
+        w->undecided[nu++] = b0 + i;
+    if (one) {
+        uint32_t left = 0;
         for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
             const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
             const uint32_t *digit = w->undecided + u0;
-            for (uint32_t m = 0; m < M; m++) {
-                int err = m == f ? 0
-                                 : member_run(impl, w, m, in, 0, digit, d,
-                                              w->score + (size_t)m * w->n_state * K);
-                if (err)
-                    return err;
-            }
+            int err = member_run(impl, w, f, one, in, digit, d, w->score);
+            if (err)
+                return err;
             for (uint32_t k = 0; k < d; k++) {
-                float *o = out + (size_t)digit[k] * K;
-                memset(o, 0, K * sizeof *o);
-                for (uint32_t m = 0; m < M; m++) {
-                    const uint32_t views = views_of(c->view_mask[m]);
-                    const float *s = m == f ? w->first_score + (size_t)(digit[k] - b0) * vf * K
-                                            : w->score + ((size_t)m * w->n_state +
-                                                          (size_t)k * views) * K;
-                    for (uint32_t j = 0; j < views; j++)
-                        nc_backend_member_add(o, s + (size_t)j * K, K);
-                }
-                nc_backend_member_mean(o, c->n_scores, K);
+                const uint32_t i = digit[k];
+                const float *s = w->score + (size_t)k * K;
+                memcpy(w->first_score + ((size_t)(i - b0) * vf + at) * K, s, K * sizeof *s);
+                float *o = out + (size_t)i * K;
+                memcpy(o, s, K * sizeof *o);
+                nc_backend_member_mean(o, 1, K);
+                if (!nc_neocog_cascade_view_decides(cas, o, K))
+                    w->undecided[left++] = i;       /* left <= u0 + k: in place */
             }
         }
+        nu = left;
+    }
+    /* the first member's other views, then its mean */
+    const uint32_t rest = mf & ~one, vr = views_of(rest);
+    uint32_t left = 0;
+    for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
+        const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
+        const uint32_t *digit = w->undecided + u0;
+        int err = member_run(impl, w, f, rest, in, digit, d, w->score);
+        if (err)
+            return err;
+        for (uint32_t k = 0; k < d; k++) {
+            const uint32_t i = digit[k];
+            float *fs = w->first_score + (size_t)(i - b0) * vf * K;
+            for (uint32_t j = 0, r = 0; j < vf; j++)
+                if (!one || j != at)
+                    memcpy(fs + (size_t)j * K, w->score + ((size_t)k * vr + r++) * K,
+                           K * sizeof *fs);
+            float *o = out + (size_t)i * K;
+            memset(o, 0, K * sizeof *o);
+            for (uint32_t j = 0; j < vf; j++)
+                nc_backend_member_add(o, fs + (size_t)j * K, K);
+            nc_backend_member_mean(o, vf, K);
+            if (!nc_neocog_cascade_decides(cas, o, K))
+                w->undecided[left++] = i;
+        }
+    }
+    nu = left;
+    for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
+        const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
+        const uint32_t *digit = w->undecided + u0;
+        for (uint32_t m = 0; m < M; m++) {
+            int err = m == f ? 0
+                             : member_run(impl, w, m, c->view_mask[m], in, digit, d,
+                                          w->score + (size_t)m * w->n_state * K);
+            if (err)
+                return err;
+        }
+        for (uint32_t k = 0; k < d; k++) {
+            float *o = out + (size_t)digit[k] * K;
+            memset(o, 0, K * sizeof *o);
+            for (uint32_t m = 0; m < M; m++) {
+                const uint32_t views = views_of(c->view_mask[m]);
+                const float *s = m == f ? w->first_score + (size_t)(digit[k] - b0) * vf * K
+                                        : w->score + ((size_t)m * w->n_state +
+                                                      (size_t)k * views) * K;
+                for (uint32_t j = 0; j < views; j++)
+                    nc_backend_member_add(o, s + (size_t)j * K, K);
+            }
+            nc_backend_member_mean(o, c->n_scores, K);
+        }
+    }
+    return 0;
+}
+
+static int cascade_forward(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t n,
+                           float *out)
+{
+    for (uint32_t b0 = 0; b0 < n; b0 += w->max_batch) {
+        const uint32_t nb = n - b0 < w->max_batch ? n - b0 : w->max_batch;
+        int err = cascade_batch(impl, w, in, b0, nb, out);
+        if (err)
+            return err;
     }
     return 0;
 }

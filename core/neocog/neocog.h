@@ -477,14 +477,31 @@ int nc_neocog_read_iv(const nc_mf_reader *r, uint32_t *ret_top_t);
  * confidence >= threshold; threshold 0 makes it answer every digit, even one
  * it has no opinion on (the fitting tool's way to read one member alone).
  *
+ * The one-view stage (optional): before the first member's other views,
+ * it runs on one of them, view, alone; when that view's confidence (with
+ * its own view_beta, fitted on that view's scores) reaches view_threshold,
+ * the view's scores are the answer.  Other digits go on as above: the
+ * member's remaining views, its mean over all its views (the same sum, in
+ * view order, as without the stage), then the committee.  A single view of
+ * one member is about a third of the work of three, and most digits are
+ * plain enough for it.
+ *
  * File form: two sections of a committee file (N >= 2), both or neither:
  *   NCSM  u32[1]  the first member, 0..N-1
  *   NCST  f64[2]  threshold in [0, 1], beta in (0, NC_NEOCOG_CASCADE_MAX_BETA]
+ * and, only with them, the one-view stage's two, both or neither:
+ *   NCVV  u32[1]  the view, one of the first member's (< NC_PREP_MAX_VIEWS)
+ *   NCVT  f64[2]  view_threshold, view_beta, bounded as NCST's
  * A file without them answers as before.  One without the other, other
- * lengths, values out of range, or the sections in a one-network file:
- * -EBADMSG (nc_neocog_cascade_read says which). */
+ * lengths, values out of range, the sections in a one-network file, or a
+ * view stage without NCSM/NCST: -EBADMSG (nc_neocog_cascade_read says
+ * which); a view that is not one of the first member's, or the first
+ * member's only view: -EBADMSG from nc_neocog_committee_load
+ * (nc_neocog_cascade_view_why names it). */
 #define NC_NEOCOG_TAG_CASM NC_MF_TAG('N', 'C', 'S', 'M')
 #define NC_NEOCOG_TAG_CAST NC_MF_TAG('N', 'C', 'S', 'T')
+#define NC_NEOCOG_TAG_CAVV NC_MF_TAG('N', 'C', 'V', 'V')
+#define NC_NEOCOG_TAG_CAVT NC_MF_TAG('N', 'C', 'V', 'T')
 #define NC_NEOCOG_CASCADE_MAX_BETA 1e4
 
 typedef struct nc_neocog_cascade {
@@ -492,6 +509,10 @@ typedef struct nc_neocog_cascade {
     uint32_t first;         /* the member that answers first */
     double threshold;       /* its confidence that decides, in [0, 1] */
     double beta;            /* its calibration: p_k ∝ s_k^beta */
+    int view_on;            /* the one-view stage (needs on) */
+    uint32_t view;          /* the file's view it runs, one of first's */
+    double view_threshold;  /* that view's confidence that decides */
+    double view_beta;       /* its calibration on that view's own scores */
 } nc_neocog_cascade;
 
 /* Is tag one of the cascade's sections?  (Rewriters drop them.) */
@@ -515,6 +536,12 @@ int nc_neocog_cascade_rewrite(const uint8_t *buf, size_t len, const nc_neocog_ca
 /* 1 when c is on and the first member's mean scores decide the digit. */
 int nc_neocog_cascade_decides(const nc_neocog_cascade *c, const float *score,
                               uint32_t n_classes);
+/* 1 when c's one-view stage is on and that view's scores decide the digit. */
+int nc_neocog_cascade_view_decides(const nc_neocog_cascade *c, const float *score,
+                                   uint32_t n_classes);
+/* NULL when c's one-view stage (if any) fits the first member's views
+ * (view_mask[first], bit v = view v), else the phrase. */
+const char *nc_neocog_cascade_view_why(const nc_neocog_cascade *c, const uint32_t *view_mask);
 
 typedef struct nc_neocog_committee {
     uint32_t n_members;

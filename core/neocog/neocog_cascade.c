@@ -11,7 +11,8 @@
 
 int nc_neocog_cascade_is_tag(uint32_t tag)
 {
-    return tag == NC_NEOCOG_TAG_CASM || tag == NC_NEOCOG_TAG_CAST;
+    return tag == NC_NEOCOG_TAG_CASM || tag == NC_NEOCOG_TAG_CAST ||
+           tag == NC_NEOCOG_TAG_CAVV || tag == NC_NEOCOG_TAG_CAVT;
 }
 
 /* The value checks the reader and the writer share: NULL or the phrase. */
@@ -33,12 +34,18 @@ int nc_neocog_cascade_read(const nc_mf_reader *r, uint32_t n_members, nc_neocog_
     *ret = (nc_neocog_cascade){ 0 };
     const int has_m = nc_mf_get(r, NC_NEOCOG_TAG_CASM, NULL, NULL, NULL) != -ENOENT;
     const int has_t = nc_mf_get(r, NC_NEOCOG_TAG_CAST, NULL, NULL, NULL) != -ENOENT;
-    if (!has_m && !has_t)
+    const int has_vv = nc_mf_get(r, NC_NEOCOG_TAG_CAVV, NULL, NULL, NULL) != -ENOENT;
+    const int has_vt = nc_mf_get(r, NC_NEOCOG_TAG_CAVT, NULL, NULL, NULL) != -ENOENT;
+    if (!has_m && !has_t && !has_vv && !has_vt)
         return 0;
-    uint32_t first = 0;
-    double v[2] = { 0.0, 0.0 };
+    uint32_t first = 0, view = 0;
+    double v[2] = { 0.0, 0.0 }, vt[2] = { 0.0, 0.0 };
     if (has_m != has_t)
         why = "cascade: one of its two sections (NCSM, NCST) is missing";
+    else if (!has_m)
+        why = "cascade view stage (NCVV, NCVT) without the cascade (NCSM, NCST)";
+    else if (has_vv != has_vt)
+        why = "cascade view stage: one of its two sections (NCVV, NCVT) is missing";
     else if (n_members < 2)
         why = "cascade in a file of one network";
     else if (nc_mf_get_u32(r, NC_NEOCOG_TAG_CASM, &first, 1))
@@ -47,14 +54,38 @@ int nc_neocog_cascade_read(const nc_mf_reader *r, uint32_t n_members, nc_neocog_
         why = "cascade rule section (NCST) is not two finite f64";
     else if (first >= n_members)
         why = "cascade first member past the committee's members";
-    else
-        why = values_bad(v[0], v[1]);
+    else if (has_vv && nc_mf_get_u32(r, NC_NEOCOG_TAG_CAVV, &view, 1))
+        why = "cascade view section (NCVV) is not one u32";
+    else if (has_vv && nc_mf_get_f64(r, NC_NEOCOG_TAG_CAVT, vt, 2))
+        why = "cascade view rule section (NCVT) is not two finite f64";
+    else if (has_vv && view >= NC_PREP_MAX_VIEWS)
+        why = "cascade view past the most views a file may have";
+    else if (!(why = values_bad(v[0], v[1])) && has_vv && values_bad(vt[0], vt[1]))
+        why = "cascade view rule: threshold outside [0, 1] or beta outside (0, 1e4]";
     if (ret_why)
         *ret_why = why;
     if (why)
         return -EBADMSG;
     *ret = (nc_neocog_cascade){ .on = 1, .first = first, .threshold = v[0], .beta = v[1] };
+    if (has_vv) {
+        ret->view_on = 1;
+        ret->view = view;
+        ret->view_threshold = vt[0];
+        ret->view_beta = vt[1];
+    }
     return 0;
+}
+
+const char *nc_neocog_cascade_view_why(const nc_neocog_cascade *c, const uint32_t *view_mask)
+{
+    if (!c || !c->on || !c->view_on)
+        return NULL;
+    const uint32_t mask = view_mask ? view_mask[c->first] : 1u;
+    if (c->view >= 32 || !(mask >> c->view & 1u))
+        return "cascade view is not one of the first member's views";
+    if ((mask & (mask - 1u)) == 0)
+        return "cascade view stage on a first member with one view";
+    return NULL;
 }
 
 int nc_neocog_cascade_write(nc_mf_writer *w, const nc_neocog_cascade *c)
@@ -63,11 +94,20 @@ int nc_neocog_cascade_write(nc_mf_writer *w, const nc_neocog_cascade *c)
         return -EINVAL;
     if (!c->on)
         return 0;
-    if (values_bad(c->threshold, c->beta))
+    if (values_bad(c->threshold, c->beta) ||
+        (c->view_on && (c->view >= NC_PREP_MAX_VIEWS ||
+                        values_bad(c->view_threshold, c->view_beta))))
         return -EINVAL;
     const double v[2] = { c->threshold, c->beta };
     int err = nc_mf_put_u32(w, NC_NEOCOG_TAG_CASM, &c->first, 1);
-    return err ? err : nc_mf_put_f64(w, NC_NEOCOG_TAG_CAST, v, 2);
+    if (!err)
+        err = nc_mf_put_f64(w, NC_NEOCOG_TAG_CAST, v, 2);
+    if (!err && c->view_on) {
+        const double vt[2] = { c->view_threshold, c->view_beta };
+        if (!(err = nc_mf_put_u32(w, NC_NEOCOG_TAG_CAVV, &c->view, 1)))
+            err = nc_mf_put_f64(w, NC_NEOCOG_TAG_CAVT, vt, 2);
+    }
+    return err;
 }
 
 double nc_neocog_cascade_confidence(double beta, const float *score, uint32_t n_classes)
@@ -92,6 +132,13 @@ int nc_neocog_cascade_decides(const nc_neocog_cascade *c, const float *score,
 {
     return c && c->on &&
            nc_neocog_cascade_confidence(c->beta, score, n_classes) >= c->threshold;
+}
+
+int nc_neocog_cascade_view_decides(const nc_neocog_cascade *c, const float *score,
+                                   uint32_t n_classes)
+{
+    return c && c->on && c->view_on &&
+           nc_neocog_cascade_confidence(c->view_beta, score, n_classes) >= c->view_threshold;
 }
 
 int nc_neocog_cascade_rewrite(const uint8_t *buf, size_t len, const nc_neocog_cascade *c,

@@ -286,6 +286,10 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
     /* the cascade, when the file has one (neocog_cascade.c) */
     if ((err = nc_neocog_cascade_read(r, c->n_members, &c->cascade, NULL)))
         goto out;
+    if (nc_neocog_cascade_view_why(&c->cascade, c->view_mask)) {
+        err = -EBADMSG;
+        goto out;
+    }
     if (ret_info)
         *ret_info = *info;
     *ret_c = c;

@@ -127,7 +127,8 @@ typedef struct gpu_impl {
     nc_neocog_cascade cascade;      /* the committee's (neocog.h); on 0: none */
     float *cas_in;                  /* cascade, under lock: [batch][n_inputs],
                                        the views of the digits the first member left */
-    float *cas_score;               /* [batch][n_classes]: its scores, per view */
+    float *cas_score;               /* [batch][n_classes]: its scores, per view (each
+                                       digit's [its views][n_classes], in view order) */
     float *cas_out;                 /* [batch][n_classes]: the others' answers */
     uint32_t *cas_digit;            /* [batch]: which digits those are */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
@@ -300,8 +301,10 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
         impl->n_neo = n;
         impl->n_scores = neo->n_scores;
         memcpy(impl->view_mask, neo->view_mask, n * sizeof *impl->view_mask);
+        /* a member on some views only, or the cascade's one-view stage,
+         * gathers its images */
         for (uint32_t m = 0; m < n && !impl->gather; m++)
-            if (impl->view_mask[m] != all &&
+            if ((impl->view_mask[m] != all || neo->cascade.view_on) &&
                 !(impl->gather = (float *)malloc((size_t)impl->batch * impl->n_inputs *
                                                  sizeof(float))))
                 return -ENOMEM;
@@ -502,14 +505,14 @@ static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *
     return 0;
 }
 
-/* The images member g runs for m digits of impl->n_views views each: x
- * itself when it answers on every view, else its views gathered into
+/* The images of the views in mask for m digits of impl->n_views views
+ * each: x itself when mask is every view, else those views gathered into
  * impl->gather (the engine copies its input when it starts, so the next
  * member may reuse the buffer).  *ret_n: how many. */
-static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uint32_t m,
-                                 uint32_t *ret_n)
+static const float *views_input(gpu_impl *impl, uint32_t mask, const float *x, uint32_t m,
+                                uint32_t *ret_n)
 {
-    const uint32_t V = impl->n_views, mask = impl->view_mask[g];
+    const uint32_t V = impl->n_views;
     const size_t len = impl->n_inputs;
     if (mask == (1u << V) - 1u) {
         *ret_n = m * V;
@@ -523,6 +526,13 @@ static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uin
                        len * sizeof(float));
     *ret_n = n;
     return impl->gather;
+}
+
+/* The images member g runs: its own views (views_input). */
+static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uint32_t m,
+                                 uint32_t *ret_n)
+{
+    return views_input(impl, impl->view_mask[g], x, m, ret_n);
 }
 
 /* A neocognitron committee's mean over m digits of impl->n_views views each
@@ -587,36 +597,77 @@ static int neocog_members_forward_but(gpu_impl *impl, const float *x, uint32_t m
     return 0;
 }
 
-/* A committee with a cascade (neocog.h), m digits as above: the first
- * member runs on every digit and its mean over its views answers those it
- * decides; the digits it leaves are packed into impl->cas_in and run by the
- * other members, whose answer adds the first member's scores at its place
- * (neocog_members_forward_but), the CPU table's arithmetic.  Under
- * impl->lock. */
+/* A committee with a cascade (neocog.h), m digits as above.  The one-view
+ * stage (when the file has one) runs the first member on its stage view of
+ * every digit and answers those that view decides; the digits left are
+ * packed into impl->cas_in (with their stage scores at their place in
+ * impl->cas_score), and the member's other views run on them; its mean
+ * over all its views answers those it decides; the digits it leaves are
+ * packed again (in place) and run by the other members, whose answer adds
+ * the first member's scores at its place (neocog_members_forward_but), the
+ * CPU table's arithmetic.  Under impl->lock. */
 static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
 {
-    const uint32_t K = impl->n_classes, V = impl->n_views, f = impl->cascade.first;
+    const nc_neocog_cascade *cas = &impl->cascade;
+    const uint32_t K = impl->n_classes, V = impl->n_views, f = cas->first;
+    const uint32_t mf = impl->view_mask[f], per = (uint32_t)__builtin_popcount(mf);
+    const uint32_t one = cas->view_on ? 1u << cas->view : 0u;
+    const uint32_t at = (uint32_t)__builtin_popcount(mf & (one - 1u));
     const size_t len = (size_t)V * impl->n_inputs;     /* floats of one digit */
-    uint32_t images;
-    const float *in = member_input(impl, f, x, m, &images);
-    int err = nc_gpu_neocog_forward(impl->gneo[f], in, images, impl->res);
-    if (err)
+    /* src, ns: the digits the member's other views see; digit j of src is
+     * digit cas_digit[j] of x when packed, else digit j */
+    const float *src = x;
+    uint32_t ns = m, images;
+    int packed = 0, err;
+    if (one) {
+        const float *in = views_input(impl, one, x, m, &images);
+        if ((err = nc_gpu_neocog_forward(impl->gneo[f], in, images, impl->res)))
+            return fail(err, "cuda:%d: neocognitron forward of %u digits (cascade member %u, "
+                        "view %u)", impl->device, m, f + 1, cas->view);
+        uint32_t nu = 0;
+        for (uint32_t k = 0; k < m; k++) {
+            const float *s = impl->res[k].score;
+            float *o = y + (size_t)k * K;
+            memcpy(o, s, K * sizeof *o);
+            nc_backend_member_mean(o, 1, K);
+            if (nc_neocog_cascade_view_decides(cas, o, K))
+                continue;
+            memcpy(impl->cas_score + ((size_t)nu * per + at) * K, s, K * sizeof(float));
+            memcpy(impl->cas_in + nu * len, x + k * len, len * sizeof(float));
+            impl->cas_digit[nu++] = k;
+        }
+        if (nu == 0)
+            return 0;
+        src = impl->cas_in;
+        ns = nu;
+        packed = 1;
+    }
+    const uint32_t rest = mf & ~one, vr = per - (one ? 1u : 0u);
+    const float *in = views_input(impl, rest, src, ns, &images);
+    if ((err = nc_gpu_neocog_forward(impl->gneo[f], in, images, impl->res)))
         return fail(err, "cuda:%d: neocognitron forward of %u digits (cascade member %u)",
-                    impl->device, m, f + 1);
-    const uint32_t per = images / m;
+                    impl->device, ns, f + 1);
     uint32_t nu = 0;
-    for (uint32_t k = 0; k < m; k++) {
+    for (uint32_t j = 0; j < ns; j++) {
+        const uint32_t k = packed ? impl->cas_digit[j] : j;
+        /* the member's scores of this digit, each view at its place: written
+         * at row nu, which is at most j, so a packed row is read first */
+        float *row = impl->cas_score + (size_t)nu * per * K;
+        if (packed && nu != j)
+            memmove(row + (size_t)at * K, impl->cas_score + ((size_t)j * per + at) * K,
+                    K * sizeof(float));
+        for (uint32_t v = 0, r = 0; v < per; v++)
+            if (!one || v != at)
+                memcpy(row + (size_t)v * K, impl->res[j * vr + r++].score, K * sizeof(float));
         float *o = y + (size_t)k * K;
         memset(o, 0, K * sizeof *o);
         for (uint32_t v = 0; v < per; v++)
-            nc_backend_member_add(o, impl->res[k * per + v].score, K);
+            nc_backend_member_add(o, row + (size_t)v * K, K);
         nc_backend_member_mean(o, per, K);
-        if (nc_neocog_cascade_decides(&impl->cascade, o, K))
+        if (nc_neocog_cascade_decides(cas, o, K))
             continue;
-        for (uint32_t v = 0; v < per; v++)
-            memcpy(impl->cas_score + ((size_t)nu * per + v) * K, impl->res[k * per + v].score,
-                   K * sizeof(float));
-        memcpy(impl->cas_in + nu * len, x + k * len, len * sizeof(float));
+        if (!packed || nu != j)
+            memmove(impl->cas_in + nu * len, src + j * len, len * sizeof(float));
         impl->cas_digit[nu++] = k;
     }
     if (nu == 0)

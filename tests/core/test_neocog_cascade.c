@@ -1,9 +1,10 @@
 /* tests/core/test_neocog_cascade.c — a neocognitron committee's cascade
  * (core/neocog/neocog.h, "the cascade"): the CPU engine answers a digit its
  * first member is sure of from that member alone and any other from the
- * whole committee, exactly as without a cascade; the sections round-trip;
- * malformed ones are refused with a phrase; a file without them answers as
- * before. */
+ * whole committee, exactly as without a cascade; with the one-view stage, a
+ * digit that view is sure of from that view alone and the others as the
+ * cascade without it; the sections round-trip; malformed ones are refused
+ * with a phrase; a file without them answers as before. */
 #include "test.h"
 
 #include "backend.h"
@@ -91,7 +92,16 @@ static int run_image(const uint8_t *buf, size_t len, const float *in, uint32_t n
 static int with_cascade(const uint8_t *buf, size_t len, uint32_t first, double t, double beta,
                         uint8_t **ret, size_t *ret_len)
 {
-    const nc_neocog_cascade c = { 1, first, t, beta };
+    const nc_neocog_cascade c = { .on = 1, .first = first, .threshold = t, .beta = beta };
+    return nc_neocog_cascade_rewrite(buf, len, &c, ret, ret_len);
+}
+
+static int with_view_stage(const uint8_t *buf, size_t len, uint32_t first, double t,
+                           uint32_t view, double tv, uint8_t **ret, size_t *ret_len)
+{
+    const nc_neocog_cascade c = { .on = 1, .first = first, .threshold = t, .beta = 2.0,
+                                  .view_on = 1, .view = view, .view_threshold = tv,
+                                  .view_beta = 3.0 };
     return nc_neocog_cascade_rewrite(buf, len, &c, ret, ret_len);
 }
 
@@ -101,8 +111,10 @@ static int same_row(const float *a, const float *b)
 }
 
 /* The first member f's answer alone: its scores (a one-network file of it)
- * on its views of each digit, added in view order and divided. */
-static void member_alone(const fixture *fx, uint32_t f, const float *in, float *out)
+ * on its views of each digit, added in view order and divided; and, when
+ * each_out is not NULL, its raw scores on every view, [N][V][K]. */
+static void member_alone(const fixture *fx, uint32_t f, const float *in, float *out,
+                         float *each_out)
 {
     uint8_t *b1 = NULL;
     size_t l1 = 0;
@@ -122,6 +134,8 @@ static void member_alone(const fixture *fx, uint32_t f, const float *in, float *
             }
         nc_backend_member_mean(o, views, K);
     }
+    if (each_out)
+        memcpy(each_out, each, (size_t)N * V * K * sizeof *each);
     free(each);
     free(b1);
 }
@@ -143,7 +157,7 @@ static void test_answers(uint32_t f)
                                      &fx.info, 0, &base, &lbase) == 0);
     float full[N * K], alone[N * K], ref[N * K], out[N * K];
     REQUIRE(run_image(base, lbase, in, N, full) == 0);
-    member_alone(&fx, f, in, ref);
+    member_alone(&fx, f, in, ref, NULL);
 
     REQUIRE(with_cascade(base, lbase, f, 0.0, 2.0, &b0, &l0) == 0);
     CHECK_INT_EQ(run_image(b0, l0, in, N, alone), 0);
@@ -193,9 +207,98 @@ static void test_answers(uint32_t f)
     fixture_free(&fx);
 }
 
-/* Section by section copy of buf (less any cascade), then raw sections. */
-static int forge(const uint8_t *buf, size_t len, const uint32_t *mem, size_t n_mem,
-                 const double *rule, size_t n_rule, uint8_t **ret, size_t *ret_len)
+/* The median of the non-zero values of x[n] (at least 3 of them, and the
+ * median above the smallest): a threshold that splits the digits. */
+static void median_fired(const double *x, uint32_t n, double *ret)
+{
+    double sorted[N];
+    uint32_t fired = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i] > 0.0)
+            sorted[fired++] = x[i];
+    REQUIRE(fired >= 3);
+    for (uint32_t a = 0; a < fired; a++)        /* insertion sort, ascending */
+        for (uint32_t b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) {
+            const double t = sorted[b];
+            sorted[b] = sorted[b - 1];
+            sorted[b - 1] = t;
+        }
+    REQUIRE(sorted[fired / 2] > sorted[0]);
+    *ret = sorted[fired / 2];
+}
+
+/* Member f first with its view `view` as the one-view stage: view
+ * threshold 0 answers every digit from that view's raw scores alone; view
+ * and member thresholds that split the digits answer the view's sure ones
+ * from the view, the member's sure ones of the rest from the member alone
+ * (its mean over all its views, the stage's scores among them), and the
+ * others exactly as the committee without a cascade. */
+static void test_view_answers(uint32_t f, uint32_t view)
+{
+    fixture fx;
+    REQUIRE(fixture_make(&fx));
+    float *in = malloc((size_t)N * V * SIDE * SIDE * sizeof *in);
+    float *each = malloc((size_t)N * V * K * sizeof *each);
+    REQUIRE(in && each);
+    for (uint32_t i = 0; i < N * V; i++)
+        strokes(in + (size_t)i * SIDE * SIDE);
+    uint8_t *base = NULL, *b0 = NULL, *bt = NULL;
+    size_t lbase = 0, l0 = 0, lt = 0;
+    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)fx.net, fx.col, fx.top_t, M,
+                                     &fx.info, 0, &base, &lbase) == 0);
+    float full[N * K], alone[N * K], out[N * K];
+    REQUIRE(run_image(base, lbase, in, N, full) == 0);
+    member_alone(&fx, f, in, alone, each);
+
+    REQUIRE(with_view_stage(base, lbase, f, 0.0, view, 0.0, &b0, &l0) == 0);
+    CHECK_INT_EQ(run_image(b0, l0, in, N, out), 0);
+    int differ = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        const float *sv = each + ((size_t)i * V + view) * K;
+        CHECK_MSG(same_row(out + i * K, sv), "digit %u: not view %u alone", i, view);
+        differ |= !same_row(sv, alone + i * K);
+    }
+    CHECK(differ);              /* else the view alone proves nothing */
+
+    double conf_v[N], conf_m[N];
+    for (uint32_t i = 0; i < N; i++) {
+        conf_v[i] = nc_neocog_cascade_confidence(3.0, each + ((size_t)i * V + view) * K, K);
+        conf_m[i] = nc_neocog_cascade_confidence(2.0, alone + i * K, K);
+    }
+    double tv = 0.0, t = 0.0;
+    median_fired(conf_v, N, &tv);
+    median_fired(conf_m, N, &t);
+    REQUIRE(with_view_stage(base, lbase, f, t, view, tv, &bt, &lt) == 0);
+    CHECK_INT_EQ(run_image(bt, lt, in, N, out), 0);
+    uint32_t by_view = 0, by_member = 0, by_all = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        if (conf_v[i] >= tv) {
+            by_view++;
+            CHECK_MSG(same_row(out + i * K, each + ((size_t)i * V + view) * K),
+                      "digit %u: not the view alone", i);
+        } else if (conf_m[i] >= t) {
+            by_member++;
+            CHECK_MSG(same_row(out + i * K, alone + i * K), "digit %u: not the member alone",
+                      i);
+        } else {
+            by_all++;
+            CHECK_MSG(same_row(out + i * K, full + i * K), "digit %u: not the committee", i);
+        }
+    }
+    CHECK(by_view > 0 && by_member + by_all > 0);
+    free(in);
+    free(each);
+    free(base);
+    free(b0);
+    free(bt);
+    fixture_free(&fx);
+}
+
+/* Section by section copy of buf (less any cascade), then raw sections:
+ * NCSM, NCST, NCVV, NCVT where given. */
+static int forge_view(const uint8_t *buf, size_t len, const uint32_t *mem, size_t n_mem,
+                      const double *rule, size_t n_rule, const uint32_t *view, size_t n_view,
+                      const double *vrule, size_t n_vrule, uint8_t **ret, size_t *ret_len)
 {
     nc_mf_reader *r = NULL;
     nc_mf_writer *w = NULL;
@@ -214,11 +317,21 @@ static int forge(const uint8_t *buf, size_t len, const uint32_t *mem, size_t n_m
         err = nc_mf_put_u32(w, NC_NEOCOG_TAG_CASM, mem, n_mem);
     if (!err && rule)
         err = nc_mf_put_f64(w, NC_NEOCOG_TAG_CAST, rule, n_rule);
+    if (!err && view)
+        err = nc_mf_put_u32(w, NC_NEOCOG_TAG_CAVV, view, n_view);
+    if (!err && vrule)
+        err = nc_mf_put_f64(w, NC_NEOCOG_TAG_CAVT, vrule, n_vrule);
     if (!err)
         err = nc_mf_finish(w, ret, ret_len);
     nc_mf_writer_free(w);
     nc_mf_close(r);
     return err;
+}
+
+static int forge(const uint8_t *buf, size_t len, const uint32_t *mem, size_t n_mem,
+                 const double *rule, size_t n_rule, uint8_t **ret, size_t *ret_len)
+{
+    return forge_view(buf, len, mem, n_mem, rule, n_rule, NULL, 0, NULL, 0, ret, ret_len);
 }
 
 /* The phrase nc_neocog_cascade_read gives for file image buf. */
@@ -301,6 +414,75 @@ static void test_file(void)
     nc_neocog_committee_free(c);
     free(b);
 
+    /* the one-view stage: round trip, and taken away with the rest */
+    REQUIRE(with_view_stage(base, lbase, 2, 0.75, 3, 0.875, &b, &lb) == 0);
+    REQUIRE(nc_neocog_committee_load(b, lb, &c, NULL) == 0);
+    CHECK(c->cascade.on && c->cascade.first == 2 && c->cascade.threshold == 0.75 &&
+          c->cascade.view_on && c->cascade.view == 3 && c->cascade.view_threshold == 0.875 &&
+          c->cascade.view_beta == 3.0);
+    nc_neocog_committee_free(c);
+    REQUIRE(nc_neocog_cascade_rewrite(b, lb, &off, &back, &lback) == 0);
+    CHECK(lback == lbase && memcmp(back, base, lbase) == 0);
+    free(back);
+    free(b);
+    /* the writer refuses what the reader would */
+    CHECK_INT_EQ(with_view_stage(base, lbase, 0, 0.5, NC_PREP_MAX_VIEWS, 0.5, &b, &lb), -EINVAL);
+    CHECK_INT_EQ(with_view_stage(base, lbase, 0, 0.5, 0, 1.5, &b, &lb), -EINVAL);
+    CHECK_INT_EQ(with_view_stage(base, lbase, 0, 0.5, 0, NAN, &b, &lb), -EINVAL);
+    /* malformed view sections, refused with a phrase */
+    static const uint32_t view0[1] = { 0 }, view_past[1] = { NC_PREP_MAX_VIEWS },
+                          views2[2] = { 0, 1 };
+    static const double vflat[2] = { 0.9, 0.0 }, vhigh[2] = { 1.5, 2.0 };
+    const struct {
+        const uint32_t *mem; const double *rule; const uint32_t *view; size_t nv;
+        const double *vrule; size_t nvr;
+    } vbad[] = {
+        { one, ok_rule, view0, 1, NULL, 0 },     { one, ok_rule, NULL, 0, ok_rule, 2 },
+        { NULL, NULL, view0, 1, ok_rule, 2 },    { one, ok_rule, view_past, 1, ok_rule, 2 },
+        { one, ok_rule, views2, 2, ok_rule, 2 }, { one, ok_rule, view0, 1, vflat, 2 },
+        { one, ok_rule, view0, 1, vhigh, 2 },    { one, ok_rule, view0, 1, three, 3 },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(vbad); i++) {
+        REQUIRE(forge_view(base, lbase, vbad[i].mem, vbad[i].mem ? 1 : 0, vbad[i].rule,
+                           vbad[i].rule ? 2 : 0, vbad[i].view, vbad[i].nv, vbad[i].vrule,
+                           vbad[i].nvr, &b, &lb) == 0);
+        c = NULL;
+        CHECK_MSG(nc_neocog_committee_load(b, lb, &c, NULL) == -EBADMSG, "view case %zu loads",
+                  i);
+        nc_neocog_committee_free(c);
+        const char *why = why_of(b, lb, M);
+        CHECK_MSG(why && strstr(why, "cascade"), "view case %zu: no phrase", i);
+        free(b);
+    }
+    /* well formed, but a view member 1 does not answer on (views 2 and 3 are
+     * member 2's sheared ones): the loader refuses it, view_why says why */
+    REQUIRE(forge_view(base, lbase, one, 1, ok_rule, 2, (const uint32_t[]){ 2 }, 1, ok_rule, 2,
+                       &b, &lb) == 0);
+    CHECK(why_of(b, lb, M) == NULL);
+    c = NULL;
+    CHECK_INT_EQ(nc_neocog_committee_load(b, lb, &c, NULL), -EBADMSG);
+    nc_neocog_committee_free(c);
+    free(b);
+    REQUIRE(forge_view(base, lbase, one, 1, ok_rule, 2, (const uint32_t[]){ 1 }, 1, ok_rule, 2,
+                       &b, &lb) == 0);
+    CHECK_INT_EQ(nc_neocog_committee_load(b, lb, &c, NULL), 0);
+    nc_neocog_committee_free(c);
+    free(b);
+    const nc_neocog_cascade vc = { .on = 1, .first = 1, .threshold = 0.5, .beta = 1.0,
+                                   .view_on = 1, .view = 2, .view_threshold = 0.5,
+                                   .view_beta = 1.0 };
+    const uint32_t masks[M] = { 0x3u, 0x3u, 0xcu }, lone[M] = { 0x1u, 0x4u, 0xcu };
+    const char *vwhy = nc_neocog_cascade_view_why(&vc, masks);
+    CHECK(vwhy && strstr(vwhy, "not one of"));
+    nc_neocog_cascade vc2 = vc;
+    vc2.view = 2;
+    vwhy = nc_neocog_cascade_view_why(&vc2, lone);         /* member 1's only view */
+    CHECK(vwhy && strstr(vwhy, "one view"));
+    vc2.view = 0;
+    CHECK(nc_neocog_cascade_view_why(&vc2, masks) == NULL);
+    vc2.view_on = 0;
+    CHECK(nc_neocog_cascade_view_why(&vc2, lone) == NULL);
+
     /* a one-network file cannot carry a cascade */
     uint8_t *b1 = NULL;
     size_t l1 = 0;
@@ -329,11 +511,23 @@ static void test_confidence(void)
     two[7] = 0.25f;
     /* p ∝ s^beta: 1 / (1 + 0.5^2) */
     CHECK_NEAR(nc_neocog_cascade_confidence(2.0, two, K), 0.8, 1e-12, 1e-12);
-    const nc_neocog_cascade c = { 1, 0, 0.8, 2.0 }, c2 = { 1, 0, 0.81, 2.0 }, off = { 0 };
+    const nc_neocog_cascade c = { .on = 1, .threshold = 0.8, .beta = 2.0 },
+                            c2 = { .on = 1, .threshold = 0.81, .beta = 2.0 }, off = { 0 };
     CHECK(nc_neocog_cascade_decides(&c, two, K));
     CHECK(!nc_neocog_cascade_decides(&c2, two, K));
     CHECK(!nc_neocog_cascade_decides(&off, one, K));
     CHECK(!nc_neocog_cascade_decides(&c, none, K));
+    /* the view stage decides by its own rule, and only when on */
+    nc_neocog_cascade v = { .on = 1, .threshold = 0.99, .beta = 2.0, .view_on = 1,
+                            .view_threshold = 0.8, .view_beta = 2.0 };
+    CHECK(nc_neocog_cascade_view_decides(&v, two, K));
+    CHECK(!nc_neocog_cascade_decides(&v, two, K));
+    v.view_beta = 1.0;                  /* 1 / (1 + 0.5) < 0.8 */
+    CHECK(!nc_neocog_cascade_view_decides(&v, two, K));
+    v.view_beta = 2.0;
+    v.view_on = 0;
+    CHECK(!nc_neocog_cascade_view_decides(&v, two, K));
+    CHECK(!nc_neocog_cascade_view_decides(&c, two, K));
 }
 
 int main(void)
@@ -342,5 +536,7 @@ int main(void)
     test_file();
     test_answers(0);
     test_answers(2);
+    test_view_answers(0, 1);
+    test_view_answers(2, 2);
     return nc_test_finish();
 }

@@ -323,6 +323,30 @@ static int read_shipped(uint8_t **buf, size_t *len)
     return nc_file_read_model(path, 256u << 20, buf, len);
 }
 
+/* The shipped file with a one-view stage (neocog.h, "the cascade") on the
+ * second of its first member's views, at a threshold that decides about
+ * half of the digits and leaves the rest to the member and the committee:
+ * every path of the engine's cascade in one batch.  -ENOENT when the file
+ * has no cascade. */
+static int with_view_stage(const uint8_t *buf, size_t len, uint8_t **ret, size_t *ret_len)
+{
+    nc_neocog_committee *c = NULL;
+    int err = nc_neocog_committee_load(buf, len, &c, NULL);
+    if (err)
+        return err;
+    nc_neocog_cascade cas = c->cascade;
+    const uint32_t mask = c->view_mask[cas.first];
+    nc_neocog_committee_free(c);
+    if (!cas.on || __builtin_popcount(mask) < 2)
+        return -ENOENT;
+    const uint32_t low = mask & (mask - 1u);        /* mask less its lowest view */
+    cas.view_on = 1;
+    cas.view = (uint32_t)__builtin_ctz(low);
+    cas.view_threshold = 0.9;
+    cas.view_beta = cas.beta;
+    return nc_neocog_cascade_rewrite(buf, len, &cas, ret, ret_len);
+}
+
 static int read_cnn(uint8_t **buf, size_t *len)
 {
     char path[1024];
@@ -480,7 +504,9 @@ int main(void)
         return NC_TEST_SKIP;
     }
     uint8_t *cnn = NULL, *neo = NULL, *shipped = NULL, *com = NULL, *ncom = NULL, *vcom = NULL;
+    uint8_t *staged = NULL;
     size_t cnn_len = 0, neo_len = 0, shipped_len = 0, com_len = 0, ncom_len = 0, vcom_len = 0;
+    size_t staged_len = 0;
     int r = read_cnn(&cnn, &cnn_len);
     CHECK_MSG(r == 0, "models/cnn-column.ncm: %d", r);
     if (cnn) {
@@ -495,6 +521,10 @@ int main(void)
     CHECK_MSG(r == 0, "cannot build the neocognitron committee: %d", r);
     r = read_shipped(&shipped, &shipped_len);
     CHECK_MSG(r == 0, "models/neocognitron.ncm: %d", r);
+    if (shipped) {
+        r = with_view_stage(shipped, shipped_len, &staged, &staged_len);
+        CHECK_MSG(r == 0, "models/neocognitron.ncm with a one-view stage: %d", r);
+    }
 
     if (under_test == &nc_backend_gpu) {
         nc_backend *be = NULL;
@@ -526,6 +556,11 @@ int main(void)
             test_shipped(shipped, shipped_len, d, 0);
             test_shipped(shipped, shipped_len, d, 64);
         }
+        if (staged) {
+            fprintf(stderr, "  the shipped file with a one-view stage:\n");
+            test_shipped(staged, staged_len, d, 0);
+            test_shipped(staged, staged_len, d, 64);
+        }
     }
     free(cnn);
     free(vcom);
@@ -533,6 +568,7 @@ int main(void)
     free(neo);
     free(ncom);
     free(shipped);
+    free(staged);
     nc_dataset_fini(&ds);
     return nc_test_finish();
 }

@@ -3,8 +3,10 @@
  * first member alone answers every digit exactly as the committee does, so
  * the fit must let member 0 answer all of them (one pass a digit), write a
  * file that loads with that cascade, and `eval` must give the same error
- * for both files.  A file whose cascade names a member it lacks is refused
- * by `eval` with a sentence naming the cascade.
+ * for both files.  The same twins answering on two views each: every view
+ * is tried as the one-view stage, and the file written answers with at
+ * most the committee's error.  A file whose cascade names a member it
+ * lacks is refused by `eval` with a sentence naming the cascade.
  *
  * The validation digits (MNIST train 50000..) are the first fixture digits
  * behind 50,000 blank ones, in a made-up training set (gzip'd: the blanks
@@ -67,8 +69,9 @@ static int make_train(const char *dir)
     return ok;
 }
 
-/* A committee of two copies of one random network, written to path. */
-static int make_twins(const char *path, uint8_t **ret_buf, size_t *ret_len)
+/* A committee of two copies of one random network, written to path; with
+ * views, each answers on two views (two heights) of a digit. */
+static int make_twins(const char *path, int views, uint8_t **ret_buf, size_t *ret_len)
 {
     nc_test_rng rng = { 0x853c49e6748fea9bULL };
     nc_neocog *net = nc_test_random_net(&rng, 4, 5, 6);
@@ -77,9 +80,15 @@ static int make_twins(const char *path, uint8_t **ret_buf, size_t *ret_len)
     nc_model_info info[2];
     nc_test_neocog_info(&info[0], "test_train_cascade");
     info[1] = info[0];
+    nc_model_info com = info[0];
+    if (views) {
+        com.prep.n_views = 2;
+        com.prep.view_box[0] = 40;
+        com.prep.view_box[1] = 36;
+    }
     const nc_neocog *nets[2] = { net, net };
     const uint32_t top_t[2] = { 0, 0 };
-    int ok = nc_neocog_committee_save(nets, info, top_t, 2, &info[0], 0, ret_buf, ret_len) == 0 &&
+    int ok = nc_neocog_committee_save(nets, info, top_t, 2, &com, 0, ret_buf, ret_len) == 0 &&
              nc_file_write_atomic(path, *ret_buf, *ret_len) == 0;
     nc_neocog_free(net);
     return ok;
@@ -118,15 +127,16 @@ static void test_cascade(const char *tool)
     snprintf(bad_path, sizeof bad_path, "%s/bad.ncm", dir);
     uint8_t *buf = NULL;
     size_t len = 0;
-    REQUIRE(make_twins(model, &buf, &len));
+    REQUIRE(make_twins(model, 0, &buf, &len));
 
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "'%s' cascade --model '%s' --out '%s' --data '%s' --count %d 2>&1",
              tool, model, out_path, dir, N_VALID);
     CHECK_INT_EQ(sh(cmd, &out), 0);
     CHECK(out && strstr(out, "cascade     member 0 first"));
-    CHECK(out && strstr(out, "100.00% answered by it"));
+    CHECK(out && strstr(out, "100.00% answered by member 0"));
     CHECK(out && strstr(out, "1.00 passes a digit (was 2)"));
+    CHECK(out && !strstr(out, "view 0 alone"));      /* one view a member: no view stage */
     free(out);
 
     uint8_t *cb = NULL;
@@ -183,10 +193,38 @@ static void test_cascade(const char *tool)
     CHECK(out && strstr(out, "cascade first member past the committee's members"));
     free(out);
 
+    /* with two views a member: both tried as the one-view stage; whatever
+     * is kept, eval's error of the written file is at most the committee's */
+    char views_path[512], e_views[256] = "";
+    snprintf(views_path, sizeof views_path, "%s/views.ncm", dir);
+    uint8_t *vb = NULL;
+    size_t vl = 0;
+    REQUIRE(make_twins(views_path, 1, &vb, &vl));
+    free(vb);
+    snprintf(cmd, sizeof cmd, "'%s' cascade --model '%s' --out '%s' --data '%s' --count %d 2>&1",
+             tool, views_path, out_path, dir, N_VALID);
+    CHECK_INT_EQ(sh(cmd, &out), 0);
+    CHECK(out && strstr(out, "  view 0 alone: error "));
+    CHECK(out && strstr(out, "  view 1 alone: error "));
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
+             "--count %d 2>&1", tool, views_path, dir, BLANK, N_VALID);
+    CHECK_INT_EQ(sh(cmd, &out), 0);
+    CHECK(error_line(out, e_plain, sizeof e_plain));
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
+             "--count %d 2>&1", tool, out_path, dir, BLANK, N_VALID);
+    CHECK_INT_EQ(sh(cmd, &out), 0);
+    CHECK(error_line(out, e_views, sizeof e_views));
+    free(out);
+    unsigned ep = 0, ev = 0;
+    CHECK(sscanf(e_plain, "error %*f%% (%u", &ep) == 1 && sscanf(e_views, "error %*f%% (%u", &ev) == 1);
+    CHECK_MSG(ev <= ep, "the cascade's %u errors against the committee's %u", ev, ep);
+
     free(buf);
     char path[1024];
     const char *names[] = { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                            "twins.ncm", "cascade.ncm", "bad.ncm" };
+                            "twins.ncm", "cascade.ncm", "bad.ncm", "views.ncm" };
     for (size_t i = 0; i < NC_ARRAY_LEN(names); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         unlink(path);
