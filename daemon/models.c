@@ -264,13 +264,18 @@ static void describe_views(const nc_prep *p, char *arch, size_t cap)
 }
 
 /* "; cascade: member 4 first, alone at confidence >= 0.849" after the
- * committee's views, members counted from 1 as models/README.md does. */
+ * committee's views, members and views counted from 1 as models/README.md
+ * does; with the one-view stage ", its view 6 alone before at >= 0.913". */
 static void describe_cascade(const nc_neocog_cascade *c, char *arch, size_t cap)
 {
     size_t at = strlen(arch);
     if (c->on && at < cap)
         say(arch + at, cap - at, "%scascade: member %u first, alone at confidence >= %.3f",
             at ? "; " : "", c->first + 1, c->threshold);
+    at = strlen(arch);
+    if (c->on && c->view_on && at < cap)
+        say(arch + at, cap - at, ", its view %u alone before at >= %.3f", c->view + 1,
+            c->view_threshold);
 }
 
 /* One forward pass of a blank input, so the first request does not pay

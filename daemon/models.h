@@ -47,7 +47,7 @@ typedef struct nc_model {
     atomic_uint_fast64_t batches[NC_MAX_LANES + 1], images[NC_MAX_LANES + 1];
     char engines[160];          /* "cuda:0,cuda:1" or "cpu", for logs */
     char path[NC_CONFIG_PATH_MAX];
-    char arch[256];             /* CNN notation, "" for the neocognitron */
+    char arch[320];             /* CNN notation; the neocognitron: its committee, views, cascade */
     uint64_t loaded_at;         /* Unix time */
 } nc_model;
 

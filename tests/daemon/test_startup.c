@@ -336,11 +336,13 @@ static void test_loading(void)
         CHECK(r->status && r->status->health && r->status->health->ready);
         CHECK(r->status && r->status->n_models == 2 && r->status->models[0]->loaded &&
               r->status->models[1]->loaded);
-        /* the shipped committee's cascade (models/README.md: member 4 first) */
+        /* the shipped committee's cascade (models/README.md: member 4 first,
+         * its sixth view of the digit alone before it) */
         const char *arch = r->status && r->status->n_models == 2
                          ? r->status->models[1]->architecture : "";
         CHECK_MSG(strstr(arch, "committee of 4 neocognitrons") &&
-                  strstr(arch, "; cascade: member 4 first, alone at confidence >= 0.8"),
+                  strstr(arch, "; cascade: member 4 first, alone at confidence >= 0.8") &&
+                  strstr(arch, ", its view 6 alone before at >= 0.93"),
                   "the shipped neocognitron described as: %s", arch);
     }
     nc_msg_free(m);
