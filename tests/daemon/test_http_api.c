@@ -13,7 +13,6 @@
  * 405 for wrong methods; CORS only when configured; 503 once draining; 429
  * with Retry-After for a full queue and 504 for a passed deadline, as the
  * socket path refuses them. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "harness.h"
 #include "http_client.h"
 #include "test.h"
+#include "http_slow_checks.h"
 
 enum { MAX_FRAME = NC_HTTP_TEST_MAX_FRAME };
 
@@ -184,13 +184,18 @@ static void test_v1_query(int port)
 
 /* ---- bad input, and the daemon serving on ------------------------------------------ */
 
+/* The seven as a PGM, and its answer; the byte-at-a-time client asks for
+ * Connection: close. */
+static http_case seven_case(void)
+{
+    return (http_case){ "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len, 200,
+                        "\"text\":\"7\"", 1 };
+}
+
 static void expect_seven(int port, const char *after)
 {
-    response r;
-    int err = post(port, "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len, &r);
-    CHECK_MSG(!err && r.status == 200 && has(&r, "\"text\":\"7\""), "after %s: %d", after,
-              err ? -1 : r.status);
-    response_free(&r);
+    http_case c = seven_case();
+    http_expect_answer(port, &c, after);
 }
 
 static void test_bad_input(int port)
@@ -228,34 +233,11 @@ static void test_bad_input(int port)
     expect_seven(port, "bad input");
 }
 
-/* A client that sends half its body and stalls, one that hangs up half
- * way, one that hangs up before its answer: the others are served.  One
- * that sends a byte at a time is answered; one that stalls is closed after
- * frame_timeout_ms. */
-static void test_slow_clients(int port)
+/* Clients of bodies of many images, gone while those are parsed or
+ * decoded (the call owns its body: nothing read after it is freed); run
+ * while http_check_slow_clients' stalled client waits. */
+static void gone_with_many_images(int port)
 {
-    char head[256];
-    int n = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
-                     "Content-Type: image/x-portable-graymap\r\nContent-Length: %zu\r\n\r\n",
-                     pgm7_len);
-    int stalled = nc_connect_tcp(port), cut = nc_connect_tcp(port);
-    REQUIRE(stalled >= 0 && cut >= 0);
-    CHECK(!nc_send_all(stalled, head, (size_t)n) && !nc_send_all(stalled, pgm7, pgm7_len / 2));
-    CHECK(!nc_send_all(cut, head, (size_t)n) && !nc_send_all(cut, pgm7, pgm7_len / 2));
-    expect_seven(port, "a stalled body");
-    close(cut);
-    expect_seven(port, "a half-sent body");
-    /* whole requests whose clients leave before the answer */
-    for (int i = 0; i < 8; i++) {
-        int fd = nc_connect_tcp(port);
-        if (fd < 0)
-            continue;
-        CHECK(!nc_send_all(fd, head, (size_t)n) && !nc_send_all(fd, pgm7, pgm7_len));
-        close(fd);
-    }
-    expect_seven(port, "clients gone before their answers");
-    /* and with bodies of many images, gone while those are parsed or
-     * decoded (the call owns its body: nothing read after it is freed) */
     static const char bd[] = "nc-gone-x1";
     enum { PARTS = 32 };
     size_t cap = PARTS * (pgm7_len + 160) + 64, len = 0;
@@ -270,6 +252,7 @@ static void test_slow_clients(int port)
         len += 2;
     }
     len += (size_t)sprintf(body + len, "--%s--\r\n", bd);
+    char head[256];
     int hn = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
                       "Content-Type: multipart/form-data; boundary=%s\r\n"
                       "Content-Length: %zu\r\n\r\n", bd, len);
@@ -282,38 +265,13 @@ static void test_slow_clients(int port)
     }
     free(body);
     expect_seven(port, "clients of many images gone");
-    close(stalled);
-    expect_seven(port, "the stalled client left");
+}
 
-    /* the socket path's slow client: one byte at a time, answered */
-    n = snprintf(head, sizeof head, "POST /v1/recognize HTTP/1.1\r\nHost: x\r\n"
-                 "Content-Type: image/x-portable-graymap\r\nContent-Length: %zu\r\n"
-                 "Connection: close\r\n\r\n", pgm7_len);
-    int slow = nc_connect_tcp(port);
-    REQUIRE(slow >= 0);
-    response r;
-    CHECK(!send_slowly(slow, head, (size_t)n) && !send_slowly(slow, pgm7, pgm7_len));
-    CHECK_MSG(!read_response(slow, &r) && r.status == 200 && has(&r, "\"text\":\"7\""),
-              "one byte at a time: %d %s", r.status, r.body ? r.body : "");
-    response_free(&r);
-    close(slow);
-    /* and its stalled frame: a body that stops half way is dropped after
-     * frame_timeout_ms without an answer (evhttp has no way to send one) */
-    stalled = nc_connect_tcp(port);
-    REQUIRE(stalled >= 0);
-    CHECK(!nc_send_all(stalled, head, (size_t)n) && !nc_send_all(stalled, pgm7, pgm7_len / 2));
-    CHECK_MSG(closed_without_answer(stalled), "a stalled body was not closed");
-    close(stalled);
-    expect_seven(port, "a stalled body timed out");
-    /* the socket path's oversized frame header: a Content-Length far past
-     * the cap and no body, dropped without an answer as a stall is */
-    int huge = nc_connect_tcp(port);
-    REQUIRE(huge >= 0);
-    n = post_head(head, sizeof head, "/v1/recognize", "image/png", 2147483647);
-    CHECK(n > 0 && !nc_send_all(huge, head, (size_t)n));
-    CHECK_MSG(closed_without_answer(huge), "an announced body past the cap was not dropped");
-    close(huge);
-    expect_seven(port, "an announced body past the cap");
+/* The seven's slow clients (http_slow_checks.h), and those of many images. */
+static void test_slow_clients(int port)
+{
+    http_case c = seven_case();
+    http_check_slow_clients(port, &c, gone_with_many_images);
 }
 
 static void test_keep_alive_and_methods(int port)
@@ -475,20 +433,11 @@ static void test_cors_and_drain(const char *bin, const char *const *base_args)
               "%d %s", r.status, r.head);
     response_free(&r);
 
-    /* Draining: an idle protocol connection keeps the daemon in its drain
-     * for a grace period; an HTTP request then is refused. */
-    int held = nc_connect_tcp(d.port);
-    REQUIRE(held >= 0);
-    CHECK(kill(d.pid, SIGTERM) == 0);
-    int draining = 0;
-    for (int i = 0; i < 200 && !draining; i++) {
-        char *ready = nc_http_get(d.http_port, "/readyz");
-        draining = ready && strstr(ready, "draining");
-        free(ready);
-        if (!draining)
-            nc_sleep_ms(5);
-    }
-    CHECK(draining);
+    /* Draining: an HTTP request is refused. */
+    int held;
+    http_begin_drain(&d, &held);
+    if (held < 0)
+        return;
     REQUIRE(post(d.http_port, "/v1/recognize", "image/x-portable-graymap", pgm7, pgm7_len,
                  &r) == 0);
     CHECK_MSG(r.status == 503 && has(&r, "draining"), "%d %s", r.status, r.body);
@@ -504,42 +453,21 @@ static void test_cors_and_drain(const char *bin, const char *const *base_args)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_http_api NEOCOGD\n");
-        return 2;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    if (load_samples())
-        return 1;
-    char cnn[1024], dir[] = "/tmp/nc-http-XXXXXX";
-    nc_test_model_path("cnn-column.ncm", cnn, sizeof cnn);
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char frame[32];
-    snprintf(frame, sizeof frame, "%d", MAX_FRAME);
-    /* an empty models folder and the CNN by name: the neocognitron stays
-     * unloaded (and the start fast) */
-    const char *args[] = { "--models", dir, "--cnn-model", cnn, "--gpus", "0",
-                           "--listen-unix", "none", "--max-frame-bytes", frame,
-                           "--frame-timeout-ms", "1000", "--log-level", "4", NULL };
-    nc_daemon d;
-    if (nc_daemon_start(&d, argv[1], dir, 1, args)) {
-        fprintf(stderr, "neocogd did not start\n");
-        return 1;
-    }
-    test_v1_bodies(d.http_port);
-    test_v1_multipart(d.http_port);
-    test_v1_json(d.http_port);
-    test_v1_query(d.http_port);
-    test_bad_input(d.http_port);
-    test_slow_clients(d.http_port);
-    test_keep_alive_and_methods(d.http_port);
-    CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
-    test_cors_and_drain(argv[1], args);
-    test_queue_full_and_deadline(argv[1], cnn);
-    rmdir(dir);
+    http_test_daemon t;
+    int status = http_test_start(&t, argc, argv, "test_http_api", "/tmp/nc-http-XXXXXX");
+    if (status)
+        return status;
+    test_v1_bodies(t.d.http_port);
+    test_v1_multipart(t.d.http_port);
+    test_v1_json(t.d.http_port);
+    test_v1_query(t.d.http_port);
+    test_bad_input(t.d.http_port);
+    test_slow_clients(t.d.http_port);
+    test_keep_alive_and_methods(t.d.http_port);
+    CHECK_INT_EQ(nc_daemon_stop(&t.d, 30000), 0);
+    test_cors_and_drain(argv[1], t.args);
+    test_queue_full_and_deadline(argv[1], t.cnn);
+    rmdir(t.dir);
     free_samples();
     return nc_test_finish();
 }

@@ -11,7 +11,6 @@
  * words them: 429 with Retry-After for a full queue, 504 for a passed
  * deadline, 503 once draining, each with the protocol's error object
  * {"error": MESSAGE} (neocogd adds "code", the socket path's name). */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "harness.h"
 #include "http_client.h"
 #include "test.h"
+#include "http_slow_checks.h"
 
 enum { MAX_FRAME = NC_HTTP_TEST_MAX_FRAME };
 
@@ -70,13 +70,21 @@ static int infer_one(int port, const void *img, size_t len, response *r)
     return err ? -1 : 0;
 }
 
+/* body (bytes_body of the seven) to /v2/models/cnn/infer, and its answer. */
+static http_case seven_case(const char *body, size_t len)
+{
+    return (http_case){ "/v2/models/cnn/infer", "application/json", body, len, 200,
+                        "\"data\":[7]", 0 };
+}
+
 static void expect_seven(int port, const char *after)
 {
-    response r;
-    int err = infer_one(port, pgm7, pgm7_len, &r);
-    CHECK_MSG(!err && r.status == 200 && has(&r, "\"data\":[7]"), "after %s: %d", after,
-              err ? -1 : r.status);
-    response_free(&r);
+    const uint8_t *img = pgm7;
+    size_t len = 0;
+    char *body = bytes_body(&img, &pgm7_len, 1, NULL, &len);
+    http_case c = seven_case(body, len);
+    http_expect_answer(port, &c, after);
+    free(body);
 }
 
 /* ---- metadata and inference ------------------------------------------------------------ */
@@ -245,60 +253,15 @@ static void test_v2_bad_input(int port)
     expect_seven(port, "bad input");
 }
 
-/* A client that sends half its body and stalls, one that hangs up half
- * way, ones that hang up before their answers, one that sends a byte at a
- * time: the others are served, the slow one is answered; a stalled one is
- * closed after frame_timeout_ms. */
+/* The seven's slow clients (http_slow_checks.h), as inference requests. */
 static void test_v2_slow_clients(int port)
 {
     const uint8_t *img = pgm7;
     size_t len = 0;
     char *body = bytes_body(&img, &pgm7_len, 1, NULL, &len);
     REQUIRE(body);
-    char head[256];
-    int n = post_head(head, sizeof head, "/v2/models/cnn/infer", "application/json", len);
-    REQUIRE(n > 0);
-    int stalled = nc_connect_tcp(port), cut = nc_connect_tcp(port);
-    REQUIRE(stalled >= 0 && cut >= 0);
-    CHECK(!nc_send_all(stalled, head, (size_t)n) && !nc_send_all(stalled, body, len / 2));
-    CHECK(!nc_send_all(cut, head, (size_t)n) && !nc_send_all(cut, body, len / 2));
-    expect_seven(port, "a stalled body");
-    close(cut);
-    expect_seven(port, "a half-sent body");
-    for (int i = 0; i < 8; i++) {
-        int fd = nc_connect_tcp(port);
-        if (fd < 0)
-            continue;
-        CHECK(!nc_send_all(fd, head, (size_t)n) && !nc_send_all(fd, body, len));
-        close(fd);
-    }
-    expect_seven(port, "clients gone before their answers");
-    close(stalled);
-    expect_seven(port, "the stalled client left");
-
-    int slow = nc_connect_tcp(port);
-    REQUIRE(slow >= 0);
-    response r;
-    CHECK(!send_slowly(slow, head, (size_t)n) && !send_slowly(slow, body, len));
-    CHECK_MSG(!read_response(slow, &r) && r.status == 200 && has(&r, "\"data\":[7]"),
-              "one byte at a time: %d %s", r.status, r.body ? r.body : "");
-    response_free(&r);
-    close(slow);
-    stalled = nc_connect_tcp(port);
-    REQUIRE(stalled >= 0);
-    CHECK(!nc_send_all(stalled, head, (size_t)n) && !nc_send_all(stalled, body, len / 2));
-    CHECK_MSG(closed_without_answer(stalled), "a stalled body was not closed");
-    close(stalled);
-    expect_seven(port, "a stalled body timed out");
-    /* the socket path's oversized frame header: a Content-Length far past
-     * the cap and no body, dropped without an answer as a stall is */
-    int huge = nc_connect_tcp(port);
-    REQUIRE(huge >= 0);
-    n = post_head(head, sizeof head, "/v2/models/cnn/infer", "application/json", 2147483647);
-    CHECK(n > 0 && !nc_send_all(huge, head, (size_t)n));
-    CHECK_MSG(closed_without_answer(huge), "an announced body past the cap was not dropped");
-    close(huge);
-    expect_seven(port, "an announced body past the cap");
+    http_case c = seven_case(body, len);
+    http_check_slow_clients(port, &c, NULL);
     free(body);
 }
 
@@ -385,18 +348,10 @@ static void test_v2_drain(const char *bin, const char *const *args)
     nc_daemon d;
     REQUIRE(nc_daemon_start(&d, bin, dir, 1, args) == 0);
     expect_seven(d.http_port, "the start");
-    int held = nc_connect_tcp(d.port);
-    REQUIRE(held >= 0);
-    CHECK(kill(d.pid, SIGTERM) == 0);
-    int draining = 0;
-    for (int i = 0; i < 200 && !draining; i++) {
-        char *ready = nc_http_get(d.http_port, "/readyz");
-        draining = ready && strstr(ready, "draining");
-        free(ready);
-        if (!draining)
-            nc_sleep_ms(5);
-    }
-    CHECK(draining);
+    int held;
+    http_begin_drain(&d, &held);
+    if (held < 0)
+        return;
     response r;
     REQUIRE(http(d.http_port, "GET", "/v2/health/ready", NULL, NULL, 0, &r) == 0);
     CHECK_MSG(r.status == 400, "ready while draining: %d", r.status);
@@ -414,39 +369,18 @@ static void test_v2_drain(const char *bin, const char *const *args)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_http_v2 NEOCOGD\n");
-        return 2;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    if (load_samples())
-        return 1;
-    char cnn[1024], dir[] = "/tmp/nc-http-v2-XXXXXX";
-    nc_test_model_path("cnn-column.ncm", cnn, sizeof cnn);
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char frame[32];
-    snprintf(frame, sizeof frame, "%d", MAX_FRAME);
-    /* an empty models folder and the CNN by name: the neocognitron stays
-     * unloaded (and the start fast) */
-    const char *args[] = { "--models", dir, "--cnn-model", cnn, "--gpus", "0",
-                           "--listen-unix", "none", "--max-frame-bytes", frame,
-                           "--frame-timeout-ms", "1000", "--log-level", "4", NULL };
-    nc_daemon d;
-    if (nc_daemon_start(&d, argv[1], dir, 1, args)) {
-        fprintf(stderr, "neocogd did not start\n");
-        return 1;
-    }
-    test_v2_metadata(d.http_port);
-    test_v2_infer(d.http_port);
-    test_v2_bad_input(d.http_port);
-    test_v2_slow_clients(d.http_port);
-    CHECK_INT_EQ(nc_daemon_stop(&d, 30000), 0);
-    test_v2_drain(argv[1], args);
-    test_v2_queue_full_and_deadline(argv[1], cnn);
-    rmdir(dir);
+    http_test_daemon t;
+    int status = http_test_start(&t, argc, argv, "test_http_v2", "/tmp/nc-http-v2-XXXXXX");
+    if (status)
+        return status;
+    test_v2_metadata(t.d.http_port);
+    test_v2_infer(t.d.http_port);
+    test_v2_bad_input(t.d.http_port);
+    test_v2_slow_clients(t.d.http_port);
+    CHECK_INT_EQ(nc_daemon_stop(&t.d, 30000), 0);
+    test_v2_drain(argv[1], t.args);
+    test_v2_queue_full_and_deadline(argv[1], t.cnn);
+    rmdir(t.dir);
     free_samples();
     return nc_test_finish();
 }
