@@ -11,15 +11,16 @@
  * confidence on each digit, and for each threshold t the validation error
  * of "member m where its confidence >= t, else the committee".  The t kept
  * is the one with the fewest network passes a digit whose error is at most
- * the committee's; the member kept, the one with the fewest passes.  Then
- * the one-view stage (unless --no-view-stage): each of the kept member's
- * views alone (a file whose view stage has threshold 0), its own beta and
- * confidences, and the pair of thresholds (view, member) with the fewest
- * passes a digit whose error is at most the committee's, both cuts searched
- * together (the view's pass is one of the member's, so the stage costs no
- * pass: it only lets plain digits stop sooner).  The written file is read
- * back and, unless --no-check, run over validation again through the
- * engine, whose error must stay at most the committee's. */
+ * the committee's.  With the one-view stage (unless --no-view-stage), for
+ * each member also each of its views alone (a file whose view stage has
+ * threshold 0), its own beta and confidences, and the pair of thresholds
+ * (view, member) with the fewest passes a digit whose error is at most the
+ * committee's, both cuts searched together (the view's pass is one of the
+ * member's, so the stage costs no pass: it only lets plain digits stop
+ * sooner).  The cascade kept, over all members, has the fewest passes.
+ * The written file is read back and, unless --no-check, run over
+ * validation again through the engine, whose error must stay at most the
+ * committee's. */
 #include "train_valid.h"
 
 #include <errno.h>
