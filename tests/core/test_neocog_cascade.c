@@ -140,6 +140,43 @@ static void member_alone(const fixture *fx, uint32_t f, const float *in, float *
     free(b1);
 }
 
+/* The median of the non-zero values of x[n] (at least 3 of them, and the
+ * median above the smallest): a threshold that splits the digits. */
+static void median_fired(const double *x, uint32_t n, double *ret)
+{
+    double sorted[N];
+    uint32_t fired = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i] > 0.0)
+            sorted[fired++] = x[i];
+    REQUIRE(fired >= 3);
+    for (uint32_t a = 0; a < fired; a++)        /* insertion sort, ascending */
+        for (uint32_t b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) {
+            const double t = sorted[b];
+            sorted[b] = sorted[b - 1];
+            sorted[b - 1] = t;
+        }
+    REQUIRE(sorted[fired / 2] > sorted[0]);
+    *ret = sorted[fired / 2];
+}
+
+/* Random stroke inputs *ret_in[N][V] (caller frees; NULL on failure), the
+ * committee saved as *base (caller frees), and its answers without a
+ * cascade in full[N][K]. */
+static void committee_run(const fixture *fx, float **ret_in, uint8_t **base, size_t *lbase,
+                          float *full)
+{
+    *ret_in = NULL;
+    float *in = malloc((size_t)N * V * SIDE * SIDE * sizeof *in);
+    REQUIRE(in);
+    for (uint32_t i = 0; i < N * V; i++)
+        strokes(in + (size_t)i * SIDE * SIDE);
+    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)fx->net, fx->col, fx->top_t, M,
+                                     &fx->info, 0, base, lbase) == 0);
+    REQUIRE(run_image(*base, *lbase, in, N, full) == 0);
+    *ret_in = in;
+}
+
 /* Member f first: threshold 0 answers every digit from f alone; a
  * threshold between the digits' confidences answers the sure ones from f
  * alone and the others exactly as the committee without a cascade. */
@@ -147,16 +184,12 @@ static void test_answers(uint32_t f)
 {
     fixture fx;
     REQUIRE(fixture_make(&fx));
-    float *in = malloc((size_t)N * V * SIDE * SIDE * sizeof *in);
-    REQUIRE(in);
-    for (uint32_t i = 0; i < N * V; i++)
-        strokes(in + (size_t)i * SIDE * SIDE);
     uint8_t *base = NULL, *b0 = NULL, *bt = NULL;
     size_t lbase = 0, l0 = 0, lt = 0;
-    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)fx.net, fx.col, fx.top_t, M,
-                                     &fx.info, 0, &base, &lbase) == 0);
     float full[N * K], alone[N * K], ref[N * K], out[N * K];
-    REQUIRE(run_image(base, lbase, in, N, full) == 0);
+    float *in = NULL;
+    committee_run(&fx, &in, &base, &lbase, full);
+    REQUIRE(in);
     member_alone(&fx, f, in, ref, NULL);
 
     REQUIRE(with_cascade(base, lbase, f, 0.0, 2.0, &b0, &l0) == 0);
@@ -169,23 +202,12 @@ static void test_answers(uint32_t f)
     CHECK(differ);              /* else the member alone proves nothing */
 
     /* a threshold that splits the digits: the median fired confidence */
-    double conf[N], sorted[N];
-    uint32_t fired = 0;
+    double conf[N], t = 0.0;
     for (uint32_t i = 0; i < N; i++) {
         conf[i] = nc_neocog_cascade_confidence(2.0, alone + i * K, K);
         CHECK(conf[i] >= 0.0 && conf[i] <= 1.0);
-        if (conf[i] > 0.0)
-            sorted[fired++] = conf[i];
     }
-    REQUIRE(fired >= 3);
-    for (uint32_t a = 0; a < fired; a++)        /* insertion sort, ascending */
-        for (uint32_t b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) {
-            const double t = sorted[b];
-            sorted[b] = sorted[b - 1];
-            sorted[b - 1] = t;
-        }
-    const double t = sorted[fired / 2];
-    REQUIRE(t > sorted[0]);
+    median_fired(conf, N, &t);
     REQUIRE(with_cascade(base, lbase, f, t, 2.0, &bt, &lt) == 0);
     CHECK_INT_EQ(run_image(bt, lt, in, N, out), 0);
     uint32_t sure = 0, unsure = 0;
@@ -207,26 +229,6 @@ static void test_answers(uint32_t f)
     fixture_free(&fx);
 }
 
-/* The median of the non-zero values of x[n] (at least 3 of them, and the
- * median above the smallest): a threshold that splits the digits. */
-static void median_fired(const double *x, uint32_t n, double *ret)
-{
-    double sorted[N];
-    uint32_t fired = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (x[i] > 0.0)
-            sorted[fired++] = x[i];
-    REQUIRE(fired >= 3);
-    for (uint32_t a = 0; a < fired; a++)        /* insertion sort, ascending */
-        for (uint32_t b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) {
-            const double t = sorted[b];
-            sorted[b] = sorted[b - 1];
-            sorted[b - 1] = t;
-        }
-    REQUIRE(sorted[fired / 2] > sorted[0]);
-    *ret = sorted[fired / 2];
-}
-
 /* Member f first with its view `view` as the one-view stage: view
  * threshold 0 answers every digit from that view's raw scores alone; view
  * and member thresholds that split the digits answer the view's sure ones
@@ -237,17 +239,14 @@ static void test_view_answers(uint32_t f, uint32_t view)
 {
     fixture fx;
     REQUIRE(fixture_make(&fx));
-    float *in = malloc((size_t)N * V * SIDE * SIDE * sizeof *in);
-    float *each = malloc((size_t)N * V * K * sizeof *each);
-    REQUIRE(in && each);
-    for (uint32_t i = 0; i < N * V; i++)
-        strokes(in + (size_t)i * SIDE * SIDE);
     uint8_t *base = NULL, *b0 = NULL, *bt = NULL;
     size_t lbase = 0, l0 = 0, lt = 0;
-    REQUIRE(nc_neocog_committee_save((const nc_neocog *const *)fx.net, fx.col, fx.top_t, M,
-                                     &fx.info, 0, &base, &lbase) == 0);
     float full[N * K], alone[N * K], out[N * K];
-    REQUIRE(run_image(base, lbase, in, N, full) == 0);
+    float *each = malloc((size_t)N * V * K * sizeof *each);
+    REQUIRE(each);
+    float *in = NULL;
+    committee_run(&fx, &in, &base, &lbase, full);
+    REQUIRE(in);
     member_alone(&fx, f, in, alone, each);
 
     REQUIRE(with_view_stage(base, lbase, f, 0.0, view, 0.0, &b0, &l0) == 0);
