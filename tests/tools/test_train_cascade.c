@@ -116,6 +116,20 @@ static int error_line(const char *out, char *dst, size_t cap)
     return 1;
 }
 
+/* `eval` of model on the validation digits in dir: its status 0 checked,
+ * its "error ..." line into dst; its whole output, for more checks (caller
+ * frees). */
+static char *eval_error(const char *tool, const char *model, const char *dir, char *dst,
+                        size_t cap)
+{
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
+             "--count %d 2>&1", tool, model, dir, BLANK, N_VALID);
+    CHECK_INT_EQ(sh(cmd, &out), 0);
+    CHECK(error_line(out, dst, cap));
+    return out;
+}
+
 static void test_cascade(const char *tool)
 {
     char dir[] = "/tmp/nc-cascade-XXXXXX";
@@ -151,15 +165,8 @@ static void test_cascade(const char *tool)
 
     /* eval gives the committee's error for both files */
     char e_plain[256] = "", e_cas[256] = "";
-    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
-             "--count %d 2>&1", tool, model, dir, BLANK, N_VALID);
-    CHECK_INT_EQ(sh(cmd, &out), 0);
-    CHECK(error_line(out, e_plain, sizeof e_plain));
-    free(out);
-    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
-             "--count %d 2>&1", tool, out_path, dir, BLANK, N_VALID);
-    CHECK_INT_EQ(sh(cmd, &out), 0);
-    CHECK(error_line(out, e_cas, sizeof e_cas));
+    free(eval_error(tool, model, dir, e_plain, sizeof e_plain));
+    out = eval_error(tool, out_path, dir, e_cas, sizeof e_cas);
     CHECK(out && strstr(out, "cascade     member 0 (0-based) first"));
     free(out);
     CHECK_MSG(e_plain[0] && !strcmp(e_plain, e_cas), "'%s' against '%s'", e_plain, e_cas);
@@ -207,16 +214,8 @@ static void test_cascade(const char *tool)
     CHECK(out && strstr(out, "  view 0 alone: error "));
     CHECK(out && strstr(out, "  view 1 alone: error "));
     free(out);
-    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
-             "--count %d 2>&1", tool, views_path, dir, BLANK, N_VALID);
-    CHECK_INT_EQ(sh(cmd, &out), 0);
-    CHECK(error_line(out, e_plain, sizeof e_plain));
-    free(out);
-    snprintf(cmd, sizeof cmd, "'%s' eval --model '%s' --data '%s' --set train --first %d "
-             "--count %d 2>&1", tool, out_path, dir, BLANK, N_VALID);
-    CHECK_INT_EQ(sh(cmd, &out), 0);
-    CHECK(error_line(out, e_views, sizeof e_views));
-    free(out);
+    free(eval_error(tool, views_path, dir, e_plain, sizeof e_plain));
+    free(eval_error(tool, out_path, dir, e_views, sizeof e_views));
     unsigned ep = 0, ev = 0;
     CHECK(sscanf(e_plain, "error %*f%% (%u", &ep) == 1 && sscanf(e_views, "error %*f%% (%u", &ev) == 1);
     CHECK_MSG(ev <= ep, "the cascade's %u errors against the committee's %u", ev, ep);
