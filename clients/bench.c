@@ -237,6 +237,12 @@ typedef struct slot {
     size_t first;                   /* index of its first image */
 } slot;
 
+/* The latency histograms: the request as seen here, the daemon's own time
+ * (Timing.total_us) and the parts of it (queue, prepare, forward). */
+enum { H_REQUEST, H_SERVER, H_QUEUE, H_PREPARE, H_FORWARD, N_HIST };
+static const char *const hist_names[N_HIST] = { "request", "server", "queue", "prepare",
+                                                "forward" };
+
 typedef struct worker {
     pthread_t thread;
     const plan *p;
@@ -247,7 +253,7 @@ typedef struct worker {
     double phase_ns;
     size_t cursor;                  /* next image */
     slot *slots;
-    nc_hist *lat, *server;          /* ns */
+    nc_hist *hist;                  /* N_HIST, ns */
     uint64_t sent;                  /* requests written whole */
     uint64_t replies, req_failed, images_ok, images_failed, judged, correct, rejected;
     uint64_t req_by_code[N_CODES], img_by_code[N_CODES];
@@ -311,15 +317,20 @@ static void take_reply(worker *w, nc_msg *m, int64_t t)
     sl->id = 0;
     w->replies++;
     w->last_reply = t;
-    nc_hist_record(w->lat, (uint64_t)(t - sl->due));
+    nc_hist_record(&w->hist[H_REQUEST], (uint64_t)(t - sl->due));
     if (rp->code != NEOCOG__CODE__OK) {
         w->req_failed++;
         w->req_by_code[code_index(rp->code)]++;
         nc_msg_free(m);
         return;
     }
-    if (rp->timing)
-        nc_hist_record(w->server, rp->timing->total_us * 1000);
+    if (rp->timing) {
+        const Neocog__Timing *tm = rp->timing;
+        nc_hist_record(&w->hist[H_SERVER], tm->total_us * 1000);
+        nc_hist_record(&w->hist[H_QUEUE], tm->queue_us * 1000);
+        nc_hist_record(&w->hist[H_PREPARE], tm->prepare_us * 1000);
+        nc_hist_record(&w->hist[H_FORWARD], tm->forward_us * 1000);
+    }
     if (rp->kind_case == NEOCOG__REPLY__KIND_RECOGNIZE) {
         const source *src = w->p->src;
         for (size_t i = 0; i < rp->recognize->n_results; i++) {
@@ -448,7 +459,7 @@ static void *worker_main(void *arg)
 /* ---- report -------------------------------------------------------------------- */
 
 typedef struct totals {
-    nc_hist lat, server;
+    nc_hist hist[N_HIST];
     uint64_t sent, replies, req_failed, images_ok, images_failed, judged, correct, rejected, lost;
     uint64_t req_by_code[N_CODES], img_by_code[N_CODES];
     uint64_t resends, resent_after_loss, resent_by_code[N_CODES], reconnects;
@@ -519,17 +530,16 @@ static void print_txt(const nc_cli_args *a, const char *addr, const source *src,
     for (size_t i = 0; i < 4; i++)
         printf(" %10s", pct_names[i]);
     printf(" %10s %10s\n", "max", "mean");
-    const nc_hist *rows[2] = { &t->lat, &t->server };
-    const char *row_names[2] = { "request", "server" };
-    for (int r = 0; r < 2; r++) {
-        printf("%-14s", row_names[r]);
+    for (int r = 0; r < N_HIST; r++) {
+        const nc_hist *h = &t->hist[r];
+        printf("%-14s", hist_names[r]);
         for (size_t i = 0; i < 4; i++)
-            printf(" %10.1f", us(nc_hist_percentile(rows[r], pcts[i])));
-        printf(" %10.1f %10.1f\n", us(rows[r]->count ? rows[r]->max : 0),
-               nc_hist_mean(rows[r]) / 1000.0);
+            printf(" %10.1f", us(nc_hist_percentile(h, pcts[i])));
+        printf(" %10.1f %10.1f\n", us(h->count ? h->max : 0), nc_hist_mean(h) / 1000.0);
     }
     printf("(request: due to reply as seen here; server: the daemon's own "
-           "receipt-to-reply time)\n");
+           "receipt-to-reply time;\n of it, queue: until a worker took the batch, prepare: "
+           "the batch's decoding and\n preprocessing, forward: its networks and answers)\n");
 }
 
 static void print_json(const nc_cli_args *a, const char *addr, const source *src,
@@ -569,18 +579,19 @@ static void print_json(const nc_cli_args *a, const char *addr, const source *src
     nc_json_number(stdout, elapsed > 0 ? (double)t->replies / elapsed : 0);
     fputs(",\"images_per_s\":", stdout);
     nc_json_number(stdout, elapsed > 0 ? (double)t->images_ok / elapsed : 0);
-    const nc_hist *rows[2] = { &t->lat, &t->server };
-    const char *row_names[2] = { "latency_us", "server_us" };
-    for (int r = 0; r < 2; r++) {
-        printf(",\"%s\":{", row_names[r]);
+    for (int r = 0; r < N_HIST; r++) {
+        /* request and server first, as they always were; the server's parts
+         * follow */
+        const nc_hist *h = &t->hist[r];
+        printf(",\"%s_us\":{", r == H_REQUEST ? "latency" : hist_names[r]);
         for (size_t i = 0; i < 4; i++) {
             printf("%s\"%s\":", i ? "," : "", pct_names[i]);
-            nc_json_number(stdout, us(nc_hist_percentile(rows[r], pcts[i])));
+            nc_json_number(stdout, us(nc_hist_percentile(h, pcts[i])));
         }
         fputs(",\"max\":", stdout);
-        nc_json_number(stdout, us(rows[r]->count ? rows[r]->max : 0));
+        nc_json_number(stdout, us(h->count ? h->max : 0));
         fputs(",\"mean\":", stdout);
-        nc_json_number(stdout, nc_hist_mean(rows[r]) / 1000.0);
+        nc_json_number(stdout, nc_hist_mean(h) / 1000.0);
         putchar('}');
     }
     /* Appended, so the fields above keep their order. */
@@ -645,14 +656,13 @@ int nc_bench_run(const nc_cli_args *a, const char *addr)
         /* Start the connections at different images so batches differ. */
         w->cursor = (size_t)((uint64_t)i * src.n / conns);
         w->slots = calloc(w->window, sizeof *w->slots);
-        w->lat = malloc(sizeof *w->lat);
-        w->server = malloc(sizeof *w->server);
-        if (!w->slots || !w->lat || !w->server) {
+        w->hist = malloc(N_HIST * sizeof *w->hist);
+        if (!w->slots || !w->hist) {
             fprintf(stderr, "neocog: out of memory\n");
             goto out;
         }
-        nc_hist_init(w->lat);
-        nc_hist_init(w->server);
+        for (int h = 0; h < N_HIST; h++)
+            nc_hist_init(&w->hist[h]);
         nc_client_options o = { .timeout_ms = p.timeout_ms, .max_in_flight = w->window };
         if (a->retries)
             o.retry = (nc_client_retry){ .max_attempts = a->retries + 1,
@@ -678,13 +688,13 @@ int nc_bench_run(const nc_cli_args *a, const char *addr)
     if (started < conns)
         goto out;
 
-    nc_hist_init(&t->lat);
-    nc_hist_init(&t->server);
+    for (int h = 0; h < N_HIST; h++)
+        nc_hist_init(&t->hist[h]);
     t->end = p.t_start;
     for (uint32_t i = 0; i < conns; i++) {
         const worker *w = &ws[i];
-        nc_hist_merge(&t->lat, w->lat);
-        nc_hist_merge(&t->server, w->server);
+        for (int h = 0; h < N_HIST; h++)
+            nc_hist_merge(&t->hist[h], &w->hist[h]);
         t->sent += w->sent;
         t->replies += w->replies;
         t->req_failed += w->req_failed;
@@ -725,8 +735,7 @@ out:
         for (uint32_t i = 0; i < conns; i++) {
             nc_client_free(ws[i].cl);
             free(ws[i].slots);
-            free(ws[i].lat);
-            free(ws[i].server);
+            free(ws[i].hist);
         }
     free(ws);
     free(t);

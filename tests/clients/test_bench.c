@@ -89,6 +89,15 @@ static void *serve(void *arg)
             rp.id = (uint64_t)ids[k];
             rp.code = codes[k];
             rp.message = (char *)(k ? "refused" : "");
+            /* the OK reply's server time and its parts, which bench reports */
+            Neocog__Timing tm = NEOCOG__TIMING__INIT;
+            tm.queue_us = 300;
+            tm.prepare_us = 120;
+            tm.forward_us = 500;
+            tm.compute_us = 620;
+            tm.total_us = 1000;
+            if (k == 0)
+                rp.timing = &tm;
             uint8_t *fr;
             size_t len;
             if (nc_msg_frame(&rp.base, 0, &fr, &len) < 0 || n + len > sizeof out)
@@ -113,6 +122,18 @@ static long long json_num(const char *js, const char *key)
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *at = js ? strstr(js, pat) : NULL;
     return at ? strtoll(at + strlen(pat), NULL, 10) : -1;
+}
+
+/* The number after "field": inside the object "obj": {...} of JSON text, or -1. */
+static double json_field(const char *js, const char *obj, const char *field)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":{", obj);
+    const char *at = js ? strstr(js, pat) : NULL;
+    const char *end = at ? strchr(at, '}') : NULL;
+    snprintf(pat, sizeof pat, "\"%s\":", field);
+    const char *f = at ? strstr(at, pat) : NULL;
+    return f && f < end ? strtod(f + strlen(pat), NULL) : -1;
 }
 
 int main(int argc, char **argv)
@@ -161,6 +182,17 @@ int main(int argc, char **argv)
     CHECK_MSG(json_num(out, "errors") == 2 + lost, "errors = refusals + lost: %s", S(out));
     CHECK_MSG(lost >= 1 && sent >= 4 && sent == answered + lost,
               "sent %lld = answered %lld + lost %lld: %s", sent, answered, lost, S(out));
+    /* one OK reply carried a Timing: each of its parts is its own row
+     * (the histograms resolve 0.2 %) */
+    static const struct { const char *row; double us; } parts[] = {
+        { "server_us", 1000 }, { "queue_us", 300 }, { "prepare_us", 120 },
+        { "forward_us", 500 } };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const double p50 = json_field(out, parts[i].row, "p50");
+        CHECK_MSG(p50 > parts[i].us * 0.995 && p50 < parts[i].us * 1.005,
+                  "%s p50 %.1f, want %.0f: %s", parts[i].row, p50, parts[i].us, S(out));
+    }
+    CHECK_MSG(json_field(out, "latency_us", "p50") > 0, "the request latency: %s", S(out));
     CHECK_MSG(json_num(out, "images") == 0, "images of an OK reply without results: %s",
               S(out));
     free(out);
