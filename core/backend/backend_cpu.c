@@ -24,6 +24,7 @@
 
 #include <string.h>
 
+#include "cascade.h"
 #include "cnn.h"
 #include "neocog.h"
 
@@ -55,6 +56,7 @@ typedef struct cpu_worker {
     float *first_score;             /* cascade: [max_batch][its views][classes],
                                        the first member's scores of a batch */
     uint32_t *undecided;            /* cascade: [max_batch], digits it left */
+    float *cascade_out;             /* cascade: [slice][classes], the others' answers */
 } cpu_worker;
 
 /* Views a member answers on: the set bits of its mask. */
@@ -171,6 +173,7 @@ static void cpu_worker_free(void *p)
     free(w->score);
     free(w->first_score);
     free(w->undecided);
+    free(w->cascade_out);
     free(w);
 }
 
@@ -218,7 +221,9 @@ static int cpu_worker_new(void *p, uint32_t max_batch, void **ret_worker)
         if (!err && c->cascade.on &&
             (!(w->first_score = malloc((size_t)max_batch * impl->max_passes * impl->n_classes *
                                        sizeof *w->first_score)) ||
-             !(w->undecided = malloc((size_t)max_batch * sizeof *w->undecided))))
+             !(w->undecided = malloc((size_t)max_batch * sizeof *w->undecided)) ||
+             !(w->cascade_out = malloc((size_t)slice * impl->n_classes *
+                                       sizeof *w->cascade_out))))
             err = -ENOMEM;
     }
     if (err) {
@@ -257,100 +262,69 @@ static int member_run(const cpu_impl *impl, cpu_worker *w, uint32_t m, uint32_t 
     return err;
 }
 
-/* A committee with a cascade (neocog.h), one batch of nb digits from b0:
- * the one-view stage (when the file has one) runs the first member's view
- * on every digit and answers those it decides; the first member's other
- * views run on the rest, whose mean over all its views answers those it
- * decides; the other members run, in slices, only on the digits left,
- * whose answer is the whole committee's, added in member order exactly as
- * without a cascade.  w->first_score holds the first member's scores of
- * digit b0 + i at [i][its views][classes], each view at its place. */
+/* The cascade's ops (cascade.h) over one batch: digit i is digit b0 + i of
+ * the forward's input in. */
+typedef struct cascade_ctx {
+    const cpu_impl *impl;
+    cpu_worker *w;
+    const float *in;        /* the batch's first digit's views */
+} cascade_ctx;
+
+static int cascade_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digit,
+                         uint32_t d, float *dst)
+{
+    const cascade_ctx *x = ctx;
+    return member_run(x->impl, x->w, m, mask, x->in, digit, d, dst);
+}
+
+/* Every member but skip, each into its own part of w->score, then the sum
+ * in member order with skip's scores at its place. */
+static int cascade_others(void *ctx, uint32_t skip, const uint32_t *digit, uint32_t d,
+                          const float *skip_score, float *out)
+{
+    const cascade_ctx *x = ctx;
+    const nc_neocog_committee *c = x->impl->neo;
+    cpu_worker *w = x->w;
+    const uint32_t M = c->n_members, K = x->impl->n_classes;
+    for (uint32_t m = 0; m < M; m++) {
+        int err = m == skip ? 0
+                            : member_run(x->impl, w, m, c->view_mask[m], x->in, digit, d,
+                                         w->score + (size_t)m * w->n_state * K);
+        if (err)
+            return err;
+    }
+    for (uint32_t k = 0; k < d; k++) {
+        float *o = out + (size_t)k * K;
+        memset(o, 0, K * sizeof *o);
+        for (uint32_t m = 0; m < M; m++) {
+            const uint32_t views = views_of(c->view_mask[m]);
+            const float *s = m == skip ? skip_score + (size_t)k * views * K
+                                       : w->score + ((size_t)m * w->n_state +
+                                                     (size_t)k * views) * K;
+            for (uint32_t j = 0; j < views; j++)
+                nc_backend_member_add(o, s + (size_t)j * K, K);
+        }
+        nc_backend_member_mean(o, c->n_scores, K);
+    }
+    return 0;
+}
+
+/* A committee with a cascade, one batch of nb digits from b0: the stages
+ * are core's (nc_backend_cascade_run); each runs its members in slices of
+ * the worker's states. */
 static int cascade_batch(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t b0,
                          uint32_t nb, float *out)
 {
     const nc_neocog_committee *c = impl->neo;
-    const nc_neocog_cascade *cas = &c->cascade;
-    const uint32_t M = c->n_members, K = impl->n_classes, f = cas->first;
-    const uint32_t slice = w->n_state / impl->max_passes, mf = c->view_mask[f];
-    const uint32_t vf = views_of(mf);
-    const uint32_t one = cas->view_on ? 1u << cas->view : 0u;   /* the stage's view bit */
-    const uint32_t at = views_of(mf & (one - 1u));              /* its place among f's */
-    /* w->undecided: the digits still open, shrunk in place stage by stage */
-    uint32_t nu = 0;
-    for (uint32_t i = 0; i < nb; i++)
-        w->undecided[nu++] = b0 + i;
-    if (one) {
-        uint32_t left = 0;
-        for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
-            const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-            const uint32_t *digit = w->undecided + u0;
-            int err = member_run(impl, w, f, one, in, digit, d, w->score);
-            if (err)
-                return err;
-            for (uint32_t k = 0; k < d; k++) {
-                const uint32_t i = digit[k];
-                const float *s = w->score + (size_t)k * K;
-                memcpy(w->first_score + ((size_t)(i - b0) * vf + at) * K, s, K * sizeof *s);
-                float *o = out + (size_t)i * K;
-                memcpy(o, s, K * sizeof *o);
-                nc_backend_member_mean(o, 1, K);
-                if (!nc_neocog_cascade_view_decides(cas, o, K))
-                    w->undecided[left++] = i;       /* left <= u0 + k: in place */
-            }
-        }
-        nu = left;
-    }
-    /* the first member's other views, then its mean */
-    const uint32_t rest = mf & ~one, vr = views_of(rest);
-    uint32_t left = 0;
-    for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
-        const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-        const uint32_t *digit = w->undecided + u0;
-        int err = member_run(impl, w, f, rest, in, digit, d, w->score);
-        if (err)
-            return err;
-        for (uint32_t k = 0; k < d; k++) {
-            const uint32_t i = digit[k];
-            float *fs = w->first_score + (size_t)(i - b0) * vf * K;
-            for (uint32_t j = 0, r = 0; j < vf; j++)
-                if (!one || j != at)
-                    memcpy(fs + (size_t)j * K, w->score + ((size_t)k * vr + r++) * K,
-                           K * sizeof *fs);
-            float *o = out + (size_t)i * K;
-            memset(o, 0, K * sizeof *o);
-            for (uint32_t j = 0; j < vf; j++)
-                nc_backend_member_add(o, fs + (size_t)j * K, K);
-            nc_backend_member_mean(o, vf, K);
-            if (!nc_neocog_cascade_decides(cas, o, K))
-                w->undecided[left++] = i;
-        }
-    }
-    nu = left;
-    for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
-        const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-        const uint32_t *digit = w->undecided + u0;
-        for (uint32_t m = 0; m < M; m++) {
-            int err = m == f ? 0
-                             : member_run(impl, w, m, c->view_mask[m], in, digit, d,
-                                          w->score + (size_t)m * w->n_state * K);
-            if (err)
-                return err;
-        }
-        for (uint32_t k = 0; k < d; k++) {
-            float *o = out + (size_t)digit[k] * K;
-            memset(o, 0, K * sizeof *o);
-            for (uint32_t m = 0; m < M; m++) {
-                const uint32_t views = views_of(c->view_mask[m]);
-                const float *s = m == f ? w->first_score + (size_t)(digit[k] - b0) * vf * K
-                                        : w->score + ((size_t)m * w->n_state +
-                                                      (size_t)k * views) * K;
-                for (uint32_t j = 0; j < views; j++)
-                    nc_backend_member_add(o, s + (size_t)j * K, K);
-            }
-            nc_backend_member_mean(o, c->n_scores, K);
-        }
-    }
-    return 0;
+    cascade_ctx x = { impl, w, in + (size_t)b0 * impl->n_views * impl->n_inputs };
+    const nc_backend_cascade_ops ops = { .ctx = &x, .views = cascade_views,
+                                         .others = cascade_others,
+                                         .slice = w->n_state / impl->max_passes };
+    /* w->score is free while the stages before the others run */
+    const nc_backend_cascade_buf buf = { .digit = w->undecided, .first = w->first_score,
+                                         .score = w->score, .out = w->cascade_out };
+    return nc_backend_cascade_run(&c->cascade, c->view_mask, impl->n_classes, nb, &ops, &buf,
+                                  out + (size_t)b0 * impl->n_classes);
 }
 
 static int cascade_forward(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t n,

@@ -36,6 +36,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "cascade.h"
 #include "cnn.h"
 #include "modelfile.h"
 #include "neocog.h"
@@ -125,12 +126,14 @@ typedef struct gpu_impl {
                                        own views; NULL when every member takes all */
     nc_neocog_result *res;          /* [batch], under lock */
     nc_neocog_cascade cascade;      /* the committee's (neocog.h); on 0: none */
-    float *cas_in;                  /* cascade, under lock: [batch][n_inputs],
-                                       the views of the digits the first member left */
-    float *cas_score;               /* [batch][n_classes]: its scores, per view (each
-                                       digit's [its views][n_classes], in view order) */
+    /* the cascade's scratch (core/backend/cascade.h), under lock: */
+    float *cas_in;                  /* [batch][n_inputs]: the views of the digits
+                                       the first member left */
+    float *cas_score;               /* [batch][n_classes]: its scores (each digit's
+                                       [its views][n_classes]) */
+    float *cas_view;                /* [batch][n_classes]: one views call's scores */
     float *cas_out;                 /* [batch][n_classes]: the others' answers */
-    uint32_t *cas_digit;            /* [batch]: which digits those are */
+    uint32_t *cas_digit;            /* [batch]: the digits still open */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
     size_t device_bytes;
@@ -168,6 +171,7 @@ static void gpu_free(void *p)
     free(impl->gather);
     free(impl->cas_in);
     free(impl->cas_score);
+    free(impl->cas_view);
     free(impl->cas_out);
     free(impl->cas_digit);
     nc_cnn_committee_free(impl->cnn);
@@ -301,10 +305,10 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
         impl->n_neo = n;
         impl->n_scores = neo->n_scores;
         memcpy(impl->view_mask, neo->view_mask, n * sizeof *impl->view_mask);
-        /* a member on some views only, or the cascade's one-view stage,
-         * gathers its images */
+        /* a member on some views only, or a cascade's stage (each runs on a
+         * list of digits), gathers its images */
         for (uint32_t m = 0; m < n && !impl->gather; m++)
-            if ((impl->view_mask[m] != all || neo->cascade.view_on) &&
+            if ((impl->view_mask[m] != all || neo->cascade.on) &&
                 !(impl->gather = (float *)malloc((size_t)impl->batch * impl->n_inputs *
                                                  sizeof(float))))
                 return -ENOMEM;
@@ -313,9 +317,11 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
             const size_t B = impl->batch;
             impl->cas_in = (float *)malloc(B * impl->n_inputs * sizeof(float));
             impl->cas_score = (float *)malloc(B * impl->n_classes * sizeof(float));
+            impl->cas_view = (float *)malloc(B * impl->n_classes * sizeof(float));
             impl->cas_out = (float *)malloc(B * impl->n_classes * sizeof(float));
             impl->cas_digit = (uint32_t *)malloc(B * sizeof(uint32_t));
-            if (!impl->cas_in || !impl->cas_score || !impl->cas_out || !impl->cas_digit)
+            if (!impl->cas_in || !impl->cas_score || !impl->cas_view || !impl->cas_out ||
+                !impl->cas_digit)
                 return -ENOMEM;
         }
         for (uint32_t m = 0; m < n; m++) {
@@ -505,25 +511,28 @@ static int committee_forward(gpu_impl *impl, const float *x, uint32_t m, float *
     return 0;
 }
 
-/* The images of the views in mask for m digits of impl->n_views views
- * each: x itself when mask is every view, else those views gathered into
+/* The images of the views in mask of m digits of x (impl->n_views views
+ * each): digit k is digit[k] of x (digit NULL: digit k).  x itself when
+ * those are every view of digits 0..m-1, else those views gathered into
  * impl->gather (the engine copies its input when it starts, so the next
  * member may reuse the buffer).  *ret_n: how many. */
-static const float *views_input(gpu_impl *impl, uint32_t mask, const float *x, uint32_t m,
-                                uint32_t *ret_n)
+static const float *views_input(gpu_impl *impl, uint32_t mask, const float *x,
+                                const uint32_t *digit, uint32_t m, uint32_t *ret_n)
 {
     const uint32_t V = impl->n_views;
     const size_t len = impl->n_inputs;
-    if (mask == (1u << V) - 1u) {
+    if (mask == (1u << V) - 1u && !digit) {
         *ret_n = m * V;
         return x;
     }
     uint32_t n = 0;
-    for (uint32_t k = 0; k < m; k++)
+    for (uint32_t k = 0; k < m; k++) {
+        const size_t i = digit ? digit[k] : k;
         for (uint32_t v = 0; v < V; v++)
             if (mask >> v & 1u)
-                memcpy(impl->gather + (size_t)n++ * len, x + ((size_t)k * V + v) * len,
+                memcpy(impl->gather + (size_t)n++ * len, x + (i * V + v) * len,
                        len * sizeof(float));
+    }
     *ret_n = n;
     return impl->gather;
 }
@@ -532,7 +541,7 @@ static const float *views_input(gpu_impl *impl, uint32_t mask, const float *x, u
 static const float *member_input(gpu_impl *impl, uint32_t g, const float *x, uint32_t m,
                                  uint32_t *ret_n)
 {
-    return views_input(impl, impl->view_mask[g], x, m, ret_n);
+    return views_input(impl, impl->view_mask[g], x, NULL, m, ret_n);
 }
 
 /* A neocognitron committee's mean over m digits of impl->n_views views each
@@ -597,88 +606,62 @@ static int neocog_members_forward_but(gpu_impl *impl, const float *x, uint32_t m
     return 0;
 }
 
-/* A committee with a cascade (neocog.h), m digits as above.  The one-view
- * stage (when the file has one) runs the first member on its stage view of
- * every digit and answers those that view decides; the digits left are
- * packed into impl->cas_in (with their stage scores at their place in
- * impl->cas_score), and the member's other views run on them; its mean
- * over all its views answers those it decides; the digits it leaves are
- * packed again (in place) and run by the other members, whose answer adds
- * the first member's scores at its place (neocog_members_forward_but), the
- * CPU table's arithmetic.  Under impl->lock. */
+/* The cascade's ops (core/backend/cascade.h) on the engines, over a slice x
+ * of digits (impl->n_views views each; all of them fit the engines' batch,
+ * so a call takes the whole slice). */
+typedef struct gpu_cascade_ctx {
+    gpu_impl *impl;
+    const float *x;
+} gpu_cascade_ctx;
+
+static int gpu_cascade_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digit,
+                             uint32_t d, float *dst)
+{
+    const gpu_cascade_ctx *c = (const gpu_cascade_ctx *)ctx;
+    gpu_impl *impl = c->impl;
+    const uint32_t K = impl->n_classes;
+    uint32_t images;
+    const float *in = views_input(impl, mask, c->x, digit, d, &images);
+    int err = nc_gpu_neocog_forward(impl->gneo[m], in, images, impl->res);
+    if (err)
+        return fail(err, "cuda:%d: neocognitron forward of %u digits (cascade member %u, "
+                    "views 0x%x)", impl->device, d, m + 1, mask);
+    for (uint32_t p = 0; p < images; p++)
+        memcpy(dst + (size_t)p * K, impl->res[p].score, K * sizeof(float));
+    return 0;
+}
+
+/* The listed digits' views packed into impl->cas_in, then every member but
+ * skip on them (neocog_members_forward_but). */
+static int gpu_cascade_others(void *ctx, uint32_t skip, const uint32_t *digit, uint32_t d,
+                              const float *skip_score, float *out)
+{
+    const gpu_cascade_ctx *c = (const gpu_cascade_ctx *)ctx;
+    gpu_impl *impl = c->impl;
+    const size_t len = (size_t)impl->n_views * impl->n_inputs;     /* floats of one digit */
+    for (uint32_t k = 0; k < d; k++)
+        memcpy(impl->cas_in + k * len, c->x + digit[k] * len, len * sizeof(float));
+    return neocog_members_forward_but(impl, impl->cas_in, d, out, skip, skip_score);
+}
+
+/* A committee with a cascade (neocog.h), m digits as above: the stages are
+ * core's (nc_backend_cascade_run), the members run on the engines.  Under
+ * impl->lock. */
 static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
 {
-    const nc_neocog_cascade *cas = &impl->cascade;
-    const uint32_t K = impl->n_classes, V = impl->n_views, f = cas->first;
-    const uint32_t mf = impl->view_mask[f], per = (uint32_t)__builtin_popcount(mf);
-    const uint32_t one = cas->view_on ? 1u << cas->view : 0u;
-    const uint32_t at = (uint32_t)__builtin_popcount(mf & (one - 1u));
-    const size_t len = (size_t)V * impl->n_inputs;     /* floats of one digit */
-    /* src, ns: the digits the member's other views see; digit j of src is
-     * digit cas_digit[j] of x when packed, else digit j */
-    const float *src = x;
-    uint32_t ns = m, images;
-    int packed = 0, err;
-    if (one) {
-        const float *in = views_input(impl, one, x, m, &images);
-        if ((err = nc_gpu_neocog_forward(impl->gneo[f], in, images, impl->res)))
-            return fail(err, "cuda:%d: neocognitron forward of %u digits (cascade member %u, "
-                        "view %u)", impl->device, m, f + 1, cas->view);
-        uint32_t nu = 0;
-        for (uint32_t k = 0; k < m; k++) {
-            const float *s = impl->res[k].score;
-            float *o = y + (size_t)k * K;
-            memcpy(o, s, K * sizeof *o);
-            nc_backend_member_mean(o, 1, K);
-            if (nc_neocog_cascade_view_decides(cas, o, K))
-                continue;
-            memcpy(impl->cas_score + ((size_t)nu * per + at) * K, s, K * sizeof(float));
-            memcpy(impl->cas_in + nu * len, x + k * len, len * sizeof(float));
-            impl->cas_digit[nu++] = k;
-        }
-        if (nu == 0)
-            return 0;
-        src = impl->cas_in;
-        ns = nu;
-        packed = 1;
-    }
-    const uint32_t rest = mf & ~one, vr = per - (one ? 1u : 0u);
-    const float *in = views_input(impl, rest, src, ns, &images);
-    if ((err = nc_gpu_neocog_forward(impl->gneo[f], in, images, impl->res)))
-        return fail(err, "cuda:%d: neocognitron forward of %u digits (cascade member %u)",
-                    impl->device, ns, f + 1);
-    uint32_t nu = 0;
-    for (uint32_t j = 0; j < ns; j++) {
-        const uint32_t k = packed ? impl->cas_digit[j] : j;
-        /* the member's scores of this digit, each view at its place: written
-         * at row nu, which is at most j, so a packed row is read first */
-        float *row = impl->cas_score + (size_t)nu * per * K;
-        if (packed && nu != j)
-            memmove(row + (size_t)at * K, impl->cas_score + ((size_t)j * per + at) * K,
-                    K * sizeof(float));
-        for (uint32_t v = 0, r = 0; v < per; v++)
-            if (!one || v != at)
-                memcpy(row + (size_t)v * K, impl->res[j * vr + r++].score, K * sizeof(float));
-        float *o = y + (size_t)k * K;
-        memset(o, 0, K * sizeof *o);
-        for (uint32_t v = 0; v < per; v++)
-            nc_backend_member_add(o, row + (size_t)v * K, K);
-        nc_backend_member_mean(o, per, K);
-        if (nc_neocog_cascade_decides(cas, o, K))
-            continue;
-        if (!packed || nu != j)
-            memmove(impl->cas_in + nu * len, src + j * len, len * sizeof(float));
-        impl->cas_digit[nu++] = k;
-    }
-    if (nu == 0)
-        return 0;
-    if ((err = neocog_members_forward_but(impl, impl->cas_in, nu, impl->cas_out, f,
-                                          impl->cas_score)))
-        return err;
-    for (uint32_t j = 0; j < nu; j++)
-        memcpy(y + (size_t)impl->cas_digit[j] * K, impl->cas_out + (size_t)j * K,
-               K * sizeof(float));
-    return 0;
+    gpu_cascade_ctx c = { impl, x };
+    nc_backend_cascade_ops ops = {};
+    ops.ctx = &c;
+    ops.views = gpu_cascade_views;
+    ops.others = gpu_cascade_others;
+    ops.slice = m;
+    nc_backend_cascade_buf buf = {};
+    buf.digit = impl->cas_digit;
+    buf.first = impl->cas_score;
+    buf.score = impl->cas_view;
+    buf.out = impl->cas_out;
+    return nc_backend_cascade_run(&impl->cascade, impl->view_mask, impl->n_classes, m, &ops,
+                                  &buf, y);
 }
 
 /* Under impl->lock. */
