@@ -112,7 +112,7 @@ void nc_backend_close(nc_backend *be);          /* NULL is fine */
  * members' scores added in member order into a zeroed acc (with views,
  * each member's views in view order), then divided by the count of scores
  * added (nc_neocog_committee.n_scores; one member, one view: its scores
- * unchanged, bit for bit). */
+ * unchanged, bit for bit).  In cascade.c. */
 void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes);
 void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes);
 

@@ -405,18 +405,6 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
     return 0;
 }
 
-void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes)
-{
-    for (uint32_t k = 0; k < n_classes; k++)
-        acc[k] += score[k];
-}
-
-void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes)
-{
-    for (uint32_t k = 0; k < n_classes; k++)
-        acc[k] /= (float)n_scores;
-}
-
 const nc_backend_ops nc_backend_cpu = {
     .name = "cpu",
     .init = cpu_init,

@@ -1,9 +1,24 @@
-/* core/backend/cascade.c — the cascade's stages over a batch (cascade.h). */
+/* core/backend/cascade.c — the cascade's stages over a batch (cascade.h),
+ * and the committee's sums every engine forms (backend.h). */
 #include "cascade.h"
 
 #include <string.h>
 
 #include "backend.h"
+
+/* The committee's sums (backend.h) live here, beside the staging that
+ * forms most of them. */
+void nc_backend_member_add(float *acc, const float *score, uint32_t n_classes)
+{
+    for (uint32_t k = 0; k < n_classes; k++)
+        acc[k] += score[k];
+}
+
+void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes)
+{
+    for (uint32_t k = 0; k < n_classes; k++)
+        acc[k] /= (float)n_scores;
+}
 
 static uint32_t views_of(uint32_t mask)
 {
