@@ -29,6 +29,9 @@ typedef struct row {
     nc_task *task;
     int digit;                  /* -1: the whole image */
     int ok[NC_SLOTS];           /* preprocessing gave an input */
+    nc_image *src;              /* a lazy slot's character (NULL: none), kept
+                                   until the forward prepares its views */
+    uint32_t filled[NC_SLOTS];  /* a lazy slot's views prepared so far */
 } row;
 
 struct nc_work {
@@ -108,7 +111,27 @@ static void slot_bind(nc_work *w, int s, nc_model *m)
     sc->model = nc_model_ref(m);
 }
 
-/* Engine i's forward over the slot's n rows. */
+/* A slot whose views are prepared during its forward, as the engine asks
+ * for them (nc_backend_forward_fill): a neocognitron with views, whose
+ * cascade reads most digits on one view only. */
+static int lazy_views(const nc_backend *be)
+{
+    return be->kind == NC_MF_KIND_NEOCOG && nc_prep_views(&be->info.prep) > 1;
+}
+
+/* The views in mask of rows image[0..d) of slot s prepared into its input,
+ * each once (nc_backend_fill: the engine asks before it reads).  A view
+ * without ink is zeros and marks its row as no ink, as prep_row does. */
+typedef struct fill_ctx {
+    nc_work *w;
+    const nc_backend *be;
+    int s;
+} fill_ctx;
+
+static int fill_views(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d);
+
+/* Engine i's forward over the slot's n rows (a lazy slot's views prepared
+ * as the engine asks for them). */
 static int engine_forward(nc_work *w, slot_ctx *sc, int i, uint32_t n)
 {
     nc_model *m = sc->model;
@@ -116,7 +139,14 @@ static int engine_forward(nc_work *w, slot_ctx *sc, int i, uint32_t n)
     int err = 0;
     if (!sc->ctx[i])
         err = be->ops->worker_new(be->impl, w->max_batch, &sc->ctx[i]);
-    if (!err && !(err = be->ops->forward(be->impl, sc->ctx[i], sc->in, n, sc->out))) {
+    if (!err && lazy_views(be)) {
+        fill_ctx fc = { w, be, (int)(sc - w->slot) };
+        const nc_backend_fill fill = { &fc, fill_views };
+        err = nc_backend_forward_fill(be, sc->ctx[i], sc->in, n, &fill, sc->out);
+    } else if (!err) {
+        err = be->ops->forward(be->impl, sc->ctx[i], sc->in, n, sc->out);
+    }
+    if (!err) {
         atomic_fetch_add_explicit(&m->batches[i], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&m->images[i], n, memory_order_relaxed);
     }
@@ -161,15 +191,26 @@ static void task_fail(nc_task *t, int code, const char *fmt, const char *detail)
 
 /* Preprocess one view into row r of every needed slot; a slot whose model
  * reads line cells (NC_PREP_LINE, core/image/image.h) gets cell instead when
- * there is one (a segmented character placed on its line). */
+ * there is one (a segmented character placed on its line).  A lazy slot
+ * keeps a copy of view instead (fill_views prepares it). */
 static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
                      const nc_image *view, const nc_image *cell, size_t r)
 {
     row *rw = &w->rows[r];
+    rw->src = NULL;
     for (int s = 0; s < NC_SLOTS; s++) {
         rw->ok[s] = 0;
+        rw->filled[s] = 0;
         if (!need[s])
             continue;
+        if (lazy_views(gen->slot[s]->be)) {
+            int err = rw->src ? 0 : nc_image_dup(view, &rw->src);
+            if (err)
+                task_fail(rw->task, NEOCOG__CODE__RESOURCE_EXHAUSTED, "image %u: %s",
+                          "out of memory");
+            rw->ok[s] = 1;      /* until a view finds no ink (fill_views) */
+            continue;
+        }
         const nc_backend *be = gen->slot[s]->be;
         float *dst = w->slot[s].in + r * be->input_len;
         nc_prep p = be->info.prep;
@@ -184,6 +225,35 @@ static void prep_row(nc_work *w, nc_models *gen, const int need[NC_SLOTS],
             rw->ok[s] = 1;
         }
     }
+}
+
+static int fill_views(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d)
+{
+    const fill_ctx *fc = ctx;
+    const nc_backend *be = fc->be;
+    const size_t len = nc_prep_view_len(&be->info.prep);
+    const uint32_t views = nc_prep_views(&be->info.prep);
+    for (uint32_t k = 0; k < d; k++) {
+        row *rw = &fc->w->rows[image[k]];
+        const uint32_t todo = mask & ~rw->filled[fc->s] & ((1u << views) - 1u);
+        if (!todo)
+            continue;
+        rw->filled[fc->s] |= todo;
+        float *dst = fc->w->slot[fc->s].in + image[k] * be->input_len;
+        nc_prep p = be->info.prep;
+        p.invert = 0;           /* the view is light ink already */
+        int err = rw->src ? nc_prep_apply_views(rw->src, &p, todo, dst) : -ENOENT;
+        if (!err)
+            continue;
+        for (uint32_t v = 0; v < views; v++)
+            if (todo >> v & 1u)
+                memset(dst + v * len, 0, len * sizeof *dst);
+        rw->ok[fc->s] = 0;
+        if (err != -ENOENT)
+            task_fail(rw->task, NEOCOG__CODE__INVALID_ARGUMENT, "image %u: cannot preprocess: %s",
+                      nc_strerror(err));
+    }
+    return 0;
 }
 
 /* 1 when a needed slot's model reads line cells (NC_PREP_LINE). */
@@ -564,6 +634,10 @@ void nc_work_run(nc_work *w, nc_models *gen, nc_task **tasks, uint32_t n)
             memcpy(t->scores, a.scores, a.n_classes * sizeof *t->scores);
             memcpy(t->prob, a.prob, a.n_classes * sizeof *t->prob);
         }
+    }
+    for (size_t r = 0; r < n_rows; r++) {
+        nc_image_free(w->rows[r].src);
+        w->rows[r].src = NULL;
     }
     uint64_t t_end = nc_now_us();
     for (uint32_t i = 0; i < n; i++) {

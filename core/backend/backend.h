@@ -31,6 +31,16 @@
 #include "common.h"
 #include "modelfile.h"
 
+/* A caller that prepares an image's views on demand (forward_fill): fill
+ * writes the views in mask (bit v: view v; a file without views has one
+ * image, bit 0) of images image[0..d) of the forward into their places in
+ * its input; 0, or an error that fails the forward.  A view may be asked
+ * for again: fill writes it once. */
+typedef struct nc_backend_fill {
+    void *ctx;
+    int (*fill)(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d);
+} nc_backend_fill;
+
 typedef struct nc_backend_ops {
     const char *name;       /* "cpu", "cuda" */
 
@@ -60,6 +70,14 @@ typedef struct nc_backend_ops {
     /* Required.  out[n][n_classes] = raw scores of in[n][input_len]. */
     int (*forward)(void *impl, void *worker, const float *in, uint32_t n,
                    float *out);
+
+    /* Optional (NULL: nc_backend_forward_fill fills every view first).
+     * forward over an input whose views are not written yet: the engine
+     * calls fill for the views it reads before it reads them, so a
+     * neocognitron's cascade prepares only the views its stages run (most
+     * digits: its one-view stage's). */
+    int (*forward_fill)(void *impl, void *worker, const float *in, uint32_t n,
+                        const nc_backend_fill *fill, float *out);
 
     /* Required.  Release the instance; NULL is fine.  Every worker made
      * from it must be freed first. */
@@ -105,6 +123,16 @@ int nc_backend_open(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
 int nc_backend_open_batch(const nc_backend_ops *ops, const uint8_t *buf, size_t len,
                           int device, uint32_t max_batch, nc_backend **ret_be);
 void nc_backend_close(nc_backend *be);          /* NULL is fine */
+
+/* be's forward of n images whose views fill writes on demand into in
+ * (ops->forward_fill, else every view of every image, then ops->forward). */
+int nc_backend_forward_fill(const nc_backend *be, void *worker, float *in, uint32_t n,
+                            const nc_backend_fill *fill, float *out);
+/* The mask of every view of be's images (bit 0 alone without views). */
+uint32_t nc_backend_all_views(const nc_backend *be);
+/* fill's views in mask of images 0..n-1 (in runs of a few hundred): what a
+ * forward_fill without anything to skip does first. */
+int nc_backend_fill_all(const nc_backend_fill *fill, uint32_t mask, uint32_t n);
 
 /* ---- turning raw scores into answers (shared by every engine) ----------- */
 

@@ -268,7 +268,22 @@ typedef struct cascade_ctx {
     const cpu_impl *impl;
     cpu_worker *w;
     const float *in;        /* the batch's first digit's views */
+    uint32_t b0;            /* and its place in the forward */
+    const nc_backend_fill *fill;    /* NULL: every view is there */
 } cascade_ctx;
+
+/* The caller's fill, digit i of the batch being image b0 + i of its
+ * forward (a call takes at most a slice, CPU_NEO_SLICE digits). */
+static int cascade_fill(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d)
+{
+    const cascade_ctx *x = ctx;
+    uint32_t image[CPU_NEO_SLICE];
+    if (d > CPU_NEO_SLICE)
+        return -EINVAL;
+    for (uint32_t k = 0; k < d; k++)
+        image[k] = x->b0 + digit[k];
+    return x->fill->fill(x->fill->ctx, mask, image, d);
+}
 
 static int cascade_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digit,
                          uint32_t d, float *dst)
@@ -313,26 +328,28 @@ static int cascade_others(void *ctx, uint32_t skip, const uint32_t *digit, uint3
  * are core's (nc_backend_cascade_run); each runs its members in slices of
  * the worker's states. */
 static int cascade_batch(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t b0,
-                         uint32_t nb, float *out)
+                         uint32_t nb, const nc_backend_fill *fill, float *out)
 {
     const nc_neocog_committee *c = impl->neo;
-    cascade_ctx x = { impl, w, in + (size_t)b0 * impl->n_views * impl->n_inputs };
+    cascade_ctx x = { impl, w, in + (size_t)b0 * impl->n_views * impl->n_inputs, b0, fill };
     const nc_backend_cascade_ops ops = { .ctx = &x, .views = cascade_views,
                                          .others = cascade_others,
+                                         .fill = fill ? cascade_fill : NULL,
                                          .slice = w->n_state / impl->max_passes };
     /* w->score is free while the stages before the others run */
     const nc_backend_cascade_buf buf = { .digit = w->undecided, .first = w->first_score,
                                          .score = w->score, .out = w->cascade_out };
-    return nc_backend_cascade_run(&c->cascade, c->view_mask, impl->n_classes, nb, &ops, &buf,
+    return nc_backend_cascade_run(&c->cascade, c->view_mask, c->n_members, impl->n_classes, nb,
+                                  &ops, &buf,
                                   out + (size_t)b0 * impl->n_classes);
 }
 
 static int cascade_forward(const cpu_impl *impl, cpu_worker *w, const float *in, uint32_t n,
-                           float *out)
+                           const nc_backend_fill *fill, float *out)
 {
     for (uint32_t b0 = 0; b0 < n; b0 += w->max_batch) {
         const uint32_t nb = n - b0 < w->max_batch ? n - b0 : w->max_batch;
-        int err = cascade_batch(impl, w, in, b0, nb, out);
+        int err = cascade_batch(impl, w, in, b0, nb, fill, out);
         if (err)
             return err;
     }
@@ -363,7 +380,7 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
      * nc_neocog_forward each), then each digit's scores are summed in
      * member order, each member's views in view order. */
     if (impl->neo->cascade.on)
-        return cascade_forward(impl, w, in, n, out);
+        return cascade_forward(impl, w, in, n, NULL, out);
     const nc_neocog_committee *c = impl->neo;
     const uint32_t M = c->n_members, K = impl->n_classes, V = impl->n_views;
     const uint32_t slice = w->n_state / impl->max_passes;
@@ -405,6 +422,20 @@ static int cpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
     return 0;
 }
 
+/* A cascade fills its stages' views only; anything else every view first. */
+static int cpu_forward_fill(void *p, void *wp, const float *in, uint32_t n,
+                            const nc_backend_fill *fill, float *out)
+{
+    const cpu_impl *impl = p;
+    cpu_worker *w = wp;
+    if (!impl || !w || w->impl != impl || !fill || !fill->fill || (!in && n) || (!out && n))
+        return -EINVAL;
+    if (impl->neo && impl->neo->cascade.on)
+        return cascade_forward(impl, w, in, n, fill, out);
+    int err = nc_backend_fill_all(fill, (1u << impl->n_views) - 1u, n);
+    return err ? err : cpu_forward(p, wp, in, n, out);
+}
+
 const nc_backend_ops nc_backend_cpu = {
     .name = "cpu",
     .init = cpu_init,
@@ -412,6 +443,7 @@ const nc_backend_ops nc_backend_cpu = {
     .worker_new = cpu_worker_new,
     .worker_free = cpu_worker_free,
     .forward = cpu_forward,
+    .forward_fill = cpu_forward_fill,
     .free = cpu_free,
     .device_bytes = NULL,
 };
@@ -458,6 +490,36 @@ int nc_backend_open_batch(const nc_backend_ops *ops, const uint8_t *buf, size_t 
     be->input_len = nc_prep_out_len(&be->info.prep);
     *ret_be = be;
     return 0;
+}
+
+uint32_t nc_backend_all_views(const nc_backend *be)
+{
+    return (1u << nc_prep_views(&be->info.prep)) - 1u;
+}
+
+int nc_backend_fill_all(const nc_backend_fill *fill, uint32_t mask, uint32_t n)
+{
+    uint32_t image[256];
+    for (uint32_t i0 = 0; i0 < n; i0 += 256) {
+        const uint32_t d = n - i0 < 256 ? n - i0 : 256;
+        for (uint32_t k = 0; k < d; k++)
+            image[k] = i0 + k;
+        int err = fill->fill(fill->ctx, mask, image, d);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+int nc_backend_forward_fill(const nc_backend *be, void *worker, float *in, uint32_t n,
+                            const nc_backend_fill *fill, float *out)
+{
+    if (!be || !fill || !fill->fill)
+        return -EINVAL;
+    if (be->ops->forward_fill)
+        return be->ops->forward_fill(be->impl, worker, in, n, fill, out);
+    int err = nc_backend_fill_all(fill, nc_backend_all_views(be), n);
+    return err ? err : be->ops->forward(be->impl, worker, in, n, out);
 }
 
 void nc_backend_close(nc_backend *be)

@@ -20,13 +20,22 @@ void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes)
         acc[k] /= (float)n_scores;
 }
 
+/* ops->views after ops->fill (when there is one) of the same views. */
+static int views(const nc_backend_cascade_ops *ops, uint32_t m, uint32_t mask,
+                 const uint32_t *digit, uint32_t d, float *dst)
+{
+    int err = ops->fill ? ops->fill(ops->ctx, mask, digit, d) : 0;
+    return err ? err : ops->views(ops->ctx, m, mask, digit, d, dst);
+}
+
 static uint32_t views_of(uint32_t mask)
 {
     return (uint32_t)__builtin_popcount(mask);
 }
 
 int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_mask,
-                           uint32_t n_classes, uint32_t n, const nc_backend_cascade_ops *ops,
+                           uint32_t n_members, uint32_t n_classes, uint32_t n,
+                           const nc_backend_cascade_ops *ops,
                            const nc_backend_cascade_buf *buf, float *out)
 {
     const uint32_t K = n_classes, f = cas->first, slice = ops->slice;
@@ -44,7 +53,7 @@ int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_ma
         uint32_t left = 0;
         for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
             const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-            int err = ops->views(ops->ctx, f, one, digit + u0, d, buf->score);
+            int err = views(ops, f, one, digit + u0, d, buf->score);
             if (err)
                 return err;
             for (uint32_t k = 0; k < d; k++) {
@@ -65,7 +74,7 @@ int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_ma
     uint32_t left = 0;
     for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
         const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-        int err = ops->views(ops->ctx, f, rest, digit + u0, d, buf->score);
+        int err = views(ops, f, rest, digit + u0, d, buf->score);
         if (err)
             return err;
         for (uint32_t k = 0; k < d; k++) {
@@ -90,9 +99,15 @@ int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_ma
     for (uint32_t j = 0; j < nu; j++)
         if (digit[j] != j)
             memmove(buf->first + j * row, buf->first + digit[j] * row, row * sizeof(float));
+    uint32_t others = 0;            /* the other members' views */
+    for (uint32_t m = 0; m < n_members; m++)
+        if (m != f)
+            others |= view_mask[m];
     for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
         const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-        int err = ops->others(ops->ctx, f, digit + u0, d, buf->first + u0 * row, buf->out);
+        int err = ops->fill ? ops->fill(ops->ctx, others, digit + u0, d) : 0;
+        if (!err)
+            err = ops->others(ops->ctx, f, digit + u0, d, buf->first + u0 * row, buf->out);
         if (err)
             return err;
         for (uint32_t k = 0; k < d; k++)

@@ -34,6 +34,10 @@ typedef struct nc_backend_cascade_ops {
      * place in member order (nc_backend_member_add, then _mean). */
     int (*others)(void *ctx, uint32_t skip, const uint32_t *digit, uint32_t d,
                   const float *skip_score, float *out);
+    /* Optional (NULL: every view is there): make the views in mask of the d
+     * digits digit[0..d) ready; called before views and others read them
+     * (others: the other members' views together). */
+    int (*fill)(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d);
     uint32_t slice;         /* the most digits one call takes, >= 1 */
 } nc_backend_cascade_ops;
 
@@ -48,10 +52,11 @@ typedef struct nc_backend_cascade_buf {
 
 /* The committee's answer for n digits (numbered 0..n-1 in the ops' calls)
  * into out[n][n_classes] under cascade cas (on), view_mask[member] the
- * views each member answers on.  0, or the first error of an ops call
- * (out is then partly written). */
+ * views each of the n_members members answers on.  0, or the first error
+ * of an ops call (out is then partly written). */
 int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_mask,
-                           uint32_t n_classes, uint32_t n, const nc_backend_cascade_ops *ops,
+                           uint32_t n_members, uint32_t n_classes, uint32_t n,
+                           const nc_backend_cascade_ops *ops,
                            const nc_backend_cascade_buf *buf, float *out);
 
 #endif

@@ -310,6 +310,13 @@ int nc_prep_check(const nc_prep *p);
  * zeros around it.  out is written only on success. */
 int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out);
 
+/* nc_prep_apply of the views in mask only (bit v: view v of
+ * nc_prep_views(p); bits past them are ignored): each written at its place
+ * in out, the others left as they are, the same values as nc_prep_apply
+ * writes there; the views share its common steps.  -ENOENT when one of
+ * them has nothing left (out untouched then); mask 0 writes nothing. */
+int nc_prep_apply_views(const nc_image *img, const nc_prep *p, uint32_t mask, float *out);
+
 /* ---- line cells (NC_PREP_LINE's input from a segmented line) ------------ */
 
 /* The layout of a 28-row cell of `neocog-unipen --size-mode line`, as ink

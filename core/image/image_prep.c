@@ -570,6 +570,11 @@ static int place_view(const nc_prep *p, const prep_source *src, const prep_uprig
 
 int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
 {
+    return nc_prep_apply_views(img, p, UINT32_MAX, out);
+}
+
+int nc_prep_apply_views(const nc_image *img, const nc_prep *p, uint32_t mask, float *out)
+{
     int err = nc_image_check(img);
     if (err < 0)
         return err;
@@ -577,6 +582,8 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
         return err;
     if (!out)
         return -EINVAL;
+    if (!(mask & ((1u << nc_prep_views(p)) - 1u)))      /* n_views <= NC_PREP_MAX_VIEWS */
+        return 0;
     prep_source src;
     if ((err = make_source(img, p, &src)) < 0)
         return err;
@@ -600,6 +607,8 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
     prep_upright u[NC_PREP_DESKEW_GENTLE + 1];
     int made[NC_PREP_DESKEW_GENTLE + 1] = { 0 };
     for (uint32_t v = 0; v < p->n_views && err >= 0; v++) {
+        if (!(mask >> v & 1u))
+            continue;
         const nc_prep pv = nc_prep_view(p, v);
         const uint32_t d = pv.deskew;       /* <= GENTLE: nc_prep_check */
         if (!made[d]) {
@@ -609,8 +618,9 @@ int nc_prep_apply(const nc_image *img, const nc_prep *p, float *out)
         if (err >= 0)
             err = place_view(&pv, &src, &u[d], all + v * len);
     }
-    if (err >= 0)
-        memcpy(out, all, nc_prep_out_len(p) * sizeof *all);
+    for (uint32_t v = 0; v < p->n_views && err >= 0; v++)
+        if (mask >> v & 1u)
+            memcpy(out + v * len, all + v * len, len * sizeof *all);
     for (uint32_t d = 0; d <= NC_PREP_DESKEW_GENTLE; d++)
         if (made[d])
             free(u[d].upright);

@@ -134,6 +134,7 @@ typedef struct gpu_impl {
     float *cas_view;                /* [batch][n_classes]: one views call's scores */
     float *cas_out;                 /* [batch][n_classes]: the others' answers */
     uint32_t *cas_digit;            /* [batch]: the digits still open */
+    uint32_t *cas_image;            /* [batch]: their images in the forward (fill) */
     pthread_mutex_t lock;           /* one forward at a time on the engine */
     int failed;                     /* sticky: the engine said -EIO */
     size_t device_bytes;
@@ -174,6 +175,7 @@ static void gpu_free(void *p)
     free(impl->cas_view);
     free(impl->cas_out);
     free(impl->cas_digit);
+    free(impl->cas_image);
     nc_cnn_committee_free(impl->cnn);
     free(impl->res);
     pthread_mutex_destroy(&impl->lock);
@@ -320,8 +322,9 @@ static int make_engine(gpu_impl *impl, const nc_neocog_committee *neo,
             impl->cas_view = (float *)malloc(B * impl->n_classes * sizeof(float));
             impl->cas_out = (float *)malloc(B * impl->n_classes * sizeof(float));
             impl->cas_digit = (uint32_t *)malloc(B * sizeof(uint32_t));
+            impl->cas_image = (uint32_t *)malloc(B * sizeof(uint32_t));
             if (!impl->cas_in || !impl->cas_score || !impl->cas_view || !impl->cas_out ||
-                !impl->cas_digit)
+                !impl->cas_digit || !impl->cas_image)
                 return -ENOMEM;
         }
         for (uint32_t m = 0; m < n; m++) {
@@ -612,7 +615,20 @@ static int neocog_members_forward_but(gpu_impl *impl, const float *x, uint32_t m
 typedef struct gpu_cascade_ctx {
     gpu_impl *impl;
     const float *x;
+    uint32_t i0;                    /* digit 0 of x is image i0 of the forward */
+    const nc_backend_fill *fill;    /* NULL: every view is there */
 } gpu_cascade_ctx;
+
+/* The caller's fill, digit j of the slice being image i0 + j of its forward
+ * (a call takes at most the slice's digits, which fit impl->batch). */
+static int gpu_cascade_fill(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d)
+{
+    const gpu_cascade_ctx *c = (const gpu_cascade_ctx *)ctx;
+    uint32_t *image = c->impl->cas_image;
+    for (uint32_t k = 0; k < d; k++)
+        image[k] = c->i0 + digit[k];
+    return c->fill->fill(c->fill->ctx, mask, image, d);
+}
 
 static int gpu_cascade_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digit,
                              uint32_t d, float *dst)
@@ -647,25 +663,28 @@ static int gpu_cascade_others(void *ctx, uint32_t skip, const uint32_t *digit, u
 /* A committee with a cascade (neocog.h), m digits as above: the stages are
  * core's (nc_backend_cascade_run), the members run on the engines.  Under
  * impl->lock. */
-static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, float *y)
+static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, float *y,
+                                  uint32_t i0, const nc_backend_fill *fill)
 {
-    gpu_cascade_ctx c = { impl, x };
+    gpu_cascade_ctx c = { impl, x, i0, fill };
     nc_backend_cascade_ops ops = {};
     ops.ctx = &c;
     ops.views = gpu_cascade_views;
     ops.others = gpu_cascade_others;
+    ops.fill = fill ? gpu_cascade_fill : NULL;
     ops.slice = m;
     nc_backend_cascade_buf buf = {};
     buf.digit = impl->cas_digit;
     buf.first = impl->cas_score;
     buf.score = impl->cas_view;
     buf.out = impl->cas_out;
-    return nc_backend_cascade_run(&impl->cascade, impl->view_mask, impl->n_classes, m, &ops,
-                                  &buf, y);
+    return nc_backend_cascade_run(&impl->cascade, impl->view_mask, impl->n_neo, impl->n_classes,
+                                  m, &ops, &buf, y);
 }
 
-/* Under impl->lock. */
-static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out)
+/* Under impl->lock.  fill (NULL: none) only with a cascade. */
+static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *out,
+                          const nc_backend_fill *fill)
 {
     /* digits per slice: all their views fit the engines' batch */
     const uint32_t step = impl->batch / impl->n_views;
@@ -682,7 +701,7 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
             if ((err = committee_forward(impl, x, m, y)))
                 return err;
         } else if (impl->cascade.on) {
-            if ((err = neocog_cascade_forward(impl, x, m, y)))
+            if ((err = neocog_cascade_forward(impl, x, m, y, i, fill)))
                 return err;
         } else {
             if ((err = neocog_members_forward(impl, x, m, y)))
@@ -692,10 +711,9 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
     return 0;
 }
 
-static int gpu_forward(void *p, void *wp, const float *in, uint32_t n, float *out)
+static int forward_fill_or_not(gpu_impl *impl, const gpu_worker *w, const float *in,
+                               uint32_t n, float *out, const nc_backend_fill *fill)
 {
-    gpu_impl *impl = (gpu_impl *)p;
-    const gpu_worker *w = (const gpu_worker *)wp;
     if (!impl || !w || w->impl != impl || (!in && n) || (!out && n))
         return -EINVAL;
     if (n == 0)
@@ -705,11 +723,30 @@ static int gpu_forward(void *p, void *wp, const float *in, uint32_t n, float *ou
     if (impl->failed) {
         err = -EIO;
         snprintf(why_buf, sizeof why_buf, "cuda:%d: the engine failed earlier", impl->device);
-    } else if ((err = forward_locked(impl, in, n, out)) == -EIO) {
+    } else if ((err = forward_locked(impl, in, n, out, fill)) == -EIO) {
         impl->failed = 1;
     }
     pthread_mutex_unlock(&impl->lock);
     return err;
+}
+
+static int gpu_forward(void *p, void *wp, const float *in, uint32_t n, float *out)
+{
+    return forward_fill_or_not((gpu_impl *)p, (const gpu_worker *)wp, in, n, out, NULL);
+}
+
+/* A cascade fills its stages' views only; anything else every view first. */
+static int gpu_forward_fill(void *p, void *wp, const float *in, uint32_t n,
+                            const nc_backend_fill *fill, float *out)
+{
+    gpu_impl *impl = (gpu_impl *)p;
+    if (!impl || !fill || !fill->fill)
+        return -EINVAL;
+    if (impl->gcnn || !impl->cascade.on) {
+        int err = nc_backend_fill_all(fill, (1u << impl->n_views) - 1u, n);
+        return err ? err : gpu_forward(p, wp, in, n, out);
+    }
+    return forward_fill_or_not(impl, (const gpu_worker *)wp, in, n, out, fill);
 }
 
 static size_t gpu_device_bytes(void *p)
@@ -725,6 +762,7 @@ extern "C" const nc_backend_ops nc_backend_gpu = {
     /* .worker_new = */ gpu_worker_new,
     /* .worker_free = */ gpu_worker_free,
     /* .forward = */ gpu_forward,
+    /* .forward_fill = */ gpu_forward_fill,
     /* .free = */ gpu_free,
     /* .device_bytes = */ gpu_device_bytes,
 };

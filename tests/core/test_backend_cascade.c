@@ -11,7 +11,10 @@
  * needs: the stage's view, then the first member's other views, then the
  * other members, each call on at most a slice of digits in ascending
  * order, the others on exactly the digits the first member left, with its
- * own scores for them.  An ops error comes back unchanged. */
+ * own scores for them.  With a fill op, a view is read only after it was
+ * filled, and a digit gets only the views of the stages it reached (the
+ * stage's view alone for a digit that view decides).  An ops error comes
+ * back unchanged. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,8 +37,29 @@ typedef struct fake {
     /* what the ops were asked */
     uint32_t calls_views_one, calls_views_rest, calls_others, bad_calls;
     uint32_t others_digits[MAX_N], n_others;
-    int fail_on;            /* 1: views fails, 2: others fails, 0: none */
+    int fail_on;            /* 1: views fails, 2: others fails, 3: fill fails */
+    int with_fill;
+    uint32_t filled[MAX_N];     /* views filled, per digit */
+    uint32_t unfilled_reads;
 } fake;
+
+static int fake_fill(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d)
+{
+    fake *f = ctx;
+    if (f->fail_on == 3)
+        return -ENOSPC;
+    for (uint32_t k = 0; k < d; k++)
+        f->filled[digit[k]] |= mask;
+    return 0;
+}
+
+/* Are the views in mask of the d digits filled (when fill is in use)? */
+static void check_filled(fake *f, uint32_t mask, const uint32_t *digit, uint32_t d)
+{
+    for (uint32_t k = 0; f->with_fill && k < d; k++)
+        if ((f->filled[digit[k]] & mask) != mask)
+            f->unfilled_reads++;
+}
 
 static uint32_t hash(uint32_t a, uint32_t b, uint32_t c, uint32_t d)
 {
@@ -77,6 +101,7 @@ static int fake_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digi
     if (m != f->cas->first || d == 0 || d > f->slice || !ascending(digit, d) ||
         (mask != one && mask != (f->mask[m] & ~one)))
         f->bad_calls++;
+    check_filled(f, mask, digit, d);
     if (one && mask == one)
         f->calls_views_one++;
     else
@@ -102,9 +127,12 @@ static int fake_others(void *ctx, uint32_t skip, const uint32_t *digit, uint32_t
     if (f->fail_on == 2)
         return -ENOMEM;
     const uint32_t K = f->K, vs = popcount(f->mask[skip]);
-    uint32_t n_scores = 0;
-    for (uint32_t m = 0; m < f->M; m++)
+    uint32_t n_scores = 0, others = 0;
+    for (uint32_t m = 0; m < f->M; m++) {
         n_scores += popcount(f->mask[m]);
+        others |= m == skip ? 0 : f->mask[m];
+    }
+    check_filled(f, others, digit, d);
     for (uint32_t k = 0; k < d; k++) {
         if (f->n_others < MAX_N)
             f->others_digits[f->n_others++] = digit[k];
@@ -181,7 +209,7 @@ int main(void)
     uint32_t stages_seen[4] = { 0 };
     for (int t = 0; t < 400; t++) {
         fake f = { .M = 2 + rnd(&st, 3), .V = 1 + rnd(&st, MAX_V), .K = 2 + rnd(&st, 11),
-                   .slice = 1 + rnd(&st, 9) };
+                   .slice = 1 + rnd(&st, 9), .with_fill = t % 2 };
         for (uint32_t m = 0; m < f.M; m++)
             while (!(f.mask[m] = rnd(&st, 1u << f.V)))
                 ;
@@ -204,8 +232,11 @@ int main(void)
         float first[MAX_N * MAX_V * MAX_K], score[9 * MAX_V * MAX_K], oth[9 * MAX_K];
         float out[MAX_N * MAX_K];
         const nc_backend_cascade_buf buf = { digit, first, score, oth };
-        const nc_backend_cascade_ops ops = { &f, fake_views, fake_others, f.slice };
-        int err = nc_backend_cascade_run(&cas, f.mask, K, n, &ops, &buf, out);
+        const nc_backend_cascade_ops ops = { .ctx = &f, .views = fake_views,
+                                             .others = fake_others,
+                                             .fill = f.with_fill ? fake_fill : NULL,
+                                             .slice = f.slice };
+        int err = nc_backend_cascade_run(&cas, f.mask, f.M, K, n, &ops, &buf, out);
         CHECK_MSG(err == 0, "case %d: %d", t, err);
         CHECK_MSG(f.bad_calls == 0, "case %d: %u calls asked what no stage needs", t,
                   f.bad_calls);
@@ -223,9 +254,20 @@ int main(void)
                 want_others[n_want++] = i;
             if (memcmp(o, out + (size_t)i * K, K * sizeof *o))
                 differ++;
+            /* the views this digit's stages read, and no more */
+            uint32_t others = 0;
+            for (uint32_t m = 0; m < f.M; m++)
+                others |= m == cas.first ? 0 : f.mask[m];
+            const uint32_t want = stage == 1 ? 1u << cas.view
+                                  : stage == 2 ? mf : mf | others;
+            if (f.with_fill && f.filled[i] != want)
+                f.unfilled_reads += 1000;
         }
         CHECK_MSG(differ == 0, "case %d: %u of %u digits differ from the reference", t, differ,
                   n);
+        CHECK_MSG(f.unfilled_reads == 0, "case %d: %u reads of views not filled, %u digits "
+                  "filled otherwise than their stages need", t, f.unfilled_reads % 1000,
+                  f.unfilled_reads / 1000);
         /* each stage's calls: its digits in slices */
         const uint32_t slices_one = cas.view_on ? (n + f.slice - 1) / f.slice : 0;
         const uint32_t slices_rest = (left_after_view + f.slice - 1) / f.slice;
@@ -244,18 +286,21 @@ int main(void)
               stages_seen[3]);
 
     /* an ops error comes back unchanged, whichever stage meets it */
-    for (int fail = 1; fail <= 2; fail++) {
-        fake f = { .M = 2, .V = 2, .K = 3, .slice = 4, .mask = { 3, 3 }, .fail_on = fail };
+    for (int fail = 1; fail <= 3; fail++) {
+        fake f = { .M = 2, .V = 2, .K = 3, .slice = 4, .mask = { 3, 3 }, .fail_on = fail,
+                   .with_fill = 1 };
         /* thresholds above any confidence: every digit reaches the others */
         nc_neocog_cascade cas = { .on = 1, .first = 1, .threshold = 1.5, .beta = 1 };
         f.cas = &cas;
         uint32_t digit[5];
         float first[5 * 2 * 3], score[4 * 2 * 3], oth[4 * 3], out[5 * 3];
         const nc_backend_cascade_buf buf = { digit, first, score, oth };
-        const nc_backend_cascade_ops ops = { &f, fake_views, fake_others, f.slice };
-        const int err = nc_backend_cascade_run(&cas, f.mask, 3, 5, &ops, &buf, out);
-        CHECK_MSG(err == (fail == 1 ? -EIO : -ENOMEM), "failing %s: %d",
-                  fail == 1 ? "views" : "others", err);
+        const nc_backend_cascade_ops ops = { .ctx = &f, .views = fake_views,
+                                             .others = fake_others, .fill = fake_fill,
+                                             .slice = f.slice };
+        const int err = nc_backend_cascade_run(&cas, f.mask, 2, 3, 5, &ops, &buf, out);
+        CHECK_MSG(err == (fail == 1 ? -EIO : fail == 2 ? -ENOMEM : -ENOSPC), "failing %s: %d",
+                  fail == 1 ? "views" : fail == 2 ? "others" : "fill", err);
     }
     return nc_test_finish();
 }

@@ -1053,6 +1053,25 @@ static void test_prep_views(void)
         nc_rect r = field_bbox(one, 69, 0.5f);
         CHECK_INT_EQ(r.height, boxes[v]);
     }
+    /* some views only: each as nc_prep_apply wrote it, the rest untouched */
+    float *part = malloc(4 * 69 * 69 * sizeof *part);
+    REQUIRE(part);
+    for (uint32_t mask = 0; mask < 16; mask++) {
+        for (size_t i = 0; i < 4 * 69 * 69; i++)
+            part[i] = -3.0f;
+        CHECK_INT_EQ(nc_prep_apply_views(img, &p, mask | 0xf0u, part), 0);
+        for (uint32_t v = 0; v < 4; v++) {
+            int same = 1, kept = 1;
+            for (size_t i = v * 69 * 69; i < (v + 1) * 69 * 69; i++) {
+                same &= part[i] == out[i];
+                kept &= part[i] == -3.0f;
+            }
+            CHECK_MSG(mask >> v & 1u ? same : kept, "mask 0x%x: view %u %s", mask, v,
+                      mask >> v & 1u ? "differs" : "written");
+        }
+    }
+    free(part);
+
     /* the unsheared view leans (its rows spread), the sheared ones less */
     CHECK_MSG(row_spread(out + 2 * 69 * 69, 69) > row_spread(out + 0 * 69 * 69, 69) + 4.0,
               "spread unsheared %.2f, gently sheared %.2f", row_spread(out + 2 * 69 * 69, 69),
@@ -1099,6 +1118,11 @@ static void test_prep_views(void)
     for (size_t i = 0; i < 2 * 65 * 65; i++)
         kept &= out[i] == -7.0f;
     CHECK(kept);
+    /* the empty view alone fails; the other alone does not, and mask 0 is
+     * nothing to do */
+    CHECK_INT_EQ(nc_prep_apply_views(thin, &t, 2u, out), -ENOENT);
+    CHECK_INT_EQ(nc_prep_apply_views(thin, &t, 1u, out), 0);
+    CHECK_INT_EQ(nc_prep_apply_views(thin, &t, 0u, out), 0);
     free(out);
     nc_image_free(thin);
     nc_image_free(img);

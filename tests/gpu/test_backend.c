@@ -26,7 +26,9 @@
  * nets, each answered by the interpolating-vector classifier its NIVT mark
  * asks for, behind its cascade) is checked the same way at batches 1, 3, 33
  * and 1000, the last all 1,000 fixture digits: every label must be the
- * CPU's (its CPU forward is ~8 ms a digit, so no batch past 1000).
+ * CPU's (its CPU forward is ~8 ms a digit, so no batch past 1000); and the
+ * same through nc_backend_forward_fill, views prepared on demand, bit for
+ * bit.
  *
  * NC_TEST_BACKEND_CPU_ONLY=1 runs every check with the CPU table on both
  * sides: it tests this test on a machine without a GPU. */
@@ -73,6 +75,51 @@ static float *make_inputs(const nc_backend *be, uint32_t off, uint32_t n)
 static int forward(const nc_backend *be, void *w, const float *in, uint32_t n, float *out)
 {
     return be->ops->forward(be->impl, w, in, n, out);
+}
+
+/* A caller preparing views on demand (nc_backend_fill): copies each asked
+ * view from src to dst. */
+typedef struct filler {
+    const float *src;
+    float *dst;
+    size_t view_len;
+    uint32_t views, n, bad;
+} filler;
+
+static int fill_copy(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d)
+{
+    filler *f = ctx;
+    for (uint32_t k = 0; k < d; k++) {
+        if (image[k] >= f->n || mask >> f->views) {
+            f->bad++;
+            continue;
+        }
+        for (uint32_t v = 0; v < f->views; v++)
+            if (mask >> v & 1u)
+                memcpy(f->dst + ((size_t)image[k] * f->views + v) * f->view_len,
+                       f->src + ((size_t)image[k] * f->views + v) * f->view_len,
+                       f->view_len * sizeof *f->dst);
+    }
+    return 0;
+}
+
+/* be's forward of in through nc_backend_forward_fill, views copied from in
+ * into a NaN buffer as the engine asks for them. */
+static int forward_filled(const nc_backend *be, void *w, const float *in, uint32_t n,
+                          float *out)
+{
+    const size_t floats = (size_t)n * be->input_len;
+    float *dst = malloc(floats * sizeof *dst);
+    if (!dst)
+        return -ENOMEM;
+    for (size_t i = 0; i < floats; i++)
+        dst[i] = NAN;
+    filler f = { in, dst, nc_prep_view_len(&be->info.prep), nc_prep_views(&be->info.prep), n,
+                 0 };
+    const nc_backend_fill fill = { &f, fill_copy };
+    int err = nc_backend_forward_fill(be, w, dst, n, &fill, out);
+    free(dst);
+    return err ? err : f.bad ? -EINVAL : 0;
 }
 
 /* gpu against cpu over n rows of nc classes; returns the number of
@@ -293,6 +340,13 @@ static void test_shipped(const uint8_t *buf, size_t len, int device, uint32_t ma
         char what[128];
         snprintf(what, sizeof what, "shipped neocognitron device %d batch %u", device, n);
         fails += compare(what, cpu->kind, og, oc, n, nc);
+        /* views prepared on demand: the same scores, bit for bit */
+        float *of = malloc((size_t)n * nc * sizeof *of);
+        REQUIRE(of);
+        r = forward_filled(gpu, wg, in, n, of);
+        CHECK_MSG(r == 0 && memcmp(of, og, (size_t)n * nc * sizeof *of) == 0,
+                  "shipped batch %u: views filled on demand answer otherwise (%d)", n, r);
+        free(of);
         uint32_t same = 0;
         for (uint32_t i = 0; i < n; i++) {
             const int32_t lg = nc_backend_label(cpu->kind, og + (size_t)i * nc, nc);
