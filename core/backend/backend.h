@@ -75,7 +75,9 @@ typedef struct nc_backend_ops {
      * forward over an input whose views are not written yet: the engine
      * calls fill for the views it reads before it reads them, so a
      * neocognitron's cascade prepares only the views its stages run (most
-     * digits: its one-view stage's). */
+     * digits: its one-view stage's).  fill may be called again for views
+     * it wrote already (the GPU table fills the first stage's views before
+     * it takes its engine's lock) and must leave them as they are. */
     int (*forward_fill)(void *impl, void *worker, const float *in, uint32_t n,
                         const nc_backend_fill *fill, float *out);
 

@@ -746,7 +746,13 @@ static int gpu_forward_fill(void *p, void *wp, const float *in, uint32_t n,
         int err = nc_backend_fill_all(fill, (1u << impl->n_views) - 1u, n);
         return err ? err : gpu_forward(p, wp, in, n, out);
     }
-    return forward_fill_or_not(impl, (const gpu_worker *)wp, in, n, out, fill);
+    /* The first stage's views of every digit are prepared here, before the
+     * engine's lock, so that other threads' batches run meanwhile; under
+     * the lock only the later stages' fills run (a few digits). */
+    const nc_neocog_cascade *cas = &impl->cascade;
+    int err = nc_backend_fill_all(fill, cas->view_on ? 1u << cas->view
+                                                     : impl->view_mask[cas->first], n);
+    return err ? err : forward_fill_or_not(impl, (const gpu_worker *)wp, in, n, out, fill);
 }
 
 static size_t gpu_device_bytes(void *p)
