@@ -7,6 +7,9 @@
  * JPEG a photo, no options.  Each network must read the single digits
  * (rejections count as wrong), --segment must answer a one-digit photo as a
  * plain request does, and the string photos must be read with --segment.
+ * The neocognitron's scores for 48 single-digit photos must be core's for
+ * the same photo (nc_direct_run), bit for bit: neocogd prepares its views
+ * as its cascade reads them, and must give what the whole preparation does.
  *
  * The floors are the figures measured on the validation photos (the same
  * generator on MNIST training digits 50000-59999, which no shipped model
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <turbojpeg.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -52,10 +56,13 @@ typedef struct photo {
 static photo photos[MAX_PHOTOS];
 static uint32_t n_photos;
 
-/* Each answer: its text ("?" on reject, "" for none) and whether rejected. */
+/* Each answer: its text ("?" on reject, "" for none), whether rejected,
+ * and the model's own scores (a plain request's). */
 typedef struct answer {
     char text[40];
     int reject;
+    uint32_t n_scores;
+    float scores[10];
 } answer;
 
 static int load_photos(const char *dir)
@@ -130,11 +137,25 @@ static void read_photos(const char *sock, Neocog__Model model, int segment, int 
                     a->text[o++] = *c;
             a->text[o] = '\0';
             a->reject = res->reject || res->code != NEOCOG__CODE__OK;
+            a->n_scores = res->n_scores <= 10 ? (uint32_t)res->n_scores : 0;
+            if (a->n_scores)
+                memcpy(a->scores, res->scores, a->n_scores * sizeof *a->scores);
         }
         nc_msg_free(m);
         k = 0;
     }
     close(fd);
+}
+
+/* A JPEG photo's size from its header; 0 or -1. */
+static int photo_size(const photo *p, int *w, int *h)
+{
+    tjhandle td = tjInitDecompress();
+    int ss, cs;
+    int err = !td || tjDecompressHeader3(td, p->data, (unsigned long)p->len, w, h, &ss, &cs);
+    if (td)
+        tjDestroy(td);
+    return err ? -1 : 0;
 }
 
 /* Right, rejected and wrong among the selected photos; returns right's
@@ -205,6 +226,39 @@ int main(int argc, char **argv)
     CHECK_MSG(f_ens >= FLOOR_ENSEMBLE, "ensemble reads %.3f right", f_ens);
     CHECK_MSG(f_str >= FLOOR_STRINGS, "strings: %.3f right", f_str);
     (void)f_seg;
+
+    /* The neocognitron's scores are core's for the same photo, bit for bit:
+     * neocogd prepares its views as its cascade reads them, in batches of
+     * BATCH photos, and must give what the whole preparation gives. */
+    nc_direct direct;
+    char neo_path[1024];
+    nc_test_model_path("neocognitron.ncm", neo_path, sizeof neo_path);
+    const int opened = nc_direct_open(&direct, neo_path) == 0;
+    CHECK_MSG(opened, "cannot open %s directly", neo_path);
+    uint32_t compared = 0, differ = 0, seen = 0;
+    for (uint32_t i = 0; opened && i < n_photos && compared < 48; i++) {
+        if (strlen(photos[i].text) > 1 || seen++ % SLOW_STEP)
+            continue;
+        static uint8_t px[1024 * 1024];
+        int w = 0, h = 0;
+        if (photo_size(&photos[i], &w, &h) || (size_t)w * (size_t)h > sizeof px ||
+            nc_decode_jpeg_gray(photos[i].data, photos[i].len, px, (uint32_t)w, (uint32_t)h))
+            continue;
+        float want[10];
+        int32_t label;
+        if (nc_direct_run(&direct, px, (uint32_t)w, (uint32_t)h, want, &label))
+            continue;
+        compared++;
+        if (neo[i].n_scores != 10 || memcmp(neo[i].scores, want, sizeof want)) {
+            differ++;
+            if (getenv("NC_TEST_VERBOSE"))
+                fprintf(stderr, "%s: neocogd's scores differ from core's\n", photos[i].file);
+        }
+    }
+    if (opened)
+        nc_direct_close(&direct);
+    CHECK_MSG(compared >= 8 && differ == 0,
+              "neocognitron: %u of %u photos' scores differ from core's", differ, compared);
 
     /* --segment answers a photo of one digit as a plain request does */
     uint32_t same = 0, singles = 0;
