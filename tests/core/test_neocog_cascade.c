@@ -72,23 +72,6 @@ static void strokes(float *img)
     }
 }
 
-/* Raw scores of file image buf on n digits, through a worker of 2 digits
- * (so a batch runs in several pieces). */
-static int run_image(const uint8_t *buf, size_t len, const float *in, uint32_t n, float *out)
-{
-    nc_backend *be = NULL;
-    int err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
-    void *w = NULL;
-    if (!err)
-        err = be->ops->worker_new(be->impl, 2, &w);
-    if (!err)
-        err = be->ops->forward(be->impl, w, in, n, out);
-    if (w)
-        be->ops->worker_free(w);
-    nc_backend_close(be);
-    return err;
-}
-
 /* A caller that prepares views on demand (nc_backend_fill): copies them
  * from src into dst and notes which views of which digit it was asked for. */
 typedef struct filler {
@@ -113,18 +96,22 @@ static int fill_views(void *ctx, uint32_t mask, const uint32_t *image, uint32_t 
     return 0;
 }
 
-/* run_image through nc_backend_forward_fill, every view of dst NaN until
- * filled from in; *fl says what was filled. */
+/* Raw scores of file image buf on n digits, through a worker of 2 digits
+ * (so a batch runs in several pieces).  fl NULL: in as it is; else through
+ * nc_backend_forward_fill, every view NaN until filled from in, and *fl
+ * says what was filled. */
 static int run_image_fill(const uint8_t *buf, size_t len, const float *in, uint32_t n,
                           float *out, filler *fl)
 {
-    const size_t floats = (size_t)n * V * SIDE * SIDE;
-    float *dst = malloc(floats * sizeof *dst);
-    if (!dst)
-        return -ENOMEM;
-    for (size_t i = 0; i < floats; i++)
-        dst[i] = NAN;
-    *fl = (filler){ .src = in, .dst = dst };
+    float *dst = NULL;
+    if (fl) {
+        const size_t floats = (size_t)n * V * SIDE * SIDE;
+        if (!(dst = malloc(floats * sizeof *dst)))
+            return -ENOMEM;
+        for (size_t i = 0; i < floats; i++)
+            dst[i] = NAN;
+        *fl = (filler){ .src = in, .dst = dst };
+    }
     const nc_backend_fill fill = { fl, fill_views };
     nc_backend *be = NULL;
     int err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
@@ -132,12 +119,18 @@ static int run_image_fill(const uint8_t *buf, size_t len, const float *in, uint3
     if (!err)
         err = be->ops->worker_new(be->impl, 2, &w);
     if (!err)
-        err = nc_backend_forward_fill(be, w, dst, n, &fill, out);
+        err = fl ? nc_backend_forward_fill(be, w, dst, n, &fill, out)
+                 : be->ops->forward(be->impl, w, in, n, out);
     if (w)
         be->ops->worker_free(w);
     nc_backend_close(be);
     free(dst);
     return err;
+}
+
+static int run_image(const uint8_t *buf, size_t len, const float *in, uint32_t n, float *out)
+{
+    return run_image_fill(buf, len, in, n, out, NULL);
 }
 
 static int with_cascade(const uint8_t *buf, size_t len, uint32_t first, double t, double beta,
