@@ -268,22 +268,7 @@ typedef struct cascade_ctx {
     const cpu_impl *impl;
     cpu_worker *w;
     const float *in;        /* the batch's first digit's views */
-    uint32_t b0;            /* and its place in the forward */
-    const nc_backend_fill *fill;    /* NULL: every view is there */
 } cascade_ctx;
-
-/* The caller's fill, digit i of the batch being image b0 + i of its
- * forward (a call takes at most a slice, CPU_NEO_SLICE digits). */
-static int cascade_fill(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d)
-{
-    const cascade_ctx *x = ctx;
-    uint32_t image[CPU_NEO_SLICE];
-    if (d > CPU_NEO_SLICE)
-        return -EINVAL;
-    for (uint32_t k = 0; k < d; k++)
-        image[k] = x->b0 + digit[k];
-    return x->fill->fill(x->fill->ctx, mask, image, d);
-}
 
 static int cascade_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digit,
                          uint32_t d, float *dst)
@@ -331,14 +316,17 @@ static int cascade_batch(const cpu_impl *impl, cpu_worker *w, const float *in, u
                          uint32_t nb, const nc_backend_fill *fill, float *out)
 {
     const nc_neocog_committee *c = impl->neo;
-    cascade_ctx x = { impl, w, in + (size_t)b0 * impl->n_views * impl->n_inputs, b0, fill };
+    cascade_ctx x = { impl, w, in + (size_t)b0 * impl->n_views * impl->n_inputs };
+    /* a slice is at most CPU_NEO_SLICE digits (cpu_worker_new) */
     const nc_backend_cascade_ops ops = { .ctx = &x, .views = cascade_views,
                                          .others = cascade_others,
-                                         .fill = fill ? cascade_fill : NULL,
-                                         .slice = w->n_state / impl->max_passes };
+                                         .slice = w->n_state / impl->max_passes,
+                                         .fill = fill, .image0 = b0 };
+    uint32_t image[CPU_NEO_SLICE];
     /* w->score is free while the stages before the others run */
     const nc_backend_cascade_buf buf = { .digit = w->undecided, .first = w->first_score,
-                                         .score = w->score, .out = w->cascade_out };
+                                         .score = w->score, .out = w->cascade_out,
+                                         .image = image };
     return nc_backend_cascade_run(&c->cascade, c->view_mask, c->n_members, impl->n_classes, nb,
                                   &ops, &buf,
                                   out + (size_t)b0 * impl->n_classes);

@@ -20,11 +20,23 @@ void nc_backend_member_mean(float *acc, uint32_t n_scores, uint32_t n_classes)
         acc[k] /= (float)n_scores;
 }
 
-/* ops->views after ops->fill (when there is one) of the same views. */
-static int views(const nc_backend_cascade_ops *ops, uint32_t m, uint32_t mask,
-                 const uint32_t *digit, uint32_t d, float *dst)
+/* The forward's fill (when there is one) of the views in mask of the d
+ * digits, numbered as the forward's images. */
+static int fill(const nc_backend_cascade_ops *ops, const nc_backend_cascade_buf *buf,
+                uint32_t mask, const uint32_t *digit, uint32_t d)
 {
-    int err = ops->fill ? ops->fill(ops->ctx, mask, digit, d) : 0;
+    if (!ops->fill)
+        return 0;
+    for (uint32_t k = 0; k < d; k++)
+        buf->image[k] = ops->image0 + digit[k];
+    return ops->fill->fill(ops->fill->ctx, mask, buf->image, d);
+}
+
+/* ops->views after the fill of the same views. */
+static int views(const nc_backend_cascade_ops *ops, const nc_backend_cascade_buf *buf,
+                 uint32_t m, uint32_t mask, const uint32_t *digit, uint32_t d, float *dst)
+{
+    int err = fill(ops, buf, mask, digit, d);
     return err ? err : ops->views(ops->ctx, m, mask, digit, d, dst);
 }
 
@@ -53,7 +65,7 @@ int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_ma
         uint32_t left = 0;
         for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
             const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-            int err = views(ops, f, one, digit + u0, d, buf->score);
+            int err = views(ops, buf, f, one, digit + u0, d, buf->score);
             if (err)
                 return err;
             for (uint32_t k = 0; k < d; k++) {
@@ -74,7 +86,7 @@ int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_ma
     uint32_t left = 0;
     for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
         const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-        int err = views(ops, f, rest, digit + u0, d, buf->score);
+        int err = views(ops, buf, f, rest, digit + u0, d, buf->score);
         if (err)
             return err;
         for (uint32_t k = 0; k < d; k++) {
@@ -105,7 +117,7 @@ int nc_backend_cascade_run(const nc_neocog_cascade *cas, const uint32_t *view_ma
             others |= view_mask[m];
     for (uint32_t u0 = 0; u0 < nu; u0 += slice) {
         const uint32_t d = nu - u0 < slice ? nu - u0 : slice;
-        int err = ops->fill ? ops->fill(ops->ctx, others, digit + u0, d) : 0;
+        int err = fill(ops, buf, others, digit + u0, d);
         if (!err)
             err = ops->others(ops->ctx, f, digit + u0, d, buf->first + u0 * row, buf->out);
         if (err)

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "neocog.h"
 
 typedef struct nc_backend_cascade_ops {
@@ -34,11 +35,13 @@ typedef struct nc_backend_cascade_ops {
      * place in member order (nc_backend_member_add, then _mean). */
     int (*others)(void *ctx, uint32_t skip, const uint32_t *digit, uint32_t d,
                   const float *skip_score, float *out);
-    /* Optional (NULL: every view is there): make the views in mask of the d
-     * digits digit[0..d) ready; called before views and others read them
-     * (others: the other members' views together). */
-    int (*fill)(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d);
     uint32_t slice;         /* the most digits one call takes, >= 1 */
+    /* Optional (NULL: every view is there): the forward's fill (backend.h),
+     * asked for the views in mask of the digits before views and others
+     * read them (others: the other members' views together); digit i is
+     * image image0 + i of the forward. */
+    const nc_backend_fill *fill;
+    uint32_t image0;
 } nc_backend_cascade_ops;
 
 /* The caller's scratch for a batch of n digits whose first member answers
@@ -48,6 +51,7 @@ typedef struct nc_backend_cascade_buf {
     float *first;           /* [n][vf][n_classes]: the first member's scores */
     float *score;           /* [slice][vf][n_classes]: one views call's */
     float *out;             /* [slice][n_classes]: one others call's */
+    uint32_t *image;        /* [slice]: one fill call's images (with a fill) */
 } nc_backend_cascade_buf;
 
 /* The committee's answer for n digits (numbered 0..n-1 in the ops' calls)

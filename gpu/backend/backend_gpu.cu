@@ -615,20 +615,7 @@ static int neocog_members_forward_but(gpu_impl *impl, const float *x, uint32_t m
 typedef struct gpu_cascade_ctx {
     gpu_impl *impl;
     const float *x;
-    uint32_t i0;                    /* digit 0 of x is image i0 of the forward */
-    const nc_backend_fill *fill;    /* NULL: every view is there */
 } gpu_cascade_ctx;
-
-/* The caller's fill, digit j of the slice being image i0 + j of its forward
- * (a call takes at most the slice's digits, which fit impl->batch). */
-static int gpu_cascade_fill(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d)
-{
-    const gpu_cascade_ctx *c = (const gpu_cascade_ctx *)ctx;
-    uint32_t *image = c->impl->cas_image;
-    for (uint32_t k = 0; k < d; k++)
-        image[k] = c->i0 + digit[k];
-    return c->fill->fill(c->fill->ctx, mask, image, d);
-}
 
 static int gpu_cascade_views(void *ctx, uint32_t m, uint32_t mask, const uint32_t *digit,
                              uint32_t d, float *dst)
@@ -666,18 +653,20 @@ static int gpu_cascade_others(void *ctx, uint32_t skip, const uint32_t *digit, u
 static int neocog_cascade_forward(gpu_impl *impl, const float *x, uint32_t m, float *y,
                                   uint32_t i0, const nc_backend_fill *fill)
 {
-    gpu_cascade_ctx c = { impl, x, i0, fill };
+    gpu_cascade_ctx c = { impl, x };
     nc_backend_cascade_ops ops = {};
     ops.ctx = &c;
     ops.views = gpu_cascade_views;
     ops.others = gpu_cascade_others;
-    ops.fill = fill ? gpu_cascade_fill : NULL;
     ops.slice = m;
+    ops.fill = fill;
+    ops.image0 = i0;      /* digit 0 of x is image i0 of the forward */
     nc_backend_cascade_buf buf = {};
     buf.digit = impl->cas_digit;
     buf.first = impl->cas_score;
     buf.score = impl->cas_view;
     buf.out = impl->cas_out;
+    buf.image = impl->cas_image;
     return nc_backend_cascade_run(&impl->cascade, impl->view_mask, impl->n_neo, impl->n_classes,
                                   m, &ops, &buf, y);
 }

@@ -39,17 +39,25 @@ typedef struct fake {
     uint32_t others_digits[MAX_N], n_others;
     int fail_on;            /* 1: views fails, 2: others fails, 3: fill fails */
     int with_fill;
+    uint32_t image0;            /* digit i is the fill's image image0 + i */
     uint32_t filled[MAX_N];     /* views filled, per digit */
     uint32_t unfilled_reads;
 } fake;
 
-static int fake_fill(void *ctx, uint32_t mask, const uint32_t *digit, uint32_t d)
+static int fake_fill(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d)
 {
     fake *f = ctx;
     if (f->fail_on == 3)
         return -ENOSPC;
-    for (uint32_t k = 0; k < d; k++)
-        f->filled[digit[k]] |= mask;
+    if (d > f->slice)
+        f->bad_calls++;
+    for (uint32_t k = 0; k < d; k++) {
+        if (image[k] < f->image0 || image[k] - f->image0 >= MAX_N) {
+            f->bad_calls++;
+            continue;
+        }
+        f->filled[image[k] - f->image0] |= mask;
+    }
     return 0;
 }
 
@@ -209,7 +217,7 @@ int main(void)
     uint32_t stages_seen[4] = { 0 };
     for (int t = 0; t < 400; t++) {
         fake f = { .M = 2 + rnd(&st, 3), .V = 1 + rnd(&st, MAX_V), .K = 2 + rnd(&st, 11),
-                   .slice = 1 + rnd(&st, 9), .with_fill = t % 2 };
+                   .slice = 1 + rnd(&st, 9), .with_fill = t % 2, .image0 = rnd(&st, 100) };
         for (uint32_t m = 0; m < f.M; m++)
             while (!(f.mask[m] = rnd(&st, 1u << f.V)))
                 ;
@@ -231,11 +239,13 @@ int main(void)
         uint32_t digit[MAX_N];
         float first[MAX_N * MAX_V * MAX_K], score[9 * MAX_V * MAX_K], oth[9 * MAX_K];
         float out[MAX_N * MAX_K];
-        const nc_backend_cascade_buf buf = { digit, first, score, oth };
+        uint32_t image[9];
+        const nc_backend_cascade_buf buf = { digit, first, score, oth, image };
+        const nc_backend_fill fill = { &f, fake_fill };
         const nc_backend_cascade_ops ops = { .ctx = &f, .views = fake_views,
-                                             .others = fake_others,
-                                             .fill = f.with_fill ? fake_fill : NULL,
-                                             .slice = f.slice };
+                                             .others = fake_others, .slice = f.slice,
+                                             .fill = f.with_fill ? &fill : NULL,
+                                             .image0 = f.image0 };
         int err = nc_backend_cascade_run(&cas, f.mask, f.M, K, n, &ops, &buf, out);
         CHECK_MSG(err == 0, "case %d: %d", t, err);
         CHECK_MSG(f.bad_calls == 0, "case %d: %u calls asked what no stage needs", t,
@@ -294,10 +304,12 @@ int main(void)
         f.cas = &cas;
         uint32_t digit[5];
         float first[5 * 2 * 3], score[4 * 2 * 3], oth[4 * 3], out[5 * 3];
-        const nc_backend_cascade_buf buf = { digit, first, score, oth };
+        uint32_t image[4];
+        const nc_backend_cascade_buf buf = { digit, first, score, oth, image };
+        const nc_backend_fill fill = { &f, fake_fill };
         const nc_backend_cascade_ops ops = { .ctx = &f, .views = fake_views,
-                                             .others = fake_others, .fill = fake_fill,
-                                             .slice = f.slice };
+                                             .others = fake_others, .slice = f.slice,
+                                             .fill = &fill };
         const int err = nc_backend_cascade_run(&cas, f.mask, 2, 3, 5, &ops, &buf, out);
         CHECK_MSG(err == (fail == 1 ? -EIO : fail == 2 ? -ENOMEM : -ENOSPC), "failing %s: %d",
                   fail == 1 ? "views" : fail == 2 ? "others" : "fill", err);
