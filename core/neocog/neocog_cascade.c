@@ -2,10 +2,10 @@
  * member alone (see neocog.h, "the cascade").
  *
  * Layer: core, byte buffers only.  The sections are read and checked here;
- * the engines (core/backend/backend_cpu.c, gpu/backend/backend_gpu.cu) run
- * the one-view stage's view (nc_neocog_cascade_view_decides), then the
- * first member's other views (nc_neocog_cascade_decides), and the others
- * only for the digits it leaves. */
+ * the engines stage them with core/backend/cascade.c: the one-view stage's
+ * view (nc_neocog_cascade_view_decides), then the first member's other
+ * views (nc_neocog_cascade_decides), and the others only for the digits it
+ * leaves. */
 #include "neocog_impl.h"
 
 #include <math.h>
