@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -31,6 +33,9 @@ typedef struct queue {
     uint32_t released[N_PRIO];  /* of cls[p], left behind by a shared (CPU)
                                    batch: taken without max_queue_delay_us */
     uint32_t idle, idle_high;   /* workers / priority workers waiting for work */
+    uint32_t spinning;          /* workers polling `posted` before they sleep */
+    atomic_uint_fast32_t posted;/* requests submitted, ever: what a polling
+                                   worker watches without the lock */
     pthread_cond_t more;        /* tasks queued or stopping */
     pthread_cond_t more_high;   /* high-priority tasks queued or stopping: what
                                    the priority workers wait for */
@@ -43,6 +48,7 @@ struct nc_batcher {
     uint64_t max_bytes;
     uint32_t max_batch;
     uint64_t max_delay_us;
+    uint64_t spin_us;
     nc_models *gen;             /* current generation (ref) */
     int stopping;
     /* completions */
@@ -124,6 +130,27 @@ static void post_done(nc_batcher *b, nc_task **tasks, uint32_t n)
         ;
 }
 
+/* Poll for the next request for up to b->spin_us before sleeping, the lock
+ * released meanwhile; called with it held, returns with it held.  A worker
+ * woken from pthread_cond_wait starts some tens of microseconds after the
+ * signal (docs/benchmarks.md: the queue row of one request at a time), and
+ * a client that sends its next request as soon as it has an answer does so
+ * within that window; polling catches it at once.  Only a worker that has
+ * just run a batch polls, so an idle daemon spends nothing, and
+ * sched_yield() gives the core to any other runnable thread. */
+static void spin(nc_batcher *b, queue *q)
+{
+    const uint_fast32_t seen = atomic_load_explicit(&q->posted, memory_order_relaxed);
+    q->spinning++;
+    pthread_mutex_unlock(&b->lock);
+    const uint64_t until = nc_now_us() + b->spin_us;
+    while (atomic_load_explicit(&q->posted, memory_order_relaxed) == seen &&
+           nc_now_us() < until)
+        sched_yield();
+    pthread_mutex_lock(&b->lock);
+    q->spinning--;
+}
+
 /* A worker of queue q takes the oldest tasks of its highest non-empty class
  * (a priority worker: of class 0 only), up to max_batch of them, or on the
  * CPU its share of them. */
@@ -144,10 +171,17 @@ static void *worker_main(void *arg)
         return NULL;
     }
     pthread_mutex_lock(&b->lock);
+    int worked = 0;             /* a batch ran since this worker last slept */
     for (;;) {
         if (b->stopping)
             break;
+        if (!high_only && q->depth == 0 && worked && b->spin_us) {
+            worked = 0;
+            spin(b, q);
+            continue;
+        }
         if (high_only ? !q->cls[0].head : q->depth == 0) {
+            worked = 0;
             (*idle)++;
             pthread_cond_wait(more, &b->lock);
             (*idle)--;
@@ -209,6 +243,7 @@ static void *worker_main(void *arg)
         post_done(b, batch, n);
 
         pthread_mutex_lock(&b->lock);
+        worked = 1;
     }
     pthread_mutex_unlock(&b->lock);
     nc_work_free(w);
@@ -230,6 +265,7 @@ int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     for (uint32_t i = 0; i < N_QUEUES; i++) {
         b->q[i].model = NEOCOG__MODEL__MODEL_CNN + i;
+        atomic_init(&b->q[i].posted, 0);
         pthread_cond_init(&b->q[i].more, &ca);
         pthread_cond_init(&b->q[i].more_high, &ca);
     }
@@ -239,6 +275,7 @@ int nc_batcher_new(const nc_config *cfg, nc_models *gen, nc_batcher **ret)
     b->max_bytes = cfg->queue_max_bytes;
     b->max_batch = cfg->max_batch;
     b->max_delay_us = cfg->max_queue_delay_us;
+    b->spin_us = cfg->worker_spin_us;
     b->gen = nc_models_ref(gen);
     b->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (b->done_fd < 0) {
@@ -317,7 +354,11 @@ int nc_batcher_submit(nc_batcher *b, nc_request *req)
     q->depth += req->n_tasks;
     b->depth += req->n_tasks;
     atomic_fetch_add(&b->bytes, req->bytes);
-    pthread_cond_signal(&q->more);
+    atomic_fetch_add_explicit(&q->posted, 1, memory_order_relaxed);
+    /* a polling worker takes it (it looks again under the lock before it
+     * sleeps); wake a sleeping one only when none polls */
+    if (!q->spinning)
+        pthread_cond_signal(&q->more);
     if (p == 0)
         pthread_cond_signal(&q->more_high);
     pthread_mutex_unlock(&b->lock);

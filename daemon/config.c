@@ -65,6 +65,9 @@ static const key_def keys[] = {
                                 "default 1)"),
     U64(max_queue_delay_us, 0, 10000000, "longest a batch waits to fill, us; 0 = take what is "
                                          "queued (default 0)"),
+    U64(worker_spin_us, 0, 100000, "how long a worker that has just run a batch polls for the "
+                                   "next request before it sleeps, us, yielding its core to "
+                                   "any other thread; 0 = sleep at once (default 200)"),
     U32(queue_capacity, 1, 10000000, "images queued at most, no fewer than "
                                      "max_images_per_request; beyond: RESOURCE_EXHAUSTED "
                                      "(default 4096)"),
@@ -148,6 +151,7 @@ void nc_config_defaults(nc_config *c)
     c->cnn_gpu_lanes = 2;       /* +13-61 % digits/s on an H100: docs/benchmarks.md */
     c->neocog_gpu_lanes = 1;    /* +5 % for twice the memory */
     c->max_queue_delay_us = 0;
+    c->worker_spin_us = 200;    /* a client's next request comes within it */
     c->queue_capacity = 4096;
     c->queue_max_bytes = UINT64_C(256) << 20;
     c->max_inflight_per_conn = 128;

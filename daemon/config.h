@@ -41,6 +41,7 @@ typedef struct nc_config {
     uint32_t cnn_gpu_lanes;     /* engines per GPU of the CNN: batches in flight */
     uint32_t neocog_gpu_lanes;  /* the same for the neocognitron */
     uint64_t max_queue_delay_us;/* longest a batch waits to fill; 0: never */
+    uint64_t worker_spin_us;    /* a worker's polling for more after a batch */
     uint32_t queue_capacity;    /* images queued at most */
     uint64_t queue_max_bytes;   /* request bytes queued at most */
     uint32_t max_inflight_per_conn;         /* requests; then stop reading */

@@ -305,7 +305,7 @@ static void test_answers(const char *tmp)
     REQUIRE(write_two_lines(frame) == 0);
     rc = neocog(&out, NULL, "recognize", "--segment", "--top", "3", frame, NULL);
     CHECK_INT_EQ(rc, 0);
-    char want[4400];
+    char want[2 * 4200 + 32];
     snprintf(want, sizeof want, "%s: 72\n%s: 27 (confidence ", frame, frame);
     CHECK_MSG(out && strstr(out, want) && strstr(out, "\n  digit 1 (line 1, ") &&
               strstr(out, "\n  digit 4 (line 2, ") && strstr(out, "  top: 7 "),
