@@ -6,9 +6,10 @@
  * classes and labels, preprocessing) and to be distinct; each keeps its own
  * record inside the file.  A committee file given as a column contributes
  * all its columns, so a committee can grow one column at a time.  The
- * committee's error is measured once on the MNIST test set and recorded; the
- * test set chooses nothing here (there is nothing to choose: the committee
- * is the mean of all the columns given). */
+ * committee's error is measured once on the MNIST test set and recorded
+ * (not with --no-test: columns of other characters); the test set chooses
+ * nothing here (there is nothing to choose: the committee is the mean of all
+ * the columns given). */
 #include "train_committee.h"
 
 #include <errno.h>
@@ -24,7 +25,7 @@
 
 #define WHO TRAIN_COMMITTEE_WHO
 
-enum { O_OUT, O_DATA, O_THREADS, O_HALF, O_LOG8, O_GPU, O_HEIGHTS, O_END };
+enum { O_OUT, O_DATA, O_THREADS, O_HALF, O_LOG8, O_GPU, O_HEIGHTS, O_NO_TEST, O_END };
 
 static const nc_opt table[] = {
     [O_OUT] = { "out", "FILE", "the committee file to write (required)" },
@@ -43,6 +44,10 @@ static const nc_opt table[] = {
                     "them first).  CNNs: these fit boxes, every column on\n"
                     "every view; without it a CNN committee has no views\n"
                     "(those of a file given are dropped)" },
+    [O_NO_TEST] = { "no-test", NULL,
+                    "CNNs: measure nothing (columns of another character\n"
+                    "set than MNIST's digits: eval measures them on its\n"
+                    "validation set); the record says not measured" },
     [O_END] = { NULL, NULL, NULL },
 };
 
@@ -51,8 +56,8 @@ static const char usage_text[] =
     "\n"
     "Bundle CNN column files (same input, classes and preprocessing; the\n"
     "architectures may differ) into one committee model file that answers with\n"
-    "the mean of the columns' outputs, measure its error on MNIST t10k and record\n"
-    "it with the command.  Each column keeps its own record (command, seed,\n"
+    "the mean of the columns' outputs, measure its error on MNIST t10k (not with\n"
+    "--no-test) and record it with the command.  Each column keeps its own record (command, seed,\n"
     "epochs, test error).  Calibrate the result afterwards (neocog-train\n"
     "calibrate): the bundling writes no calibration.  Neocognitron files (same\n"
     "input, classes and preprocessing) are bundled the same way: the committee\n"
@@ -166,6 +171,7 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     const char *out_path = NULL, *data = NULL;
     uint32_t gpu_u = 0;
     train_neocog_bundle how = { .threads = 1, .gpu = -1 };
+    int no_test = 0;
     for (int o; (o = nc_opts_next(&p, argc, argv)) != NC_OPTS_END;) {
         int bad = 0;
         switch (o) {
@@ -176,6 +182,7 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         case O_THREADS: bad = nc_opts_u32(p.value, 1, 64, &how.threads); break;
         case O_HALF: how.flags |= NC_NEOCOG_WRITE_HALF; break;
         case O_LOG8: how.flags |= NC_NEOCOG_WRITE_LOG8; break;
+        case O_NO_TEST: no_test = 1; break;
         case O_HEIGHTS:
             bad = train_parse_heights(p.value, how.heights, NC_PREP_MAX_VIEWS, &how.n_heights);
             break;
@@ -196,17 +203,19 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     if (!out_path || p.next >= argc)
         return nc_opts_error(&p, "need --out FILE and at least one column file"),
                nc_opts_fail(&p);
-    const char *dir = train_need_data_dir(WHO, data);
-    if (!dir)
-        return TRAIN_EXIT_USAGE;
     const int first_path = p.next;
+    uint32_t kind = 0;
+    if (first_kind(argv[first_path], &kind))
+        return TRAIN_EXIT_FAIL;
+    if (no_test && kind == NC_MF_KIND_NEOCOG)
+        return nc_opts_error(&p, "--no-test is for CNN columns"), nc_opts_fail(&p);
+    const char *dir = no_test ? NULL : train_need_data_dir(WHO, data);
+    if (!dir && !no_test)
+        return TRAIN_EXIT_USAGE;
 
     char command[1024];
     if (train_join_argv(cmd, command, sizeof command))
         fprintf(stderr, WHO ": note: the command is too long to record whole\n");
-    uint32_t kind = 0;
-    if (first_kind(argv[first_path], &kind))
-        return TRAIN_EXIT_FAIL;
     if (kind == NC_MF_KIND_NEOCOG)
         return train_committee_neocog(argv + first_path, (uint32_t)(argc - first_path),
                                       out_path, dir, &how, command);
@@ -249,8 +258,9 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)) ||
         (err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be)))
         goto fail;
-    train_committee_test t;
-    if (train_committee_measure(be, NC_MF_KIND_CNN, info->n_classes, dir, how.threads, 0, &t))
+    train_committee_test t = { 0 };
+    if (!no_test &&
+        train_committee_measure(be, NC_MF_KIND_CNN, info->n_classes, dir, how.threads, 0, &t))
         goto out;
 
     printf("committee   %u column%s\n", cs.n, cs.n == 1 ? "" : "s");
@@ -264,7 +274,10 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
     }
     train_print_views(&info->prep, NC_MF_KIND_CNN);
     /* the measured error goes into the record: save again */
-    train_record_test(info, t.errors, t.n, t.seconds);
+    if (no_test)
+        printf("test        not measured (--no-test)\n");
+    else
+        train_record_test(info, t.errors, t.n, t.seconds);
     free(buf);
     buf = NULL;
     if ((err = nc_cnn_committee_save(cs.net, cs.info, cs.n, info, &buf, &len)))

@@ -175,6 +175,22 @@ static void test_committee(const char *tool)
                            "--heights", "20,40", a, NULL };
     CHECK(run(wide) != 0);
 
+    /* --no-test (columns of other characters): no MNIST folder is read and
+     * the record says not measured; not for neocognitrons */
+    unlink(out);
+    const char *no_test[] = { tool, "committee", "--out", out, "--no-test", "--data",
+                              "/nonexistent", a, b, NULL };
+    CHECK_INT_EQ(run(no_test), 0);
+    REQUIRE(nc_file_read(out, 64u << 20, &buf, &len) == 0);
+    REQUIRE(nc_cnn_committee_load(buf, len, &cc, &info) == 0);
+    CHECK_INT_EQ(cc->n_columns, 2);
+    CHECK_MSG(info.test_error < 0.0 && !info.test_set[0], "recorded test error %.4f on '%s'",
+              info.test_error, info.test_set);
+    nc_cnn_committee_free(cc);
+    free(buf);
+    REQUIRE(save_net(a, NC_PREP_DESKEW_GENTLE, 1) == 0);
+    CHECK_INT_EQ(run(no_test), 2);
+
     nc_test_fixture_unlink_t10k(mnist);
     rmdir(mnist);
     unlink(a);
