@@ -700,14 +700,16 @@ static int forward_locked(gpu_impl *impl, const float *in, uint32_t n, float *ou
     return 0;
 }
 
-static int forward_fill_or_not(gpu_impl *impl, const gpu_worker *w, const float *in,
-                               uint32_t n, float *out, const nc_backend_fill *fill)
+static int forward_args_bad(const gpu_impl *impl, const gpu_worker *w, const float *in,
+                            uint32_t n, const float *out)
 {
-    if (!impl || !w || w->impl != impl || (!in && n) || (!out && n))
-        return -EINVAL;
-    if (n == 0)
-        return 0;
-    pthread_mutex_lock(&impl->lock);
+    return !impl || !w || w->impl != impl || (!in && n) || (!out && n);
+}
+
+/* The forward with impl->lock held (taken by the caller, released by it). */
+static int forward_held(gpu_impl *impl, const float *in, uint32_t n, float *out,
+                        const nc_backend_fill *fill)
+{
     int err;
     if (impl->failed) {
         err = -EIO;
@@ -715,13 +717,20 @@ static int forward_fill_or_not(gpu_impl *impl, const gpu_worker *w, const float 
     } else if ((err = forward_locked(impl, in, n, out, fill)) == -EIO) {
         impl->failed = 1;
     }
-    pthread_mutex_unlock(&impl->lock);
     return err;
 }
 
 static int gpu_forward(void *p, void *wp, const float *in, uint32_t n, float *out)
 {
-    return forward_fill_or_not((gpu_impl *)p, (const gpu_worker *)wp, in, n, out, NULL);
+    gpu_impl *impl = (gpu_impl *)p;
+    if (forward_args_bad(impl, (const gpu_worker *)wp, in, n, out))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    pthread_mutex_lock(&impl->lock);
+    const int err = forward_held(impl, in, n, out, NULL);
+    pthread_mutex_unlock(&impl->lock);
+    return err;
 }
 
 /* A cascade fills its stages' views only; anything else every view first. */
@@ -735,13 +744,30 @@ static int gpu_forward_fill(void *p, void *wp, const float *in, uint32_t n,
         int err = nc_backend_fill_all(fill, (1u << impl->n_views) - 1u, n);
         return err ? err : gpu_forward(p, wp, in, n, out);
     }
+    if (forward_args_bad(impl, (const gpu_worker *)wp, in, n, out))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
     /* The first stage's views of every digit are prepared here, before the
      * engine's lock, so that other threads' batches run meanwhile; under
-     * the lock only the later stages' fills run (a few digits). */
+     * the lock only the later stages' fills run (a few digits).  When the
+     * engine is busy with another thread's batch, the wait for it costs
+     * nothing: every view is prepared meanwhile (the fill prepares a view
+     * once), so no fill runs under the lock.  The answers are the same
+     * either way. */
     const nc_neocog_cascade *cas = &impl->cascade;
     int err = nc_backend_fill_all(fill, cas->view_on ? 1u << cas->view
                                                      : impl->view_mask[cas->first], n);
-    return err ? err : forward_fill_or_not(impl, (const gpu_worker *)wp, in, n, out, fill);
+    if (err)
+        return err;
+    if (pthread_mutex_trylock(&impl->lock)) {
+        if ((err = nc_backend_fill_all(fill, (1u << impl->n_views) - 1u, n)))
+            return err;
+        pthread_mutex_lock(&impl->lock);
+    }
+    err = forward_held(impl, in, n, out, fill);
+    pthread_mutex_unlock(&impl->lock);
+    return err;
 }
 
 static size_t gpu_device_bytes(void *p)
