@@ -4,7 +4,7 @@
  *   neocog-unipen --data FILE.jsonl.gz (--out PREFIX | --counts)
  *       [--classes digits|alnum|all94] [--split train|val|all]
  *       [--size-mode box|line] [--size 28|29] [--count N] [--seed S]
- *       [--variants K] [--pen-width MIN:MAX] [--slant DEG] [--rotate DEG]
+ *       [--variants K [--variant-blocks]] [--pen-width MIN:MAX] [--slant DEG] [--rotate DEG]
  *       [--aspect F] [--scale F] [--jitter F] [--plain]
  *       [--look none|binary|stretch|r16|blur]
  *       [--sheet FILE.pgm] [--sheet-cols N]
@@ -14,7 +14,10 @@
  * PREFIX-classes.txt (the characters in label order, one a line).  Every
  * selected sample of the split is drawn K times (--variants), each time with
  * its own pen width and deformations, and the images come in a seeded
- * random order; --count N keeps the first N of that order.  --plain draws
+ * random order; --count N keeps the first N of that order.  --variant-blocks
+ * writes them as K blocks instead, block v every sample's drawing v in an
+ * order of its own: neocog-train cnn --epoch-blocks K trains each epoch on
+ * one block, so every epoch sees new pen widths and deformations.  --plain draws
  * without deformations and with the middle pen width (validation sets).
  * --counts prints the samples per class per split and writes nothing.
  *
@@ -58,14 +61,14 @@ typedef struct options {
     const char *data, *out, *sheet;
     const char *classes, *split, *mode;
     nc_look look;
-    uint32_t size, count, variants, sheet_cols, counts_only, plain;
+    uint32_t size, count, variants, sheet_cols, counts_only, plain, blocks;
     uint64_t seed;
     float pen_min, pen_max, slant, rotate, aspect, scale, jitter;
 } options;
 
 enum {
     O_DATA, O_OUT, O_COUNTS, O_CLASSES, O_SPLIT, O_SIZE_MODE, O_SIZE, O_COUNT, O_SEED,
-    O_VARIANTS, O_PEN_WIDTH, O_SLANT, O_ROTATE, O_ASPECT, O_SCALE, O_JITTER, O_PLAIN,
+    O_VARIANTS, O_VARIANT_BLOCKS, O_PEN_WIDTH, O_SLANT, O_ROTATE, O_ASPECT, O_SCALE, O_JITTER, O_PLAIN,
     O_LOOK, O_SHEET, O_SHEET_COLS, O_END,
 };
 
@@ -81,6 +84,10 @@ static const nc_opt opt_table[] = {
     [O_COUNT] = { "count", "N", "keep the first N of the seeded order (default all)" },
     [O_SEED] = { "seed", "S", "the random seed (default 1)" },
     [O_VARIANTS] = { "variants", "K", "draw each sample K times, 1..1000 (default 1)" },
+    [O_VARIANT_BLOCKS] = { "variant-blocks", NULL,
+                           "write the K drawings as K blocks, each every sample once in its\n"
+                           "own seeded order (for neocog-train cnn --epoch-blocks K); not\n"
+                           "with --count" },
     [O_PEN_WIDTH] = { "pen-width", "MIN:MAX", "pen width in pixels, under 20 (default 1.8:3.2)" },
     [O_SLANT] = { "slant", "DEG", "slant within +-DEG, 0..60 (default 10)" },
     [O_ROTATE] = { "rotate", "DEG", "rotation within +-DEG, 0..45 (default 5)" },
@@ -100,8 +107,8 @@ static nc_opts opts = {
     .usage =
         "usage: neocog-unipen --data FILE.jsonl.gz (--out PREFIX | --counts)\n"
         "  [--classes digits|alnum|all94] [--split train|val|all] [--size-mode box|line]\n"
-        "  [--size 28|29] [--count N] [--seed S] [--variants K] [--pen-width MIN:MAX]\n"
-        "  [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
+        "  [--size 28|29] [--count N] [--seed S] [--variants K [--variant-blocks]]\n"
+        "  [--pen-width MIN:MAX] [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
         "  [--look none|binary|stretch|r16|blur]\n"
         "  [--sheet FILE.pgm] [--sheet-cols N]\n"
         "UNIPEN pen strokes to training and validation images (IDX, MNIST's layout);\n"
@@ -193,6 +200,7 @@ static int parse_options(int argc, char **argv, options *o)
         case NC_OPTS_ERROR: return nc_opts_fail(&opts);
         case O_COUNTS: o->counts_only = 1; break;
         case O_PLAIN: o->plain = 1; break;
+        case O_VARIANT_BLOCKS: o->blocks = 1; break;
         case O_DATA: o->data = v; break;
         case O_OUT: o->out = v; break;
         case O_SHEET: o->sheet = v; break;
@@ -229,6 +237,10 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (!o->data || (!o->out && !o->counts_only)) {
         nc_opts_error(&opts, "give --data FILE and one of --out PREFIX or --counts");
+        return nc_opts_fail(&opts);
+    }
+    if (o->blocks && o->count) {
+        nc_opts_error(&opts, "--variant-blocks writes every drawing: not with --count");
         return nc_opts_fail(&opts);
     }
     if (o->plain) {
@@ -417,27 +429,33 @@ int main(int argc, char **argv)
     w.field = malloc(sizeof(float) * o.size * o.size);
     if (!jobs || !w.start || !w.field)
         goto oom;
-    uint64_t j = 0;
+    uint64_t sel = 0;
     for (uint32_t i = 0; i < u.n_samples; i++) {
         const nc_unipen_sample *s = &u.samples[i];
         int val = nc_unipen_is_val_writer(u.writer_names[s->writer]);
         if (label_of(o.classes, s->cls) < 0 || (!strcmp(o.split, "train") && val) ||
             (!strcmp(o.split, "val") && !val))
             continue;
-        for (uint32_t v = 0; v < o.variants; v++, j++) {
+        for (uint32_t v = 0; v < o.variants; v++) {
+            const uint64_t j = o.blocks ? (uint64_t)v * n_sel + sel : sel * o.variants + v;
             jobs[2 * j] = i;
             jobs[2 * j + 1] = v;
         }
+        sel++;
     }
+    /* One seeded order of all the drawings; with --variant-blocks, drawing
+     * v of every sample makes block v, each block in an order of its own. */
     nc_deform_rng order_rng = { o.seed };
-    for (uint64_t k = n_jobs - 1; k > 0; k--) {
-        uint32_t r = nc_deform_rng_below(&order_rng, (uint32_t)(k + 1));
-        uint32_t a = jobs[2 * k], b = jobs[2 * k + 1];
-        jobs[2 * k] = jobs[2 * r];
-        jobs[2 * k + 1] = jobs[2 * r + 1];
-        jobs[2 * r] = a;
-        jobs[2 * r + 1] = b;
-    }
+    const uint64_t block = o.blocks ? n_sel : n_jobs;
+    for (uint64_t b0 = 0; b0 < n_jobs; b0 += block)
+        for (uint64_t k = block - 1; k > 0; k--) {
+            uint64_t r = b0 + nc_deform_rng_below(&order_rng, (uint32_t)(k + 1));
+            uint32_t a = jobs[2 * (b0 + k)], b = jobs[2 * (b0 + k) + 1];
+            jobs[2 * (b0 + k)] = jobs[2 * r];
+            jobs[2 * (b0 + k) + 1] = jobs[2 * r + 1];
+            jobs[2 * r] = a;
+            jobs[2 * r + 1] = b;
+        }
     uint32_t n_img = o.count && o.count < n_jobs ? o.count : (uint32_t)n_jobs;
 
     d.count = n_img;

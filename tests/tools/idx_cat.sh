@@ -2,7 +2,8 @@
 # tests/tools/idx_cat.sh — idx-cat joins ranges of IDX pairs byte for byte,
 # --shuffle reorders them (the same items, the same order for a seed), bad
 # ranges fail; and neocog-unipen --look binary writes only ink or paper,
-# and its usage errors are worded as every program's (io/opts.h).
+# --variant-blocks writes one drawing of every sample a block, and its usage
+# errors are worded as every program's (io/opts.h).
 #   idx_cat.sh IDX_CAT NEOCOG_UNIPEN   (NC_SOURCE_ROOT names the source tree)
 set -u
 cat_bin=$1
@@ -61,6 +62,36 @@ grey=$(tail -c +17 "$tmp/bin-images-idx3-ubyte" | od -An -v -tu1 | tr -s ' ' '\n
 [ $? -eq 2 ] || fail "--look paper: not a usage error"
 grep -q "^neocog-unipen: bad value for --look: 'paper'" "$tmp/err" ||
     fail "--look paper: said '$(cat "$tmp/err")'"
+# --variant-blocks: block v is every sample's drawing v (block 0: the images of
+# --variants 1, in another order), all the blocks the images of --variants K
+# without it; each block holds every sample's label once; not with --count
+u2=$root/tests/data/unipen-2w.jsonl.gz
+for a in "blk --variants 3 --variant-blocks" "one --variants 1" "mix --variants 3"; do
+    set -- $a
+    n=$1; shift
+    "$unipen_bin" --data "$u2" --split all --classes digits --seed 5 "$@" --out "$tmp/$n" \
+        2>/dev/null || fail "--variants ($n): exit $?"
+done
+rows() { tail -c +17 "$1" | od -An -v -tx1 -w784 | tr -d ' '; }
+rows "$tmp/blk-images-idx3-ubyte" >"$tmp/blk.rows"
+nb=$(($(wc -l <"$tmp/blk.rows") / 3))
+[ "$nb" -gt 0 ] && [ "$(wc -l <"$tmp/blk.rows")" -eq $((3 * nb)) ] || fail "blocks: $nb images a block"
+head -n "$nb" "$tmp/blk.rows" | sort >"$tmp/b0"
+sed -n "$((nb + 1)),$((2 * nb))p" "$tmp/blk.rows" | sort >"$tmp/b1"
+rows "$tmp/one-images-idx3-ubyte" | sort | cmp -s - "$tmp/b0" || fail "block 0 is not --variants 1"
+cmp -s "$tmp/b0" "$tmp/b1" && fail "blocks 0 and 1 hold the same drawings"
+sort "$tmp/blk.rows" >"$tmp/ball"
+rows "$tmp/mix-images-idx3-ubyte" | sort | cmp -s - "$tmp/ball" || fail "blocks: not the drawings of --variants 3"
+cmp -s "$tmp/blk-images-idx3-ubyte" "$tmp/mix-images-idx3-ubyte" && fail "blocks: the order of --variants 3"
+labels() { tail -c +9 "$1" | od -An -v -tu1 -w1 | tr -d ' '; }
+labels "$tmp/one-labels-idx1-ubyte" | sort >"$tmp/l1"
+for b in 0 1 2; do
+    labels "$tmp/blk-labels-idx1-ubyte" | sed -n "$((b * nb + 1)),$(((b + 1) * nb))p" | sort |
+        cmp -s - "$tmp/l1" || fail "block $b: not every sample's label once"
+done
+"$unipen_bin" --data "$u2" --variants 3 --variant-blocks --count 5 --out "$tmp/vc" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "not with --count" "$tmp/err" || fail "--variant-blocks --count: $(cat "$tmp/err")"
+
 # its options are io/opts.h's: the common wording, --help on stdout
 "$unipen_bin" --data "$root/tests/data/unipen-2w.jsonl.gz" --out "$tmp/p" --variants 0 \
     2>"$tmp/err"
