@@ -16,7 +16,10 @@
  *    neocog-unipen's 94 classes): the --train set is the training part,
  *    --val's images are appended as the validation part, --test is the test
  *    set; the classes file's labels go into the model file's record, and
- *    --arch's last layer must have one output per class.
+ *    --arch's last layer must have one output per class.  --epoch-blocks K:
+ *    the --train set is K renderings of the same characters one after
+ *    another (neocog-unipen --variant-blocks), and epoch e trains on
+ *    rendering (e - 1) mod K alone.
  *  - Input: every digit goes through nc_prep_apply with the prep the model
  *    file records, NC_PREP_CNN_29 (size 29, box 20, pad 0; NC_PREP_MNIST_28
  *    for a 1x28x28 input), once at load time, so the daemon later feeds the
@@ -243,7 +246,14 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     const uint32_t n_mnist = o.limit && o.limit < valid_first ? o.limit : valid_first;
     if (o.extra && train_cnn_load_extra(o.extra, K, &extra))
         goto out;
-    t.n_train = n_mnist + extra.count;
+    t.n_train = t.n_pool = n_mnist + extra.count;
+    const uint32_t blocks = o.epoch_blocks ? o.epoch_blocks : 1;
+    if (t.n_pool % blocks) {
+        fprintf(stderr, "neocog-train cnn: --epoch-blocks %u: the %u training images are not "
+                "%u renderings of one size\n", blocks, t.n_pool, blocks);
+        goto out;
+    }
+    t.n_train = t.n_pool / blocks;
     t.n_classes = K;
     t.net = net;
     t.live = isatty(STDERR_FILENO);
@@ -260,6 +270,11 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
     if (o.init) {
         size_t used = strlen(extra_note);
         snprintf(extra_note + used, sizeof(extra_note) - used, ", starting from %s", o.init);
+    }
+    if (blocks > 1) {
+        size_t used = strlen(extra_note);
+        snprintf(extra_note + used, sizeof(extra_note) - used,
+                 " (%u renderings of %u, one an epoch)", blocks, t.n_train);
     }
     if (o.teacher) {
         size_t used = strlen(extra_note);
@@ -395,7 +410,7 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
             err = nc_gpu_cnn_set_path(g, o.unrolled ? NC_GPU_CNN_PATH_UNROLLED
                                                     : NC_GPU_CNN_PATH_DIRECT);
         if (!err)
-            err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_train,
+            err = nc_gpu_cnn_set_train_data(g, t.inputs, t.labels, t.n_pool,
                                             o.deform ? &dparams : NULL);
         if (!err && t.targets)
             err = nc_gpu_cnn_set_train_targets(g, t.targets);
@@ -446,9 +461,10 @@ int train_cnn_main(int argc, char **argv, const train_cmdline *cmd)
         double t0 = train_now(), loss;
         uint32_t train_errors, valid_errors = 0;
         /* Every epoch shuffles the identity permutation, so that resuming
-         * (which starts from the identity) replays the same orders. */
+         * (which starts from the identity) replays the same orders; with
+         * --epoch-blocks, that of the epoch's block of the pool. */
         for (uint32_t i = 0; i < t.n_train; i++)
-            t.order[i] = i;
+            t.order[i] = e % blocks * t.n_train + i;
         if ((err = train_cnn_epoch(&t, &st, lr, &loss, &train_errors)))
             goto fail;
 #if NC_HAVE_CUDA

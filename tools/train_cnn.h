@@ -65,6 +65,7 @@ typedef struct options {
     const char *test_set;   /* --test PREFIX: its test set */
     const char *data_note;  /* --data-note: where --train's images came from */
     int prep_line;          /* --prep line: NC_PREP_LINE (image.h), not MNIST's */
+    uint32_t epoch_blocks;  /* --train is this many renderings, one an epoch */
 } options;
 
 /* One row of the per-epoch table. */
@@ -92,7 +93,9 @@ typedef struct trainer {
     const uint8_t *labels;  /* [n_train] */
     const float *targets;   /* [n_train][n_classes] soft targets (--teacher), or NULL */
     uint32_t n_classes;     /* the net's outputs */
-    uint32_t n_train;       /* the pool: MNIST digits 0.., then any --extra */
+    uint32_t n_train;       /* images an epoch: the pool (MNIST digits 0.., then any
+                               --extra), or one of its --epoch-blocks */
+    uint32_t n_pool;        /* images in inputs[] */
     uint32_t side;
     nc_cnn *net;
     nc_cnn_work *w;

@@ -44,14 +44,16 @@
 static void config_string(const options *o, char *dst, size_t cap)
 {
     /* deform_scale, deform_params, keep_last, softmax, init_gain,
-     * average_last, momentum and prep only when not the default, so checkpoints
+     * average_last, momentum, prep and epoch_blocks only when not the default, so checkpoints
      * written before those options still resume; an average also fixes
      * --epochs, which places its window */
     char scale[48] = "", teacher[48] = "", softmax[48] = "", gain[48] = "", avg[64] = "";
-    char dparams[160] = "", mom[48] = "", sets[2048] = "";
+    char dparams[160] = "", mom[48] = "", sets[2048] = "", blocks[48] = "";
     if (o->train_set)
         snprintf(sets, sizeof sets, " train=%s val=%s", o->train_set,
                  o->val_set ? o->val_set : "-");
+    if (o->epoch_blocks > 1)
+        snprintf(blocks, sizeof blocks, " epoch_blocks=%u", o->epoch_blocks);
     if (o->momentum > 0.0f)
         snprintf(mom, sizeof(mom), " momentum=%.9g", (double)o->momentum);
     else if (o->adam)
@@ -73,13 +75,13 @@ static void config_string(const options *o, char *dst, size_t cap)
     if (o->average_last)
         snprintf(avg, sizeof(avg), " average_last=%u epochs=%u", o->average_last, o->epochs);
     snprintf(dst, cap, "arch=%s batch=%u lr=%.9g lr_decay=%.9g validation=%u limit=%u "
-             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
+             "deform=%d%s%s seed=%llu%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s", o->arch, o->batch, (double)o->lr,
              (double)o->lr_decay, o->validation, o->limit, o->deform, scale, dparams,
              (unsigned long long)o->seed, o->keep_last ? " keep_last=1" : "",
              o->extra ? " extra=" : "", o->extra ? o->extra : "",
              o->init ? " init=" : "", o->init ? o->init : "", o->teacher ? " teacher=" : "",
              o->teacher ? o->teacher : "", teacher, softmax, gain, avg, mom, sets,
-             o->prep_line ? " prep=line" : "");
+             o->prep_line ? " prep=line" : "", blocks);
 }
 
 int train_cnn_write_checkpoint(const char *path, const options *o, const nc_cnn *net,

@@ -18,7 +18,7 @@ enum {
     O_LR_DECAY, O_MOMENTUM, O_ADAM, O_VALIDATION, O_KEEP_LAST, O_AVERAGE_LAST, O_NO_TEST,
     O_LIMIT, O_DEFORM, O_NO_DEFORM, O_DEFORM_PARAMS, O_DEFORM_SCALE, O_SEED, O_THREADS, O_GPU,
     O_EXTRA, O_INIT, O_TEACHER, O_TEACHER_WEIGHT, O_SOFTMAX, O_INIT_GAIN, O_GPU_KERNELS,
-    O_CHECKPOINT, O_RESUME, O_PREP, O_END,
+    O_CHECKPOINT, O_RESUME, O_PREP, O_EPOCH_BLOCKS, O_END,
 };
 
 static const nc_opt table[] = {
@@ -128,6 +128,12 @@ static const nc_opt table[] = {
         "the same network" },
     [O_CHECKPOINT] = { "checkpoint", "FILE", "rewrite FILE atomically after every epoch" },
     [O_RESUME] = { "resume", NULL, "continue from --checkpoint (same options)" },
+    [O_EPOCH_BLOCKS] = { "epoch-blocks", "K",
+        "--train holds K renderings of the same characters, one\n"
+        "after another (neocog-unipen --variants K\n"
+        "--variant-blocks): epoch e trains on rendering\n"
+        "(e - 1) mod K alone, so every epoch sees new pen widths\n"
+        "and deformations (default 1: every image every epoch)" },
     [O_PREP] = { "prep", "mnist|line",
         "the preparation the model file records: mnist (default:\n"
         "ink cropped, fit in a 20 px box) or line (the image is\n"
@@ -232,6 +238,9 @@ int train_cnn_parse_options(int argc, char **argv, options *o)
             err = !o->prep_line && strcmp(v, "mnist");
             break;
         case O_KEEP_LAST: o->keep_last = 1; break;
+        case O_EPOCH_BLOCKS:
+            err = train_parse_u32(v, &o->epoch_blocks) || o->epoch_blocks == 0;
+            break;
         case O_NO_TEST: o->no_test = 1; break;
         case O_TRAIN: o->train_set = v; break;
         case O_VAL: o->val_set = v; break;
@@ -302,6 +311,8 @@ int train_cnn_parse_options(int argc, char **argv, options *o)
         return train_opts_fail(&p, "--val, --test and --data-note go with --train");
     if (o->train_set && !o->test_set == !o->no_test)
         return train_opts_fail(&p, "--train needs --test PREFIX or --no-test");
+    if (o->epoch_blocks > 1 && (!o->train_set || o->extra))
+        return train_opts_fail(&p, "--epoch-blocks goes with --train, without --extra");
     if (o->train_set && o->teacher)
         return train_opts_fail(&p, "--teacher is for MNIST digits");
     if (!o->train_set && o->validation >= MNIST_TRAIN)

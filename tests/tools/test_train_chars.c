@@ -11,7 +11,8 @@
  * the labels kept; `eval --idx` prints the character report (kinds, top-3,
  * the groups, the confusions) and refuses a set whose classes are not the
  * model's, and its --sheet captions each error with the true label and the
- * answer, letters included.  Last the calibrated file answers an image through the engine
+ * answer, letters included.  --epoch-blocks trains each epoch on one
+ * rendering of the set.  Last the calibrated file answers an image through the engine
  * table and core/backend/answer with all 12 candidates, each once, best first.
  * Usage: test_train_chars NEOCOG-TRAIN. */
 #include "fixture.h"
@@ -26,6 +27,7 @@
 
 #include "answer.h"
 #include "backend.h"
+#include "cnn.h"
 #include "dataset.h"
 #include "decode.h"
 #include "fileio.h"
@@ -37,26 +39,30 @@
 #define ARCH12 "1x29x29-4C4-MP2-6C5-MP3-12N"
 
 /* prefix-*: the fixture's digits, every fourth one transposed and labelled
- * "x" (from an even digit) or "X" (odd), and the classes file `classes`. */
-static int make_set(const char *prefix, uint32_t first, uint32_t count, const char *classes)
+ * "x" (from an even digit) or "X" (odd), and the classes file `classes`:
+ * count digits from each of first[0..n_ranges), one range after another. */
+static int make_ranges(const char *prefix, const uint32_t *first, uint32_t n_ranges,
+                       uint32_t count, const char *classes)
 {
     nc_dataset fx = { 0 }, d = { 0 };
     int err = nc_test_fixture(&fx);
     if (err)
         return err;
     const size_t px = (size_t)fx.rows * fx.cols;
-    d = (nc_dataset){ count, fx.rows, fx.cols, malloc(count * px), malloc(count) };
+    const uint32_t total = n_ranges * count;
+    d = (nc_dataset){ total, fx.rows, fx.cols, malloc(total * px), malloc(total) };
     if (!d.pixels || !d.labels)
         err = -ENOMEM;
-    for (uint32_t i = 0; !err && i < count; i++) {
-        const uint32_t k = (first + i) % fx.count;
+    for (uint32_t j = 0; !err && j < total; j++) {
+        const uint32_t i = j % count, r = j / count;
+        const uint32_t k = (first[r] + i) % fx.count;
         const uint8_t *src = fx.pixels + k * px;
-        uint8_t *dst = d.pixels + i * px;
-        const int odd = (first + i) % 4 == 0;
+        uint8_t *dst = d.pixels + j * px;
+        const int odd = (first[r] + i) % 4 == 0;
         for (uint32_t y = 0; y < fx.rows; y++)
             for (uint32_t x = 0; x < fx.cols; x++)
                 dst[y * fx.cols + x] = odd ? src[x * fx.cols + y] : src[y * fx.cols + x];
-        d.labels[i] = odd ? (uint8_t)(10 + fx.labels[k] % 2) : fx.labels[k];
+        d.labels[j] = odd ? (uint8_t)(10 + fx.labels[k] % 2) : fx.labels[k];
     }
     if (!err)
         err = nc_file_write_idx(prefix, &d);
@@ -67,6 +73,11 @@ static int make_set(const char *prefix, uint32_t first, uint32_t count, const ch
     nc_dataset_fini(&d);
     nc_dataset_fini(&fx);
     return err;
+}
+
+static int make_set(const char *prefix, uint32_t first, uint32_t count, const char *classes)
+{
+    return make_ranges(prefix, &first, 1, count, classes);
 }
 
 /* Run the tool with stderr captured with stdout. */
@@ -96,6 +107,81 @@ static nc_backend *open_file(const char *path)
         nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
     free(buf);
     return be;
+}
+
+/* The weights of a one-column model file (malloc'd, *n of them), or NULL. */
+static float *load_params(const char *path, uint32_t *n)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_cnn_committee *c = NULL;
+    float *p = NULL;
+    if (nc_file_read(path, 64u << 20, &buf, &len) == 0 &&
+        nc_cnn_committee_load(buf, len, &c, NULL) == 0 && c->n_columns == 1 &&
+        (p = malloc(c->column[0]->n_params * sizeof *p))) {
+        *n = c->column[0]->n_params;
+        memcpy(p, c->column[0]->params, *n * sizeof *p);
+    }
+    nc_cnn_committee_free(c);
+    free(buf);
+    return p;
+}
+
+/* --epoch-blocks 2 over S then T (two renderings of one size): epoch 1
+ * trains on S alone, epoch 2 on T alone.  So over S then S it is S's own
+ * run for any epochs, bit for bit; over S then T, S's own run for one
+ * epoch and another for two; the record says so; sizes that do not divide
+ * and a set without --train are refused. */
+static void test_epoch_blocks(const char *tool, const char *dir, const char *va,
+                              const char *classes)
+{
+    char s[256], ss[256], st[256], m[4][256];
+    snprintf(s, sizeof s, "%s/blk-s", dir);
+    snprintf(ss, sizeof ss, "%s/blk-ss", dir);
+    snprintf(st, sizeof st, "%s/blk-st", dir);
+    static const uint32_t r_ss[2] = { 0, 0 }, r_st[2] = { 0, 200 };
+    REQUIRE(make_set(s, 0, 200, classes) == 0);
+    REQUIRE(make_ranges(ss, r_ss, 2, 200, classes) == 0);
+    REQUIRE(make_ranges(st, r_st, 2, 200, classes) == 0);
+    /* m[0]: S, m[1]: S then S in blocks, m[2]: S then T in blocks, m[3]: S then T whole */
+    const char *set[4] = { s, ss, st, st };
+    const char *blocks[4] = { "1", "2", "2", "1" };
+    float *p[2][4] = { { NULL } };
+    uint32_t n[2][4] = { { 0 } };
+    for (int e = 0; e < 2; e++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(m[k], sizeof m[k], "%s/blk-%d.ncm", dir, k);
+            const char *args[] = { "cnn", "--train", set[k], "--val", va, "--no-test",
+                                   "--arch", ARCH12, "--epochs", e ? "2" : "1", "--batch",
+                                   "4", "--softmax", "3", "--seed", "3", "--keep-last",
+                                   "--epoch-blocks", blocks[k], "--out", m[k], NULL };
+            CHECK_INT_EQ(run(tool, args, NULL), 0);
+            p[e][k] = load_params(m[k], &n[e][k]);
+            CHECK(p[e][k] != NULL);
+        }
+    for (int e = 0; e < 2; e++) {
+        if (!p[e][0] || !p[e][1] || !p[e][2] || !p[e][3])
+            continue;
+        const size_t bytes = n[e][0] * sizeof(float);
+        CHECK_MSG(n[e][1] == n[e][0] && !memcmp(p[e][1], p[e][0], bytes),
+                  "%d epochs: S then S in two blocks is not S's run", e + 1);
+        CHECK_MSG(n[e][2] == n[e][0] && !memcmp(p[e][2], p[e][0], bytes) == !e,
+                  "%d epochs: S then T in two blocks %s S's run", e + 1,
+                  e ? "is" : "is not");
+        CHECK_MSG(memcmp(p[e][3], p[e][0], bytes) != 0,
+                  "%d epochs: S then T whole is S's run", e + 1);
+    }
+    for (int e = 0; e < 2; e++)
+        for (int k = 0; k < 4; k++)
+            free(p[e][k]);
+    nc_backend *be = open_file(m[2]);
+    CHECK(be && strstr(be->info.data, "(2 renderings of 200, one an epoch)"));
+    nc_backend_close(be);
+    const char *odd[] = { "cnn", "--train", st, "--val", va, "--no-test", "--arch", ARCH12,
+                          "--epochs", "1", "--epoch-blocks", "3", "--out", m[0], NULL };
+    CHECK_INT_EQ(run(tool, odd, NULL), 1);
+    const char *mnist[] = { "cnn", "--epoch-blocks", "2", "--out", m[0], NULL };
+    CHECK_INT_EQ(run(tool, mnist, NULL), 2);
 }
 
 /* The first and last "loss X" of the progress lines. */
@@ -221,6 +307,8 @@ int main(int argc, char **argv)
         CHECK(strstr(be->info.command, "--train") != NULL);
     }
     nc_backend_close(be);
+
+    test_epoch_blocks(tool, dir, va, classes);
 
     /* refusals */
     const char *ten[] = { "cnn", "--train", tr, "--val", va, "--no-test", "--arch",
