@@ -68,7 +68,8 @@ typedef struct options {
 
 enum {
     O_DATA, O_OUT, O_COUNTS, O_CLASSES, O_SPLIT, O_SIZE_MODE, O_SIZE, O_COUNT, O_SEED,
-    O_VARIANTS, O_VARIANT_BLOCKS, O_PEN_WIDTH, O_SLANT, O_ROTATE, O_ASPECT, O_SCALE, O_JITTER, O_PLAIN,
+    O_VARIANTS, O_VARIANT_BLOCKS, O_PEN_WIDTH, O_SLANT, O_ROTATE, O_ASPECT, O_SCALE,
+    O_JITTER, O_PLAIN,
     O_LOOK, O_SHEET, O_SHEET_COLS, O_END,
 };
 
@@ -108,7 +109,8 @@ static nc_opts opts = {
         "usage: neocog-unipen --data FILE.jsonl.gz (--out PREFIX | --counts)\n"
         "  [--classes digits|alnum|all94] [--split train|val|all] [--size-mode box|line]\n"
         "  [--size 28|29] [--count N] [--seed S] [--variants K [--variant-blocks]]\n"
-        "  [--pen-width MIN:MAX] [--slant DEG] [--rotate DEG] [--aspect F] [--scale F] [--jitter F] [--plain]\n"
+        "  [--pen-width MIN:MAX] [--slant DEG] [--rotate DEG] [--aspect F] [--scale F]\n"
+        "  [--jitter F] [--plain]\n"
         "  [--look none|binary|stretch|r16|blur]\n"
         "  [--sheet FILE.pgm] [--sheet-cols N]\n"
         "UNIPEN pen strokes to training and validation images (IDX, MNIST's layout);\n"

@@ -57,8 +57,8 @@ static const char usage_text[] =
     "Bundle CNN column files (same input, classes and preprocessing; the\n"
     "architectures may differ) into one committee model file that answers with\n"
     "the mean of the columns' outputs, measure its error on MNIST t10k (not with\n"
-    "--no-test) and record it with the command.  Each column keeps its own record (command, seed,\n"
-    "epochs, test error).  Calibrate the result afterwards (neocog-train\n"
+    "--no-test) and record it with the command.  Each column keeps its own record\n"
+    "(command, seed, epochs, test error).  Calibrate the result afterwards (neocog-train\n"
     "calibrate): the bundling writes no calibration.  Neocognitron files (same\n"
     "input, classes and preprocessing) are bundled the same way: the committee\n"
     "answers with the mean of the members' raw scores.\n";
@@ -209,8 +209,8 @@ int train_committee_main(int argc, char **argv, const train_cmdline *cmd)
         return TRAIN_EXIT_FAIL;
     if (no_test && kind == NC_MF_KIND_NEOCOG)
         return nc_opts_error(&p, "--no-test is for CNN columns"), nc_opts_fail(&p);
-    const char *dir = no_test ? NULL : train_need_data_dir(WHO, data);
-    if (!dir && !no_test)
+    const char *dir = NULL;
+    if (!no_test && !(dir = train_need_data_dir(WHO, data)))
         return TRAIN_EXIT_USAGE;
 
     char command[1024];
