@@ -65,9 +65,9 @@ int train_set_views(const uint32_t *heights, uint32_t n_heights, const uint32_t 
 /* Model files are read whole; the shipped neocognitron is 14 MB. */
 #define TRAIN_MODEL_MAX_BYTES ((size_t)1 << 31)
 
-/* What is wrong with the cascade sections of a neocognitron file image
- * (core/neocog/neocog.h), or NULL when they are fine or absent: for the
- * sentence after a refused file. */
+/* What is wrong with a neocognitron file image as a whole (its classes,
+ * its members' views, its cascade: nc_neocog_committee_why), or NULL: for
+ * the sentence after a refused file. */
 const char *train_cascade_why(const uint8_t *buf, size_t len);
 
 /* Read a model file and open it on the CPU engine table.  *ret_buf (may be

@@ -30,17 +30,7 @@ void openblas_set_num_threads(int num_threads);
 
 const char *train_cascade_why(const uint8_t *buf, size_t len)
 {
-    nc_mf_reader *r = NULL;
-    const char *why = NULL;
-    if (buf && !nc_mf_open(buf, len, &r)) {
-        nc_neocog_cascade c;
-        uint32_t members = 1;           /* the one-network form has no NMEM */
-        nc_mf_get_u32(r, NC_NEOCOG_TAG_NMEM, &members, 1);
-        if (nc_mf_kind_of(r) == NC_MF_KIND_NEOCOG)
-            nc_neocog_cascade_read(r, members, &c, &why);
-        nc_mf_close(r);
-    }
-    return why;
+    return buf ? nc_neocog_committee_why(buf, len) : NULL;
 }
 
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,

@@ -585,6 +585,12 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
                              nc_model_info *ret_info);
 void nc_neocog_committee_free(nc_neocog_committee *c);     /* NULL is fine */
 
+/* Why nc_neocog_committee_load refuses buf with -EBADMSG, when the file as
+ * a whole is at fault (its classes, its members' views, its cascade's
+ * sections or view): a sentence for the user; NULL when it loads or fails
+ * otherwise (a member, memory). */
+const char *nc_neocog_committee_why(const uint8_t *buf, size_t len);
+
 /* Member m (0-based) of either form, with its own record and classifier
  * mark (ret_info, ret_top_t may be NULL): for tools and tests that study one
  * network of whatever neocognitron file they are given.  -ENOENT when the

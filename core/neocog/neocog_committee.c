@@ -240,9 +240,12 @@ static int load_members(const nc_mf_reader *r, const nc_model_info *info,
     return 0;
 }
 
-int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee **ret_c,
-                             nc_model_info *ret_info)
+/* nc_neocog_committee_load, and *why (NULL: none) a sentence for a
+ * -EBADMSG of the file as a whole (its classes, views or cascade). */
+static int committee_load(const uint8_t *buf, size_t len, nc_neocog_committee **ret_c,
+                          nc_model_info *ret_info, const char **why)
 {
+    *why = NULL;
     if (!buf || !ret_c)
         return -EINVAL;
     nc_mf_reader *r = NULL;
@@ -275,18 +278,20 @@ int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee
             goto out;
     }
     if (c->member[0]->arch.n_classes != info->n_classes) {
+        *why = "the first member's classes are not the file's";
         err = -EBADMSG;
         goto out;
     }
     /* which views each member answers on; every view must serve one */
     if (member_views(info, c->member_info, c->n_members, c->view_mask, &c->n_scores)) {
+        *why = "a member's views are not among the file's, or a view serves no member";
         err = -EBADMSG;
         goto out;
     }
     /* the cascade, when the file has one (neocog_cascade.c) */
-    if ((err = nc_neocog_cascade_read(r, c->n_members, &c->cascade, NULL)))
+    if ((err = nc_neocog_cascade_read(r, c->n_members, &c->cascade, why)))
         goto out;
-    if (nc_neocog_cascade_view_why(&c->cascade, c->view_mask)) {
+    if ((*why = nc_neocog_cascade_view_why(&c->cascade, c->view_mask))) {
         err = -EBADMSG;
         goto out;
     }
@@ -299,6 +304,23 @@ out:
     nc_mf_close(r);
     free(info);
     return err;
+}
+
+int nc_neocog_committee_load(const uint8_t *buf, size_t len, nc_neocog_committee **ret_c,
+                             nc_model_info *ret_info)
+{
+    const char *why;
+    return committee_load(buf, len, ret_c, ret_info, &why);
+}
+
+const char *nc_neocog_committee_why(const uint8_t *buf, size_t len)
+{
+    nc_neocog_committee *c = NULL;
+    const char *why = NULL;
+    if (committee_load(buf, len, &c, NULL, &why) != -EBADMSG)
+        why = NULL;
+    nc_neocog_committee_free(c);
+    return why;
 }
 
 int nc_neocog_load_member(const uint8_t *buf, size_t len, uint32_t m, nc_neocog **ret_net,

@@ -468,6 +468,7 @@ static void test_file(void)
         nc_backend_close(be);
         const char *why = why_of(b, lb, M);
         CHECK_MSG(why && strstr(why, "cascade"), "case %zu: no phrase", i);
+        CHECK_MSG(nc_neocog_committee_why(b, lb) == why, "case %zu: the loader's phrase", i);
         free(b);
     }
     /* a well-formed pair through forge loads: the cases above fail on their flaw */
@@ -524,11 +525,15 @@ static void test_file(void)
     c = NULL;
     CHECK_INT_EQ(nc_neocog_committee_load(b, lb, &c, NULL), -EBADMSG);
     nc_neocog_committee_free(c);
+    const char *lwhy = nc_neocog_committee_why(b, lb);
+    CHECK_MSG(lwhy && strstr(lwhy, "not one of the first member's views"), "loader: %s",
+              lwhy ? lwhy : "(none)");
     free(b);
     REQUIRE(forge_view(base, lbase, one, 1, ok_rule, 2, (const uint32_t[]){ 1 }, 1, ok_rule, 2,
                        &b, &lb) == 0);
     CHECK_INT_EQ(nc_neocog_committee_load(b, lb, &c, NULL), 0);
     nc_neocog_committee_free(c);
+    CHECK(nc_neocog_committee_why(b, lb) == NULL);
     free(b);
     const nc_neocog_cascade vc = { .on = 1, .first = 1, .threshold = 0.5, .beta = 1.0,
                                    .view_on = 1, .view = 2, .view_threshold = 0.5,
