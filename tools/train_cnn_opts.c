@@ -311,8 +311,9 @@ int train_cnn_parse_options(int argc, char **argv, options *o)
         return train_opts_fail(&p, "--val, --test and --data-note go with --train");
     if (o->train_set && !o->test_set == !o->no_test)
         return train_opts_fail(&p, "--train needs --test PREFIX or --no-test");
-    if (o->epoch_blocks > 1 && (!o->train_set || o->extra))
-        return train_opts_fail(&p, "--epoch-blocks goes with --train, without --extra");
+    if (o->epoch_blocks > 1 && (!o->train_set || o->extra || o->limit))
+        return train_opts_fail(&p, "--epoch-blocks goes with --train, without --extra or "
+                                   "--limit (the set is its renderings whole)");
     if (o->train_set && o->teacher)
         return train_opts_fail(&p, "--teacher is for MNIST digits");
     if (!o->train_set && o->validation >= MNIST_TRAIN)

@@ -182,6 +182,9 @@ static void test_epoch_blocks(const char *tool, const char *dir, const char *va,
     CHECK_INT_EQ(run(tool, odd, NULL), 1);
     const char *mnist[] = { "cnn", "--epoch-blocks", "2", "--out", m[0], NULL };
     CHECK_INT_EQ(run(tool, mnist, NULL), 2);
+    const char *limit[] = { "cnn", "--train", st, "--val", va, "--no-test", "--arch", ARCH12,
+                            "--epoch-blocks", "2", "--limit", "100", "--out", m[0], NULL };
+    CHECK_INT_EQ(run(tool, limit, NULL), 2);
 }
 
 /* The first and last "loss X" of the progress lines. */
