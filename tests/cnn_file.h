@@ -1,5 +1,6 @@
-/* tests/cnn_file.h — CNN model files written by tests: the record every
- * test file of ten digits shares, and the save-and-write step.  One copy
+/* tests/cnn_file.h — CNN model files written and read by tests: the record
+ * every test file of ten digits shares, the save-and-write step, reading a
+ * column back and comparing weights.  One copy
  * for the test suites that make such files (daemon, tools) instead of one
  * each.  Header-only; link nc_cnn_lib, nc_modelfile_lib and nc_io_lib. */
 #ifndef NC_TEST_CNN_FILE_H
@@ -35,6 +36,26 @@ static inline int nc_test_write_cnn(const char *path, const nc_cnn *net,
         err = nc_file_write_atomic(path, buf, len);
     free(buf);
     return err;
+}
+
+/* The one-column model file at path, its record into info (may be NULL);
+ * NULL when it cannot be read or is not one column. */
+static inline nc_cnn *nc_test_read_cnn(const char *path, nc_model_info *info)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    nc_cnn *net = NULL;
+    if (nc_file_read(path, 64u << 20, &buf, &len) == 0)
+        nc_cnn_load(buf, len, &net, info);
+    free(buf);
+    return net;
+}
+
+/* Whether a and b hold the same weights, bit for bit (NULL never does). */
+static inline int nc_test_same_params(const nc_cnn *a, const nc_cnn *b)
+{
+    return a && b && a->n_params == b->n_params &&
+           memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0;
 }
 
 #endif

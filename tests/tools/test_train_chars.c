@@ -15,6 +15,7 @@
  * rendering of the set.  Last the calibrated file answers an image through the engine
  * table and core/backend/answer with all 12 candidates, each once, best first.
  * Usage: test_train_chars NEOCOG-TRAIN. */
+#include "cnn_file.h"
 #include "fixture.h"
 #include "run_capture.h"
 #include "test.h"
@@ -109,24 +110,6 @@ static nc_backend *open_file(const char *path)
     return be;
 }
 
-/* The weights of a one-column model file (malloc'd, *n of them), or NULL. */
-static float *load_params(const char *path, uint32_t *n)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    nc_cnn_committee *c = NULL;
-    float *p = NULL;
-    if (nc_file_read(path, 64u << 20, &buf, &len) == 0 &&
-        nc_cnn_committee_load(buf, len, &c, NULL) == 0 && c->n_columns == 1 &&
-        (p = malloc(c->column[0]->n_params * sizeof *p))) {
-        *n = c->column[0]->n_params;
-        memcpy(p, c->column[0]->params, *n * sizeof *p);
-    }
-    nc_cnn_committee_free(c);
-    free(buf);
-    return p;
-}
-
 /* --epoch-blocks 2 over S then T (two renderings of one size): epoch 1
  * trains on S alone, epoch 2 on T alone.  So over S then S it is S's own
  * run for any epochs, bit for bit; over S then T, S's own run for one
@@ -146,8 +129,7 @@ static void test_epoch_blocks(const char *tool, const char *dir, const char *va,
     /* m[0]: S, m[1]: S then S in blocks, m[2]: S then T in blocks, m[3]: S then T whole */
     const char *set[4] = { s, ss, st, st };
     const char *blocks[4] = { "1", "2", "2", "1" };
-    float *p[2][4] = { { NULL } };
-    uint32_t n[2][4] = { { 0 } };
+    nc_cnn *p[2][4] = { { NULL } };
     for (int e = 0; e < 2; e++)
         for (int k = 0; k < 4; k++) {
             snprintf(m[k], sizeof m[k], "%s/blk-%d.ncm", dir, k);
@@ -156,24 +138,23 @@ static void test_epoch_blocks(const char *tool, const char *dir, const char *va,
                                    "4", "--softmax", "3", "--seed", "3", "--keep-last",
                                    "--epoch-blocks", blocks[k], "--out", m[k], NULL };
             CHECK_INT_EQ(run(tool, args, NULL), 0);
-            p[e][k] = load_params(m[k], &n[e][k]);
+            p[e][k] = nc_test_read_cnn(m[k], NULL);
             CHECK(p[e][k] != NULL);
         }
     for (int e = 0; e < 2; e++) {
         if (!p[e][0] || !p[e][1] || !p[e][2] || !p[e][3])
             continue;
-        const size_t bytes = n[e][0] * sizeof(float);
-        CHECK_MSG(n[e][1] == n[e][0] && !memcmp(p[e][1], p[e][0], bytes),
+        CHECK_MSG(nc_test_same_params(p[e][1], p[e][0]),
                   "%d epochs: S then S in two blocks is not S's run", e + 1);
-        CHECK_MSG(n[e][2] == n[e][0] && !memcmp(p[e][2], p[e][0], bytes) == !e,
+        CHECK_MSG(nc_test_same_params(p[e][2], p[e][0]) == !e,
                   "%d epochs: S then T in two blocks %s S's run", e + 1,
                   e ? "is" : "is not");
-        CHECK_MSG(memcmp(p[e][3], p[e][0], bytes) != 0,
+        CHECK_MSG(!nc_test_same_params(p[e][3], p[e][0]),
                   "%d epochs: S then T whole is S's run", e + 1);
     }
     for (int e = 0; e < 2; e++)
         for (int k = 0; k < 4; k++)
-            free(p[e][k]);
+            nc_cnn_free(p[e][k]);
     nc_backend *be = open_file(m[2]);
     CHECK(be && strstr(be->info.data, "(2 renderings of 200, one an epoch)"));
     nc_backend_close(be);

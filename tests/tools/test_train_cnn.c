@@ -32,6 +32,7 @@
  * normalised layer's mean and variance over the first 250 training digits,
  * undeformed, as computed here.
  * Usage: test_train_cnn NEOCOG-TRAIN. */
+#include "cnn_file.h"
 #include "fixture.h"
 #include "run_capture.h"
 #include "test.h"
@@ -162,17 +163,6 @@ static int parse_valid(const char *out, long *valid)
     return n;
 }
 
-static nc_cnn *load_file(const char *path, nc_model_info *info)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    nc_cnn *net = NULL;
-    if (nc_file_read(path, 64u << 20, &buf, &len) == 0)
-        nc_cnn_load(buf, len, &net, info);
-    free(buf);
-    return net;
-}
-
 /* The net a checkpoint holds in section tag ('CKNT' current, 'CKBS' best). */
 static nc_cnn *load_ckpt(const char *path, uint32_t tag)
 {
@@ -214,12 +204,6 @@ static void check_refused(const char *tool, const char *const *args, const char 
     free(out);
 }
 
-static int same_params(const nc_cnn *a, const nc_cnn *b)
-{
-    return a && b && a->n_params == b->n_params &&
-           memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0;
-}
-
 static void test_keep_last(const char *tool, const char *dir)
 {
     char out_best[512], out_last[512], ck_best[512], ck_last[512];
@@ -252,7 +236,7 @@ static void test_keep_last(const char *tool, const char *dir)
     CHECK(a_out && strstr(a_out, "(lowest validation error)"));
 
     nc_model_info ia, ib;
-    nc_cnn *best = load_file(out_best, &ia), *last = load_file(out_last, &ib);
+    nc_cnn *best = nc_test_read_cnn(out_best, &ia), *last = nc_test_read_cnn(out_last, &ib);
     nc_cnn *a_cur = load_ckpt(ck_best, NC_MF_TAG('C', 'K', 'N', 'T'));
     nc_cnn *a_bst = load_ckpt(ck_best, NC_MF_TAG('C', 'K', 'B', 'S'));
     nc_cnn *b_cur = load_ckpt(ck_last, NC_MF_TAG('C', 'K', 'N', 'T'));
@@ -261,11 +245,11 @@ static void test_keep_last(const char *tool, const char *dir)
     CHECK_INT_EQ(ia.epochs, lowest);
     CHECK_INT_EQ(ib.epochs, EPOCHS);
     CHECK(strstr(ib.command, "--keep-last") != NULL);
-    CHECK_MSG(same_params(best, a_bst), "the kept file is not the checkpoint's best");
-    CHECK_MSG(same_params(last, b_cur) && same_params(b_bst, b_cur),
+    CHECK_MSG(nc_test_same_params(best, a_bst), "the kept file is not the checkpoint's best");
+    CHECK_MSG(nc_test_same_params(last, b_cur) && nc_test_same_params(b_bst, b_cur),
               "--keep-last: the file is not the last epoch's weights");
-    CHECK_MSG(same_params(last, a_cur), "--keep-last trained other weights than without it");
-    CHECK_MSG(same_params(best, last) == (lowest == EPOCHS),
+    CHECK_MSG(nc_test_same_params(last, a_cur), "--keep-last trained other weights than without it");
+    CHECK_MSG(nc_test_same_params(best, last) == (lowest == EPOCHS),
               "the two files should differ exactly when the lowest epoch is not the last");
 
     /* a checkpoint of the other kind is refused, not mixed */
@@ -314,12 +298,12 @@ static void test_no_test(const char *tool, const char *dir)
     free(b_out);
     CHECK_MSG(access(out_x, F_OK) != 0, "%s written without its test files", out_x);
     nc_model_info info, info_last;
-    nc_cnn *net = load_file(out, &info), *ref = load_file(last, &info_last);
+    nc_cnn *net = nc_test_read_cnn(out, &info), *ref = nc_test_read_cnn(last, &info_last);
     REQUIRE(net && ref);
     CHECK_MSG(info.test_error < 0.0, "--no-test recorded a test error of %g", info.test_error);
     CHECK(info_last.test_error >= 0.0);
     CHECK(strstr(info.command, "--no-test") != NULL);
-    CHECK_MSG(same_params(net, ref), "--no-test trained other weights than without it");
+    CHECK_MSG(nc_test_same_params(net, ref), "--no-test trained other weights than without it");
     nc_cnn_free(net);
     nc_cnn_free(ref);
     free(a_out);
@@ -348,11 +332,11 @@ static void test_softmax(const char *tool, const char *dir)
 #undef COMMON
     check_loss_falls(tool, a_args, "--softmax");
     nc_model_info is, im;
-    nc_cnn *sm = load_file(out_sm, &is), *mse = load_file(out_mse, &im);
+    nc_cnn *sm = nc_test_read_cnn(out_sm, &is), *mse = nc_test_read_cnn(out_mse, &im);
     REQUIRE(sm && mse);
     CHECK(strstr(is.command, "--softmax 3") != NULL);
     CHECK(strstr(im.command, "--softmax") == NULL);
-    CHECK_MSG(!same_params(sm, mse), "--softmax trained the same weights as the squared error");
+    CHECK_MSG(!nc_test_same_params(sm, mse), "--softmax trained the same weights as the squared error");
     /* refused: a squared-error checkpoint, the teacher's targets, bad scales */
     check_refused(tool, b_args, "written with other options");
     check_refused(tool, c_args, "--softmax with --teacher");
@@ -382,7 +366,7 @@ static void test_relu(const char *tool, const char *dir)
 #undef COMMON
     check_loss_falls(tool, a_args, "relu");
     nc_model_info info;
-    nc_cnn *net = load_file(out_r, &info);
+    nc_cnn *net = nc_test_read_cnn(out_r, &info);
     REQUIRE(net);
     char got[NC_CNN_ARCH_MAX];
     CHECK_INT_EQ(nc_cnn_arch_format(net, got, sizeof got), 0);
@@ -451,7 +435,7 @@ static void test_norm(const char *tool, const char *dir)
                            "--out", out_n, "--checkpoint", ck_n, NULL };
     check_loss_falls(tool, args, "batch norm");
     nc_model_info info;
-    nc_cnn *file = load_file(out_n, &info), *best = load_ckpt(ck_n, NC_MF_TAG('C', 'K', 'B', 'S'));
+    nc_cnn *file = nc_test_read_cnn(out_n, &info), *best = load_ckpt(ck_n, NC_MF_TAG('C', 'K', 'B', 'S'));
     REQUIRE(file && best);
     char got[NC_CNN_ARCH_MAX];
     CHECK_INT_EQ(nc_cnn_arch_format(file, got, sizeof got), 0);
@@ -460,7 +444,7 @@ static void test_norm(const char *tool, const char *dir)
     CHECK_INT_EQ(nc_cnn_norm_layers(best), 2);
     nc_cnn *fold = NULL;
     CHECK_INT_EQ(nc_cnn_fold_norm(best, &fold), 0);
-    CHECK_MSG(same_params(fold, file), "the file is not the fold of the checkpoint's best net");
+    CHECK_MSG(nc_test_same_params(fold, file), "the file is not the fold of the checkpoint's best net");
     check_first_stats(best, &info.prep);
     /* a file to serve: a committee file takes it */
     uint8_t *buf = NULL;
@@ -543,14 +527,14 @@ static void test_average(const char *tool, const char *dir)
     free(out);
     out = NULL;
     nc_model_info info;
-    nc_cnn *avg = load_file(out_a, &info);
-    nc_cnn *b[3] = { load_file(out3, NULL), load_file(out4, NULL),
+    nc_cnn *avg = nc_test_read_cnn(out_a, &info);
+    nc_cnn *b[3] = { nc_test_read_cnn(out3, NULL), nc_test_read_cnn(out4, NULL),
                      load_ckpt(ck_a, NC_MF_TAG('C', 'K', 'N', 'T')) };
     REQUIRE(avg && b[0] && b[1] && b[2]);
     double worst = 0.0;
     CHECK_MSG(near_mean(avg, b, 3, &worst), "the file is not the mean of epochs 3-5 "
               "(largest miss %g)", worst);
-    CHECK_MSG(!same_params(avg, b[2]), "the file is the last epoch's weights");
+    CHECK_MSG(!nc_test_same_params(avg, b[2]), "the file is the last epoch's weights");
     CHECK_INT_EQ(info.epochs, EPOCHS);
     CHECK(strstr(info.command, "--average-last 3") != NULL);
     /* resuming the finished run writes the same average; a resume that
@@ -559,8 +543,8 @@ static void test_average(const char *tool, const char *dir)
     CHECK(out && strstr(out, "nothing left to train"));
     free(out);
     out = NULL;
-    nc_cnn *again = load_file(out_a, NULL);
-    CHECK_MSG(same_params(again, avg), "the resumed run wrote another average");
+    nc_cnn *again = nc_test_read_cnn(out_a, NULL);
+    CHECK_MSG(nc_test_same_params(again, avg), "the resumed run wrote another average");
     check_refused(tool, x_args, "written with other options");
     check_refused(tool, z_args, "bad value for --average-last");
     check_refused(tool, o_args, "--average-last must be 1..--epochs (5)");
@@ -571,11 +555,11 @@ static void test_average(const char *tool, const char *dir)
        is the fold of the checkpoint's averaged net with its own statistics */
     CHECK_INT_EQ(run_only(tool, n1_args), 0);
     CHECK_INT_EQ(run_only(tool, nk_args), 0);
-    nc_cnn *n1 = load_file(out_n, NULL), *nk = load_file(out_k, NULL);
-    CHECK_MSG(same_params(n1, nk), "--average-last 1 is not --keep-last");
+    nc_cnn *n1 = nc_test_read_cnn(out_n, NULL), *nk = nc_test_read_cnn(out_k, NULL);
+    CHECK_MSG(nc_test_same_params(n1, nk), "--average-last 1 is not --keep-last");
     CHECK_INT_EQ(run_only(tool, n_args), 0);
     nc_model_info ninfo;
-    nc_cnn *nfile = load_file(out_n, &ninfo), *nbest = load_ckpt(ck_n, NC_MF_TAG('C', 'K', 'B', 'S'));
+    nc_cnn *nfile = nc_test_read_cnn(out_n, &ninfo), *nbest = load_ckpt(ck_n, NC_MF_TAG('C', 'K', 'B', 'S'));
     REQUIRE(nfile && nbest);
     float mean[2][8], var[2][8];
     first_stats(nbest, &ninfo.prep, mean, var);
@@ -633,12 +617,12 @@ static void test_deform_params(const char *tool, const char *dir)
     char last[512];
     snprintf(last, sizeof last, "%s/last.ncm", dir);    /* test_keep_last's: no option */
     nc_model_info iz;
-    nc_cnn *z = load_file(out_z, &iz), *n = load_file(out_n, NULL), *d = load_file(out_d, NULL);
-    nc_cnn *e = load_file(out_e, NULL), *plain = load_file(last, NULL);
+    nc_cnn *z = nc_test_read_cnn(out_z, &iz), *n = nc_test_read_cnn(out_n, NULL), *d = nc_test_read_cnn(out_d, NULL);
+    nc_cnn *e = nc_test_read_cnn(out_e, NULL), *plain = nc_test_read_cnn(last, NULL);
     REQUIRE(z && n && d && e && plain);
-    CHECK_MSG(same_params(z, n), "all-zero deformations did not train as --no-deform");
-    CHECK_MSG(same_params(d, plain), "the documented defaults did not train as no option");
-    CHECK_MSG(!same_params(e, plain), "alpha=0 trained as the default deformations");
+    CHECK_MSG(nc_test_same_params(z, n), "all-zero deformations did not train as --no-deform");
+    CHECK_MSG(nc_test_same_params(d, plain), "the documented defaults did not train as no option");
+    CHECK_MSG(!nc_test_same_params(e, plain), "alpha=0 trained as the default deformations");
     CHECK_MSG(strstr(iz.data, "deformed (shift 0, rotate 0, scale 0, shear 0, sigma 0, "
                               "alpha 0)") != NULL, "data: %s", iz.data);
     check_refused(tool, bad1, "bad value for --deform-params");
@@ -703,9 +687,9 @@ static void check_resumed_run(const char *tool, const resumed_run *r, const char
     CHECK_INT_EQ(run_only(tool, r->args3), 0);
     CHECK_INT_EQ(run_only(tool, r->resume), 0);
     nc_model_info info;
-    nc_cnn *straight = load_file(r->out5, &info), *resumed = load_file(r->out35, NULL);
+    nc_cnn *straight = nc_test_read_cnn(r->out5, &info), *resumed = nc_test_read_cnn(r->out35, NULL);
     REQUIRE(straight && resumed);
-    CHECK_MSG(same_params(straight, resumed), "%s: 3 epochs + resume to 5 are not 5 epochs",
+    CHECK_MSG(nc_test_same_params(straight, resumed), "%s: 3 epochs + resume to 5 are not 5 epochs",
               what);
     CHECK_MSG(strstr(info.command, what) != NULL, "%s not in: %s", what, info.command);
     nc_cnn_free(straight);
@@ -755,7 +739,7 @@ static void check_gpu_optimiser(const char *tool, const char *dir, const char *n
     resumed_run_init(&r, dir, gname, common, 1);
     check_resumed_run(tool, &r, what);
     CHECK_INT_EQ(run_only(tool, cpu1), 0);
-    nc_cnn *gpu = load_file(out_g1, NULL), *cpu = load_file(out_c1, NULL);
+    nc_cnn *gpu = nc_test_read_cnn(out_g1, NULL), *cpu = nc_test_read_cnn(out_c1, NULL);
     REQUIRE(gpu && cpu && gpu->n_params == cpu->n_params);
     double num = 0.0, den = 0.0;
     for (size_t i = 0; i < cpu->n_params; i++) {
