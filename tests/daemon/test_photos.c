@@ -23,9 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <turbojpeg.h>
 #include <unistd.h>
 
+#include "decode.h"
 #include "fileio.h"
 #include "fixture.h"
 #include "harness.h"
@@ -150,17 +150,6 @@ static void read_photos(const char *sock, Neocog__Model model, int segment, int 
     close(fd);
 }
 
-/* A JPEG photo's size from its header; 0 or -1. */
-static int photo_size(const photo *p, int *w, int *h)
-{
-    tjhandle td = tjInitDecompress();
-    int ss, cs;
-    int err = !td || tjDecompressHeader3(td, p->data, (unsigned long)p->len, w, h, &ss, &cs);
-    if (td)
-        tjDestroy(td);
-    return err ? -1 : 0;
-}
-
 /* Right, rejected and wrong among the selected photos; returns right's
  * fraction. */
 static double score(const char *what, const answer *a, int strings, uint32_t step)
@@ -242,14 +231,18 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; opened && i < n_photos && compared < DIRECT_PHOTOS; i++) {
         if (strlen(photos[i].text) > 1 || seen++ % SLOW_STEP)
             continue;
-        static uint8_t px[1024 * 1024];
-        int w = 0, h = 0;
-        if (photo_size(&photos[i], &w, &h) || (size_t)w * (size_t)h > sizeof px ||
-            nc_decode_jpeg_gray(photos[i].data, photos[i].len, px, (uint32_t)w, (uint32_t)h))
+        /* decoded as neocogd decodes a request's image */
+        static const nc_decode_limits lim = { 4096, UINT64_C(1) << 24 };
+        nc_image *img = NULL;
+        char why[128];
+        if (nc_decode_image(NC_DECODE_AUTO, photos[i].data, photos[i].len, 0, 0, &lim, &img,
+                            why, sizeof why))
             continue;
         float want[10];
         int32_t label;
-        if (nc_direct_run(&direct, px, (uint32_t)w, (uint32_t)h, want, &label))
+        const int err = nc_direct_run(&direct, img->pixels, img->width, img->height, want, &label);
+        nc_image_free(img);
+        if (err)
             continue;
         compared++;
         if (neo[i].n_scores != 10 || memcmp(neo[i].scores, want, sizeof want)) {
