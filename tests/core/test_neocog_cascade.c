@@ -6,6 +6,7 @@
  * cascade without it; the sections round-trip; malformed ones are refused
  * with a phrase; a file without them answers as before. */
 #include "test.h"
+#include "view_fill.h"
 
 #include "backend.h"
 #include "modelfile.h"
@@ -72,59 +73,24 @@ static void strokes(float *img)
     }
 }
 
-/* A caller that prepares views on demand (nc_backend_fill): copies them
- * from src into dst and notes which views of which digit it was asked for. */
-typedef struct filler {
-    const float *src;
-    float *dst;
-    uint32_t filled[N];
-} filler;
-
-static int fill_views(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d)
-{
-    filler *f = ctx;
-    const size_t len = (size_t)SIDE * SIDE;
-    for (uint32_t k = 0; k < d; k++) {
-        if (image[k] >= N || mask >> V)
-            return -EINVAL;
-        for (uint32_t v = 0; v < V; v++)
-            if (mask >> v & 1u)
-                memcpy(f->dst + ((size_t)image[k] * V + v) * len,
-                       f->src + ((size_t)image[k] * V + v) * len, len * sizeof *f->dst);
-        f->filled[image[k]] |= mask;
-    }
-    return 0;
-}
-
 /* Raw scores of file image buf on n digits, through a worker of 2 digits
- * (so a batch runs in several pieces).  fl NULL: in as it is; else through
- * nc_backend_forward_fill, every view NaN until filled from in, and *fl
- * says what was filled. */
+ * (so a batch runs in several pieces).  filled NULL: in as it is; else
+ * through nc_backend_forward_fill, every view NaN until asked for
+ * (view_fill.h), and filled[n] says which views of each digit were. */
 static int run_image_fill(const uint8_t *buf, size_t len, const float *in, uint32_t n,
-                          float *out, filler *fl)
+                          float *out, uint32_t *filled)
 {
-    float *dst = NULL;
-    if (fl) {
-        const size_t floats = (size_t)n * V * SIDE * SIDE;
-        if (!(dst = malloc(floats * sizeof *dst)))
-            return -ENOMEM;
-        for (size_t i = 0; i < floats; i++)
-            dst[i] = NAN;
-        *fl = (filler){ .src = in, .dst = dst };
-    }
-    const nc_backend_fill fill = { fl, fill_views };
     nc_backend *be = NULL;
     int err = nc_backend_open(&nc_backend_cpu, buf, len, 0, &be);
     void *w = NULL;
     if (!err)
         err = be->ops->worker_new(be->impl, 2, &w);
     if (!err)
-        err = fl ? nc_backend_forward_fill(be, w, dst, n, &fill, out)
-                 : be->ops->forward(be->impl, w, in, n, out);
+        err = filled ? nc_test_forward_filled(be, w, in, n, out, filled)
+                     : be->ops->forward(be->impl, w, in, n, out);
     if (w)
         be->ops->worker_free(w);
     nc_backend_close(be);
-    free(dst);
     return err;
 }
 
@@ -334,20 +300,20 @@ static void test_view_answers(uint32_t f, uint32_t view)
      * the views each digit's stages read (fixture_make: members 0 and 1 on
      * views 0-1, member 2 on views 2-3) */
     float lazy[N * K];
-    filler fl;
-    CHECK_INT_EQ(run_image_fill(bt, lt, in, N, lazy, &fl), 0);
+    uint32_t filled[N];
+    CHECK_INT_EQ(run_image_fill(bt, lt, in, N, lazy, filled), 0);
     CHECK_MSG(memcmp(lazy, out, sizeof lazy) == 0, "views filled on demand answer otherwise");
     const uint32_t mf = f == 2 ? 0xcu : 0x3u;
     for (uint32_t i = 0; i < N; i++) {
         const uint32_t want = conf_v[i] >= tv ? 1u << view : conf_m[i] >= t ? mf : 0xfu;
-        CHECK_MSG(fl.filled[i] == want, "digit %u: views 0x%x filled, want 0x%x", i,
-                  fl.filled[i], want);
+        CHECK_MSG(filled[i] == want, "digit %u: views 0x%x filled, want 0x%x", i, filled[i],
+                  want);
     }
     /* a file without a cascade fills every view first */
-    CHECK_INT_EQ(run_image_fill(base, lbase, in, N, lazy, &fl), 0);
+    CHECK_INT_EQ(run_image_fill(base, lbase, in, N, lazy, filled), 0);
     CHECK_MSG(memcmp(lazy, full, sizeof lazy) == 0, "the committee, filled, answers otherwise");
     for (uint32_t i = 0; i < N; i++)
-        CHECK_MSG(fl.filled[i] == 0xfu, "digit %u: views 0x%x filled", i, fl.filled[i]);
+        CHECK_MSG(filled[i] == 0xfu, "digit %u: views 0x%x filled", i, filled[i]);
     free(in);
     free(each);
     free(base);

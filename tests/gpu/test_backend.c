@@ -34,6 +34,7 @@
  * sides: it tests this test on a machine without a GPU. */
 #include "fixture.h"
 #include "test.h"
+#include "view_fill.h"
 
 #include <errno.h>
 #include <math.h>
@@ -75,51 +76,6 @@ static float *make_inputs(const nc_backend *be, uint32_t off, uint32_t n)
 static int forward(const nc_backend *be, void *w, const float *in, uint32_t n, float *out)
 {
     return be->ops->forward(be->impl, w, in, n, out);
-}
-
-/* A caller preparing views on demand (nc_backend_fill): copies each asked
- * view from src to dst. */
-typedef struct filler {
-    const float *src;
-    float *dst;
-    size_t view_len;
-    uint32_t views, n, bad;
-} filler;
-
-static int fill_copy(void *ctx, uint32_t mask, const uint32_t *image, uint32_t d)
-{
-    filler *f = ctx;
-    for (uint32_t k = 0; k < d; k++) {
-        if (image[k] >= f->n || mask >> f->views) {
-            f->bad++;
-            continue;
-        }
-        for (uint32_t v = 0; v < f->views; v++)
-            if (mask >> v & 1u)
-                memcpy(f->dst + ((size_t)image[k] * f->views + v) * f->view_len,
-                       f->src + ((size_t)image[k] * f->views + v) * f->view_len,
-                       f->view_len * sizeof *f->dst);
-    }
-    return 0;
-}
-
-/* be's forward of in through nc_backend_forward_fill, views copied from in
- * into a NaN buffer as the engine asks for them. */
-static int forward_filled(const nc_backend *be, void *w, const float *in, uint32_t n,
-                          float *out)
-{
-    const size_t floats = (size_t)n * be->input_len;
-    float *dst = malloc(floats * sizeof *dst);
-    if (!dst)
-        return -ENOMEM;
-    for (size_t i = 0; i < floats; i++)
-        dst[i] = NAN;
-    filler f = { in, dst, nc_prep_view_len(&be->info.prep), nc_prep_views(&be->info.prep), n,
-                 0 };
-    const nc_backend_fill fill = { &f, fill_copy };
-    int err = nc_backend_forward_fill(be, w, dst, n, &fill, out);
-    free(dst);
-    return err ? err : f.bad ? -EINVAL : 0;
 }
 
 /* gpu against cpu over n rows of nc classes; returns the number of
@@ -185,7 +141,7 @@ static void *thread_main(void *arg)
     for (int r = 0; r < sh->rounds; r++) {
         for (size_t i = 0; i < (size_t)sh->rows * sh->nc; i++)
             out[i] = NAN;
-        int bad = (sh->filled ? forward_filled(sh->gpu, w, sh->in, sh->rows, out)
+        int bad = (sh->filled ? nc_test_forward_filled(sh->gpu, w, sh->in, sh->rows, out, NULL)
                               : forward(sh->gpu, w, sh->in, sh->rows, out)) != 0;
         for (size_t i = 0; !bad && i < (size_t)sh->rows * sh->nc; i++)
             bad = !(fabsf(out[i] - sh->ref[i]) <= 1e-6f * (1.0f + fabsf(sh->ref[i])));
@@ -348,7 +304,7 @@ static void test_shipped(const uint8_t *buf, size_t len, int device, uint32_t ma
         /* views prepared on demand: the same scores, bit for bit */
         float *of = malloc((size_t)n * nc * sizeof *of);
         REQUIRE(of);
-        r = forward_filled(gpu, wg, in, n, of);
+        r = nc_test_forward_filled(gpu, wg, in, n, of, NULL);
         CHECK_MSG(r == 0 && memcmp(of, og, (size_t)n * nc * sizeof *of) == 0,
                   "shipped batch %u: views filled on demand answer otherwise (%d)", n, r);
         free(of);
