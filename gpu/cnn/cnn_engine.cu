@@ -223,6 +223,14 @@ static int engine_alloc(nc_gpu_cnn *g, const nc_cnn *net)
     }
     /* it leaves pool2's and pool3's activations in d_act[4] and d_act[6] */
     g->deep_ok = nc_gpu_cnn_fused_deep_match(g->L, g->n_layers);
+    /* and the persistent kernel its pool2 activations in d_act[4]: where the
+       net starts like the deep column and the device has the shared memory */
+    if (nc_gpu_cnn_deep_big_match(g->L, g->n_layers)) {
+        int err = nc_gpu_cnn_deep_big_init();
+        if (err && err != -ENOTSUP)
+            return err;
+        g->deep_big_ok = !err;
+    }
     cublasStatus_t s = cublasCreate(&g->blas);
     if (s != CUBLAS_STATUS_SUCCESS) {
         g->blas = NULL;
@@ -371,6 +379,11 @@ int cnn_eng_forward_whole(nc_gpu_cnn *g, const float *in, uint32_t n, float *out
     case WHOLE_FUSED_DEEP:
         return nc_gpu_cnn_fused_deep_forward(g->L, in, g->d_act[4], g->d_act[6], out, n,
                                              g->stream);
+    case WHOLE_DEEP_BIG: {
+        int err = nc_gpu_cnn_deep_big_features(g->L, in, g->d_act[4], n, g->sm_count,
+                                               g->stream);
+        return err ? err : forward_layers_from(g, 5, g->d_act[4], n, out, bk);
+    }
     default:
         return cnn_eng_forward_layers(g, in, n, out, bk);
     }

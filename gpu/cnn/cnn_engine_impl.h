@@ -17,6 +17,7 @@
 #include "cnn_full.cuh"
 #include "cnn_fused_ops.h"
 #include "cnn_fused_deep.cuh"
+#include "cnn_fused_deep_big.cuh"
 #include "cnn_layer.h"
 #include "cnn_norm.cuh"
 #include "cnn_pool.cuh"
@@ -27,7 +28,8 @@
 #define UNROLL_CAP ((size_t)64 << 20)       /* floats of unrolling scratch, at most */
 #define BLAS_WORKSPACE ((size_t)32 << 20)   /* bytes: cuBLAS under graph capture */
 
-enum { WHOLE_LAYERS = 0, WHOLE_FUSED_SMALL = 1, WHOLE_FUSED_BIG = 2, WHOLE_FUSED_DEEP = 3 };
+enum { WHOLE_LAYERS = 0, WHOLE_FUSED_SMALL = 1, WHOLE_FUSED_BIG = 2, WHOLE_FUSED_DEEP = 3,
+       WHOLE_DEEP_BIG = 4 };
 enum { OPT_SGD = 0, OPT_MOMENTUM = 1, OPT_ADAM = 2 };      /* the training step's update */
 
 struct nc_gpu_cnn {
@@ -80,6 +82,7 @@ struct nc_gpu_cnn {
     int fused_ok;                           /* the shallow column's fused paths fit */
     const nc_gpu_cnn_fused_ops *fused;      /* and their kernels (cnn_fused_ops.h) */
     int deep_ok;                            /* the deep column's fused path fits */
+    int deep_big_ok;                        /* its persistent conv1..pool2 fits (and the device) */
     nc_gpu_cnn_path path;
     uint8_t tuned[BUCKETS];
     uint8_t whole[BUCKETS];

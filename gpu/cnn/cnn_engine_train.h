@@ -21,7 +21,8 @@ typedef enum nc_gpu_cnn_path {
     NC_GPU_CNN_PATH_UNROLLED = 2,   /* unrolled conv + cuBLAS, cuBLAS fully connected */
     NC_GPU_CNN_PATH_FUSED_SMALL = 3, /* fused column, latency variant */
     NC_GPU_CNN_PATH_FUSED_BIG = 4,  /* fused column, throughput variant */
-    NC_GPU_CNN_PATH_FUSED_DEEP = 5, /* fused deep column */
+    NC_GPU_CNN_PATH_FUSED_DEEP = 5, /* fused deep column, latency variant */
+    NC_GPU_CNN_PATH_DEEP_BIG = 6,   /* deep column: persistent conv1..pool2, then layer-wise */
 } nc_gpu_cnn_path;
 
 /* Params and tables of net (same architecture) to the device / the device's

@@ -16,16 +16,18 @@ extern "C" int nc_gpu_cnn_fused_ok(const nc_gpu_cnn *g) { return g && g->fused_o
 
 extern "C" int nc_gpu_cnn_path_ok(const nc_gpu_cnn *g, nc_gpu_cnn_path path)
 {
-    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_DEEP)
+    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_DEEP_BIG)
         return 0;
     if (path == NC_GPU_CNN_PATH_FUSED_SMALL || path == NC_GPU_CNN_PATH_FUSED_BIG)
         return g->fused_ok;
+    if (path == NC_GPU_CNN_PATH_DEEP_BIG)
+        return g->deep_big_ok;
     return path == NC_GPU_CNN_PATH_FUSED_DEEP ? g->deep_ok : 1;
 }
 
 extern "C" int nc_gpu_cnn_set_path(nc_gpu_cnn *g, nc_gpu_cnn_path path)
 {
-    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_FUSED_DEEP)
+    if (!g || path < NC_GPU_CNN_PATH_AUTO || path > NC_GPU_CNN_PATH_DEEP_BIG)
         return -EINVAL;
     if (g->pending_n)
         return -EBUSY;          /* a forward_start awaits its finish */
@@ -96,6 +98,8 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
     case NC_GPU_CNN_PATH_FUSED_DEEP: g->whole[bk] = WHOLE_FUSED_DEEP; g->tuned[bk] = 1; return 0;
     default: break;
     }
+    /* deep-big runs the layers after pool2 layer-wise: their variants are
+       chosen by timing below whether it is forced or a candidate */
     const uint32_t n = (1u << bk) < g->max_batch ? 1u << bk : g->max_batch;
     for (uint32_t l = 1; l < g->n_layers; l++) {
         const nc_gpu_cnn_layer *L = &g->L[l];
@@ -125,6 +129,11 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
             return err;
         g->blas_layer[bk][l] = t_blas < t_direct;
     }
+    if (g->path == NC_GPU_CNN_PATH_DEEP_BIG) {
+        g->whole[bk] = WHOLE_DEEP_BIG;
+        g->tuned[bk] = 1;
+        return 0;
+    }
     /* then the whole forwards the net fits, the layer-wise one first, each
        as it will run (time_whole): the fastest wins, the earliest on ties */
     uint8_t cand[3] = {WHOLE_LAYERS, 0, 0};
@@ -135,6 +144,8 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
     } else if (g->deep_ok) {
         cand[n_cand++] = WHOLE_FUSED_DEEP;
     }
+    /* deep-big is not a candidate yet: its parity and speed have not been
+       measured on a GPU (test_gpu_cnn and neocog-bench-gpu force it) */
     float t_best = 0.0f;
     uint8_t best = WHOLE_LAYERS;
     for (int c = 0; n_cand > 1 && c < n_cand; c++) {
@@ -168,15 +179,18 @@ extern "C" int nc_gpu_cnn_describe(const nc_gpu_cnn *g, uint32_t n, char *dst, s
     const unsigned bk = bucket_of(n);
     if (!g->tuned[bk])
         return -EAGAIN;
-    static const char *const whole[] = {"layers", "fused-small", "fused-big", "fused-deep"};
+    static const char *const whole[] = {"layers", "fused-small", "fused-big", "fused-deep",
+                                        "deep-big"};
     size_t len = (size_t)snprintf(dst, cap, "%s", whole[g->whole[bk]]);
-    if (g->whole[bk] == WHOLE_LAYERS)
-        for (uint32_t l = 1; l < g->n_layers && len < cap; l++) {
+    /* the layers that run layer-wise: all, or those after deep-big's pool2 */
+    const uint32_t first = g->whole[bk] == WHOLE_LAYERS ? 1 : g->whole[bk] == WHOLE_DEEP_BIG ? 5 : 0;
+    if (first)
+        for (uint32_t l = first; l < g->n_layers && len < cap; l++) {
             const nc_gpu_cnn_layer *L = &g->L[l];
             const char *v = L->kind == NC_CNN_KIND_POOL ? "pool"
                             : g->blas_layer[bk][l] ? (L->kind == NC_CNN_KIND_CONV ? "unrolled" : "cublas")
                                                    : "direct";
-            len += (size_t)snprintf(dst + len, cap - len, "%s%s", l == 1 ? ":" : ",", v);
+            len += (size_t)snprintf(dst + len, cap - len, "%s%s", l == first ? ":" : ",", v);
         }
     return len < cap ? 0 : -ERANGE;
 }

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 
+#include "cnn_conv1_pool.cuh"
 #include "cnn_math.cuh"
 #include "cuda_check.cuh"
 
@@ -61,40 +62,6 @@ struct column {
     uint32_t u1, u2;
 };
 
-/* conv1 + pool1 of one pooled unit for 4 maps: x is the image, w1s [16][20]. */
-static __device__ __forceinline__ void conv1_pool(const float *x, const float4 *w1s4,
-                                                  const float *b1s, int g, int w, float *p1)
-{
-    const int py = w / Q1, px = w % Q1;
-    float in[5][5];
-#pragma unroll
-    for (int r = 0; r < 5; r++)
-#pragma unroll
-        for (int s = 0; s < 5; s++)
-            in[r][s] = x[(2 * py + r) * IN + 2 * px + s];
-    float acc[4][4] = {};
-#pragma unroll
-    for (int i = 0; i < K1; i++)
-#pragma unroll
-        for (int j = 0; j < K1; j++) {
-            const float4 wv = w1s4[(i * K1 + j) * (M1 / 4) + g];
-#pragma unroll
-            for (int d = 0; d < 4; d++) {
-                const float v = in[(d >> 1) + i][(d & 1) + j];
-                acc[0][d] += wv.x * v;
-                acc[1][d] += wv.y * v;
-                acc[2][d] += wv.z * v;
-                acc[3][d] += wv.w * v;
-            }
-        }
-#pragma unroll
-    for (int mi = 0; mi < 4; mi++) {
-        const float a = fmaxf(fmaxf(acc[mi][0], acc[mi][1]), fmaxf(acc[mi][2], acc[mi][3]));
-        const int m = 4 * g + mi;
-        p1[m * Q1_HW + w] = nc_gpu_cnn_tanh(a + b1s[m]);
-    }
-}
-
 static __global__ void __launch_bounds__(BIG_T, 1)
 features_big_kernel(column C, const float *__restrict__ x, float *__restrict__ feat, uint32_t n)
 {
@@ -111,10 +78,7 @@ features_big_kernel(column C, const float *__restrict__ x, float *__restrict__ f
         const int m = e % M2, r = e / M2;           /* r = (c*5+ky)*5+kx */
         w2s[e] = C.w2[m * (M1 * K2 * K2) + r];
     }
-    for (int e = t; e < K1 * K1 * M1; e += BIG_T)   /* e = k*20 + m */
-        w1s[e] = C.w1[(e % M1) * K1 * K1 + e / M1];
-    if (t < M1)
-        b1s[t] = C.b1[t];
+    nc_conv1_stage(C.w1, C.b1, w1s, b1s, t, BIG_T);
     if (t < M2)
         b2s[t] = C.b2[t];
 
@@ -130,7 +94,7 @@ features_big_kernel(column C, const float *__restrict__ x, float *__restrict__ f
         __syncthreads();
         for (int item = t; item < valid * (M1 / 4) * Q1_HW; item += BIG_T) {
             const int b = item / ((M1 / 4) * Q1_HW), r = item % ((M1 / 4) * Q1_HW);
-            conv1_pool(xs + b * IN_HW, w1s4, b1s, r / Q1_HW, r % Q1_HW, p1s + b * P1S);
+            nc_conv1_pool(xs + b * IN_HW, w1s4, b1s, r / Q1_HW, r % Q1_HW, p1s + b * P1S);
         }
         __syncthreads();
         /* conv2 + pool2: t = g*72 + b*9 + w */
@@ -192,10 +156,7 @@ features_small_kernel(column C, const float *__restrict__ x, float *__restrict__
     __shared__ float part[SM_SPLIT][SM_MAPS * C2 * C2];
     __shared__ float c2s[SM_MAPS * C2 * C2];
     const int t = threadIdx.x, m0 = blockIdx.x * SM_MAPS;
-    for (int e = t; e < K1 * K1 * M1; e += SM_T)
-        w1s[e] = C.w1[(e % M1) * K1 * K1 + e / M1];
-    if (t < M1)
-        b1s[t] = C.b1[t];
+    nc_conv1_stage(C.w1, C.b1, w1s, b1s, t, SM_T);
     for (int e = t; e < SM_MAPS * M1 * K2 * K2; e += SM_T)
         w2s[e] = C.w2[(size_t)m0 * M1 * K2 * K2 + e];
     const float4 *w1s4 = reinterpret_cast<const float4 *>(w1s);
@@ -205,7 +166,7 @@ features_small_kernel(column C, const float *__restrict__ x, float *__restrict__
             xs[e] = x[(size_t)b * IN_HW + e];
         __syncthreads();
         for (int item = t; item < (M1 / 4) * Q1_HW; item += SM_T)
-            conv1_pool(xs, w1s4, b1s, item / Q1_HW, item % Q1_HW, p1s);
+            nc_conv1_pool(xs, w1s4, b1s, item / Q1_HW, item % Q1_HW, p1s);
         __syncthreads();
         if (t < SM_SPLIT * SM_MAPS * C2 * C2) {
             const int s = t / (SM_MAPS * C2 * C2), r = t % (SM_MAPS * C2 * C2);
