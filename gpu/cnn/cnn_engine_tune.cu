@@ -144,8 +144,9 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
     } else if (g->deep_ok) {
         cand[n_cand++] = WHOLE_FUSED_DEEP;
     }
-    /* deep-big is not a candidate yet: its parity and speed have not been
-       measured on a GPU (test_gpu_cnn and neocog-bench-gpu force it) */
+    /* deep-big is not a candidate until test_gpu_cnn passes on it from a
+       clean build (docs/benchmarks.md); test_gpu_cnn and neocog-bench-gpu
+       force it */
     float t_best = 0.0f;
     uint8_t best = WHOLE_LAYERS;
     for (int c = 0; n_cand > 1 && c < n_cand; c++) {
