@@ -65,11 +65,6 @@ int train_set_views(const uint32_t *heights, uint32_t n_heights, const uint32_t 
 /* Model files are read whole; the shipped neocognitron is 14 MB. */
 #define TRAIN_MODEL_MAX_BYTES ((size_t)1 << 31)
 
-/* What is wrong with a neocognitron file image as a whole (its classes,
- * its members' views, its cascade: nc_neocog_committee_why), or NULL: for
- * the sentence after a refused file. */
-const char *train_cascade_why(const uint8_t *buf, size_t len);
-
 /* Read a model file and open it on the CPU engine table.  *ret_buf (may be
  * NULL) keeps the file image for the caller; else it is freed.  Prints what
  * went wrong, prefixed with who. */

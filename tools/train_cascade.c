@@ -111,7 +111,7 @@ static int open_image(const uint8_t *buf, size_t len, int gpu, nc_backend **ret_
 #endif
     int err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
-        const char *why = err == -EBADMSG ? train_cascade_why(buf, len) : NULL;
+        const char *why = err == -EBADMSG ? nc_neocog_committee_why(buf, len) : NULL;
         fprintf(stderr, WHO ": opening the model: %s%s%s\n", nc_strerror(err),
                 why ? ": " : "", why ? why : "");
 #if NC_HAVE_CUDA

@@ -41,6 +41,7 @@
 #include "image_clean.h"
 #include "modelfile.h"
 #include "nc_config.h"
+#include "neocog.h"
 #include "train_groups.h"
 #include "train_pool.h"
 #if NC_HAVE_CUDA
@@ -586,7 +587,7 @@ int train_eval_main(int argc, char **argv, const train_cmdline *cmd)
             ops = &nc_backend_gpu;
 #endif
         if ((err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, &be))) {
-            const char *why = err == -EBADMSG ? train_cascade_why(buf, len) : NULL;
+            const char *why = err == -EBADMSG ? nc_neocog_committee_why(buf, len) : NULL;
             if (why)
                 fprintf(stderr, "neocog-train eval: %s: %s\n", model, why);
 #if NC_HAVE_CUDA

@@ -28,11 +28,6 @@ void openblas_set_num_threads(int num_threads);
 #define SCORE_BATCH_MAX 1024u
 #define MAX_THREADS 64u
 
-const char *train_cascade_why(const uint8_t *buf, size_t len)
-{
-    return buf ? nc_neocog_committee_why(buf, len) : NULL;
-}
-
 int train_open_model(const char *who, const char *path, nc_backend **ret_be,
                      uint8_t **ret_buf, size_t *ret_len)
 {
@@ -65,7 +60,7 @@ int train_open_model_on(const char *who, const char *path, int gpu, nc_backend *
     if (!err)
         err = nc_backend_open(ops, buf, len, gpu < 0 ? 0 : gpu, ret_be);
     if (err) {
-        const char *why = err == -EBADMSG ? train_cascade_why(buf, len) : NULL;
+        const char *why = err == -EBADMSG ? nc_neocog_committee_why(buf, len) : NULL;
         fprintf(stderr, "%s: %s: %s%s%s%s\n", who, path, nc_strerror(err),
                 err == -ENOTSUP ? " (not a model kind this engine runs)" : "",
                 why ? ": " : "", why ? why : "");

@@ -98,10 +98,11 @@ static int tune(nc_gpu_cnn *g, unsigned bk)
     case NC_GPU_CNN_PATH_FUSED_DEEP: g->whole[bk] = WHOLE_FUSED_DEEP; g->tuned[bk] = 1; return 0;
     default: break;
     }
-    /* deep-big runs the layers after pool2 layer-wise: their variants are
-       chosen by timing below whether it is forced or a candidate */
+    /* per layer, direct against cuBLAS; forced deep-big runs only the
+       layers after pool2 layer-wise, so only those are timed */
     const uint32_t n = (1u << bk) < g->max_batch ? 1u << bk : g->max_batch;
-    for (uint32_t l = 1; l < g->n_layers; l++) {
+    const uint32_t first = g->path == NC_GPU_CNN_PATH_DEEP_BIG ? 5 : 1;
+    for (uint32_t l = first; l < g->n_layers; l++) {
         const nc_gpu_cnn_layer *L = &g->L[l];
         const float *x = l == 1 ? g->d_in : g->d_act[l - 1];
         float *y = g->d_act[l];

@@ -803,6 +803,14 @@ static void test_start_finish(void)
     free(got);
 }
 
+/* That g offers path exactly when want says so, and set_path agrees. */
+static void check_path(nc_gpu_cnn *g, const char *arch, nc_gpu_cnn_path path, int want)
+{
+    CHECK_MSG(nc_gpu_cnn_path_ok(g, path) == want, "%s: %s path %s expected", arch,
+              path_name(path), want ? "" : "not");
+    CHECK_INT_EQ(nc_gpu_cnn_set_path(g, path), want ? 0 : -ENOTSUP);
+}
+
 /* Which nets the deep column's fused path takes: exactly its layer shapes,
  * with any top of 1..1024 units a layer; and which its persistent conv1..pool2
  * kernel (deep-big) takes: any net that starts with those four layers, tanh
@@ -835,15 +843,8 @@ static void test_deep_match(void)
         int err = nc_gpu_cnn_new(net, 0, 4, &g);
         CHECK_MSG(err == 0, "nc_gpu_cnn_new(%s): %d", cases[i].arch, err);
         if (!err) {
-            CHECK_MSG(nc_gpu_cnn_path_ok(g, NC_GPU_CNN_PATH_FUSED_DEEP) == cases[i].ok,
-                      "%s: fused deep path %s expected", cases[i].arch,
-                      cases[i].ok ? "" : "not");
-            CHECK_INT_EQ(nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_FUSED_DEEP),
-                         cases[i].ok ? 0 : -ENOTSUP);
-            CHECK_MSG(nc_gpu_cnn_path_ok(g, NC_GPU_CNN_PATH_DEEP_BIG) == cases[i].big,
-                      "%s: deep-big path %s expected", cases[i].arch, cases[i].big ? "" : "not");
-            CHECK_INT_EQ(nc_gpu_cnn_set_path(g, NC_GPU_CNN_PATH_DEEP_BIG),
-                         cases[i].big ? 0 : -ENOTSUP);
+            check_path(g, cases[i].arch, NC_GPU_CNN_PATH_FUSED_DEEP, cases[i].ok);
+            check_path(g, cases[i].arch, NC_GPU_CNN_PATH_DEEP_BIG, cases[i].big);
         }
         nc_gpu_cnn_free(g);
         nc_cnn_free(net);
